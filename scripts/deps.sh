@@ -1,0 +1,59 @@
+#!/bin/sh
+# Make sure the Debian packages a target needs are present.
+# As root they are installed with apt-get; otherwise we say exactly what to
+# install and fail.  Usage: scripts/deps.sh build|test|demo|bench
+set -eu
+target=${1:-build}
+
+# package:file-that-proves-it-is-installed
+build_pkgs="libibverbs-dev:/usr/include/infiniband/verbs.h
+librdmacm-dev:/usr/include/rdma/rdma_cma.h
+zlib1g-dev:/usr/include/zlib.h
+cmake:/usr/bin/cmake
+pkg-config:/usr/bin/pkg-config"
+test_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo
+rdmacm-utils:/usr/bin/rping
+perftest:/usr/bin/ib_write_bw
+python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py
+iproute2:/usr/sbin/ip
+nftables:/usr/sbin/nft
+tshark:/usr/bin/tshark
+binutils:/usr/bin/objdump"
+bench_pkgs="ucx-utils:/usr/bin/ucx_perftest
+libfabric-bin:/usr/bin/fi_pingpong
+iperf3:/usr/bin/iperf3
+sockperf:/usr/bin/sockperf
+gnuplot-nox:/usr/bin/gnuplot"
+
+case $target in
+build) want=$build_pkgs ;;
+test|demo) want="$build_pkgs
+$test_pkgs" ;;
+bench) want="$build_pkgs
+$test_pkgs
+$bench_pkgs" ;;
+*) echo "usage: $0 build|test|demo|bench" >&2; exit 2 ;;
+esac
+
+missing=""
+for entry in $want; do
+	pkg=${entry%%:*}
+	file=${entry#*:}
+	[ -e "$file" ] || missing="$missing $pkg"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "softverbs: installing missing packages:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture; answer for it.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" |
+		debconf-set-selections 2>/dev/null || true
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	exit 0
+fi
+echo "softverbs: missing packages:$missing" >&2
+echo "install them with:  sudo apt-get install$missing" >&2
+exit 1

@@ -1,0 +1,28 @@
+/* The one software device, softverbs0: identity, limits, port and GID table. */
+#ifndef SV_CORE_DEVICE_H
+#define SV_CORE_DEVICE_H
+
+#include "core/objects.h"
+
+#define SV_DEVICE_NAME "softverbs0"
+
+struct sv_device *sv_device_get(void);
+
+/* A fresh snapshot of the host's addresses as RoCE v2 GIDs, in a stable
+ * order (interface index, then IPv4 before IPv6, then address). */
+int sv_gid_table(struct sv_gid_entry *tab, int max);
+
+/* GID -> IP socket address (IPv4-mapped GIDs become AF_INET). */
+void sv_gid_to_sockaddr(const union ibv_gid *gid, struct sockaddr_storage *ss);
+/* IP socket address -> GID. */
+void sv_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);
+
+/* Is this GID one of ours right now? */
+bool sv_gid_is_local(const union ibv_gid *gid);
+
+void sv_device_attr(struct ibv_device_attr *attr);
+/* Fills the first len bytes of an ibv_port_attr (compat callers pass less). */
+void sv_port_attr(struct ibv_port_attr *attr);
+enum ibv_mtu sv_port_active_mtu(void);
+
+#endif

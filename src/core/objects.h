@@ -1,0 +1,286 @@
+/*
+ * The software device's object model: what a PD, MR, CQ, QP, SRQ and AH
+ * are inside softverbs.  The verbs layer (src/verbs) creates, validates and
+ * destroys these objects and enqueues work into them; the engine
+ * (src/engine) moves data between them.  Each object embeds the public
+ * rdma-core struct first so that the pointers handed to applications are
+ * the ones the header inline functions dereference.
+ *
+ * Lock contract:
+ *   - sv_context.lock guards the context's object lists and async events.
+ *   - sv_cq.lock guards the CQ ring and its arming state.
+ *   - sv_qp.sq_lock guards the send queue producer side, sv_qp.rq_lock the
+ *     receive queue; the engine consumes under the context's progress lock
+ *     (sv_engine.lock), and takes sq_lock/rq_lock only briefly.
+ *   - sv_srq.lock guards the SRQ ring.
+ *   Lock order: engine.lock -> qp.sq_lock/rq_lock/srq.lock -> cq.lock.
+ */
+#ifndef SV_CORE_OBJECTS_H
+#define SV_CORE_OBJECTS_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "util/list.h"
+
+struct sv_engine;
+struct sv_qp_engine;
+
+/* ---- limits the implementation really has (reported by query_device) ---- */
+#define SV_MAX_QP         65536
+#define SV_MAX_QP_WR      16384
+#define SV_MAX_SGE        32
+#define SV_MAX_CQ         65536
+#define SV_MAX_CQE        (1 << 20)
+#define SV_MAX_MR         (1 << 20)
+#define SV_MAX_MR_SIZE    (1ULL << 40)
+#define SV_MAX_PD         (1 << 20)
+#define SV_MAX_INLINE     1024
+#define SV_MAX_RD_ATOMIC  128
+#define SV_MAX_SRQ        65536
+#define SV_MAX_SRQ_WR     16384
+#define SV_MAX_AH         (1 << 20)
+#define SV_MAX_MCAST_GRP  8192
+#define SV_MAX_MCAST_QP_ATTACH 56
+#define SV_MAX_MSG_SIZE   (1U << 31)
+#define SV_MAX_PKEYS      1
+#define SV_DEFAULT_PKEY   0xFFFF
+#define SV_MAX_GIDS       64
+#define SV_PORT           1
+#define SV_VENDOR_ID      0xFFFFFF /* no IEEE OUI: a software device */
+#define SV_VENDOR_PART_ID 0x5356   /* "SV" */
+#define SV_HW_VER         1
+#define SV_FW_VER         "0.1.0"
+
+/* ---- device ------------------------------------------------------------- */
+
+struct sv_gid_entry {
+	union ibv_gid gid;
+	uint32_t ifindex;          /* netdev carrying the address */
+	uint32_t gid_type;         /* IBV_GID_TYPE_ROCE_V2 */
+	struct sockaddr_storage addr; /* the IP address behind the GID */
+};
+
+struct sv_device {
+	struct ibv_device ibdev;   /* first; what apps see */
+	uint64_t node_guid;        /* network byte order */
+	uint64_t sys_image_guid;   /* network byte order */
+};
+
+/* ---- context ------------------------------------------------------------ */
+
+struct sv_async_event {
+	struct list_node node;
+	struct ibv_async_event ev;
+};
+
+struct sv_context {
+	struct sv_device *dev;
+	pthread_mutex_t lock;
+	int async_pipe[2];             /* [0] is ibv_context.async_fd */
+	struct list_head async_events; /* queued, not yet read */
+	struct sv_engine *engine;      /* progress thread, sockets, timers */
+	struct verbs_context vctx;     /* ends with the public ibv_context */
+};
+
+/* ---- PD / MR / MW ------------------------------------------------------- */
+
+struct sv_pd {
+	struct ibv_pd ibv;
+	atomic_int users;              /* MRs, QPs, SRQs, AHs, MWs using it */
+};
+
+enum sv_mr_state { SV_MR_VALID, SV_MR_INVALID };
+
+struct sv_mr {
+	struct ibv_mr ibv;             /* lkey, rkey, addr, length */
+	struct sv_pd *pd;
+	uint64_t iova;                 /* address the peer uses */
+	uintptr_t va;                  /* where iova lands in this process */
+	uint64_t length;
+	unsigned int access;
+	_Atomic int state;
+	atomic_int refs;               /* packets in flight hold a ref */
+};
+
+/* ---- CQ ----------------------------------------------------------------- */
+
+struct sv_comp_channel {
+	struct ibv_comp_channel ibv;   /* fd is the pipe's read end */
+	int wfd;
+	atomic_int refs;               /* CQs attached */
+};
+
+struct sv_cq {
+	struct ibv_cq_ex ex;           /* ibv_cq is its prefix */
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;           /* capacity = ncqe (power of 2 >= cqe+1) */
+	uint32_t ncqe;
+	uint32_t head, tail;           /* free-running; used = tail - head */
+	int armed;                     /* 0, or IBV_CQ_SOLICITED / IBV_CQ_NEXT_COMP style */
+	bool overrun;
+	atomic_int users;              /* QPs using it */
+	struct sv_context *ctx;
+	/* extended-CQ poll cursor (ibv_cq_ex API) */
+	struct ibv_wc cur;
+	uint64_t wc_flags;
+};
+
+#define SV_CQ_ARM_NONE      0
+#define SV_CQ_ARM_ANY       1
+#define SV_CQ_ARM_SOLICITED 2
+
+/* ---- work queues -------------------------------------------------------- */
+
+/* One send work request as the requester needs it: a copy of the user's WR
+ * (the user's memory may be reused as soon as post_send returns). */
+struct sv_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;               /* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t imm_data;             /* network order, as in ibv_send_wr */
+	uint32_t num_sge;
+	uint64_t length;               /* total payload bytes */
+	union {
+		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
+		struct { uint64_t remote_addr; uint64_t compare_add;
+			 uint64_t swap; uint32_t rkey; } atomic;
+		struct { struct ibv_ah *ah; uint32_t remote_qpn;
+			 uint32_t remote_qkey; } ud;
+	} wr;
+	uint32_t invalidate_rkey;
+	/* requester bookkeeping (engine owned) */
+	uint32_t first_psn, last_psn;
+	uint64_t sent;                 /* bytes handed to packets so far */
+	uint32_t state;                /* engine's per-WQE state */
+	uint32_t status;               /* enum ibv_wc_status when done */
+	uint64_t atomic_result;        /* original value for atomics */
+	uint64_t read_done;            /* bytes of read response placed */
+	/* followed by num_sge ibv_sge, or by inline data */
+	union {
+		struct ibv_sge sge[0];
+		uint8_t inline_data[0];
+	};
+};
+
+struct sv_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad;
+	struct ibv_sge sge[0];
+};
+
+/* A ring of fixed-stride WQEs.  head/tail are free-running counters; the
+ * producer (post) advances tail, the consumer (engine) advances head. */
+struct sv_wq {
+	uint8_t *buf;
+	uint32_t stride;
+	uint32_t size;                 /* power of 2 */
+	uint32_t max_wr;               /* what the user asked for (cap) */
+	uint32_t max_sge;
+	_Atomic uint32_t head;
+	_Atomic uint32_t tail;
+};
+
+static inline void *sv_wq_at(struct sv_wq *wq, uint32_t idx)
+{
+	return wq->buf + (size_t)(idx & (wq->size - 1)) * wq->stride;
+}
+
+static inline uint32_t sv_wq_used(struct sv_wq *wq)
+{
+	return atomic_load_explicit(&wq->tail, memory_order_acquire) -
+	       atomic_load_explicit(&wq->head, memory_order_acquire);
+}
+
+/* ---- SRQ ---------------------------------------------------------------- */
+
+struct sv_srq {
+	struct ibv_srq ibv;            /* first */
+	pthread_mutex_t lock;
+	struct sv_wq rq;
+	uint32_t srq_limit;            /* armed limit, 0 = not armed */
+	atomic_int users;              /* QPs attached */
+	struct sv_pd *pd;
+	struct sv_context *ctx;
+};
+
+/* ---- AH ----------------------------------------------------------------- */
+
+struct sv_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+	struct sockaddr_storage dest;  /* IP the GID maps to */
+	struct sv_pd *pd;
+};
+
+/* ---- QP ----------------------------------------------------------------- */
+
+struct sv_qp {
+	struct ibv_qp_ex qpx;          /* ibv_qp is qpx.qp_base */
+	struct sv_context *ctx;
+	struct sv_pd *pd;
+	struct sv_cq *scq, *rcq;
+	struct sv_srq *srq;
+	enum ibv_qp_type type;
+	bool sq_sig_all;
+
+	pthread_mutex_t sq_lock;
+	pthread_mutex_t rq_lock;
+	struct sv_wq sq;
+	struct sv_wq rq;
+	struct ibv_qp_cap cap;
+
+	/* Attributes as last set by modify_qp, reported by query_qp.
+	 * attr.qp_state is the authoritative state; guarded by state_lock. */
+	pthread_mutex_t state_lock;
+	struct ibv_qp_attr attr;
+	int attr_mask_set;             /* which attributes were ever set */
+
+	/* addressing: where the peer is (RC/UC) */
+	struct sockaddr_storage peer;
+	bool peer_valid;
+
+	struct sv_qp_engine *eng;      /* transport state, engine owned */
+	struct list_node ctx_node;
+};
+
+/* container_of helpers: public handle -> softverbs object */
+#define sv_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+static inline struct sv_context *to_sv_ctx(struct ibv_context *c)
+{
+	return sv_container_of(c, struct sv_context, vctx.context);
+}
+static inline struct sv_pd *to_sv_pd(struct ibv_pd *p)
+{
+	return sv_container_of(p, struct sv_pd, ibv);
+}
+static inline struct sv_mr *to_sv_mr(struct ibv_mr *m)
+{
+	return sv_container_of(m, struct sv_mr, ibv);
+}
+static inline struct sv_cq *to_sv_cq(struct ibv_cq *c)
+{
+	return sv_container_of((struct ibv_cq_ex *)c, struct sv_cq, ex);
+}
+static inline struct sv_qp *to_sv_qp(struct ibv_qp *q)
+{
+	return sv_container_of(q, struct sv_qp, qpx.qp_base);
+}
+static inline struct sv_srq *to_sv_srq(struct ibv_srq *s)
+{
+	return sv_container_of(s, struct sv_srq, ibv);
+}
+static inline struct sv_ah *to_sv_ah(struct ibv_ah *a)
+{
+	return sv_container_of(a, struct sv_ah, ibv);
+}
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * The engine's interface to the verbs layer.  The verbs layer validates
+ * and enqueues; the engine owns everything that moves data: QP numbers and
+ * addressing, the requester/responder/completer state machines, the links
+ * and the progress thread.
+ */
+#ifndef SV_ENGINE_ENGINE_H
+#define SV_ENGINE_ENGINE_H
+
+#include "core/objects.h"
+
+/* Per context: start/stop progress (thread, sockets, timers).
+ * sv_engine_open returns 0, or -1 with errno set. */
+int sv_engine_open(struct sv_context *ctx);
+void sv_engine_close(struct sv_context *ctx);
+
+/* Per QP: allocate the QP number and transport state (0 or errno),
+ * release them (after the QP is unreachable from the network). */
+int sv_engine_qp_create(struct sv_qp *qp);
+void sv_engine_qp_destroy(struct sv_qp *qp);
+
+/* Called by ibv_modify_qp after a successful change, with the state lock
+ * held and qp->attr already updated: the engine reacts to RTR (peer
+ * address, PSNs), RTS, SQD (drain), ERR (flush) and RESET (empty queues). */
+void sv_engine_qp_modified(struct sv_qp *qp, int attr_mask,
+			   enum ibv_qp_state old_state);
+
+/* Data path entry points installed into ibv_context.ops by the engine:
+ * post_send, post_recv, post_srq_recv (WR validation included). */
+void sv_engine_install_ops(struct sv_context *ctx);
+
+/* Called by poll_cq when the CQ looks empty: lets a busy-polling thread
+ * make progress itself instead of waiting for the progress thread. */
+void sv_engine_poll_hint(struct sv_context *ctx);
+
+#endif

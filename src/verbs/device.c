@@ -1,0 +1,312 @@
+/*
+ * Devices and contexts: ibv_get_device_list and friends, open/close, and
+ * the device, port, GID and P_Key queries of softverbs0.
+ */
+#include "verbs/verbs.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "util/log.h"
+
+/* ---- device list -------------------------------------------------------- */
+
+SV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list = calloc(2, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list[0] = &sv_device_get()->ibdev;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return sv_container_of(device, struct sv_device, ibdev)->node_guid;
+}
+
+SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	return 0;
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
+			    struct ibv_port_attr *port_attr, size_t port_attr_len);
+static int sv_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size);
+static int sv_compat_query_port(struct ibv_context *context, uint8_t port_num,
+				struct _compat_ibv_port_attr *port_attr);
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct sv_context *ctx;
+
+	if (!device || device != &sv_device_get()->ibdev)
+		return sv_null_errno(ENODEV);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return sv_null_errno(ENOMEM);
+	ctx->dev = sv_device_get();
+	pthread_mutex_init(&ctx->lock, NULL);
+	list_head_init(&ctx->async_events);
+	if (pipe2(ctx->async_pipe, O_CLOEXEC)) {
+		int err = errno;
+
+		free(ctx);
+		return sv_null_errno(err);
+	}
+
+	struct verbs_context *v = &ctx->vctx;
+
+	v->sz = sizeof(*v);
+	v->context.device = device;
+	v->context.cmd_fd = -1;
+	v->context.async_fd = ctx->async_pipe[0];
+	v->context.num_comp_vectors = 1;
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&v->context.mutex, NULL);
+	v->query_port = sv_query_port_ex;
+	v->query_device_ex = sv_query_device_ex;
+	v->context.ops._compat_query_port = sv_compat_query_port;
+	sv_cq_install_ops(ctx);
+	sv_qp_install_ops(ctx);
+	sv_srq_install_ops(ctx);
+
+	if (sv_engine_open(ctx)) {
+		int err = errno ? errno : ENOMEM;
+
+		close(ctx->async_pipe[0]);
+		close(ctx->async_pipe[1]);
+		free(ctx);
+		return sv_null_errno(err);
+	}
+	return &v->context;
+}
+
+SV_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct sv_context *ctx = to_sv_ctx(context);
+	struct list_node *it, *tmp;
+
+	sv_engine_close(ctx);
+	list_for_each_safe(&ctx->async_events, it, tmp)
+		free(list_entry(it, struct sv_async_event, node));
+	close(ctx->async_pipe[0]);
+	close(ctx->async_pipe[1]);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return 0;
+}
+
+SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	/* There is no kernel context to share: nothing to import. */
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+/* ---- device and port queries -------------------------------------------- */
+
+SV_EXPORT int ibv_query_device(struct ibv_context *context,
+			       struct ibv_device_attr *device_attr)
+{
+	if (!device_attr)
+		return EINVAL;
+	sv_device_attr(device_attr);
+	return 0;
+}
+
+static int sv_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex ex;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&ex, 0, sizeof(ex));
+	sv_device_attr(&ex.orig_attr);
+	ex.max_dm_size = 0;
+	ex.phys_port_cnt_ex = 1;
+	ex.raw_packet_caps = 0;
+	ex.completion_timestamp_mask = 0;
+	ex.hca_core_clock = 0;
+	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+	ex.max_wq_type_rq = 0;
+	ex.xrc_odp_caps = 0;
+	ex.pci_atomic_caps.fetch_add = 0;
+	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
+	return 0;
+}
+
+static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
+			    struct ibv_port_attr *port_attr, size_t port_attr_len)
+{
+	struct ibv_port_attr pa;
+
+	if (port_num != SV_PORT || !port_attr)
+		return EINVAL;
+	sv_port_attr(&pa);
+	memcpy(port_attr, &pa, port_attr_len < sizeof(pa) ? port_attr_len : sizeof(pa));
+	return 0;
+}
+
+/* The compat struct is the prefix of ibv_port_attr up to link_layer. */
+static int sv_compat_query_port(struct ibv_context *context, uint8_t port_num,
+				struct _compat_ibv_port_attr *port_attr)
+{
+	return sv_query_port_ex(context, port_num, (struct ibv_port_attr *)port_attr,
+				offsetof(struct ibv_port_attr, flags));
+}
+
+/* Exported for binaries whose inline ___ibv_query_port found no
+ * query_port in the verbs_context (old headers). */
+#undef ibv_query_port
+SV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			     struct _compat_ibv_port_attr *port_attr)
+{
+	return sv_compat_query_port(context, port_num, port_attr);
+}
+
+/* ---- GIDs --------------------------------------------------------------- */
+
+SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+				uint32_t gid_index, struct ibv_gid_entry *entry,
+				uint32_t flags, size_t entry_size)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	struct ibv_gid_entry e;
+	int n;
+
+	if (port_num != SV_PORT || flags || !entry || gid_index >= SV_MAX_GIDS ||
+	    entry_size < sizeof(e))
+		return EINVAL;
+	n = sv_gid_table(tab, SV_MAX_GIDS);
+	if ((int)gid_index >= n)
+		return ENODATA;
+	memset(&e, 0, sizeof(e));
+	e.gid = tab[gid_index].gid;
+	e.gid_index = gid_index;
+	e.port_num = SV_PORT;
+	e.gid_type = IBV_GID_TYPE_ROCE_V2;
+	e.ndev_ifindex = tab[gid_index].ifindex;
+	memcpy(entry, &e, sizeof(e));
+	return 0;
+}
+
+SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+				       struct ibv_gid_entry *entries,
+				       size_t max_entries, uint32_t flags,
+				       size_t entry_size)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	int i, n;
+
+	if (flags || !entries || entry_size < sizeof(struct ibv_gid_entry))
+		return -EINVAL;
+	n = sv_gid_table(tab, SV_MAX_GIDS);
+	if ((size_t)n > max_entries)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct ibv_gid_entry *e = (void *)((char *)entries + i * entry_size);
+
+		memset(e, 0, entry_size);
+		e->gid = tab[i].gid;
+		e->gid_index = i;
+		e->port_num = SV_PORT;
+		e->gid_type = IBV_GID_TYPE_ROCE_V2;
+		e->ndev_ifindex = tab[i].ifindex;
+	}
+	return n;
+}
+
+/* Returns 0 or -1 (errno set), as rdma-core; an empty slot reads as zero. */
+SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
+			    int index, union ibv_gid *gid)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	if (index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+	if (ret == ENODATA) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	*gid = e.gid;
+	return 0;
+}
+
+/* rdma-core's provider-private enum (driver.h), kept by value. */
+enum sv_gid_type_sysfs { SV_GID_TYPE_SYSFS_IB_ROCE_V1, SV_GID_TYPE_SYSFS_ROCE_V2 };
+
+SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+				 unsigned int index, enum sv_gid_type_sysfs *type)
+{
+	struct ibv_gid_entry e;
+	int ret = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+
+	if (ret == ENODATA) {
+		*type = SV_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	*type = SV_GID_TYPE_SYSFS_ROCE_V2;
+	return 0;
+}
+
+/* ---- P_Keys ------------------------------------------------------------- */
+
+SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
+			     int index, __be16 *pkey)
+{
+	if (port_num != SV_PORT || index < 0 || index >= SV_MAX_PKEYS || !pkey) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(SV_DEFAULT_PKEY);
+	return 0;
+}
+
+SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
+				 __be16 pkey)
+{
+	/* The membership bit is ignored in the match, as rdma-core does. */
+	if (port_num == SV_PORT &&
+	    (be16toh(pkey) & 0x7fff) == (SV_DEFAULT_PKEY & 0x7fff))
+		return 0;
+	return -EINVAL;
+}

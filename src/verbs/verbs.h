@@ -1,0 +1,47 @@
+/*
+ * Shared declarations of the libibverbs surface (src/verbs).  Everything
+ * here is internal to libibverbs.so.1; exported symbols are chosen by
+ * libibverbs.map, and SV_EXPORT marks their definitions.
+ */
+#ifndef SV_VERBS_VERBS_H
+#define SV_VERBS_VERBS_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+
+#include "core/device.h"
+#include "core/objects.h"
+
+#define SV_EXPORT __attribute__((visibility("default")))
+
+/* Bind an implementation to a non-default (compat) symbol version. */
+#define SV_COMPAT_SYMBOL(impl, name, ver) \
+	__asm__(".symver " #impl "," #name "@" ver)
+
+/* Set errno and return NULL: the constructor error convention. */
+static inline void *sv_null_errno(int err)
+{
+	errno = err;
+	return NULL;
+}
+
+/* async.c: queue an async event on a context and make its fd readable. */
+void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
+/* async.c: how many events for this object are still unacked. */
+
+/* context ops installed by the object files (filled in open_device) */
+void sv_cq_install_ops(struct sv_context *ctx);
+void sv_qp_install_ops(struct sv_context *ctx);
+void sv_srq_install_ops(struct sv_context *ctx);
+
+/* PD users: every object created on a PD holds a use (EBUSY on dealloc). */
+static inline void sv_pd_get(struct sv_pd *pd)
+{
+	atomic_fetch_add(&pd->users, 1);
+}
+static inline void sv_pd_put(struct sv_pd *pd)
+{
+	atomic_fetch_sub(&pd->users, 1);
+}
+
+#endif
