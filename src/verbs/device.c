@@ -304,9 +304,9 @@ SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 				 __be16 pkey)
 {
-	/* The membership bit is ignored in the match, as rdma-core does. */
-	if (port_num == SV_PORT &&
-	    (be16toh(pkey) & 0x7fff) == (SV_DEFAULT_PKEY & 0x7fff))
+	/* An exact match in the table, as rdma-core's table walk does. */
+	if (port_num == SV_PORT && pkey == htobe16(SV_DEFAULT_PKEY))
 		return 0;
-	return -EINVAL;
+	errno = EINVAL;
+	return -1;
 }
