@@ -1,0 +1,279 @@
+/*
+ * softverbs: the command-line front end.
+ *
+ *   softverbs run [--] CMD [ARGS...]   run an unmodified RDMA program on softverbs
+ *   softverbs devices                  list devices, ports and GIDs
+ *   softverbs help
+ *
+ * "run" puts our library directory first on LD_LIBRARY_PATH and execs the
+ * program, so the change reaches that process tree only.  The library
+ * directory is found from this executable's own location (bin/ next to
+ * lib/, in the build tree and in an install prefix alike), never from the
+ * current directory.  "devices" goes through the verbs API of our own
+ * libibverbs: this binary is linked with an RPATH of $ORIGIN/../lib (old
+ * DT_RPATH tags, which win over the user's LD_LIBRARY_PATH).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <libgen.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+static const char *prog = "softverbs";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s COMMAND [ARGS]\n"
+		"\n"
+		"commands:\n"
+		"  run [--] CMD [ARGS...]  run CMD with the softverbs libraries (libibverbs.so.1,\n"
+		"                          librdmacm.so.1) first on LD_LIBRARY_PATH\n"
+		"  devices                 list devices, ports (state, MTU, link layer) and GIDs\n"
+		"  help                    this text\n"
+		"\n"
+		"environment:\n"
+		"  SOFTVERBS_LOG=0..3      library diagnostics: error (default), warn, info, debug\n"
+		"  SOFTVERBS_MTU=256..4096 override the port's active MTU\n"
+		"\n"
+		"example:  %s run -- ibv_devinfo -v\n",
+		prog, prog);
+}
+
+/* The directory holding our libibverbs.so.1: <dir of this executable>/../lib.
+ * /proc/self/exe is the resolved path, so a symlink to the command (e.g.
+ * in /usr/local/bin) still finds the right prefix. */
+static int find_libdir(char *out, size_t len)
+{
+	char exe[PATH_MAX], lib[PATH_MAX + 16], probe[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n < 0) {
+		fprintf(stderr, "%s: cannot find my own executable: %s\n", prog,
+			strerror(errno));
+		return -1;
+	}
+	exe[n] = '\0';
+	snprintf(lib, sizeof(lib), "%s/../lib", dirname(exe));
+	if (!realpath(lib, out) || strlen(out) >= len) {
+		fprintf(stderr, "%s: no library directory at %s\n", prog, lib);
+		return -1;
+	}
+	snprintf(probe, sizeof(probe), "%s/libibverbs.so.1", out);
+	if (access(probe, R_OK)) {
+		fprintf(stderr, "%s: %s is missing (build or install incomplete?)\n",
+			prog, probe);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	char libdir[PATH_MAX];
+	const char *old;
+	char *val;
+	int i = 0;
+
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		fprintf(stderr, "%s run: no command given\n", prog);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (find_libdir(libdir, sizeof(libdir)))
+		return 1;
+	/* Prepend, keeping the user's entries after ours.  An empty old value
+	 * is dropped: an empty element would mean the current directory. */
+	old = getenv("LD_LIBRARY_PATH");
+	if (old && *old) {
+		if (asprintf(&val, "%s:%s", libdir, old) < 0)
+			return 1;
+	} else {
+		val = strdup(libdir);
+		if (!val)
+			return 1;
+	}
+	if (setenv("LD_LIBRARY_PATH", val, 1)) {
+		fprintf(stderr, "%s: setenv: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	free(val);
+	execvp(argv[i], &argv[i]);
+	/* As the shell does: 127 when the command is not found, 126 when it
+	 * exists but cannot be executed. */
+	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[i], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
+static const char *mtu_str(enum ibv_mtu mtu)
+{
+	switch (mtu) {
+	case IBV_MTU_256: return "256";
+	case IBV_MTU_512: return "512";
+	case IBV_MTU_1024: return "1024";
+	case IBV_MTU_2048: return "2048";
+	case IBV_MTU_4096: return "4096";
+	default: return "?";
+	}
+}
+
+static const char *link_layer_str(uint8_t ll)
+{
+	switch (ll) {
+	case IBV_LINK_LAYER_UNSPECIFIED:
+	case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
+	case IBV_LINK_LAYER_ETHERNET: return "Ethernet";
+	default: return "unknown";
+	}
+}
+
+static const char *gid_type_str(uint32_t type)
+{
+	switch (type) {
+	case IBV_GID_TYPE_IB: return "IB";
+	case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
+	case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
+	default: return "unknown";
+	}
+}
+
+static const char *transport_str(enum ibv_transport_type t)
+{
+	switch (t) {
+	case IBV_TRANSPORT_IB: return "InfiniBand";
+	case IBV_TRANSPORT_IWARP: return "iWARP";
+	default: return "other";
+	}
+}
+
+static void print_guid(__be64 guid_be)
+{
+	uint64_t g = be64toh(guid_be);
+
+	printf("%04x:%04x:%04x:%04x", (unsigned)(g >> 48) & 0xffff,
+	       (unsigned)(g >> 32) & 0xffff, (unsigned)(g >> 16) & 0xffff,
+	       (unsigned)g & 0xffff);
+}
+
+static int show_port(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+	int i, ret, shown = 0;
+
+	ret = ibv_query_port(ctx, port, &pa);
+	if (ret) {
+		fprintf(stderr, "%s: ibv_query_port(%u): %s\n", prog, port,
+			strerror(ret));
+		return -1;
+	}
+	printf("  port %u: %s, active_mtu %s (max %s), link_layer %s, lid %u\n",
+	       port, ibv_port_state_str(pa.state), mtu_str(pa.active_mtu),
+	       mtu_str(pa.max_mtu), link_layer_str(pa.link_layer), pa.lid);
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+		char addr[INET6_ADDRSTRLEN], ifname[IF_NAMESIZE] = "";
+
+		ret = ibv_query_gid_ex(ctx, port, i, &e, 0);
+		if (ret == ENODATA)
+			continue; /* an empty slot */
+		if (ret) {
+			fprintf(stderr, "%s: ibv_query_gid_ex(%u, %d): %s\n", prog,
+				port, i, strerror(ret));
+			return -1;
+		}
+		if (!inet_ntop(AF_INET6, e.gid.raw, addr, sizeof(addr)))
+			snprintf(addr, sizeof(addr), "?");
+		if (!e.ndev_ifindex || !if_indextoname(e.ndev_ifindex, ifname))
+			snprintf(ifname, sizeof(ifname), "-");
+		printf("    GID[%3d]  %-40s %-8s %s\n", i, addr,
+		       gid_type_str(e.gid_type), ifname);
+		shown++;
+	}
+	if (!shown)
+		printf("    (no GIDs: no network interface is up)\n");
+	return 0;
+}
+
+static int cmd_devices(int argc, char **argv)
+{
+	struct ibv_device **list;
+	int i, n, ret = 0;
+
+	if (argc) {
+		fprintf(stderr, "%s devices: unexpected argument %s\n", prog, argv[0]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	list = ibv_get_device_list(&n);
+	if (!list) {
+		fprintf(stderr, "%s: ibv_get_device_list: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	if (!n) {
+		fprintf(stderr, "%s: no RDMA devices\n", prog);
+		ibv_free_device_list(list);
+		return 1;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		struct ibv_device_attr da;
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		uint8_t p;
+
+		if (!ctx) {
+			fprintf(stderr, "%s: cannot open %s: %s\n", prog,
+				ibv_get_device_name(list[i]), strerror(errno));
+			ret = 1;
+			break;
+		}
+		if (ibv_query_device(ctx, &da)) {
+			fprintf(stderr, "%s: ibv_query_device(%s) failed\n", prog,
+				ibv_get_device_name(list[i]));
+			ibv_close_device(ctx);
+			ret = 1;
+			break;
+		}
+		printf("%s: node_guid ", ibv_get_device_name(list[i]));
+		print_guid(da.node_guid);
+		printf(", %s, transport %s, fw %s, %u port%s\n",
+		       ibv_node_type_str(list[i]->node_type),
+		       transport_str(list[i]->transport_type), da.fw_ver,
+		       da.phys_port_cnt, da.phys_port_cnt == 1 ? "" : "s");
+		for (p = 1; p <= da.phys_port_cnt && !ret; p++)
+			if (show_port(ctx, p))
+				ret = 1;
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "devices"))
+		return cmd_devices(argc - 2, argv + 2);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+	usage(stderr);
+	return EXIT_USAGE;
+}
