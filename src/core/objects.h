@@ -114,6 +114,8 @@ struct sv_comp_channel {
 	struct ibv_comp_channel ibv;   /* fd is the pipe's read end */
 	int wfd;
 	atomic_int refs;               /* CQs attached */
+	struct sv_context *ctx;
+	struct list_head cqs;          /* CQs attached (ctx->lock) */
 };
 
 struct sv_cq {
@@ -129,6 +131,15 @@ struct sv_cq {
 	/* extended-CQ poll cursor (ibv_cq_ex API) */
 	struct ibv_wc cur;
 	uint64_t wc_flags;
+	/* Completion channel and event accounting, guarded by ctx->lock:
+	 * the channel carries chan_token (never reused) rather than the
+	 * pointer, so an event left in the pipe by a destroyed CQ is
+	 * recognised and dropped.  *_reported count the events handed to
+	 * the application, which destroy waits to see acknowledged. */
+	struct list_node chan_node;
+	uint64_t chan_token;
+	uint32_t comp_events_reported;
+	uint32_t async_events_reported;
 };
 
 #define SV_CQ_ARM_NONE      0
@@ -208,6 +219,7 @@ struct sv_srq {
 	atomic_int users;              /* QPs attached */
 	struct sv_pd *pd;
 	struct sv_context *ctx;
+	uint32_t async_events_reported; /* ctx->lock */
 };
 
 /* ---- AH ----------------------------------------------------------------- */
@@ -248,6 +260,16 @@ struct sv_qp {
 
 	struct sv_qp_engine *eng;      /* transport state, engine owned */
 	struct list_node ctx_node;
+
+	uint32_t async_events_reported; /* ctx->lock */
+	struct list_head mcast;        /* struct sv_mcast_attach, state_lock */
+};
+
+/* A multicast group a UD QP is attached to (ibv_attach_mcast). */
+struct sv_mcast_attach {
+	struct list_node node;
+	union ibv_gid gid;
+	uint16_t lid;
 };
 
 /* container_of helpers: public handle -> softverbs object */

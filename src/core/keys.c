@@ -1,0 +1,239 @@
+/*
+ * The memory key table: lkey -> MR and rkey -> MR, and the access
+ * predicate the data path applies to every local and remote access.
+ *
+ * Keys are drawn from getrandom(2), lkey and rkey independently, never 0
+ * and unique within their table, so a remote peer cannot derive a valid
+ * rkey from one it has seen.  Both tables are open-addressing hash tables
+ * (linear probing, backward-shift deletion) behind one rwlock: lookups
+ * share it, publish/unpublish take it exclusively.
+ *
+ * Lifetime: a lookup returns the MR with mr->refs raised; unpublish marks
+ * the MR invalid and removes both keys under the write lock (so no new
+ * reference can be taken), then sleeps until the references drain.  Only
+ * then may the caller change or free the MR.
+ */
+#include "core/mr.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/random.h>
+
+struct key_slot {
+	uint32_t key;                  /* 0 = empty */
+	struct sv_mr *mr;
+};
+
+struct key_table {
+	struct key_slot *slots;
+	uint32_t cap;                  /* power of 2, or 0 before first use */
+	uint32_t used;
+};
+
+static struct key_table ltab, rtab;
+static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+/* Wakes unpublish when the last reference of an invalid MR goes. */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
+
+static uint32_t slot_of(const struct key_table *t, uint32_t key)
+{
+	/* Keys are random already; the multiply keeps non-random keys
+	 * (memory windows may come later) from clustering. */
+	return (key * 0x9E3779B1u) & (t->cap - 1);
+}
+
+static struct key_slot *tab_find(const struct key_table *t, uint32_t key)
+{
+	uint32_t i;
+
+	if (!t->cap)
+		return NULL;
+	for (i = slot_of(t, key); t->slots[i].key; i = (i + 1) & (t->cap - 1))
+		if (t->slots[i].key == key)
+			return &t->slots[i];
+	return NULL;
+}
+
+static void tab_put(struct key_table *t, uint32_t key, struct sv_mr *mr)
+{
+	uint32_t i = slot_of(t, key);
+
+	while (t->slots[i].key)
+		i = (i + 1) & (t->cap - 1);
+	t->slots[i].key = key;
+	t->slots[i].mr = mr;
+	t->used++;
+}
+
+/* Keep the load factor at or below 1/2 so probes stay short. */
+static int tab_reserve(struct key_table *t)
+{
+	struct key_slot *old = t->slots;
+	uint32_t i, old_cap = t->cap;
+	uint32_t cap = old_cap ? old_cap : 64;
+
+	if ((uint64_t)(t->used + 1) * 2 <= old_cap)
+		return 0;
+	while ((uint64_t)(t->used + 1) * 2 > cap) {
+		if (cap >= (1u << 30))
+			return ENOMEM;
+		cap <<= 1;
+	}
+	t->slots = calloc(cap, sizeof(*t->slots));
+	if (!t->slots) {
+		t->slots = old;
+		return ENOMEM;
+	}
+	t->cap = cap;
+	t->used = 0;
+	for (i = 0; i < old_cap; i++)
+		if (old[i].key)
+			tab_put(t, old[i].key, old[i].mr);
+	free(old);
+	return 0;
+}
+
+/* Backward-shift deletion: later entries of the probe run move into the
+ * hole when their home slot allows, so lookups never need tombstones. */
+static void tab_del(struct key_table *t, struct key_slot *s)
+{
+	uint32_t mask = t->cap - 1;
+	uint32_t hole = (uint32_t)(s - t->slots);
+	uint32_t i = hole;
+
+	for (;;) {
+		uint32_t home;
+
+		i = (i + 1) & mask;
+		if (!t->slots[i].key)
+			break;
+		home = slot_of(t, t->slots[i].key);
+		/* Move i into the hole unless its home lies cyclically in
+		 * (hole, i]. */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			t->slots[hole] = t->slots[i];
+			hole = i;
+		}
+	}
+	t->slots[hole].key = 0;
+	t->slots[hole].mr = NULL;
+	t->used--;
+}
+
+static int fresh_key(const struct key_table *t, uint32_t *key)
+{
+	uint32_t k;
+
+	do {
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			return errno ? errno : EIO;
+	} while (!k || tab_find(t, k));
+	*key = k;
+	return 0;
+}
+
+int sv_mr_publish(struct sv_mr *mr)
+{
+	uint32_t lkey, rkey;
+	int err;
+
+	pthread_rwlock_wrlock(&tab_lock);
+	err = tab_reserve(&ltab);
+	if (!err)
+		err = tab_reserve(&rtab);
+	if (!err)
+		err = fresh_key(&ltab, &lkey);
+	if (!err)
+		err = fresh_key(&rtab, &rkey);
+	if (!err) {
+		mr->ibv.lkey = lkey;
+		mr->ibv.rkey = rkey;
+		atomic_store(&mr->state, SV_MR_VALID);
+		tab_put(&ltab, lkey, mr);
+		tab_put(&rtab, rkey, mr);
+	}
+	pthread_rwlock_unlock(&tab_lock);
+	return err;
+}
+
+void sv_mr_unpublish(struct sv_mr *mr)
+{
+	struct key_slot *s;
+
+	pthread_rwlock_wrlock(&tab_lock);
+	atomic_store(&mr->state, SV_MR_INVALID);
+	s = tab_find(&ltab, mr->ibv.lkey);
+	if (s && s->mr == mr)
+		tab_del(&ltab, s);
+	s = tab_find(&rtab, mr->ibv.rkey);
+	if (s && s->mr == mr)
+		tab_del(&rtab, s);
+	pthread_rwlock_unlock(&tab_lock);
+
+	/* No new reference can be taken now; wait for the old ones. */
+	pthread_mutex_lock(&drain_lock);
+	while (atomic_load(&mr->refs) > 0)
+		pthread_cond_wait(&drain_cond, &drain_lock);
+	pthread_mutex_unlock(&drain_lock);
+}
+
+static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
+{
+	struct sv_mr *mr = NULL;
+	struct key_slot *s;
+
+	if (!key)
+		return NULL;
+	pthread_rwlock_rdlock(&tab_lock);
+	s = tab_find(t, key);
+	if (s && atomic_load(&s->mr->state) == SV_MR_VALID) {
+		mr = s->mr;
+		atomic_fetch_add(&mr->refs, 1);
+	}
+	pthread_rwlock_unlock(&tab_lock);
+	return mr;
+}
+
+struct sv_mr *sv_mr_get_by_lkey(uint32_t lkey)
+{
+	return get_by_key(&ltab, lkey);
+}
+
+struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
+{
+	return get_by_key(&rtab, rkey);
+}
+
+void sv_mr_put(struct sv_mr *mr)
+{
+	/* The state is read after the decrement: if unpublish marked the MR
+	 * invalid before our decrement, we see it and wake the waiter; if
+	 * not, unpublish sees refs already at zero and does not sleep. */
+	if (atomic_fetch_sub(&mr->refs, 1) == 1 &&
+	    atomic_load(&mr->state) != SV_MR_VALID) {
+		pthread_mutex_lock(&drain_lock);
+		pthread_cond_broadcast(&drain_cond);
+		pthread_mutex_unlock(&drain_lock);
+	}
+}
+
+void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
+		  uint64_t len, unsigned int access)
+{
+	if (!mr || atomic_load(&mr->state) != SV_MR_VALID)
+		return NULL;
+	/* IBA 10.6.3.1 / C9-88: the MR's PD must be the QP's PD. */
+	if (mr->pd != pd)
+		return NULL;
+	/* Every requested right must have been granted at registration;
+	 * local read (access 0) is always granted. */
+	if (access & ~mr->access)
+		return NULL;
+	/* Bounds without overflow: iova + len may wrap, these cannot. */
+	if (iova < mr->iova || len > mr->length ||
+	    iova - mr->iova > mr->length - len)
+		return NULL;
+	return (void *)(mr->va + (uintptr_t)(iova - mr->iova));
+}

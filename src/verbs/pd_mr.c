@@ -1,0 +1,299 @@
+/*
+ * Protection domains and memory regions: ibv_alloc_pd/dealloc_pd,
+ * ibv_reg_mr (and the iova variants), ibv_rereg_mr, ibv_dereg_mr, and the
+ * import/dma-buf entry points a software device cannot offer.
+ *
+ * Registration validates the access flags as the kernel's
+ * ib_check_mr_access() does, checks that the whole range is mapped (the
+ * kernel would fail to pin it), and publishes random keys in the key
+ * table (core/keys.c), which the data path consults through sv_mr_check().
+ */
+#include "verbs/verbs.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/mr.h"
+
+/* Access bits a registration may carry.  Bits of the optional range are
+ * hints (relaxed ordering...) that a device may ignore, as rdma-core
+ * masks them for kernels that do not know them. */
+#define SV_MR_ACCESS_KNOWN                                                   \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
+	 IBV_ACCESS_HUGETLB)
+
+/* What the data path checks: the rights, not the hints. */
+#define SV_MR_ACCESS_RIGHTS                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
+	 IBV_ACCESS_MW_BIND)
+
+/* ---- protection domains ------------------------------------------------- */
+
+SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct sv_pd *pd;
+
+	if (!context)
+		return sv_null_errno(EINVAL);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return sv_null_errno(ENOMEM);
+	pd->ibv.context = context;
+	atomic_init(&pd->users, 0);
+	return &pd->ibv;
+}
+
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct sv_pd *pd;
+
+	if (!ibpd)
+		return EINVAL;
+	pd = to_sv_pd(ibpd);
+	/* IBA 10.6.3.1 (Deallocate PD): fails while any object uses it. */
+	if (atomic_load(&pd->users))
+		return EBUSY;
+	free(pd);
+	return 0;
+}
+
+/* ---- memory regions ----------------------------------------------------- */
+
+/* The kernel's ib_check_mr_access(): unknown bits and remote write/atomic
+ * without local write are invalid (IBA 10.6.3.1: remote write or atomic
+ * access requires local write); on-demand paging is not offered. */
+static int check_access(unsigned int access)
+{
+	access &= ~IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~SV_MR_ACCESS_KNOWN)
+		return EINVAL;
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return EOPNOTSUPP;
+	return 0;
+}
+
+/* The kernel pins the pages of a registration and fails with EFAULT when
+ * part of the range is not mapped.  mincore(2) answers ENOMEM for exactly
+ * that, without touching the memory; walk in chunks to bound the vector. */
+static int check_mapped(const void *addr, size_t length)
+{
+	static const size_t chunk_pages = 4096;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = (uintptr_t)addr + length; /* no wrap: checked by caller */
+	unsigned char vec[4096];
+
+	while (start < end) {
+		size_t pages = (end - start + page - 1) / page;
+
+		if (pages > chunk_pages)
+			pages = chunk_pages;
+		if (mincore((void *)start, pages * page, vec))
+			return errno == ENOMEM ? EFAULT : errno;
+		start += pages * page;
+	}
+	return 0;
+}
+
+/* Checks shared by reg_mr and rereg_mr's translation change. */
+static int check_range(void *addr, size_t length, uint64_t iova)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (!length || length > SV_MAX_MR_SIZE)
+		return EINVAL;
+	if ((uintptr_t)addr + length < (uintptr_t)addr)
+		return EINVAL;
+	/* As the kernel: the iova keeps the page offset of the address. */
+	if (((uintptr_t)addr & (page - 1)) != (iova & (page - 1)))
+		return EINVAL;
+	if (iova + length < iova)
+		return EINVAL;
+	return check_mapped(addr, length);
+}
+
+static void set_translation(struct sv_mr *mr, void *addr, size_t length,
+			    uint64_t iova)
+{
+	mr->va = (uintptr_t)addr;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+}
+
+static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access)
+{
+	struct sv_mr *mr;
+	int err;
+
+	if (!ibpd)
+		return sv_null_errno(EINVAL);
+	err = check_access(access);
+	if (!err)
+		err = check_range(addr, length, iova);
+	if (err)
+		return sv_null_errno(err);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return sv_null_errno(ENOMEM);
+	mr->ibv.context = ibpd->context;
+	mr->ibv.pd = ibpd;
+	mr->pd = to_sv_pd(ibpd);
+	set_translation(mr, addr, length, iova);
+	mr->access = access & SV_MR_ACCESS_RIGHTS;
+	atomic_init(&mr->refs, 0);
+	atomic_init(&mr->state, SV_MR_INVALID);
+	sv_pd_get(mr->pd);
+	err = sv_mr_publish(mr);
+	if (err) {
+		sv_pd_put(mr->pd);
+		free(mr);
+		return sv_null_errno(err);
+	}
+	return &mr->ibv;
+}
+
+/* verbs.h turns ibv_reg_mr into an inline dispatcher; this is the symbol. */
+#undef ibv_reg_mr
+SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				    size_t length, int access)
+{
+	return reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+#undef ibv_reg_mr_iova
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					 size_t length, uint64_t iova,
+					 int access)
+{
+	return reg_mr(pd, addr, length, iova, (unsigned int)access);
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					  size_t length, uint64_t iova,
+					  unsigned int access)
+{
+	return reg_mr(pd, addr, length, iova, access);
+}
+
+/* Conceptually dereg + reg (man ibv_rereg_mr); the keys change.  Input
+ * errors rdma-core detects itself leave the MR intact and return
+ * IBV_REREG_MR_ERR_INPUT; errors of the "command" return
+ * IBV_REREG_MR_ERR_CMD.  errno says why in both cases. */
+SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
+			   void *addr, size_t length, int access)
+{
+	struct sv_mr *mr;
+	struct sv_pd *new_pd;
+	uint64_t iova;
+	int err;
+
+	if (!ibmr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	mr = to_sv_mr(ibmr);
+	new_pd = mr->pd;
+	err = flags ? 0 : EINVAL; /* the kernel refuses an empty change */
+	if (!err && (flags & IBV_REREG_MR_CHANGE_PD)) {
+		if (!ibpd || ibpd->context != ibmr->context)
+			err = EINVAL;
+		else
+			new_pd = to_sv_pd(ibpd);
+	}
+	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		err = check_access((unsigned int)access);
+	iova = (uintptr_t)addr;
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		err = check_range(addr, length, iova);
+	if (err) {
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+
+	/* Remove the old keys and wait out in-flight users before the
+	 * region changes under them. */
+	sv_mr_unpublish(mr);
+	if (new_pd != mr->pd) {
+		sv_pd_get(new_pd);
+		sv_pd_put(mr->pd);
+		mr->pd = new_pd;
+		mr->ibv.pd = &new_pd->ibv;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = (unsigned int)access & SV_MR_ACCESS_RIGHTS;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		set_translation(mr, addr, length, iova);
+	err = sv_mr_publish(mr);
+	if (err) {
+		/* Unusable until deregistered, as the man page allows. */
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	return 0;
+}
+
+SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sv_mr *mr;
+
+	if (!ibmr)
+		return EINVAL;
+	mr = to_sv_mr(ibmr);
+	sv_mr_unpublish(mr);
+	sv_pd_put(mr->pd);
+	free(mr);
+	return 0;
+}
+
+/* ---- what a software device cannot offer -------------------------------- */
+
+/* dma-buf exporters are kernel drivers (GPUs); we cannot map one. */
+SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					   size_t length, uint64_t iova, int fd,
+					   int access)
+{
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+/* Import shares kernel objects between processes through a command fd;
+ * our objects live in one process's memory. */
+SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+				       uint32_t pd_handle)
+{
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+}
+
+SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+}
+
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+				       uint32_t dm_handle)
+{
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+}

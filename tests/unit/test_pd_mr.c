@@ -1,0 +1,299 @@
+/* PD and MR rules: access flags, ranges, unmapped memory, keys, rereg,
+ * EBUSY on a PD in use, and the entry points that answer EOPNOTSUPP. */
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static struct ibv_context *open_ctx(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx;
+
+	REQUIRE(list && list[0]);
+	ctx = ibv_open_device(list[0]);
+	REQUIRE(ctx);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* Expect registration to fail with err (access passed at run time so the
+ * header's dispatcher cannot pick a variant at compile time). */
+static void reg_fails(struct ibv_pd *pd, void *addr, size_t len, int access,
+		      int err, int line)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(pd, addr, len, access);
+	if (mr || errno != err) {
+		fprintf(stderr, "line %d: reg_mr(len %zu, access %#x) -> %p errno %d, want errno %d\n",
+			line, len, access, (void *)mr, errno, err);
+		check_failed++;
+		if (mr)
+			ibv_dereg_mr(mr);
+		return;
+	}
+	check_passed++;
+}
+
+static void test_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+
+	REQUIRE(pd);
+	CHECK(pd->context == ctx);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+static void test_access_rules(struct ibv_pd *pd, char *buf, size_t len)
+{
+	volatile int acc;
+	struct ibv_mr *mr;
+
+	reg_fails(pd, buf, len, 1 << 8, EINVAL, __LINE__);        /* unknown bit */
+	reg_fails(pd, buf, len, 1 << 15, EINVAL, __LINE__);
+	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_WRITE, EINVAL, __LINE__);
+	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_ATOMIC, EINVAL, __LINE__);
+	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		  EINVAL, __LINE__);
+	reg_fails(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND,
+		  EOPNOTSUPP, __LINE__);
+	reg_fails(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE, EINVAL, __LINE__);
+	reg_fails(pd, (void *)(UINTPTR_MAX - 4095), 8192, 0, EINVAL, __LINE__);
+	reg_fails(NULL, buf, len, 0, EINVAL, __LINE__);
+
+	/* Legal combinations, including read-only and remote read alone. */
+	static const int ok[] = {
+		0,
+		IBV_ACCESS_LOCAL_WRITE,
+		IBV_ACCESS_REMOTE_READ,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		IBV_ACCESS_MW_BIND,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING,
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		acc = ok[i];
+		mr = ibv_reg_mr(pd, buf, len, acc);
+		CHECK(mr != NULL);
+		if (!mr)
+			continue;
+		CHECK(mr->addr == buf);
+		CHECK_EQ(mr->length, len);
+		CHECK(mr->pd == pd);
+		CHECK(mr->context == pd->context);
+		CHECK(mr->lkey != 0 && mr->rkey != 0);
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+	}
+	/* Any bit of the optional range is a hint: accepted, ignored. */
+	mr = ibv_reg_mr_iova2(pd, buf, len, (uintptr_t)buf,
+			      IBV_ACCESS_LOCAL_WRITE | (1u << 25));
+	CHECK(mr != NULL);
+	if (mr)
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+}
+
+static void test_unmapped(struct ibv_pd *pd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	REQUIRE(p != MAP_FAILED);
+	REQUIRE(munmap(p + page, page) == 0); /* hole in the middle */
+	mr = ibv_reg_mr(pd, p, page, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	if (mr)
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+	reg_fails(pd, p, 3 * page, IBV_ACCESS_LOCAL_WRITE, EFAULT, __LINE__);
+	reg_fails(pd, p + page, 1, 0, EFAULT, __LINE__);
+	/* One byte past the mapping end already reaches the hole. */
+	reg_fails(pd, p, page + 1, 0, EFAULT, __LINE__);
+	reg_fails(pd, NULL, 64, 0, EFAULT, __LINE__);
+	munmap(p, page);
+	munmap(p + 2 * page, page);
+}
+
+static void test_iova(struct ibv_pd *pd, char *buf, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t off = (uintptr_t)buf & (page - 1);
+	struct ibv_mr *mr;
+
+	mr = ibv_reg_mr_iova(pd, buf, len, 0x100000000ULL + off, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	if (mr) {
+		CHECK(mr->addr == buf);
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+	}
+	/* The kernel requires the iova to keep the address's page offset. */
+	errno = 0;
+	mr = ibv_reg_mr_iova(pd, buf, len, 0x100000000ULL + ((off + 8) & (page - 1)),
+			     IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr == NULL);
+	CHECK_EQ(errno, EINVAL);
+	/* iova + length wrapping around 2^64 */
+	errno = 0;
+	mr = ibv_reg_mr_iova(pd, buf, len, (UINT64_MAX & ~(uint64_t)(page - 1)) + off,
+			     IBV_ACCESS_LOCAL_WRITE);
+	if (off + len > (uint64_t)page) {
+		CHECK(mr == NULL);
+		CHECK_EQ(errno, EINVAL);
+	} else if (mr) {
+		ibv_dereg_mr(mr);
+	}
+}
+
+static void test_keys_and_busy(struct ibv_context *ctx, char *buf, size_t len)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr[8];
+	int i, j;
+
+	REQUIRE(pd);
+	for (i = 0; i < 8; i++) {
+		mr[i] = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_READ);
+		REQUIRE(mr[i]);
+	}
+	/* Keys are random: lkey and rkey differ, and no key repeats. */
+	for (i = 0; i < 8; i++) {
+		CHECK(mr[i]->lkey != mr[i]->rkey);
+		for (j = 0; j < i; j++) {
+			CHECK(mr[i]->lkey != mr[j]->lkey);
+			CHECK(mr[i]->rkey != mr[j]->rkey);
+		}
+	}
+	/* Not a counter: consecutive keys are not adjacent. */
+	CHECK(mr[1]->lkey - mr[0]->lkey > 256 || mr[0]->lkey - mr[1]->lkey > 256);
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
+	for (i = 0; i < 7; i++)
+		CHECK_EQ(ibv_dereg_mr(mr[i]), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
+	CHECK_EQ(ibv_dereg_mr(mr[7]), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+static void test_rereg(struct ibv_context *ctx, char *buf, size_t len)
+{
+	struct ibv_pd *pd1 = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
+	long page = sysconf(_SC_PAGESIZE);
+	char *other = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+	uint32_t lkey, rkey;
+
+	REQUIRE(pd1 && pd2 && other != MAP_FAILED);
+	mr = ibv_reg_mr(pd1, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+
+	/* Input errors detected before any change: IBV_REREG_MR_ERR_INPUT. */
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, 1 << 3, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 0, 0),
+		 IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE),
+		 IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	/* Errors of the change itself: IBV_REREG_MR_ERR_CMD. */
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_REMOTE_WRITE),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_ON_DEMAND),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0, 0),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EINVAL);
+	REQUIRE(munmap(other + page, page) == 0);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other,
+			      2 * page, 0),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EFAULT);
+	/* None of the failures touched the MR. */
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK(mr->addr == buf);
+
+	/* Successful changes: keys change each time. */
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+	CHECK(mr->lkey != lkey);
+	CHECK(mr->rkey != rkey);
+	CHECK(mr->lkey != 0 && mr->rkey != 0);
+	lkey = mr->lkey;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other,
+			      page, 0), 0);
+	CHECK(mr->addr == other);
+	CHECK_EQ(mr->length, page);
+	CHECK(mr->lkey != lkey);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	CHECK(mr->pd == pd2);
+	/* The MR's use moved from pd1 to pd2. */
+	CHECK_EQ(ibv_dealloc_pd(pd2), EBUSY);
+	CHECK_EQ(ibv_dealloc_pd(pd1), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	munmap(other, page);
+}
+
+static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	errno = 0;
+	CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0, IBV_ACCESS_LOCAL_WRITE) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(ibv_import_pd(ctx, 1) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(ibv_import_mr(pd, 1) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(ibv_import_dm(ctx, 1) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+}
+
+int main(void)
+{
+	struct ibv_context *ctx = open_ctx();
+	size_t len = 3 * 4096 + 100;
+	char *buf = malloc(len);
+	struct ibv_pd *pd;
+
+	REQUIRE(buf);
+	test_pd(ctx);
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	test_access_rules(pd, buf, len);
+	test_unmapped(pd);
+	test_iova(pd, buf, len);
+	test_unsupported(ctx, pd);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	test_keys_and_busy(ctx, buf, len);
+	test_rereg(ctx, buf, len);
+	CHECK_EQ(ibv_close_device(ctx), 0);
+	free(buf);
+	return check_done();
+}
