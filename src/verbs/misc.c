@@ -18,6 +18,8 @@
 /* Historical prototypes: rdma-core moved them to its private driver.h,
  * which Debian does not install; the symbols stay in the ABI. */
 const char *ibv_get_sysfs_path(void);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 			size_t size);
 
