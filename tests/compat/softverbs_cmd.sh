@@ -1,0 +1,51 @@
+#!/bin/bash
+# The softverbs command itself: usage errors, `run` (with and without --,
+# environment, exit status, lookup of its own lib/ through a symlink) and
+# `devices`.
+. "$(dirname "$0")/lib.sh"
+
+libdir=$(cd "$(dirname "$(readlink -f "$SV")")/../lib" && pwd)
+
+status_is() { # status_is WANT CMD...
+	local want=$1 rc=0
+	shift
+	timeout 30 "$@" >"$out" 2>"$err" || rc=$?
+	[ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want"
+}
+
+status_is 0 "$SV" help
+expect '^usage: softverbs'
+status_is 0 "$SV" --help
+status_is 2 "$SV"
+grep -q '^usage:' "$err" || fail "no usage on stderr without arguments"
+status_is 2 "$SV" frobnicate
+status_is 2 "$SV" run
+status_is 2 "$SV" run --
+status_is 2 "$SV" devices extra
+status_is 127 "$SV" run -- /nonexistent/program
+status_is 3 "$SV" run -- sh -c 'exit 3'
+
+# Our lib/ first, the user's entries kept after it; only for the child.
+run_ok 30 env LD_LIBRARY_PATH=/opt/a:/opt/b "$SV" run -- sh -c 'echo "$LD_LIBRARY_PATH"'
+expect "^$libdir:/opt/a:/opt/b\$"
+run_ok 30 env -u LD_LIBRARY_PATH "$SV" run sh -c 'echo "[$LD_LIBRARY_PATH]"'
+expect "^\[$libdir\]\$"
+run_ok 30 env LD_LIBRARY_PATH= "$SV" run sh -c 'echo "[$LD_LIBRARY_PATH]"'
+expect "^\[$libdir\]\$" "an empty LD_LIBRARY_PATH adds no empty element"
+
+# Through a symlink in another directory, as after `ln -s PREFIX/bin/softverbs /usr/local/bin`.
+tmpd=$(mktemp -d)
+ln -s "$SV" "$tmpd/softverbs"
+run_ok 30 "$tmpd/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"'
+expect "^$libdir\$"
+rm -rf "$tmpd"
+
+run_ok 30 "$SV" devices
+expect '^softverbs0: node_guid [0-9a-f]{4}(:[0-9a-f]{4}){3}, '
+expect '^  port 1: PORT_ACTIVE, active_mtu (256|512|1024|2048|4096) \(max 4096\), link_layer Ethernet'
+expect '^    GID\[ *[0-9]+\]  ::ffff:127\.0\.0\.1 +RoCE v2 +lo$' "loopback GID with its type and netdev"
+
+# The command uses our libibverbs even when the user points elsewhere.
+run_ok 30 env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu "$SV" devices
+expect '^softverbs0: '
+finish
