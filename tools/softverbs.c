@@ -68,7 +68,8 @@ static int find_libdir(char *out, size_t len)
 	}
 	snprintf(probe, sizeof(probe), "%s/libibverbs.so.1", out);
 	if (access(probe, R_OK)) {
-		fprintf(stderr, "%s: %s is missing (build or install incomplete?)\n",
+		fprintf(stderr,
+			"%s: %s is missing (build or install incomplete?)\n",
 			prog, probe);
 		return -1;
 	}
@@ -110,19 +111,26 @@ static int cmd_run(int argc, char **argv)
 	execvp(argv[i], &argv[i]);
 	/* As the shell does: 127 when the command is not found, 126 when it
 	 * exists but cannot be executed. */
-	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[i], strerror(errno));
+	fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[i],
+		strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }
 
 static const char *mtu_str(enum ibv_mtu mtu)
 {
 	switch (mtu) {
-	case IBV_MTU_256: return "256";
-	case IBV_MTU_512: return "512";
-	case IBV_MTU_1024: return "1024";
-	case IBV_MTU_2048: return "2048";
-	case IBV_MTU_4096: return "4096";
-	default: return "?";
+	case IBV_MTU_256:
+		return "256";
+	case IBV_MTU_512:
+		return "512";
+	case IBV_MTU_1024:
+		return "1024";
+	case IBV_MTU_2048:
+		return "2048";
+	case IBV_MTU_4096:
+		return "4096";
+	default:
+		return "?";
 	}
 }
 
@@ -130,28 +138,38 @@ static const char *link_layer_str(uint8_t ll)
 {
 	switch (ll) {
 	case IBV_LINK_LAYER_UNSPECIFIED:
-	case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
-	case IBV_LINK_LAYER_ETHERNET: return "Ethernet";
-	default: return "unknown";
+	case IBV_LINK_LAYER_INFINIBAND:
+		return "InfiniBand";
+	case IBV_LINK_LAYER_ETHERNET:
+		return "Ethernet";
+	default:
+		return "unknown";
 	}
 }
 
 static const char *gid_type_str(uint32_t type)
 {
 	switch (type) {
-	case IBV_GID_TYPE_IB: return "IB";
-	case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
-	case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
-	default: return "unknown";
+	case IBV_GID_TYPE_IB:
+		return "IB";
+	case IBV_GID_TYPE_ROCE_V1:
+		return "RoCE v1";
+	case IBV_GID_TYPE_ROCE_V2:
+		return "RoCE v2";
+	default:
+		return "unknown";
 	}
 }
 
 static const char *transport_str(enum ibv_transport_type t)
 {
 	switch (t) {
-	case IBV_TRANSPORT_IB: return "InfiniBand";
-	case IBV_TRANSPORT_IWARP: return "iWARP";
-	default: return "other";
+	case IBV_TRANSPORT_IB:
+		return "InfiniBand";
+	case IBV_TRANSPORT_IWARP:
+		return "iWARP";
+	default:
+		return "other";
 	}
 }
 
@@ -186,8 +204,8 @@ static int show_port(struct ibv_context *ctx, uint8_t port)
 		if (ret == ENODATA)
 			continue; /* an empty slot */
 		if (ret) {
-			fprintf(stderr, "%s: ibv_query_gid_ex(%u, %d): %s\n", prog,
-				port, i, strerror(ret));
+			fprintf(stderr, "%s: ibv_query_gid_ex(%u, %d): %s\n",
+				prog, port, i, strerror(ret));
 			return -1;
 		}
 		if (!inet_ntop(AF_INET6, e.gid.raw, addr, sizeof(addr)))
@@ -209,13 +227,15 @@ static int cmd_devices(int argc, char **argv)
 	int i, n, ret = 0;
 
 	if (argc) {
-		fprintf(stderr, "%s devices: unexpected argument %s\n", prog, argv[0]);
+		fprintf(stderr, "%s devices: unexpected argument %s\n", prog,
+			argv[0]);
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	list = ibv_get_device_list(&n);
 	if (!list) {
-		fprintf(stderr, "%s: ibv_get_device_list: %s\n", prog, strerror(errno));
+		fprintf(stderr, "%s: ibv_get_device_list: %s\n", prog,
+			strerror(errno));
 		return 1;
 	}
 	if (!n) {
@@ -235,8 +255,8 @@ static int cmd_devices(int argc, char **argv)
 			break;
 		}
 		if (ibv_query_device(ctx, &da)) {
-			fprintf(stderr, "%s: ibv_query_device(%s) failed\n", prog,
-				ibv_get_device_name(list[i]));
+			fprintf(stderr, "%s: ibv_query_device(%s) failed\n",
+				prog, ibv_get_device_name(list[i]));
 			ibv_close_device(ctx);
 			ret = 1;
 			break;
@@ -269,7 +289,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices(argc - 2, argv + 2);
-	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
+	    !strcmp(cmd, "--help")) {
 		usage(stdout);
 		return 0;
 	}

@@ -37,38 +37,39 @@ static void refuse(const char *name)
 }
 
 /* Constructors: NULL with errno = EOPNOTSUPP. */
-#define SV_COMPAT_1_0_PTR(name, ...)                                        \
-	SV_EXPORT __attribute__((used)) void *sv_compat_1_0_##name(__VA_ARGS__) \
-	{                                                                   \
-		refuse(#name);                                              \
-		return NULL;                                                \
-	}                                                                   \
+#define SV_COMPAT_1_0_PTR(name, ...)                                          \
+	SV_EXPORT                                                             \
+		__attribute__((used)) void *sv_compat_1_0_##name(__VA_ARGS__) \
+	{                                                                     \
+		refuse(#name);                                                \
+		return NULL;                                                  \
+	}                                                                     \
 	SV_COMPAT_SYMBOL(sv_compat_1_0_##name, name, "IBVERBS_1.0")
 
 /* int verbs that return an errno value. */
-#define SV_COMPAT_1_0_ERR(name, ...)                                        \
+#define SV_COMPAT_1_0_ERR(name, ...)                                          \
 	SV_EXPORT __attribute__((used)) int sv_compat_1_0_##name(__VA_ARGS__) \
-	{                                                                   \
-		refuse(#name);                                              \
-		return EOPNOTSUPP;                                          \
-	}                                                                   \
+	{                                                                     \
+		refuse(#name);                                                \
+		return EOPNOTSUPP;                                            \
+	}                                                                     \
 	SV_COMPAT_SYMBOL(sv_compat_1_0_##name, name, "IBVERBS_1.0")
 
 /* int verbs whose convention is -1 with errno set. */
-#define SV_COMPAT_1_0_NEG(name, ...)                                        \
+#define SV_COMPAT_1_0_NEG(name, ...)                                          \
 	SV_EXPORT __attribute__((used)) int sv_compat_1_0_##name(__VA_ARGS__) \
-	{                                                                   \
-		refuse(#name);                                              \
-		return -1;                                                  \
-	}                                                                   \
+	{                                                                     \
+		refuse(#name);                                                \
+		return -1;                                                    \
+	}                                                                     \
 	SV_COMPAT_SYMBOL(sv_compat_1_0_##name, name, "IBVERBS_1.0")
 
 /* void verbs: nothing was created, so there is nothing to release. */
-#define SV_COMPAT_1_0_VOID(name, ...)                                       \
+#define SV_COMPAT_1_0_VOID(name, ...)                                          \
 	SV_EXPORT __attribute__((used)) void sv_compat_1_0_##name(__VA_ARGS__) \
-	{                                                                   \
-		refuse(#name);                                              \
-	}                                                                   \
+	{                                                                      \
+		refuse(#name);                                                 \
+	}                                                                      \
 	SV_COMPAT_SYMBOL(sv_compat_1_0_##name, name, "IBVERBS_1.0")
 
 /* devices and contexts */
@@ -107,7 +108,8 @@ SV_COMPAT_1_0_PTR(ibv_create_cq, void *context, int cqe, void *cq_context,
 		  void *channel, int comp_vector);
 SV_COMPAT_1_0_ERR(ibv_resize_cq, void *cq, int cqe);
 SV_COMPAT_1_0_ERR(ibv_destroy_cq, void *cq);
-SV_COMPAT_1_0_NEG(ibv_get_cq_event, void *channel, void **cq, void **cq_context);
+SV_COMPAT_1_0_NEG(ibv_get_cq_event, void *channel, void **cq,
+		  void **cq_context);
 SV_COMPAT_1_0_VOID(ibv_ack_cq_events, void *cq, unsigned int nevents);
 
 /* SRQ */
@@ -118,7 +120,8 @@ SV_COMPAT_1_0_ERR(ibv_destroy_srq, void *srq);
 
 /* QP */
 SV_COMPAT_1_0_PTR(ibv_create_qp, void *pd, void *init_attr);
-SV_COMPAT_1_0_ERR(ibv_query_qp, void *qp, void *attr, int mask, void *init_attr);
+SV_COMPAT_1_0_ERR(ibv_query_qp, void *qp, void *attr, int mask,
+		  void *init_attr);
 SV_COMPAT_1_0_ERR(ibv_modify_qp, void *qp, void *attr, int mask);
 SV_COMPAT_1_0_ERR(ibv_destroy_qp, void *qp);
 

@@ -65,8 +65,8 @@ SV_EXPORT const char *ibv_get_sysfs_path(void)
  * does not exist), so reads of its attributes fail with ENOENT and
  * callers such as ibv_devinfo simply skip the attribute.
  */
-SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
-				  char *buf, size_t size)
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+				  size_t size)
 {
 	size_t len = 0;
 	char *path;
@@ -164,8 +164,8 @@ SV_EXPORT int ibv_dofork_range(void *base, size_t size)
  * The implementation needs default visibility for the .symver alias to be
  * exported; its own name is made local by the map's "local: *".
  */
-SV_EXPORT __attribute__((used)) void
-sv_compat_register_driver(const char *name, void *init_func)
+SV_EXPORT __attribute__((used)) void sv_compat_register_driver(const char *name,
+							       void *init_func)
 {
 	static atomic_flag warned = ATOMIC_FLAG_INIT;
 

@@ -19,14 +19,16 @@
 static_assert(offsetof(struct verbs_context, context) ==
 		      offsetof(struct verbs_context, sz) + sizeof(size_t),
 	      "verbs_context.sz must be immediately before context");
-static_assert(offsetof(struct verbs_context, context) + sizeof(struct ibv_context) ==
+static_assert(offsetof(struct verbs_context, context) +
+			      sizeof(struct ibv_context) ==
 		      sizeof(struct verbs_context),
 	      "context must be the last field of verbs_context");
 
 /* ibv_cq_ex_to_cq() is a cast and our CQ serves both: ibv_cq must be a
  * prefix of ibv_cq_ex. */
-#define CQ_PREFIX(f) \
-	static_assert(offsetof(struct ibv_cq, f) == offsetof(struct ibv_cq_ex, f), \
+#define CQ_PREFIX(f)                                         \
+	static_assert(offsetof(struct ibv_cq, f) ==          \
+			      offsetof(struct ibv_cq_ex, f), \
 		      "ibv_cq." #f " is not a prefix of ibv_cq_ex")
 CQ_PREFIX(context);
 CQ_PREFIX(channel);
@@ -39,7 +41,8 @@ CQ_PREFIX(comp_events_completed);
 CQ_PREFIX(async_events_completed);
 
 /* ibv_qp_to_qp_ex() hands out the ibv_qp_ex around an ibv_qp. */
-static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "qp_base must be first");
+static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0,
+	      "qp_base must be first");
 
 /* The compat port query fills the prefix of ibv_port_attr up to link_layer. */
 static_assert(offsetof(struct ibv_port_attr, link_layer) <
@@ -50,25 +53,34 @@ static_assert(offsetof(struct ibv_port_attr, link_layer) <
 /* rdma-core 44 on x86_64, as Debian 12's binaries were compiled. */
 static_assert(sizeof(struct ibv_context) == 328, "ibv_context size");
 static_assert(sizeof(struct verbs_context) == 648, "verbs_context size");
-static_assert(offsetof(struct verbs_context, query_device_ex) == 216, "query_device_ex");
+static_assert(offsetof(struct verbs_context, query_device_ex) == 216,
+	      "query_device_ex");
 static_assert(offsetof(struct ibv_context, ops) == 8, "ibv_context.ops");
-static_assert(offsetof(struct ibv_context, abi_compat) == 320, "ibv_context.abi_compat");
-static_assert(offsetof(struct ibv_context_ops, _compat_query_port) == 8, "ops._compat_query_port");
+static_assert(offsetof(struct ibv_context, abi_compat) == 320,
+	      "ibv_context.abi_compat");
+static_assert(offsetof(struct ibv_context_ops, _compat_query_port) == 8,
+	      "ops._compat_query_port");
 static_assert(offsetof(struct ibv_context_ops, poll_cq) == 88, "ops.poll_cq");
-static_assert(offsetof(struct ibv_context_ops, req_notify_cq) == 96, "ops.req_notify_cq");
-static_assert(offsetof(struct ibv_context_ops, post_srq_recv) == 160, "ops.post_srq_recv");
-static_assert(offsetof(struct ibv_context_ops, post_send) == 200, "ops.post_send");
-static_assert(offsetof(struct ibv_context_ops, post_recv) == 208, "ops.post_recv");
+static_assert(offsetof(struct ibv_context_ops, req_notify_cq) == 96,
+	      "ops.req_notify_cq");
+static_assert(offsetof(struct ibv_context_ops, post_srq_recv) == 160,
+	      "ops.post_srq_recv");
+static_assert(offsetof(struct ibv_context_ops, post_send) == 200,
+	      "ops.post_send");
+static_assert(offsetof(struct ibv_context_ops, post_recv) == 208,
+	      "ops.post_recv");
 static_assert(sizeof(struct ibv_port_attr) == 52, "ibv_port_attr size");
 static_assert(sizeof(struct ibv_device_attr) == 232, "ibv_device_attr size");
-static_assert(sizeof(struct ibv_device_attr_ex) == 400, "ibv_device_attr_ex size");
+static_assert(sizeof(struct ibv_device_attr_ex) == 400,
+	      "ibv_device_attr_ex size");
 static_assert(sizeof(struct ibv_device) == 664, "ibv_device size");
 static_assert(sizeof(struct ibv_qp) == 160, "ibv_qp size");
 static_assert(sizeof(struct ibv_qp_ex) == 352, "ibv_qp_ex size");
 static_assert(offsetof(struct ibv_qp_ex, wr_send) == 240, "ibv_qp_ex.wr_send");
 static_assert(sizeof(struct ibv_cq) == 128, "ibv_cq size");
 static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex size");
-static_assert(offsetof(struct ibv_cq_ex, start_poll) == 144, "ibv_cq_ex.start_poll");
+static_assert(offsetof(struct ibv_cq_ex, start_poll) == 144,
+	      "ibv_cq_ex.start_poll");
 static_assert(sizeof(struct ibv_wc) == 48, "ibv_wc size");
 static_assert(sizeof(struct ibv_send_wr) == 128, "ibv_send_wr size");
 static_assert(sizeof(struct ibv_recv_wr) == 32, "ibv_recv_wr size");
@@ -117,26 +129,34 @@ int main(void)
 	/* A program built with older headers passes a shorter struct: the op
 	 * must write exactly port_attr_len bytes. */
 	memset(buf, 0xab, sizeof(buf));
-	CHECK_EQ(vctx->query_port(ctx, 1, (struct ibv_port_attr *)buf, compat_len), 0);
-	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer, IBV_LINK_LAYER_ETHERNET);
+	CHECK_EQ(vctx->query_port(ctx, 1, (struct ibv_port_attr *)buf,
+				  compat_len),
+		 0);
+	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer,
+		 IBV_LINK_LAYER_ETHERNET);
 	for (size_t i = compat_len; i < sizeof(buf); i++)
 		if (buf[i] != 0xab) {
 			CHECK(!"query_port wrote past port_attr_len");
 			break;
 		}
 
-	/* The exported ibv_query_port (old binaries whose inline found no
+		/* The exported ibv_query_port (old binaries whose inline found no
 	 * query_port op) and the ops-table compat entry: same answer, and
 	 * nothing written past the compat struct. */
 #undef ibv_query_port
 	memset(buf, 0xab, sizeof(buf));
-	CHECK_EQ(ibv_query_port(ctx, 1, (struct _compat_ibv_port_attr *)buf), 0);
-	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer, IBV_LINK_LAYER_ETHERNET);
+	CHECK_EQ(ibv_query_port(ctx, 1, (struct _compat_ibv_port_attr *)buf),
+		 0);
+	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer,
+		 IBV_LINK_LAYER_ETHERNET);
 	CHECK_EQ(((struct ibv_port_attr *)buf)->state, IBV_PORT_ACTIVE);
 	CHECK_EQ(buf[compat_len], 0xab);
 	memset(buf, 0xab, sizeof(buf));
-	CHECK_EQ(ctx->ops._compat_query_port(ctx, 1, (struct _compat_ibv_port_attr *)buf), 0);
-	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer, IBV_LINK_LAYER_ETHERNET);
+	CHECK_EQ(ctx->ops._compat_query_port(
+			 ctx, 1, (struct _compat_ibv_port_attr *)buf),
+		 0);
+	CHECK_EQ(((struct ibv_port_attr *)buf)->link_layer,
+		 IBV_LINK_LAYER_ETHERNET);
 	CHECK_EQ(buf[compat_len], 0xab);
 
 	/* ibv_query_device_ex is an inline through vctx->query_device_ex. */

@@ -14,7 +14,8 @@
 #include "check.h"
 
 const char *ibv_get_sysfs_path(void);
-int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
 /* Historical: declared by no installed header any more. */
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
@@ -98,7 +99,8 @@ static void test_read_sysfs_file(void)
 	CHECK_EQ(errno, EINVAL);
 
 	/* A real file from the system's sysfs-like trees. */
-	CHECK(ibv_read_sysfs_file("/proc/sys/kernel", "ostype", buf, sizeof(buf)) > 0);
+	CHECK(ibv_read_sysfs_file("/proc/sys/kernel", "ostype", buf,
+				  sizeof(buf)) > 0);
 	CHECK(!strcmp(buf, "Linux"));
 
 	/* Large contents come back whole and byte-exact. */
@@ -117,12 +119,16 @@ static void test_read_sysfs_file(void)
 	list = ibv_get_device_list(NULL);
 	REQUIRE(list && list[0]);
 	errno = 0;
-	CHECK_EQ(ibv_read_sysfs_file(list[0]->ibdev_path, "board_id", buf, sizeof(buf)), -1);
+	CHECK_EQ(ibv_read_sysfs_file(list[0]->ibdev_path, "board_id", buf,
+				     sizeof(buf)),
+		 -1);
 	CHECK_EQ(errno, ENOENT);
 	ibv_free_device_list(list);
 
-	for (const char *const *f = (const char *const[]){ "nl", "nonl", "eight",
-				"seven_nl", "empty", "big", NULL }; *f; f++) {
+	for (const char *const *f =
+		     (const char *const[]){ "nl", "nonl", "eight", "seven_nl",
+					    "empty", "big", NULL };
+	     *f; f++) {
 		char path[256];
 
 		snprintf(path, sizeof(path), "%s/%s", dir, *f);
@@ -143,16 +149,17 @@ static void test_fork(void)
 
 /* The 33 functions rdma-core 44 still exports at IBVERBS_1.0. */
 static const char *const compat_1_0[] = {
-	"ibv_ack_async_event", "ibv_ack_cq_events", "ibv_alloc_pd",
-	"ibv_attach_mcast", "ibv_close_device", "ibv_create_ah",
-	"ibv_create_cq", "ibv_create_qp", "ibv_create_srq", "ibv_dealloc_pd",
-	"ibv_dereg_mr", "ibv_destroy_ah", "ibv_destroy_cq", "ibv_destroy_qp",
-	"ibv_destroy_srq", "ibv_detach_mcast", "ibv_free_device_list",
-	"ibv_get_async_event", "ibv_get_cq_event", "ibv_get_device_guid",
-	"ibv_get_device_list", "ibv_get_device_name", "ibv_modify_qp",
-	"ibv_modify_srq", "ibv_open_device", "ibv_query_device",
-	"ibv_query_gid", "ibv_query_pkey", "ibv_query_port", "ibv_query_qp",
-	"ibv_query_srq", "ibv_reg_mr", "ibv_resize_cq",
+	"ibv_ack_async_event", "ibv_ack_cq_events",    "ibv_alloc_pd",
+	"ibv_attach_mcast",    "ibv_close_device",     "ibv_create_ah",
+	"ibv_create_cq",       "ibv_create_qp",	       "ibv_create_srq",
+	"ibv_dealloc_pd",      "ibv_dereg_mr",	       "ibv_destroy_ah",
+	"ibv_destroy_cq",      "ibv_destroy_qp",       "ibv_destroy_srq",
+	"ibv_detach_mcast",    "ibv_free_device_list", "ibv_get_async_event",
+	"ibv_get_cq_event",    "ibv_get_device_guid",  "ibv_get_device_list",
+	"ibv_get_device_name", "ibv_modify_qp",	       "ibv_modify_srq",
+	"ibv_open_device",     "ibv_query_device",     "ibv_query_gid",
+	"ibv_query_pkey",      "ibv_query_port",       "ibv_query_qp",
+	"ibv_query_srq",       "ibv_reg_mr",	       "ibv_resize_cq",
 };
 
 static void test_compat(void)
@@ -168,11 +175,13 @@ static void test_compat(void)
 	int n = 7;
 
 	REQUIRE(h);
-	for (size_t i = 0; i < sizeof(compat_1_0) / sizeof(compat_1_0[0]); i++) {
+	for (size_t i = 0; i < sizeof(compat_1_0) / sizeof(compat_1_0[0]);
+	     i++) {
 		void *old = dlvsym(h, compat_1_0[i], "IBVERBS_1.0");
 
 		if (!old)
-			fprintf(stderr, "missing %s@IBVERBS_1.0\n", compat_1_0[i]);
+			fprintf(stderr, "missing %s@IBVERBS_1.0\n",
+				compat_1_0[i]);
 		CHECK(old != NULL);
 		/* never the current implementation under the old name */
 		CHECK(old != dlvsym(h, compat_1_0[i], "IBVERBS_1.1"));
@@ -181,12 +190,16 @@ static void test_compat(void)
 	CHECK(dlsym(h, "sv_compat_1_0_ibv_open_device") == NULL);
 	CHECK(dlsym(h, "sv_compat_register_driver") == NULL);
 
-	get_list = (void *(*)(int *))dlvsym(h, "ibv_get_device_list", "IBVERBS_1.0");
-	open_dev = (void *(*)(void *))dlvsym(h, "ibv_open_device", "IBVERBS_1.0");
-	query_dev = (int (*)(void *, void *))dlvsym(h, "ibv_query_device", "IBVERBS_1.0");
-	query_gid = (int (*)(void *, uint8_t, int, void *))dlvsym(h, "ibv_query_gid",
-								  "IBVERBS_1.0");
-	get_guid = (uint64_t (*)(void *))dlvsym(h, "ibv_get_device_guid", "IBVERBS_1.0");
+	get_list = (void *(*)(int *))dlvsym(h, "ibv_get_device_list",
+					    "IBVERBS_1.0");
+	open_dev =
+		(void *(*)(void *))dlvsym(h, "ibv_open_device", "IBVERBS_1.0");
+	query_dev = (int (*)(void *, void *))dlvsym(h, "ibv_query_device",
+						    "IBVERBS_1.0");
+	query_gid = (int (*)(void *, uint8_t, int,
+			     void *))dlvsym(h, "ibv_query_gid", "IBVERBS_1.0");
+	get_guid = (uint64_t(*)(void *))dlvsym(h, "ibv_get_device_guid",
+					       "IBVERBS_1.0");
 	REQUIRE(get_list && open_dev && query_dev && query_gid && get_guid);
 
 	errno = 0;
@@ -204,8 +217,8 @@ static void test_compat(void)
 	CHECK_EQ(errno, EOPNOTSUPP);
 
 	/* ibv_register_driver@IBVERBS_1.1: accepted and ignored. */
-	reg_driver = (void (*)(const char *, void *))dlvsym(h, "ibv_register_driver",
-							   "IBVERBS_1.1");
+	reg_driver = (void (*)(const char *, void *))dlvsym(
+		h, "ibv_register_driver", "IBVERBS_1.1");
 	REQUIRE(reg_driver);
 	reg_driver("legacy", NULL);
 	{

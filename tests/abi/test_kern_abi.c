@@ -12,10 +12,14 @@
 
 #include "check.h"
 
-void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
-void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
-void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
-void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
+void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
+				struct ib_uverbs_ah_attr *src);
+void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
+				struct ib_uverbs_qp_attr *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+				 struct ib_user_path_rec *src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
+			       struct ibv_sa_path_rec *src);
 
 static void fill_kern_ah(struct ib_uverbs_ah_attr *k, int base)
 {
@@ -109,7 +113,8 @@ static void test_qp(void)
 	CHECK_EQ(q.rq_psn, 0x222222);
 	CHECK_EQ(q.sq_psn, 0x333333);
 	CHECK_EQ(q.dest_qp_num, 0x444444);
-	CHECK_EQ(q.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK_EQ(q.qp_access_flags,
+		 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	check_ah(&q.ah_attr, 1);
 	check_ah(&q.alt_ah_attr, 100);
 	CHECK_EQ(q.cap.max_send_wr, 501);
