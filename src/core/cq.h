@@ -11,4 +11,8 @@
  * raised and the caller moves the QP to ERR). */
 int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* Drop the completions of one QP still in the CQ (the QP is being reset
+ * or destroyed: its completions must not surface afterwards). */
+void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num);
+
 #endif

@@ -27,7 +27,11 @@ static inline void *sv_null_errno(int err)
 
 /* async.c: queue an async event on a context and make its fd readable. */
 void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
-/* async.c: how many events for this object are still unacked. */
+/* async.c: drop the queued, unread events of the object whose counter of
+ * handed-out events is `reported` (its async_events_reported), and return
+ * that count: what destroy waits to see acked.  Call once the object can
+ * raise no more events. */
+uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported);
 
 /* context ops installed by the object files (filled in open_device) */
 void sv_cq_install_ops(struct sv_context *ctx);

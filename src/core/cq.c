@@ -1,0 +1,100 @@
+/*
+ * The producer side of a completion queue: the engine appends work
+ * completions here, and this is where arming is resolved into a
+ * completion event on the CQ's channel.
+ *
+ * The ring holds ncqe slots (a power of 2) of which ncqe - 1 are usable,
+ * the capacity reported to the application in cq->cqe.  The channel is a
+ * pipe; one event is one 8-byte token written in a single write(2), atomic
+ * because it is below PIPE_BUF.
+ */
+#include "core/cq.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "verbs/verbs.h"
+
+/* Called without cq->lock: the token and the channel never change while
+ * the CQ exists.  The write end is non-blocking, so a full pipe (8192
+ * events nobody read) cannot stall the engine; the fd is readable then
+ * anyway, so the application still wakes. */
+static void cq_notify(struct sv_cq *cq)
+{
+	struct ibv_comp_channel *ch = cq->ex.channel;
+	struct sv_comp_channel *sch;
+	uint64_t token = cq->chan_token;
+
+	if (!ch)
+		return; /* armed without a channel: nobody to tell */
+	sch = sv_container_of(ch, struct sv_comp_channel, ibv);
+	if (write(sch->wfd, &token, sizeof(token)) != sizeof(token))
+		sv_warn("CQ %p: completion event lost (%s)", (void *)cq,
+			strerror(errno));
+}
+
+static void cq_overrun(struct sv_cq *cq)
+{
+	struct ibv_async_event ev = {
+		.element.cq = (struct ibv_cq *)&cq->ex,
+		.event_type = IBV_EVENT_CQ_ERR,
+	};
+
+	sv_async_post(cq->ctx, &ev);
+}
+
+int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool notify = false, first_overrun = false;
+
+	pthread_mutex_lock(&cq->lock);
+	/* IBA 11.4.2.1 / o11-...: an overrun puts the CQ in error; it
+	 * accepts no further completions. */
+	if (cq->overrun || cq->tail - cq->head >= cq->ncqe - 1) {
+		first_overrun = !cq->overrun;
+		cq->overrun = true;
+		pthread_mutex_unlock(&cq->lock);
+		if (first_overrun)
+			cq_overrun(cq);
+		return ENOSPC;
+	}
+	cq->ring[cq->tail & (cq->ncqe - 1)] = *wc;
+	cq->tail++;
+	/* IBA 11.4.2.2: an armed CQ signals once, then disarms.  "Solicited"
+	 * arming fires for a completion of a solicited message and for any
+	 * unsuccessful completion. */
+	if (cq->armed == SV_CQ_ARM_ANY ||
+	    (cq->armed == SV_CQ_ARM_SOLICITED &&
+	     (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->armed = SV_CQ_ARM_NONE;
+		notify = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	if (notify)
+		cq_notify(cq);
+	return 0;
+}
+
+void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
+{
+	uint32_t mask = cq->ncqe - 1;
+	uint32_t i, keep;
+
+	/* Compact towards the tail, preserving order, so the free-running
+	 * head/tail stay valid: keep counts survivors from the newest. */
+	pthread_mutex_lock(&cq->lock);
+	keep = cq->tail;
+	for (i = cq->tail; i != cq->head; i--) {
+		struct ibv_wc *wc = &cq->ring[(i - 1) & mask];
+
+		if (wc->qp_num == qp_num)
+			continue;
+		keep--;
+		if (keep != i - 1)
+			cq->ring[keep & mask] = *wc;
+	}
+	cq->head = keep;
+	pthread_mutex_unlock(&cq->lock);
+}

@@ -1,0 +1,339 @@
+/*
+ * Completion channels and completion queues: ibv_create_comp_channel and
+ * its destroy, ibv_create_cq / resize / destroy, ibv_get_cq_event and
+ * ibv_ack_cq_events, and the poll_cq / req_notify_cq context ops that the
+ * header's inline ibv_poll_cq and ibv_req_notify_cq call.
+ *
+ * The producer side (sv_cq_push, arming, the channel write) is in
+ * core/cq.c.  A channel is a pipe: its read end is channel->fd, so
+ * applications can poll/epoll it and make it O_NONBLOCK; each event is the
+ * CQ's 8-byte token.  Events are counted when handed out and destroy waits
+ * for the application to ack them all (man ibv_get_cq_event); events still
+ * in the pipe when their CQ is destroyed are recognised by their token and
+ * dropped, as the kernel discards a destroyed CQ's queued events.
+ */
+#include "verbs/verbs.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/cq.h"
+#include "engine/engine.h"
+
+/* CQ tokens are never reused, so a stale event cannot name a new CQ. */
+static _Atomic uint64_t next_cq_token = 1;
+
+/* ---- completion channels ------------------------------------------------ */
+
+SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct sv_comp_channel *ch;
+	int p[2];
+
+	if (!context)
+		return sv_null_errno(EINVAL);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return sv_null_errno(ENOMEM);
+	if (pipe2(p, O_CLOEXEC)) {
+		int err = errno;
+
+		free(ch);
+		return sv_null_errno(err);
+	}
+	/* Only the engine's end is non-blocking; the application decides
+	 * for its end (fcntl on the read end touches only that end). */
+	if (fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK)) {
+		int err = errno;
+
+		close(p[0]);
+		close(p[1]);
+		free(ch);
+		return sv_null_errno(err);
+	}
+	ch->ibv.context = context;
+	ch->ibv.fd = p[0];
+	ch->ibv.refcnt = 0;
+	ch->wfd = p[1];
+	atomic_init(&ch->refs, 0);
+	ch->ctx = to_sv_ctx(context);
+	list_head_init(&ch->cqs);
+	return &ch->ibv;
+}
+
+SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct sv_comp_channel *ch;
+	struct sv_context *ctx;
+
+	if (!channel)
+		return EINVAL;
+	ch = sv_container_of(channel, struct sv_comp_channel, ibv);
+	ctx = ch->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (atomic_load(&ch->refs)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return EBUSY;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	close(ch->ibv.fd);
+	close(ch->wfd);
+	free(ch);
+	return 0;
+}
+
+/* ---- CQ ring ------------------------------------------------------------ */
+
+/* The smallest power of 2 with room for cqe completions (one slot stays
+ * free, as in rxe), so cq->cqe reports ncqe - 1 >= cqe. */
+static uint32_t ring_slots(int cqe)
+{
+	uint32_t n = 2;
+
+	while (n < (uint32_t)cqe + 1)
+		n <<= 1;
+	return n;
+}
+
+static bool cqe_valid(int cqe)
+{
+	return cqe >= 1 && cqe <= SV_MAX_CQE - 1;
+}
+
+SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+				       void *cq_context,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct sv_context *ctx;
+	struct sv_cq *cq;
+
+	if (!context)
+		return sv_null_errno(EINVAL);
+	ctx = to_sv_ctx(context);
+	if (!cqe_valid(cqe))
+		return sv_null_errno(EINVAL);
+	if (comp_vector < 0 || comp_vector >= context->num_comp_vectors)
+		return sv_null_errno(EINVAL);
+	if (channel && channel->context != context)
+		return sv_null_errno(EINVAL);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return sv_null_errno(ENOMEM);
+	cq->ncqe = ring_slots(cqe);
+	cq->ring = calloc(cq->ncqe, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return sv_null_errno(ENOMEM);
+	}
+	cq->ex.context = context;
+	cq->ex.channel = channel;
+	cq->ex.cq_context = cq_context;
+	cq->ex.cqe = (int)cq->ncqe - 1;
+	pthread_mutex_init(&cq->ex.mutex, NULL);
+	pthread_cond_init(&cq->ex.cond, NULL);
+	pthread_mutex_init(&cq->lock, NULL);
+	atomic_init(&cq->users, 0);
+	cq->ctx = ctx;
+	cq->armed = SV_CQ_ARM_NONE;
+	cq->chan_node.next = cq->chan_node.prev = &cq->chan_node;
+	cq->chan_token = atomic_fetch_add(&next_cq_token, 1);
+	if (channel) {
+		struct sv_comp_channel *ch =
+			sv_container_of(channel, struct sv_comp_channel, ibv);
+
+		pthread_mutex_lock(&ctx->lock);
+		list_add_tail(&ch->cqs, &cq->chan_node);
+		atomic_fetch_add(&ch->refs, 1);
+		channel->refcnt++;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return (struct ibv_cq *)&cq->ex;
+}
+
+SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sv_cq *cq;
+	struct ibv_wc *ring;
+	uint32_t used, slots, i;
+
+	if (!ibcq || !cqe_valid(cqe))
+		return EINVAL;
+	cq = to_sv_cq(ibcq);
+	slots = ring_slots(cqe);
+	pthread_mutex_lock(&cq->lock);
+	used = cq->tail - cq->head;
+	/* man ibv_resize_cq: cqe must hold the unpolled completions. */
+	if ((uint32_t)cqe < used) {
+		pthread_mutex_unlock(&cq->lock);
+		return EINVAL;
+	}
+	if (slots == cq->ncqe) {
+		pthread_mutex_unlock(&cq->lock);
+		return 0;
+	}
+	ring = calloc(slots, sizeof(*ring));
+	if (!ring) {
+		pthread_mutex_unlock(&cq->lock);
+		return ENOMEM;
+	}
+	for (i = 0; i < used; i++)
+		ring[i] = cq->ring[(cq->head + i) & (cq->ncqe - 1)];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->ncqe = slots;
+	cq->head = 0;
+	cq->tail = used;
+	ibcq->cqe = (int)slots - 1;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sv_context *ctx;
+	struct sv_cq *cq;
+	uint32_t comp_reported = 0, async_reported;
+
+	if (!ibcq)
+		return EINVAL;
+	cq = to_sv_cq(ibcq);
+	ctx = cq->ctx;
+	/* IBA 11.2.8.4 (Destroy CQ): fails while a QP is associated. */
+	if (atomic_load(&cq->users))
+		return EBUSY;
+	if (ibcq->channel) {
+		struct sv_comp_channel *ch =
+			sv_container_of(ibcq->channel, struct sv_comp_channel, ibv);
+
+		/* Off the channel first: from now on get_cq_event drops
+		 * this CQ's events instead of handing them out. */
+		pthread_mutex_lock(&ctx->lock);
+		list_del(&cq->chan_node);
+		comp_reported = cq->comp_events_reported;
+		atomic_fetch_sub(&ch->refs, 1);
+		ibcq->channel->refcnt--;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	async_reported = sv_async_purge(ctx, &cq->async_events_reported);
+
+	/* Every event handed out must be acked before the CQ goes. */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != comp_reported ||
+	       ibcq->async_events_completed != async_reported)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+/* ---- completion events -------------------------------------------------- */
+
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+			       struct ibv_cq **cq_out, void **cq_context)
+{
+	struct sv_comp_channel *ch;
+	struct sv_context *ctx;
+
+	if (!channel || !cq_out || !cq_context) {
+		errno = EINVAL;
+		return -1;
+	}
+	ch = sv_container_of(channel, struct sv_comp_channel, ibv);
+	ctx = ch->ctx;
+	for (;;) {
+		struct list_node *it, *tmp;
+		struct sv_cq *found = NULL;
+		uint64_t token;
+		ssize_t n;
+
+		/* Blocks, or -1/EAGAIN on an O_NONBLOCK fd. */
+		n = read(channel->fd, &token, sizeof(token));
+		if (n != (ssize_t)sizeof(token)) {
+			if (n >= 0)
+				errno = EIO; /* 8-byte writes cannot split */
+			return -1;
+		}
+		pthread_mutex_lock(&ctx->lock);
+		list_for_each_safe(&ch->cqs, it, tmp) {
+			struct sv_cq *cq = list_entry(it, struct sv_cq, chan_node);
+
+			if (cq->chan_token == token) {
+				found = cq;
+				found->comp_events_reported++;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (found) {
+			*cq_out = (struct ibv_cq *)&found->ex;
+			*cq_context = found->ex.cq_context;
+			return 0;
+		}
+		/* An event of a CQ destroyed since: read on. */
+	}
+}
+
+SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ---- context ops -------------------------------------------------------- */
+
+static int cq_pop(struct sv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i;
+
+	pthread_mutex_lock(&cq->lock);
+	for (i = 0; i < n && cq->head != cq->tail; i++, cq->head++)
+		wc[i] = cq->ring[cq->head & (cq->ncqe - 1)];
+	pthread_mutex_unlock(&cq->lock);
+	return i;
+}
+
+static int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+	int n;
+
+	if (num_entries <= 0)
+		return 0;
+	n = cq_pop(cq, num_entries, wc);
+	if (n)
+		return n;
+	/* Empty: a busy-polling thread drives progress itself rather than
+	 * wait for the progress thread, then looks once more. */
+	sv_engine_poll_hint(cq->ctx);
+	return cq_pop(cq, num_entries, wc);
+}
+
+static int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+
+	pthread_mutex_lock(&cq->lock);
+	/* IBA 11.4.2.2: a request for the next completion widens a pending
+	 * solicited-only request; the reverse does not narrow it. */
+	if (!solicited_only)
+		cq->armed = SV_CQ_ARM_ANY;
+	else if (cq->armed != SV_CQ_ARM_ANY)
+		cq->armed = SV_CQ_ARM_SOLICITED;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+void sv_cq_install_ops(struct sv_context *ctx)
+{
+	ctx->vctx.context.ops.poll_cq = sv_poll_cq;
+	ctx->vctx.context.ops.req_notify_cq = sv_req_notify_cq;
+}
