@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <libgen.h>
+#include <link.h>
 #include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -76,6 +77,62 @@ static int find_libdir(char *out, size_t len)
 	return 0;
 }
 
+#ifdef SV_SANITIZER_BUILD
+struct san_list {
+	char buf[4 * PATH_MAX];
+	size_t len;
+};
+
+static int add_sanitizer(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	static const char *const runtimes[] = { "libasan.so", "libubsan.so",
+						"libtsan.so", "liblsan.so" };
+	struct san_list *l = arg;
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	for (size_t i = 0; i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
+		if (strncmp(base, runtimes[i], strlen(runtimes[i])))
+			continue;
+		l->len += snprintf(l->buf + l->len, sizeof(l->buf) - l->len,
+				   "%s%s", l->len ? ":" : "", info->dlpi_name);
+		if (l->len >= sizeof(l->buf))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A sanitizer build of libibverbs needs its sanitizer runtime loaded before
+ * everything else, which an unmodified program does not do: preload the
+ * runtimes this command itself was started with (it is built with the same
+ * flags).  Leak reports are turned off by default in the child: they would
+ * be about the unmodified program, not about us (the C tests keep them).
+ * Production builds never take this path.
+ */
+static int preload_sanitizers(void)
+{
+	struct san_list l = { .len = 0 };
+	const char *old = getenv("LD_PRELOAD");
+	char *val;
+
+	if (dl_iterate_phdr(add_sanitizer, &l) || !l.len)
+		return 0;
+	if (asprintf(&val, "%s%s%s", l.buf, old && *old ? ":" : "",
+		     old ? old : "") < 0)
+		return -1;
+	setenv("LD_PRELOAD", val, 1);
+	free(val);
+	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+	return 0;
+}
+#else
+static int preload_sanitizers(void)
+{
+	return 0;
+}
+#endif
+
 static int cmd_run(int argc, char **argv)
 {
 	char libdir[PATH_MAX];
@@ -108,6 +165,8 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	free(val);
+	if (preload_sanitizers())
+		return 1;
 	execvp(argv[i], &argv[i]);
 	/* As the shell does: 127 when the command is not found, 126 when it
 	 * exists but cannot be executed. */
