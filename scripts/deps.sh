@@ -6,7 +6,10 @@ set -eu
 target=${1:-build}
 
 # package:file-that-proves-it-is-installed
-build_pkgs="libibverbs-dev:/usr/include/infiniband/verbs.h
+build_pkgs="gcc:/usr/bin/gcc
+libc6-dev:/usr/include/stdio.h
+make:/usr/bin/make
+libibverbs-dev:/usr/include/infiniband/verbs.h
 librdmacm-dev:/usr/include/rdma/rdma_cma.h
 zlib1g-dev:/usr/include/zlib.h
 cmake:/usr/bin/cmake
