@@ -33,6 +33,11 @@ void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
  * raise no more events. */
 uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported);
 
+/* srq_ah.c: the address checks of a RoCE port (port 1, GRH present, an
+ * existing source GID index), shared by ibv_create_ah and ibv_modify_qp.
+ * Returns 0 or EINVAL. */
+int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr);
+
 /* context ops installed by the object files (filled in open_device) */
 void sv_cq_install_ops(struct sv_context *ctx);
 void sv_qp_install_ops(struct sv_context *ctx);

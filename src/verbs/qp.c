@@ -1,0 +1,633 @@
+/*
+ * Queue pairs: ibv_create_qp, ibv_query_qp, ibv_modify_qp (the IBA state
+ * machine), ibv_destroy_qp and the small QP queries.
+ *
+ * The transition table is the one of IBA 10.3.1 (Table 91, "QP state
+ * transition properties") as the kernel's ib_modify_qp_is_ok() encodes
+ * it: for each (current, next) state and service type, the attributes a
+ * modify must carry and the ones it may carry.  Anything else is EINVAL,
+ * before any attribute changes (IBA 11.2.5.2: a failed modify leaves the
+ * QP untouched).
+ *
+ * Lock order: qp->state_lock -> qp->sq_lock / qp->rq_lock -> cq->lock.
+ */
+#include "verbs/verbs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cq.h"
+#include "engine/engine.h"
+
+/* ---- the state machine -------------------------------------------------- */
+
+enum { T_RC, T_UC, T_UD, T_NUM };
+
+struct qp_transition {
+	bool valid;
+	int req[T_NUM];
+	int opt[T_NUM];
+};
+
+#define Q(x) IBV_QP_##x
+
+static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.req = {
+				[T_RC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_UC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_UD] = Q(PKEY_INDEX) | Q(PORT) | Q(QKEY),
+			},
+		},
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_UC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_UD] = Q(PKEY_INDEX) | Q(PORT) | Q(QKEY),
+			},
+		},
+		[IBV_QPS_RTR] = {
+			.valid = true,
+			.req = {
+				[T_RC] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN) |
+					 Q(MAX_DEST_RD_ATOMIC) | Q(MIN_RNR_TIMER),
+				[T_UC] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN),
+			},
+			.opt = {
+				[T_RC] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
+				[T_UC] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
+				[T_UD] = Q(PKEY_INDEX) | Q(QKEY),
+			},
+		},
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.req = {
+				[T_RC] = Q(TIMEOUT) | Q(RETRY_CNT) | Q(RNR_RETRY) |
+					 Q(SQ_PSN) | Q(MAX_QP_RD_ATOMIC),
+				[T_UC] = Q(SQ_PSN),
+				[T_UD] = Q(SQ_PSN),
+			},
+			.opt = {
+				[T_RC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
+				[T_UC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PATH_MIG_STATE),
+				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+			},
+		},
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) |
+					 Q(PATH_MIG_STATE) | Q(MIN_RNR_TIMER),
+				[T_UC] = Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) |
+					 Q(PATH_MIG_STATE),
+				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+			},
+		},
+		[IBV_QPS_SQD] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = Q(EN_SQD_ASYNC_NOTIFY),
+				[T_UC] = Q(EN_SQD_ASYNC_NOTIFY),
+				[T_UD] = Q(EN_SQD_ASYNC_NOTIFY),
+			},
+		},
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
+				[T_UC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PATH_MIG_STATE),
+				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+			},
+		},
+		[IBV_QPS_SQD] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = Q(PORT) | Q(AV) | Q(TIMEOUT) | Q(RETRY_CNT) |
+					 Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC) |
+					 Q(MAX_DEST_RD_ATOMIC) | Q(ALT_PATH) |
+					 Q(ACCESS_FLAGS) | Q(PKEY_INDEX) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
+				[T_UC] = Q(AV) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PKEY_INDEX) | Q(PATH_MIG_STATE),
+				[T_UD] = Q(PKEY_INDEX) | Q(QKEY),
+			},
+		},
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_UC] = Q(CUR_STATE) | Q(ACCESS_FLAGS),
+				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+			},
+		},
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+	},
+};
+
+#undef Q
+
+static int type_index(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return T_RC;
+	case IBV_QPT_UC:
+		return T_UC;
+	default:
+		return T_UD;
+	}
+}
+
+/* Is (cur -> next, mask) a legal modify for this QP? */
+static bool transition_ok(struct sv_qp *qp, enum ibv_qp_state cur,
+			  const struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state next = cur;
+	const struct qp_transition *t;
+	int req, opt, ti = type_index(qp->type);
+
+	if (mask & IBV_QP_STATE) {
+		if ((unsigned int)attr->qp_state > IBV_QPS_ERR)
+			return false;
+		next = attr->qp_state;
+	}
+	/* The consumer's view of the current state may only be given where
+	 * the table allows it (RTR/RTS/SQD/SQE), and must be right. */
+	if (mask & IBV_QP_CUR_STATE) {
+		if (cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
+		    cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
+			return false;
+		if (attr->cur_qp_state != cur)
+			return false;
+	}
+	t = &qp_table[cur][next];
+	if (!t->valid)
+		return false;
+	req = t->req[ti];
+	opt = t->opt[ti];
+	if ((mask & req) != req)
+		return false;
+	return !(mask & ~(req | opt | IBV_QP_STATE));
+}
+
+/* Range checks of the attributes present in the mask (the kernel's and
+ * rxe's, and the widths of the IBA fields). */
+static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(0xffu | IBV_ACCESS_OPTIONAL_RANGE)))
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SV_MAX_PKEYS)
+		return EINVAL;
+	if ((mask & IBV_QP_PORT) && a->port_num != SV_PORT)
+		return EINVAL;
+	if ((mask & IBV_QP_AV) && sv_ah_attr_check(qp->ctx, &a->ah_attr))
+		return EINVAL;
+	/* Alternate paths (APM) exist on InfiniBand only; the kernel refuses
+	 * them on RoCE ports. */
+	if (mask & IBV_QP_ALT_PATH)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return EINVAL;
+	/* 5-bit Local ACK Timeout, 3-bit retry counts, 5-bit RNR timer. */
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SV_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MIG_STATE) &&
+	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
+		return EINVAL;
+	/* QPNs are 24 bits on the wire. */
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
+		return EINVAL;
+	return 0;
+}
+
+static void apply_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = a->en_sqd_async_notify;
+	/* Only the remote rights mean anything for a QP (IBA 10.2.4). */
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags &
+				     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC);
+	if (mask & IBV_QP_PKEY_INDEX)
+		s->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		s->qkey = a->qkey;
+	if (mask & IBV_QP_AV) {
+		s->ah_attr = a->ah_attr;
+		sv_gid_to_sockaddr(&a->ah_attr.grh.dgid, &qp->peer);
+		qp->peer_valid = true;
+	}
+	if (mask & IBV_QP_PATH_MTU)
+		s->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		s->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		s->rnr_retry = a->rnr_retry;
+	/* PSNs are 24 bits; the kernel masks larger values likewise. */
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn & 0xffffff;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		s->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+	qp->attr_mask_set |= mask;
+}
+
+/* IBA 10.3.1: entering Reset empties both work queues without
+ * completions; completions already in the CQs are dropped too. */
+static void qp_reset_queues(struct sv_qp *qp)
+{
+	pthread_mutex_lock(&qp->sq_lock);
+	atomic_store(&qp->sq.head, 0);
+	atomic_store(&qp->sq.tail, 0);
+	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->rq_lock);
+	atomic_store(&qp->rq.head, 0);
+	atomic_store(&qp->rq.tail, 0);
+	pthread_mutex_unlock(&qp->rq_lock);
+	sv_cq_clean(qp->scq, qp->qpx.qp_base.qp_num);
+	if (qp->rcq != qp->scq)
+		sv_cq_clean(qp->rcq, qp->qpx.qp_base.qp_num);
+}
+
+SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			    int attr_mask)
+{
+	enum ibv_qp_state cur, next;
+	struct sv_qp *qp;
+	int err;
+
+	if (!ibqp || !attr)
+		return EINVAL;
+	qp = to_sv_qp(ibqp);
+	pthread_mutex_lock(&qp->state_lock);
+	cur = qp->attr.qp_state;
+	if (!transition_ok(qp, cur, attr, attr_mask)) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return EINVAL;
+	}
+	err = check_attrs(qp, attr, attr_mask);
+	if (err) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return err;
+	}
+	apply_attrs(qp, attr, attr_mask);
+	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	qp->attr.qp_state = next;
+	qp->attr.cur_qp_state = next;
+	ibqp->state = next;
+	if (next == IBV_QPS_RESET)
+		qp_reset_queues(qp);
+	sv_engine_qp_modified(qp, attr_mask, cur);
+	pthread_mutex_unlock(&qp->state_lock);
+	return 0;
+}
+
+SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			   int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct sv_qp *qp;
+
+	if (!ibqp || !attr || !init_attr)
+		return EINVAL;
+	qp = to_sv_qp(ibqp);
+	pthread_mutex_lock(&qp->state_lock);
+	/* Everything is returned whatever the mask, as the kernel does. */
+	*attr = qp->attr;
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	init_attr->cap = qp->cap;
+	init_attr->qp_type = qp->type;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	ibqp->state = attr->qp_state;
+	pthread_mutex_unlock(&qp->state_lock);
+	return 0;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static int wq_alloc(struct sv_wq *wq, uint32_t max_wr, uint32_t stride,
+		    uint32_t max_sge)
+{
+	wq->stride = stride;
+	wq->max_sge = max_sge;
+	atomic_init(&wq->head, 0);
+	atomic_init(&wq->tail, 0);
+	if (!max_wr) {
+		wq->size = 0;
+		wq->max_wr = 0;
+		wq->buf = NULL;
+		return 0;
+	}
+	wq->size = pow2_at_least(max_wr);
+	wq->max_wr = wq->size; /* all slots usable: head/tail free-run */
+	wq->buf = calloc(wq->size, stride);
+	return wq->buf ? 0 : ENOMEM;
+}
+
+static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia)
+{
+	const struct ibv_qp_cap *cap = &ia->cap;
+
+	switch (ia->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL; /* not a type the kernel knows either */
+	}
+	if (!ia->send_cq || !ia->recv_cq)
+		return EINVAL;
+	if (ia->send_cq->context != pd->context ||
+	    ia->recv_cq->context != pd->context)
+		return EINVAL;
+	if (ia->srq) {
+		/* man ibv_create_qp: only RC and UD QPs take an SRQ. */
+		if (ia->qp_type == IBV_QPT_UC || ia->srq->context != pd->context)
+			return EINVAL;
+	}
+	if (cap->max_send_wr > SV_MAX_QP_WR || cap->max_send_sge > SV_MAX_SGE ||
+	    cap->max_inline_data > SV_MAX_INLINE)
+		return EINVAL;
+	if (!ia->srq &&
+	    (cap->max_recv_wr > SV_MAX_QP_WR || cap->max_recv_sge > SV_MAX_SGE))
+		return EINVAL;
+	return 0;
+}
+
+static void qp_free(struct sv_qp *qp)
+{
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->state_lock);
+	pthread_mutex_destroy(&qp->qpx.qp_base.mutex);
+	pthread_cond_destroy(&qp->qpx.qp_base.cond);
+	free(qp->sq.buf);
+	free(qp->rq.buf);
+	free(qp);
+}
+
+SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *ia)
+{
+	struct ibv_qp_cap *cap;
+	struct ibv_qp *ibqp;
+	struct sv_qp *qp;
+	uint32_t room, stride;
+	int err;
+
+	if (!pd || !ia)
+		return sv_null_errno(EINVAL);
+	err = check_create(pd, ia);
+	if (err)
+		return sv_null_errno(err);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return sv_null_errno(ENOMEM);
+	ibqp = &qp->qpx.qp_base;
+	cap = &qp->cap;
+
+	/* Send WQE: header, then either the gather list or inline data. */
+	room = ia->cap.max_send_sge * sizeof(struct ibv_sge);
+	if (ia->cap.max_inline_data > room)
+		room = ia->cap.max_inline_data;
+	stride = (sizeof(struct sv_send_wqe) + room + 7) & ~7u;
+	room = stride - sizeof(struct sv_send_wqe);
+	cap->max_send_wr = ia->cap.max_send_wr;
+	/* Whatever the stride has room for is usable (>= requested). */
+	cap->max_send_sge = room / sizeof(struct ibv_sge);
+	if (cap->max_send_sge > SV_MAX_SGE)
+		cap->max_send_sge = SV_MAX_SGE;
+	cap->max_inline_data = room > SV_MAX_INLINE ? SV_MAX_INLINE : room;
+	err = wq_alloc(&qp->sq, ia->cap.max_send_wr, stride, cap->max_send_sge);
+	cap->max_send_wr = qp->sq.max_wr;
+	if (!err && !ia->srq) {
+		stride = sizeof(struct sv_recv_wqe) +
+			 ia->cap.max_recv_sge * sizeof(struct ibv_sge);
+		err = wq_alloc(&qp->rq, ia->cap.max_recv_wr, (stride + 7) & ~7u,
+			       ia->cap.max_recv_sge);
+		cap->max_recv_wr = qp->rq.max_wr;
+		cap->max_recv_sge = ia->cap.max_recv_sge;
+	}
+	if (err) {
+		free(qp->sq.buf);
+		free(qp);
+		return sv_null_errno(err);
+	}
+
+	ibqp->context = pd->context;
+	ibqp->qp_context = ia->qp_context;
+	ibqp->pd = pd;
+	ibqp->send_cq = ia->send_cq;
+	ibqp->recv_cq = ia->recv_cq;
+	ibqp->srq = ia->srq;
+	ibqp->qp_type = ia->qp_type;
+	ibqp->state = IBV_QPS_RESET;
+	ibqp->events_completed = 0;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
+
+	qp->ctx = to_sv_ctx(pd->context);
+	qp->pd = to_sv_pd(pd);
+	qp->scq = to_sv_cq(ia->send_cq);
+	qp->rcq = to_sv_cq(ia->recv_cq);
+	qp->srq = ia->srq ? to_sv_srq(ia->srq) : NULL;
+	qp->type = ia->qp_type;
+	qp->sq_sig_all = ia->sq_sig_all != 0;
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
+	pthread_mutex_init(&qp->state_lock, NULL);
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.port_num = SV_PORT;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->ctx_node.next = qp->ctx_node.prev = &qp->ctx_node;
+	list_head_init(&qp->mcast);
+
+	err = sv_engine_qp_create(qp);
+	if (err) {
+		qp_free(qp);
+		return sv_null_errno(err);
+	}
+	sv_pd_get(qp->pd);
+	atomic_fetch_add(&qp->scq->users, 1);
+	atomic_fetch_add(&qp->rcq->users, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1);
+	ia->cap = *cap;
+	return ibqp;
+}
+
+SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	uint32_t reported;
+	struct sv_qp *qp;
+
+	if (!ibqp)
+		return EINVAL;
+	qp = to_sv_qp(ibqp);
+	/* man ibv_destroy_qp: fails while attached to a multicast group. */
+	pthread_mutex_lock(&qp->state_lock);
+	if (!list_empty(&qp->mcast)) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return EBUSY;
+	}
+	pthread_mutex_unlock(&qp->state_lock);
+
+	/* Unreachable from the network first; then no event can be raised
+	 * for it, and the ones handed out must be acked (rdma-core). */
+	sv_engine_qp_destroy(qp);
+	reported = sv_async_purge(qp->ctx, &qp->async_events_reported);
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != reported)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+
+	sv_cq_clean(qp->scq, ibqp->qp_num);
+	if (qp->rcq != qp->scq)
+		sv_cq_clean(qp->rcq, ibqp->qp_num);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
+	atomic_fetch_sub(&qp->rcq->users, 1);
+	atomic_fetch_sub(&qp->scq->users, 1);
+	sv_pd_put(qp->pd);
+	qp_free(qp);
+	return 0;
+}
+
+/* ---- small queries ------------------------------------------------------ */
+
+/* Extended QPs (ibv_create_qp_ex with send ops) come with the ibv_wr_*
+ * API; a QP from ibv_create_qp has no ibv_qp_ex view (rdma-core returns
+ * NULL too). */
+SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return sv_null_errno(EOPNOTSUPP);
+}
+
+/* man ibv_query_qp_data_in_order: 0 means "no guarantee", always a
+ * correct answer; placement uses memcpy, whose byte order is unspecified. */
+SV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
+					 enum ibv_wr_opcode op, uint32_t flags)
+{
+	return 0;
+}
+
+/* Enhanced Connection Establishment is a vendor option negotiation. */
+SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+/* ---- context ops -------------------------------------------------------- */
+
+/* Honest defaults until the engine installs the data path (it does so
+ * when the context opens): a post that cannot be carried out fails. */
+static int no_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+static int no_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+void sv_qp_install_ops(struct sv_context *ctx)
+{
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+
+	if (!ops->post_send)
+		ops->post_send = no_post_send;
+	if (!ops->post_recv)
+		ops->post_recv = no_post_recv;
+}

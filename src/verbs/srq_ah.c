@@ -1,0 +1,504 @@
+/*
+ * Shared receive queues, address handles and multicast attachment:
+ * ibv_create/modify/query/destroy_srq and the post_srq_recv op,
+ * ibv_create/destroy_ah, ibv_init_ah_from_wc / ibv_create_ah_from_wc,
+ * ibv_attach/detach_mcast and ibv_resolve_eth_l2_from_gid.
+ *
+ * The port is RoCE v2: every address carries a GRH, and a GID is an IP
+ * address (IPv4 ones IPv4-mapped), so an AH records the socket address its
+ * destination GID stands for.
+ */
+#include "verbs/verbs.h"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- SRQ ---------------------------------------------------------------- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t srq_stride(uint32_t max_sge)
+{
+	return (sizeof(struct sv_recv_wqe) + max_sge * sizeof(struct ibv_sge) + 7) & ~7u;
+}
+
+SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+					 struct ibv_srq_init_attr *init)
+{
+	struct ibv_srq_attr *a;
+	struct sv_srq *srq;
+	uint32_t max_sge;
+
+	if (!pd || !init)
+		return sv_null_errno(EINVAL);
+	a = &init->attr;
+	/* rxe's rules: 1..max_srq_wr WRs, at most max_srq_sge SGEs.  The
+	 * limit is not an input of create (man ibv_create_srq). */
+	if (a->max_wr == 0 || a->max_wr > SV_MAX_SRQ_WR || a->max_sge > SV_MAX_SGE)
+		return sv_null_errno(EINVAL);
+	max_sge = a->max_sge ? a->max_sge : 1;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return sv_null_errno(ENOMEM);
+	srq->rq.size = pow2_at_least(a->max_wr);
+	srq->rq.max_wr = srq->rq.size;
+	srq->rq.max_sge = max_sge;
+	srq->rq.stride = srq_stride(max_sge);
+	atomic_init(&srq->rq.head, 0);
+	atomic_init(&srq->rq.tail, 0);
+	srq->rq.buf = calloc(srq->rq.size, srq->rq.stride);
+	if (!srq->rq.buf) {
+		free(srq);
+		return sv_null_errno(ENOMEM);
+	}
+	srq->ibv.context = pd->context;
+	srq->ibv.srq_context = init->srq_context;
+	srq->ibv.pd = pd;
+	srq->ibv.events_completed = 0;
+	pthread_mutex_init(&srq->ibv.mutex, NULL);
+	pthread_cond_init(&srq->ibv.cond, NULL);
+	pthread_mutex_init(&srq->lock, NULL);
+	atomic_init(&srq->users, 0);
+	srq->pd = to_sv_pd(pd);
+	srq->ctx = to_sv_ctx(pd->context);
+	srq->srq_limit = 0;
+	sv_pd_get(srq->pd);
+	/* Report what was created: at least what was asked. */
+	a->max_wr = srq->rq.max_wr;
+	a->max_sge = max_sge;
+	a->srq_limit = 0;
+	return &srq->ibv;
+}
+
+/* Move the queued WQEs into a ring of `size` slots (srq->lock held). */
+static int srq_resize(struct sv_srq *srq, uint32_t size)
+{
+	struct sv_wq *rq = &srq->rq;
+	uint32_t head = atomic_load(&rq->head), used = sv_wq_used(rq), i;
+	uint8_t *buf;
+
+	if (size == rq->size)
+		return 0;
+	buf = calloc(size, rq->stride);
+	if (!buf)
+		return ENOMEM;
+	for (i = 0; i < used; i++)
+		memcpy(buf + (size_t)i * rq->stride, sv_wq_at(rq, head + i), rq->stride);
+	free(rq->buf);
+	rq->buf = buf;
+	rq->size = size;
+	rq->max_wr = size;
+	atomic_store(&rq->head, 0);
+	atomic_store(&rq->tail, used);
+	return 0;
+}
+
+SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			     int mask)
+{
+	struct sv_srq *srq;
+	uint32_t max_wr, size = 0;
+	int err = 0;
+
+	if (!ibsrq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+		return EINVAL;
+	srq = to_sv_srq(ibsrq);
+	pthread_mutex_lock(&srq->lock);
+	max_wr = srq->rq.max_wr;
+	/* Validate everything before changing anything (man ibv_modify_srq). */
+	if (mask & IBV_SRQ_MAX_WR) {
+		if (attr->max_wr == 0 || attr->max_wr > SV_MAX_SRQ_WR ||
+		    attr->max_wr < sv_wq_used(&srq->rq))
+			err = EINVAL;
+		/* An armed limit must stay below the queue size (rxe). */
+		else if (!(mask & IBV_SRQ_LIMIT) && attr->max_wr < srq->srq_limit)
+			err = EINVAL;
+		size = pow2_at_least(attr->max_wr);
+		max_wr = size;
+	}
+	if (!err && (mask & IBV_SRQ_LIMIT) && attr->srq_limit > max_wr)
+		err = EINVAL;
+	if (!err && (mask & IBV_SRQ_MAX_WR))
+		err = srq_resize(srq, size);
+	/* A non-zero limit arms the SRQ_LIMIT_REACHED event (IBA 10.2.9.4);
+	 * the engine fires and disarms it as it consumes WQEs. */
+	if (!err && (mask & IBV_SRQ_LIMIT))
+		srq->srq_limit = attr->srq_limit;
+	pthread_mutex_unlock(&srq->lock);
+	return err;
+}
+
+SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct sv_srq *srq;
+
+	if (!ibsrq || !attr)
+		return EINVAL;
+	srq = to_sv_srq(ibsrq);
+	pthread_mutex_lock(&srq->lock);
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = srq->srq_limit;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
+SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct sv_srq *srq;
+	uint32_t reported;
+
+	if (!ibsrq)
+		return EINVAL;
+	srq = to_sv_srq(ibsrq);
+	/* man ibv_create_srq: fails while a QP is associated. */
+	if (atomic_load(&srq->users))
+		return EBUSY;
+	reported = sv_async_purge(srq->ctx, &srq->async_events_reported);
+	pthread_mutex_lock(&ibsrq->mutex);
+	while (ibsrq->events_completed != reported)
+		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+	pthread_mutex_unlock(&ibsrq->mutex);
+	sv_pd_put(srq->pd);
+	pthread_mutex_destroy(&srq->lock);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	pthread_cond_destroy(&ibsrq->cond);
+	free(srq->rq.buf);
+	free(srq);
+	return 0;
+}
+
+/* Copy each WR into the ring; on the first bad one stop, point *bad_wr at
+ * it and return the reason (the ones before it stay posted). */
+static int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
+{
+	struct sv_srq *srq = to_sv_srq(ibsrq);
+	struct sv_wq *rq = &srq->rq;
+	int err = 0;
+
+	pthread_mutex_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		uint32_t tail = atomic_load_explicit(&rq->tail, memory_order_relaxed);
+		struct sv_recv_wqe *wqe;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+			err = EINVAL;
+			break;
+		}
+		if (sv_wq_used(rq) >= rq->max_wr) {
+			err = ENOMEM;
+			break;
+		}
+		wqe = sv_wq_at(rq, tail);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = (uint32_t)wr->num_sge;
+		if (wr->num_sge)
+			memcpy(wqe->sge, wr->sg_list,
+			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		/* Publish the WQE before the consumer can see the new tail. */
+		atomic_store_explicit(&rq->tail, tail + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+void sv_srq_install_ops(struct sv_context *ctx)
+{
+	ctx->vctx.context.ops.post_srq_recv = sv_post_srq_recv;
+}
+
+/* ---- address handles ---------------------------------------------------- */
+
+static int gid_count(void)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+
+	return sv_gid_table(tab, SV_MAX_GIDS);
+}
+
+/* The kernel's rdma_check_ah_attr() for a RoCE port: a valid port, a GRH
+ * (RoCE addresses are GIDs), and a source GID that exists. */
+int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr)
+{
+	if (attr->port_num != SV_PORT)
+		return EINVAL;
+	if (!attr->is_global)
+		return EINVAL;
+	if (attr->grh.sgid_index >= gid_count())
+		return EINVAL;
+	return 0;
+}
+
+SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct sv_ah *ah;
+
+	if (!pd || !attr)
+		return sv_null_errno(EINVAL);
+	if (sv_ah_attr_check(to_sv_ctx(pd->context), attr))
+		return sv_null_errno(EINVAL);
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return sv_null_errno(ENOMEM);
+	ah->ibv.context = pd->context;
+	ah->ibv.pd = pd;
+	ah->attr = *attr;
+	sv_gid_to_sockaddr(&attr->grh.dgid, &ah->dest);
+	ah->pd = to_sv_pd(pd);
+	sv_pd_get(ah->pd);
+	return &ah->ibv;
+}
+
+SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	struct sv_ah *ah;
+
+	if (!ibah)
+		return EINVAL;
+	ah = to_sv_ah(ibah);
+	sv_pd_put(ah->pd);
+	free(ah);
+	return 0;
+}
+
+static void v4_to_gid(uint32_t addr_be, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &addr_be, 4);
+}
+
+/* Our index of a local GID, or -1 (errno ENOENT). */
+static int find_sgid_index(const union ibv_gid *gid)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	int i, n = sv_gid_table(tab, SV_MAX_GIDS);
+
+	for (i = 0; i < n; i++)
+		if (!memcmp(tab[i].gid.raw, gid->raw, sizeof(gid->raw)))
+			return i;
+	errno = ENOENT;
+	return -1;
+}
+
+/* RFC 1071 checksum over the 20-byte header (check field included: a
+ * correct header sums to zero). */
+static bool ipv4_header_ok(const struct iphdr *ip)
+{
+	const uint8_t *p = (const uint8_t *)ip;
+	uint32_t sum = 0;
+	int i;
+
+	for (i = 0; i < 20; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/* RoCE v2 places what it received in the 40-byte GRH area: an IPv6 header,
+ * or for IPv4 the 20-byte IPv4 header in its second half (bytes 20..39).
+ * As rdma-core decides: an IPv4 header there with IHL 5 and a valid
+ * checksum wins, otherwise a version-6 header is IPv6. */
+static int grh_ip_version(const struct ibv_grh *grh)
+{
+	const struct iphdr *ip4 = (const void *)((const uint8_t *)grh + 20);
+	int v6 = (be32toh(grh->version_tclass_flow) >> 28) == 6;
+
+	if (ip4->version == 4 && ip4->ihl == 5 && ipv4_header_ok(ip4))
+		return 4;
+	if (v6)
+		return 6;
+	if (ip4->version == 4)
+		return 4;
+	errno = EPROTONOSUPPORT;
+	return -1;
+}
+
+SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				  struct ibv_wc *wc, struct ibv_grh *grh,
+				  struct ibv_ah_attr *ah_attr)
+{
+	uint32_t flow;
+	int version, idx;
+
+	if (!context || !wc || !ah_attr || ((wc->wc_flags & IBV_WC_GRH) && !grh)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (!(wc->wc_flags & IBV_WC_GRH))
+		return 0;
+	if (port_num != SV_PORT) {
+		errno = EINVAL;
+		return -1;
+	}
+	flow = be32toh(grh->version_tclass_flow);
+	ah_attr->grh.flow_label = flow & 0xfffff;
+	ah_attr->is_global = 1;
+	version = grh_ip_version(grh);
+	if (version == 4) {
+		const struct iphdr *ip4 = (const void *)((const uint8_t *)grh + 20);
+		union ibv_gid our;
+
+		/* The reply goes back to the sender, from the address the
+		 * message was sent to; a multicast one cannot be a source. */
+		if (IN_MULTICAST(ntohl(ip4->daddr))) {
+			errno = EINVAL;
+			return -1;
+		}
+		v4_to_gid(ip4->daddr, &our);
+		idx = find_sgid_index(&our);
+		if (idx < 0)
+			return -1;
+		v4_to_gid(ip4->saddr, &ah_attr->grh.dgid);
+		ah_attr->grh.hop_limit = ip4->ttl;
+		ah_attr->grh.traffic_class = ip4->tos;
+	} else if (version == 6) {
+		if (grh->dgid.raw[0] == 0xff) {
+			errno = EINVAL;
+			return -1;
+		}
+		/* RoCE v2 carries UDP; anything else is not ours. */
+		if (grh->next_hdr != IPPROTO_UDP) {
+			errno = EPROTONOSUPPORT;
+			return -1;
+		}
+		idx = find_sgid_index(&grh->dgid);
+		if (idx < 0)
+			return -1;
+		ah_attr->grh.dgid = grh->sgid;
+		ah_attr->grh.hop_limit = grh->hop_limit;
+		ah_attr->grh.traffic_class = (flow >> 20) & 0xff;
+	} else {
+		return -1;
+	}
+	ah_attr->grh.sgid_index = (uint8_t)idx;
+	return 0;
+}
+
+SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+					       struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+
+	if (!pd)
+		return sv_null_errno(EINVAL);
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return NULL;
+	return ibv_create_ah(pd, &attr);
+}
+
+/* No L2 in user space: the UDP socket's kernel route resolves neighbours,
+ * and a RoCE v2 device of ours never needs a MAC.  rdma-core returns
+ * negative error codes here. */
+SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+					  struct ibv_ah_attr *attr,
+					  uint8_t eth_mac[6], uint16_t *vid)
+{
+	errno = EOPNOTSUPP;
+	return -EOPNOTSUPP;
+}
+
+/* ---- multicast ---------------------------------------------------------- */
+
+/* The kernel's rdma_is_multicast_addr(): ff00::/8, or an IPv4-mapped
+ * 224.0.0.0/4 address. */
+static bool gid_is_multicast(const union ibv_gid *gid)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (gid->raw[0] == 0xff)
+		return true;
+	return !memcmp(gid->raw, v4mapped, 12) && (gid->raw[12] & 0xf0) == 0xe0;
+}
+
+static struct sv_mcast_attach *mcast_find(struct sv_qp *qp, const union ibv_gid *gid)
+{
+	struct list_node *it, *tmp;
+
+	list_for_each_safe(&qp->mcast, it, tmp) {
+		struct sv_mcast_attach *m = list_entry(it, struct sv_mcast_attach, node);
+
+		if (!memcmp(m->gid.raw, gid->raw, sizeof(gid->raw)))
+			return m;
+	}
+	return NULL;
+}
+
+SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	struct sv_mcast_attach *m;
+	struct list_node *it, *tmp;
+	struct sv_qp *qp;
+	int n = 0;
+
+	if (!ibqp || !gid || !gid_is_multicast(gid))
+		return EINVAL;
+	qp = to_sv_qp(ibqp);
+	/* IBA 10.5: only unreliable datagram QPs join multicast groups. */
+	if (qp->type != IBV_QPT_UD)
+		return EINVAL;
+	pthread_mutex_lock(&qp->state_lock);
+	/* Attaching twice is one attachment (man ibv_attach_mcast). */
+	if (mcast_find(qp, gid)) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return 0;
+	}
+	list_for_each_safe(&qp->mcast, it, tmp)
+		n++;
+	if (n >= SV_MAX_MCAST_GRP) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return ENOMEM;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		pthread_mutex_unlock(&qp->state_lock);
+		return ENOMEM;
+	}
+	m->gid = *gid;
+	m->lid = lid;
+	list_add_tail(&qp->mcast, &m->node);
+	pthread_mutex_unlock(&qp->state_lock);
+	return 0;
+}
+
+SV_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	struct sv_mcast_attach *m;
+	struct sv_qp *qp;
+
+	if (!ibqp || !gid || !gid_is_multicast(gid))
+		return EINVAL;
+	qp = to_sv_qp(ibqp);
+	if (qp->type != IBV_QPT_UD)
+		return EINVAL;
+	pthread_mutex_lock(&qp->state_lock);
+	m = mcast_find(qp, gid);
+	if (m)
+		list_del(&m->node);
+	pthread_mutex_unlock(&qp->state_lock);
+	if (!m)
+		return EINVAL; /* not attached (the kernel answers EINVAL too) */
+	free(m);
+	return 0;
+}
