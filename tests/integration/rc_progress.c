@@ -1,0 +1,152 @@
+/*
+ * Progress without the target's help: one-sided WRITE, READ and atomics
+ * complete while the target process does not call the library at all,
+ * either blocked in sigsuspend() (pause) or spinning in its own code on a
+ * byte of its buffer that the requester finally sets with an RDMA WRITE.
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define LEN (1u << 20)
+
+static volatile sig_atomic_t woken;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	woken = 1;
+}
+
+/* A's side of both cases: WRITE 1 MiB, READ 1 MiB, FETCH_ADD, all
+ * completing while B is away. */
+static void one_sided_ops(struct hx_ep *ep)
+{
+	uint64_t t0 = hx_now_ms();
+
+	hx_fill(ep->buf, LEN, 11);
+	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep->buf,
+				 LEN, ep->mr->lkey, ep->peer.addr, ep->peer.rkey, 0), 0);
+	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2,
+				 ep->buf + LEN, LEN, ep->mr->lkey,
+				 ep->peer.addr + LEN, ep->peer.rkey, 0), 0);
+	HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED,
+				   3, ep->buf + 2 * LEN, ep->mr->lkey,
+				   ep->peer.addr + 2 * LEN, ep->peer.rkey, 7, 0), 0);
+	HX_EXPECT(ep->scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+	HX_EXPECT(ep->scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN);
+	HX_EXPECT(ep->scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
+	HX_CHECK_PATTERN(ep->buf + LEN, LEN, 12);
+	CHECK_EQ(*(uint64_t *)(ep->buf + 2 * LEN), 1000);
+	hx_log("one-sided operations done in %llu ms while the target was away",
+	       (unsigned long long)(hx_now_ms() - t0));
+}
+
+static void target_prepare(struct hx_ep *ep, int fd)
+{
+	struct hx_opts o = hx_opts_default();
+
+	o.buf_len = 4 * LEN;
+	hx_ep_open(ep, &o, fd);
+	hx_ep_connect(ep);
+	hx_fill(ep->buf + LEN, LEN, 12);
+	*(uint64_t *)(ep->buf + 2 * LEN) = 1000;
+}
+
+static void target_check(struct hx_ep *ep)
+{
+	HX_CHECK_PATTERN(ep->buf, LEN, 11);
+	CHECK_EQ(*(uint64_t *)(ep->buf + 2 * LEN), 1007);
+}
+
+/* ---- target paused in sigsuspend() ---------------------------------------- */
+
+static void paused_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	pid_t target;
+
+	o.buf_len = 4 * LEN;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	target = (pid_t)hx_recv_u64(fd);
+	hx_msleep(50); /* B is now suspended */
+	one_sided_ops(&ep);
+	kill(target, SIGUSR1);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void paused_b(int fd)
+{
+	struct sigaction sa;
+	sigset_t block, old;
+	struct hx_ep ep;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	target_prepare(&ep, fd);
+	hx_send_u64(fd, (uint64_t)getpid());
+	/* No library call until A is done: the progress thread works. */
+	while (!woken)
+		sigsuspend(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	target_check(&ep);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+/* ---- target spinning in its own code ------------------------------------ */
+
+static void spinning_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+
+	o.buf_len = 4 * LEN;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	one_sided_ops(&ep);
+	/* The doorbell: one byte at 3 MiB tells B to look. */
+	ep.buf[3 * LEN] = 1;
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 4,
+				 ep.buf + 3 * LEN, 1, ep.mr->lkey,
+				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0), 0);
+	HX_EXPECT(ep.scq, NULL, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void spinning_b(int fd)
+{
+	struct hx_ep ep;
+	volatile uint8_t *bell;
+	uint64_t end;
+	unsigned long spins = 0;
+
+	target_prepare(&ep, fd);
+	bell = ep.buf + 3 * LEN;
+	hx_sync(fd);
+	end = hx_now_ms() + 15000;
+	while (!*bell && hx_now_ms() < end)
+		spins++;
+	CHECK_EQ(*bell, 1);
+	target_check(&ep);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static const struct hx_case cases[] = {
+	HX_CASE(paused, 20),
+	HX_CASE(spinning, 25),
+	{ 0 }
+};
+
+HX_MAIN(cases)
