@@ -20,13 +20,13 @@
 #include <sys/random.h>
 
 struct key_slot {
-	uint32_t key;                  /* 0 = empty */
+	uint32_t key; /* 0 = empty */
 	struct sv_mr *mr;
 };
 
 struct key_table {
 	struct key_slot *slots;
-	uint32_t cap;                  /* power of 2, or 0 before first use */
+	uint32_t cap; /* power of 2, or 0 before first use */
 	uint32_t used;
 };
 

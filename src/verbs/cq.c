@@ -26,7 +26,8 @@ static _Atomic uint64_t next_cq_token = 1;
 
 /* ---- completion channels ------------------------------------------------ */
 
-SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+SV_EXPORT struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
 {
 	struct sv_comp_channel *ch;
 	int p[2];
@@ -204,8 +205,8 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (atomic_load(&cq->users))
 		return EBUSY;
 	if (ibcq->channel) {
-		struct sv_comp_channel *ch =
-			sv_container_of(ibcq->channel, struct sv_comp_channel, ibv);
+		struct sv_comp_channel *ch = sv_container_of(
+			ibcq->channel, struct sv_comp_channel, ibv);
 
 		/* Off the channel first: from now on get_cq_event drops
 		 * this CQ's events instead of handing them out. */
@@ -261,8 +262,9 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			return -1;
 		}
 		pthread_mutex_lock(&ctx->lock);
-		list_for_each_safe(&ch->cqs, it, tmp) {
-			struct sv_cq *cq = list_entry(it, struct sv_cq, chan_node);
+		list_for_each_safe (&ch->cqs, it, tmp) {
+			struct sv_cq *cq =
+				list_entry(it, struct sv_cq, chan_node);
 
 			if (cq->chan_token == token) {
 				found = cq;

@@ -26,9 +26,9 @@
 	 IBV_ACCESS_HUGETLB)
 
 /* What the data path checks: the rights, not the hints. */
-#define SV_MR_ACCESS_RIGHTS                                                  \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
+#define SV_MR_ACCESS_RIGHTS                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 	 IBV_ACCESS_MW_BIND)
 
 /* ---- protection domains ------------------------------------------------- */
@@ -87,7 +87,8 @@ static int check_mapped(const void *addr, size_t length)
 	static const size_t chunk_pages = 4096;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)addr & ~(page - 1);
-	uintptr_t end = (uintptr_t)addr + length; /* no wrap: checked by caller */
+	uintptr_t end =
+		(uintptr_t)addr + length; /* no wrap: checked by caller */
 	unsigned char vec[4096];
 
 	while (start < end) {

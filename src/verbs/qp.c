@@ -229,7 +229,8 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return EINVAL;
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SV_MAX_RD_ATOMIC)
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > SV_MAX_RD_ATOMIC)
 		return EINVAL;
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
 	    a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC)
@@ -251,9 +252,10 @@ static void apply_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		s->en_sqd_async_notify = a->en_sqd_async_notify;
 	/* Only the remote rights mean anything for a QP (IBA 10.2.4). */
 	if (mask & IBV_QP_ACCESS_FLAGS)
-		s->qp_access_flags = a->qp_access_flags &
-				     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				      IBV_ACCESS_REMOTE_ATOMIC);
+		s->qp_access_flags =
+			a->qp_access_flags &
+			(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC);
 	if (mask & IBV_QP_PKEY_INDEX)
 		s->pkey_index = a->pkey_index;
 	if (mask & IBV_QP_PORT)
@@ -422,7 +424,8 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia)
 		return EINVAL;
 	if (ia->srq) {
 		/* man ibv_create_qp: only RC and UD QPs take an SRQ. */
-		if (ia->qp_type == IBV_QPT_UC || ia->srq->context != pd->context)
+		if (ia->qp_type == IBV_QPT_UC ||
+		    ia->srq->context != pd->context)
 			return EINVAL;
 	}
 	if (cap->max_send_wr > SV_MAX_QP_WR || cap->max_send_sge > SV_MAX_SGE ||

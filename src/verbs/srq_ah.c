@@ -28,7 +28,10 @@ static uint32_t pow2_at_least(uint32_t n)
 
 static uint32_t srq_stride(uint32_t max_sge)
 {
-	return (sizeof(struct sv_recv_wqe) + max_sge * sizeof(struct ibv_sge) + 7) & ~7u;
+	size_t sz =
+		sizeof(struct sv_recv_wqe) + max_sge * sizeof(struct ibv_sge);
+
+	return (uint32_t)((sz + 7) & ~(size_t)7);
 }
 
 SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
@@ -43,7 +46,8 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	a = &init->attr;
 	/* rxe's rules: 1..max_srq_wr WRs, at most max_srq_sge SGEs.  The
 	 * limit is not an input of create (man ibv_create_srq). */
-	if (a->max_wr == 0 || a->max_wr > SV_MAX_SRQ_WR || a->max_sge > SV_MAX_SGE)
+	if (a->max_wr == 0 || a->max_wr > SV_MAX_SRQ_WR ||
+	    a->max_sge > SV_MAX_SGE)
 		return sv_null_errno(EINVAL);
 	max_sge = a->max_sge ? a->max_sge : 1;
 	srq = calloc(1, sizeof(*srq));
@@ -92,7 +96,8 @@ static int srq_resize(struct sv_srq *srq, uint32_t size)
 	if (!buf)
 		return ENOMEM;
 	for (i = 0; i < used; i++)
-		memcpy(buf + (size_t)i * rq->stride, sv_wq_at(rq, head + i), rq->stride);
+		memcpy(buf + (size_t)i * rq->stride, sv_wq_at(rq, head + i),
+		       rq->stride);
 	free(rq->buf);
 	rq->buf = buf;
 	rq->size = size;
@@ -120,7 +125,8 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		    attr->max_wr < sv_wq_used(&srq->rq))
 			err = EINVAL;
 		/* An armed limit must stay below the queue size (rxe). */
-		else if (!(mask & IBV_SRQ_LIMIT) && attr->max_wr < srq->srq_limit)
+		else if (!(mask & IBV_SRQ_LIMIT) &&
+			 attr->max_wr < srq->srq_limit)
 			err = EINVAL;
 		size = pow2_at_least(attr->max_wr);
 		max_wr = size;
@@ -188,7 +194,8 @@ static int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
-		uint32_t tail = atomic_load_explicit(&rq->tail, memory_order_relaxed);
+		uint32_t tail =
+			atomic_load_explicit(&rq->tail, memory_order_relaxed);
 		struct sv_recv_wqe *wqe;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
@@ -206,7 +213,8 @@ static int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			memcpy(wqe->sge, wr->sg_list,
 			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 		/* Publish the WQE before the consumer can see the new tail. */
-		atomic_store_explicit(&rq->tail, tail + 1, memory_order_release);
+		atomic_store_explicit(&rq->tail, tail + 1,
+				      memory_order_release);
 	}
 	pthread_mutex_unlock(&srq->lock);
 	if (err)
@@ -241,7 +249,8 @@ int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr)
 	return 0;
 }
 
-SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+				       struct ibv_ah_attr *attr)
 {
 	struct sv_ah *ah;
 
@@ -335,7 +344,8 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 	uint32_t flow;
 	int version, idx;
 
-	if (!context || !wc || !ah_attr || ((wc->wc_flags & IBV_WC_GRH) && !grh)) {
+	if (!context || !wc || !ah_attr ||
+	    ((wc->wc_flags & IBV_WC_GRH) && !grh)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -355,7 +365,8 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 	ah_attr->is_global = 1;
 	version = grh_ip_version(grh);
 	if (version == 4) {
-		const struct iphdr *ip4 = (const void *)((const uint8_t *)grh + 20);
+		const struct iphdr *ip4 =
+			(const void *)((const uint8_t *)grh + 20);
 		union ibv_gid our;
 
 		/* The reply goes back to the sender, from the address the
@@ -394,8 +405,10 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
-SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-					       struct ibv_grh *grh, uint8_t port_num)
+SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
+					       struct ibv_wc *wc,
+					       struct ibv_grh *grh,
+					       uint8_t port_num)
 {
 	struct ibv_ah_attr attr;
 
@@ -423,19 +436,22 @@ SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
  * 224.0.0.0/4 address. */
 static bool gid_is_multicast(const union ibv_gid *gid)
 {
-	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0,	0,
+					      0, 0, 0, 0, 0xff, 0xff };
 
 	if (gid->raw[0] == 0xff)
 		return true;
 	return !memcmp(gid->raw, v4mapped, 12) && (gid->raw[12] & 0xf0) == 0xe0;
 }
 
-static struct sv_mcast_attach *mcast_find(struct sv_qp *qp, const union ibv_gid *gid)
+static struct sv_mcast_attach *mcast_find(struct sv_qp *qp,
+					  const union ibv_gid *gid)
 {
 	struct list_node *it, *tmp;
 
-	list_for_each_safe(&qp->mcast, it, tmp) {
-		struct sv_mcast_attach *m = list_entry(it, struct sv_mcast_attach, node);
+	list_for_each_safe (&qp->mcast, it, tmp) {
+		struct sv_mcast_attach *m =
+			list_entry(it, struct sv_mcast_attach, node);
 
 		if (!memcmp(m->gid.raw, gid->raw, sizeof(gid->raw)))
 			return m;
@@ -463,7 +479,7 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 		pthread_mutex_unlock(&qp->state_lock);
 		return 0;
 	}
-	list_for_each_safe(&qp->mcast, it, tmp)
+	list_for_each_safe (&qp->mcast, it, tmp)
 		n++;
 	if (n >= SV_MAX_MCAST_GRP) {
 		pthread_mutex_unlock(&qp->state_lock);

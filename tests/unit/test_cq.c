@@ -47,7 +47,9 @@ static struct ibv_context *open_ctx(void)
 static int push(struct ibv_cq *cq, uint64_t wr_id, uint32_t qpn,
 		enum ibv_wc_status st, bool solicited)
 {
-	struct ibv_wc wc = { .wr_id = wr_id, .status = st, .qp_num = qpn,
+	struct ibv_wc wc = { .wr_id = wr_id,
+			     .status = st,
+			     .qp_num = qpn,
 			     .opcode = IBV_WC_RECV };
 
 	return sv_cq_push(to_sv_cq(cq), &wc, solicited);

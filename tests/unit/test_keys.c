@@ -36,7 +36,8 @@ static void test_check(void)
 	CHECK(sv_mr_check(&mr, &pd, base, 1, 0) == NULL);
 	REQUIRE(sv_mr_publish(&mr) == 0);
 	CHECK(sv_mr_check(&mr, &pd, base, 1, 0) == buf);
-	CHECK(sv_mr_check(&mr, &pd, base + 10, 20, IBV_ACCESS_REMOTE_READ) == buf + 10);
+	CHECK(sv_mr_check(&mr, &pd, base + 10, 20, IBV_ACCESS_REMOTE_READ) ==
+	      buf + 10);
 	CHECK(sv_mr_check(&mr, &pd, base, 256, IBV_ACCESS_LOCAL_WRITE) == buf);
 	CHECK(sv_mr_check(&mr, &pd, base + 256, 0, 0) == buf + 256);
 	CHECK(sv_mr_check(NULL, &pd, base, 1, 0) == NULL);
@@ -46,7 +47,8 @@ static void test_check(void)
 	CHECK(sv_mr_check(&mr, &pd, base, 1, IBV_ACCESS_REMOTE_WRITE) == NULL);
 	CHECK(sv_mr_check(&mr, &pd, base, 1, IBV_ACCESS_REMOTE_ATOMIC) == NULL);
 	CHECK(sv_mr_check(&mr, &pd, base, 1,
-			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) == NULL);
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) ==
+	      NULL);
 	/* Out of range on either side, and lengths that overflow. */
 	CHECK(sv_mr_check(&mr, &pd, base - 1, 1, 0) == NULL);
 	CHECK(sv_mr_check(&mr, &pd, base + 1, 256, 0) == NULL);

@@ -29,7 +29,8 @@ static void reg_fails(struct ibv_pd *pd, void *addr, size_t len, int access,
 	errno = 0;
 	mr = ibv_reg_mr(pd, addr, len, access);
 	if (mr || errno != err) {
-		fprintf(stderr, "line %d: reg_mr(len %zu, access %#x) -> %p errno %d, want errno %d\n",
+		fprintf(stderr,
+			"line %d: reg_mr(len %zu, access %#x) -> %p errno %d, want errno %d\n",
 			line, len, access, (void *)mr, errno, err);
 		check_failed++;
 		if (mr)
@@ -53,12 +54,13 @@ static void test_access_rules(struct ibv_pd *pd, char *buf, size_t len)
 	volatile int acc;
 	struct ibv_mr *mr;
 
-	reg_fails(pd, buf, len, 1 << 8, EINVAL, __LINE__);        /* unknown bit */
+	reg_fails(pd, buf, len, 1 << 8, EINVAL, __LINE__); /* unknown bit */
 	reg_fails(pd, buf, len, 1 << 15, EINVAL, __LINE__);
 	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_WRITE, EINVAL, __LINE__);
 	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_ATOMIC, EINVAL, __LINE__);
-	reg_fails(pd, buf, len, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-		  EINVAL, __LINE__);
+	reg_fails(pd, buf, len,
+		  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, EINVAL,
+		  __LINE__);
 	reg_fails(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND,
 		  EOPNOTSUPP, __LINE__);
 	reg_fails(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE, EINVAL, __LINE__);
@@ -126,7 +128,8 @@ static void test_iova(struct ibv_pd *pd, char *buf, size_t len)
 	uint64_t off = (uintptr_t)buf & (page - 1);
 	struct ibv_mr *mr;
 
-	mr = ibv_reg_mr_iova(pd, buf, len, 0x100000000ULL + off, IBV_ACCESS_LOCAL_WRITE);
+	mr = ibv_reg_mr_iova(pd, buf, len, 0x100000000ULL + off,
+			     IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr != NULL);
 	if (mr) {
 		CHECK(mr->addr == buf);
@@ -134,13 +137,15 @@ static void test_iova(struct ibv_pd *pd, char *buf, size_t len)
 	}
 	/* The kernel requires the iova to keep the address's page offset. */
 	errno = 0;
-	mr = ibv_reg_mr_iova(pd, buf, len, 0x100000000ULL + ((off + 8) & (page - 1)),
+	mr = ibv_reg_mr_iova(pd, buf, len,
+			     0x100000000ULL + ((off + 8) & (page - 1)),
 			     IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr == NULL);
 	CHECK_EQ(errno, EINVAL);
 	/* iova + length wrapping around 2^64 */
 	errno = 0;
-	mr = ibv_reg_mr_iova(pd, buf, len, (UINT64_MAX & ~(uint64_t)(page - 1)) + off,
+	mr = ibv_reg_mr_iova(pd, buf, len,
+			     (UINT64_MAX & ~(uint64_t)(page - 1)) + off,
 			     IBV_ACCESS_LOCAL_WRITE);
 	if (off + len > (uint64_t)page) {
 		CHECK(mr == NULL);
@@ -158,8 +163,9 @@ static void test_keys_and_busy(struct ibv_context *ctx, char *buf, size_t len)
 
 	REQUIRE(pd);
 	for (i = 0; i < 8; i++) {
-		mr[i] = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_READ);
+		mr[i] = ibv_reg_mr(pd, buf, len,
+				   IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_READ);
 		REQUIRE(mr[i]);
 	}
 	/* Keys are random: lkey and rkey differ, and no key repeats. */
@@ -171,7 +177,8 @@ static void test_keys_and_busy(struct ibv_context *ctx, char *buf, size_t len)
 		}
 	}
 	/* Not a counter: consecutive keys are not adjacent. */
-	CHECK(mr[1]->lkey - mr[0]->lkey > 256 || mr[0]->lkey - mr[1]->lkey > 256);
+	CHECK(mr[1]->lkey - mr[0]->lkey > 256 ||
+	      mr[0]->lkey - mr[1]->lkey > 256);
 	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
 	for (i = 0; i < 7; i++)
 		CHECK_EQ(ibv_dereg_mr(mr[i]), 0);
@@ -197,10 +204,12 @@ static void test_rereg(struct ibv_context *ctx, char *buf, size_t len)
 
 	/* Input errors detected before any change: IBV_REREG_MR_ERR_INPUT. */
 	errno = 0;
-	CHECK_EQ(ibv_rereg_mr(mr, 1 << 3, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(ibv_rereg_mr(mr, 1 << 3, NULL, NULL, 0, 0),
+		 IBV_REREG_MR_ERR_INPUT);
 	CHECK_EQ(errno, EINVAL);
 	errno = 0;
-	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 0, 0),
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL,
+			      0, 0),
 		 IBV_REREG_MR_ERR_INPUT);
 	CHECK_EQ(errno, EINVAL);
 	errno = 0;
@@ -239,13 +248,15 @@ static void test_rereg(struct ibv_context *ctx, char *buf, size_t len)
 
 	/* Successful changes: keys change each time. */
 	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+		 0);
 	CHECK(mr->lkey != lkey);
 	CHECK(mr->rkey != rkey);
 	CHECK(mr->lkey != 0 && mr->rkey != 0);
 	lkey = mr->lkey;
 	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other,
-			      page, 0), 0);
+			      page, 0),
+		 0);
 	CHECK(mr->addr == other);
 	CHECK_EQ(mr->length, page);
 	CHECK(mr->lkey != lkey);
@@ -262,7 +273,8 @@ static void test_rereg(struct ibv_context *ctx, char *buf, size_t len)
 static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	errno = 0;
-	CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0, IBV_ACCESS_LOCAL_WRITE) == NULL);
+	CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0, IBV_ACCESS_LOCAL_WRITE) ==
+	      NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 	errno = 0;
 	CHECK(ibv_import_pd(ctx, 1) == NULL);

@@ -37,7 +37,8 @@ static union ibv_gid gid0;
 /* ---- the transition table, as IBA 10.3.1 / the kernel state it -------- */
 
 enum { RC, UC, UD, NTYPES };
-static const enum ibv_qp_type qpt[NTYPES] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+static const enum ibv_qp_type qpt[NTYPES] = { IBV_QPT_RC, IBV_QPT_UC,
+					      IBV_QPT_UD };
 static const char *const qpt_name[NTYPES] = { "RC", "UC", "UD" };
 
 #define M(x) IBV_QP_##x
@@ -47,6 +48,7 @@ struct transition {
 	int req[NTYPES], opt[NTYPES];
 };
 
+/* clang-format off */
 static const struct transition legal[] = {
 	{ IBV_QPS_RESET, IBV_QPS_RESET, { 0 }, { 0 } },
 	{ IBV_QPS_RESET, IBV_QPS_INIT,
@@ -102,15 +104,32 @@ static const struct transition legal[] = {
 	{ IBV_QPS_ERR, IBV_QPS_RESET, { 0 }, { 0 } },
 	{ IBV_QPS_ERR, IBV_QPS_ERR, { 0 }, { 0 } },
 };
+/* clang-format on */
 #define NLEGAL (sizeof(legal) / sizeof(legal[0]))
 
 /* Every attribute bit of ibv_qp_attr_mask besides IBV_QP_STATE. */
 static const int all_bits[] = {
-	M(CUR_STATE), M(EN_SQD_ASYNC_NOTIFY), M(ACCESS_FLAGS), M(PKEY_INDEX),
-	M(PORT), M(QKEY), M(AV), M(PATH_MTU), M(TIMEOUT), M(RETRY_CNT),
-	M(RNR_RETRY), M(RQ_PSN), M(MAX_QP_RD_ATOMIC), M(ALT_PATH),
-	M(MIN_RNR_TIMER), M(SQ_PSN), M(MAX_DEST_RD_ATOMIC), M(PATH_MIG_STATE),
-	M(CAP), M(DEST_QPN), M(RATE_LIMIT),
+	M(CUR_STATE),
+	M(EN_SQD_ASYNC_NOTIFY),
+	M(ACCESS_FLAGS),
+	M(PKEY_INDEX),
+	M(PORT),
+	M(QKEY),
+	M(AV),
+	M(PATH_MTU),
+	M(TIMEOUT),
+	M(RETRY_CNT),
+	M(RNR_RETRY),
+	M(RQ_PSN),
+	M(MAX_QP_RD_ATOMIC),
+	M(ALT_PATH),
+	M(MIN_RNR_TIMER),
+	M(SQ_PSN),
+	M(MAX_DEST_RD_ATOMIC),
+	M(PATH_MIG_STATE),
+	M(CAP),
+	M(DEST_QPN),
+	M(RATE_LIMIT),
 };
 #define NBITS (sizeof(all_bits) / sizeof(all_bits[0]))
 
@@ -158,9 +177,13 @@ static void full_attr(struct ibv_qp_attr *a, enum ibv_qp_state cur,
 static struct ibv_qp *new_qp(int t)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = qpt[t],
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = qpt[t],
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 
@@ -217,8 +240,8 @@ static void expect(int got, int want, int t, const struct transition *tr,
 		return;
 	}
 	check_failed++;
-	fprintf(stderr, "%s %d->%d mask %#x (%s): got %d, want %d\n", qpt_name[t],
-		tr->cur, tr->next, mask, what, got, want);
+	fprintf(stderr, "%s %d->%d mask %#x (%s): got %d, want %d\n",
+		qpt_name[t], tr->cur, tr->next, mask, what, got, want);
 }
 
 static void test_legal_transitions(void)
@@ -238,8 +261,8 @@ static void test_legal_transitions(void)
 					continue;
 				int mask = (IBV_QP_STATE | req) & ~all_bits[b];
 
-				expect(ibv_modify_qp(qp, &a, mask), EINVAL, t, tr,
-				       mask, "required missing");
+				expect(ibv_modify_qp(qp, &a, mask), EINVAL, t,
+				       tr, mask, "required missing");
 			}
 			/* One attribute this transition does not take. */
 			for (size_t b = 0; b < NBITS; b++) {
@@ -247,13 +270,14 @@ static void test_legal_transitions(void)
 					continue;
 				int mask = IBV_QP_STATE | req | all_bits[b];
 
-				expect(ibv_modify_qp(qp, &a, mask), EINVAL, t, tr,
-				       mask, "foreign attribute");
+				expect(ibv_modify_qp(qp, &a, mask), EINVAL, t,
+				       tr, mask, "foreign attribute");
 			}
-			CHECK_EQ(state_of(qp), tr->cur); /* failures changed nothing */
+			CHECK_EQ(state_of(qp),
+				 tr->cur); /* failures changed nothing */
 			/* Exactly the required ones. */
-			expect(ibv_modify_qp(qp, &a, IBV_QP_STATE | req), 0, t, tr,
-			       IBV_QP_STATE | req, "exactly required");
+			expect(ibv_modify_qp(qp, &a, IBV_QP_STATE | req), 0, t,
+			       tr, IBV_QP_STATE | req, "exactly required");
 			CHECK_EQ(state_of(qp), tr->next);
 			CHECK_EQ(qp->state, tr->next);
 			CHECK_EQ(ibv_destroy_qp(qp), 0);
@@ -265,8 +289,9 @@ static void test_legal_transitions(void)
 				continue;
 			qp = new_qp(t);
 			drive(qp, t, tr->cur);
-			expect(ibv_modify_qp(qp, &a, IBV_QP_STATE | req | opt), 0, t,
-			       tr, IBV_QP_STATE | req | opt, "with optional");
+			expect(ibv_modify_qp(qp, &a, IBV_QP_STATE | req | opt),
+			       0, t, tr, IBV_QP_STATE | req | opt,
+			       "with optional");
 			CHECK_EQ(state_of(qp), tr->next);
 			CHECK_EQ(ibv_destroy_qp(qp), 0);
 		}
@@ -277,8 +302,8 @@ static void test_legal_transitions(void)
 static void test_illegal_transitions(void)
 {
 	static const enum ibv_qp_state reachable[] = {
-		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-		IBV_QPS_SQD, IBV_QPS_ERR,
+		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+		IBV_QPS_RTS,   IBV_QPS_SQD,  IBV_QPS_ERR,
 	};
 
 	for (int t = 0; t < NTYPES; t++) {
@@ -286,7 +311,8 @@ static void test_illegal_transitions(void)
 			struct ibv_qp *qp = new_qp(t);
 
 			drive(qp, t, reachable[c]);
-			for (int next = IBV_QPS_RESET; next <= IBV_QPS_UNKNOWN; next++) {
+			for (int next = IBV_QPS_RESET; next <= IBV_QPS_UNKNOWN;
+			     next++) {
 				struct transition tr = { reachable[c], next };
 				struct ibv_qp_attr a;
 				int any = 0;
@@ -297,10 +323,13 @@ static void test_illegal_transitions(void)
 				for (size_t i = 0; i < NLEGAL; i++)
 					any |= legal[i].req[t];
 				full_attr(&a, reachable[c], next);
-				expect(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, t,
-				       &tr, IBV_QP_STATE, "illegal transition");
-				expect(ibv_modify_qp(qp, &a, IBV_QP_STATE | any), EINVAL,
-				       t, &tr, IBV_QP_STATE | any, "illegal transition");
+				expect(ibv_modify_qp(qp, &a, IBV_QP_STATE),
+				       EINVAL, t, &tr, IBV_QP_STATE,
+				       "illegal transition");
+				expect(ibv_modify_qp(qp, &a,
+						     IBV_QP_STATE | any),
+				       EINVAL, t, &tr, IBV_QP_STATE | any,
+				       "illegal transition");
 			}
 			CHECK_EQ(state_of(qp), reachable[c]);
 			CHECK_EQ(ibv_destroy_qp(qp), 0);
@@ -311,16 +340,20 @@ static void test_illegal_transitions(void)
 	struct ibv_qp_attr a;
 
 	full_attr(&a, IBV_QPS_RESET, IBV_QPS_RTS);
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), EINVAL);
+	CHECK_EQ(ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT |
+				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+		 EINVAL);
 	a.qp_state = IBV_QPS_ERR; /* IBA: Reset is left only for Init */
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
 	CHECK_EQ(step(qp, RC, IBV_QPS_INIT), 0);
 	full_attr(&a, IBV_QPS_INIT, IBV_QPS_RTS);
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), EINVAL);
+	CHECK_EQ(ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT |
+				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+		 EINVAL);
 	a.qp_state = IBV_QPS_SQE; /* only the device moves a QP to SQE */
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
 	a.qp_state = IBV_QPS_UNKNOWN;
@@ -329,7 +362,8 @@ static void test_illegal_transitions(void)
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
 	/* No state change: INIT->INIT with nothing is fine, RESET attrs not. */
 	CHECK_EQ(ibv_modify_qp(qp, &a, 0), 0);
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_QKEY), EINVAL); /* RC has no Q_Key */
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_QKEY),
+		 EINVAL); /* RC has no Q_Key */
 	CHECK_EQ(state_of(qp), IBV_QPS_INIT);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 }
@@ -341,7 +375,8 @@ static void test_cur_state(void)
 
 	drive(qp, RC, IBV_QPS_RTS);
 	full_attr(&a, IBV_QPS_RTR, IBV_QPS_RTS); /* wrong view of the state */
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE),
+		 EINVAL);
 	a.cur_qp_state = IBV_QPS_RTS;
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), 0);
 	/* Without IBV_QP_STATE the QP stays where it is. */
@@ -352,8 +387,10 @@ static void test_cur_state(void)
 	/* CUR_STATE is not accepted before RTR even when right. */
 	qp = new_qp(UD);
 	full_attr(&a, IBV_QPS_RESET, IBV_QPS_INIT);
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT |
-				       IBV_QP_PKEY_INDEX | IBV_QP_QKEY), EINVAL);
+	CHECK_EQ(ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT |
+				       IBV_QP_PKEY_INDEX | IBV_QP_QKEY),
+		 EINVAL);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 }
 
@@ -377,13 +414,16 @@ static void bad_value(struct ibv_qp *qp, int t, enum ibv_qp_state next,
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | tr->req[t] | extra);
 	REQUIRE(ibv_query_qp(qp, &after, 0, &ia) == 0);
 	if (ret != EINVAL || memcmp(&before, &after, sizeof(before))) {
-		fprintf(stderr, "line %d: bad value accepted (%d) or QP changed\n", line, ret);
+		fprintf(stderr,
+			"line %d: bad value accepted (%d) or QP changed\n",
+			line, ret);
 		check_failed++;
 	} else {
 		check_passed++;
 	}
 }
 
+/* clang-format off */
 static void sp_port2(struct ibv_qp_attr *a) { a->port_num = 2; }
 static void sp_port0(struct ibv_qp_attr *a) { a->port_num = 0; }
 static void sp_pkey(struct ibv_qp_attr *a) { a->pkey_index = 1; }
@@ -403,6 +443,7 @@ static void sp_rnr_retry(struct ibv_qp_attr *a) { a->rnr_retry = 8; }
 static void sp_rd(struct ibv_qp_attr *a) { a->max_rd_atomic = 200; }
 static void sp_mig(struct ibv_qp_attr *a) { a->path_mig_state = 3; }
 static void sp_none(struct ibv_qp_attr *a) { (void)a; }
+/* clang-format on */
 
 static void test_ranges(void)
 {
@@ -438,10 +479,19 @@ static void test_ranges(void)
 
 		full_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
 		a.ah_attr.grh.sgid_index = (uint8_t)sgid_count;
-		CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | find_legal(IBV_QPS_INIT, IBV_QPS_RTR)->req[RC]), EINVAL);
+		CHECK_EQ(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | find_legal(IBV_QPS_INIT,
+								 IBV_QPS_RTR)
+							      ->req[RC]),
+			 EINVAL);
 		a.ah_attr.grh.sgid_index = (uint8_t)(sgid_count - 1);
-		a.rq_psn = 0x7abcdef; /* PSNs are 24 bits: masked as the kernel does */
-		CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | find_legal(IBV_QPS_INIT, IBV_QPS_RTR)->req[RC]), 0);
+		a.rq_psn =
+			0x7abcdef; /* PSNs are 24 bits: masked as the kernel does */
+		CHECK_EQ(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | find_legal(IBV_QPS_INIT,
+								 IBV_QPS_RTR)
+							      ->req[RC]),
+			 0);
 	}
 	bad_value(qp, RC, IBV_QPS_RTS, 0, sp_timeout, __LINE__);
 	bad_value(qp, RC, IBV_QPS_RTS, 0, sp_retry, __LINE__);
@@ -459,8 +509,10 @@ static void test_ranges(void)
 
 	full_attr(&a, IBV_QPS_RESET, IBV_QPS_INIT);
 	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS), 0);
+	CHECK_EQ(ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_ACCESS_FLAGS),
+		 0);
 	CHECK_EQ(ibv_query_qp(qp, &a, IBV_QP_ACCESS_FLAGS, &ia), 0);
 	CHECK_EQ(a.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
@@ -469,10 +521,16 @@ static void test_ranges(void)
 static void test_query(void)
 {
 	struct ibv_qp_init_attr ia = {
-		.qp_context = &ia, .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.qp_context = &ia,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
-		.cap = { .max_send_wr = 10, .max_recv_wr = 20, .max_send_sge = 3,
-			 .max_recv_sge = 2, .max_inline_data = 100 },
+		.cap = { .max_send_wr = 10,
+			 .max_recv_wr = 20,
+			 .max_send_sge = 3,
+			 .max_recv_sge = 2,
+			 .max_inline_data = 100 },
 	};
 	struct ibv_qp_init_attr qia;
 	struct ibv_qp_attr a, q;
@@ -489,15 +547,22 @@ static void test_query(void)
 	a.retry_cnt = 5;
 	a.rnr_retry = 6;
 	a.max_rd_atomic = 16;
-	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | find_legal(IBV_QPS_RTR, IBV_QPS_RTS)->req[RC]), 0);
+	CHECK_EQ(ibv_modify_qp(
+			 qp, &a,
+			 IBV_QP_STATE |
+				 find_legal(IBV_QPS_RTR, IBV_QPS_RTS)->req[RC]),
+		 0);
 	memset(&q, 0xa5, sizeof(q));
 	memset(&qia, 0xa5, sizeof(qia));
-	CHECK_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_AV, &qia), 0);
+	CHECK_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_AV,
+			      &qia),
+		 0);
 	CHECK_EQ(q.qp_state, IBV_QPS_RTS);
 	CHECK_EQ(q.cur_qp_state, IBV_QPS_RTS);
 	CHECK_EQ(q.port_num, 1);
 	CHECK_EQ(q.pkey_index, 0);
-	CHECK_EQ(q.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK_EQ(q.qp_access_flags,
+		 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	CHECK_EQ(q.path_mtu, IBV_MTU_1024);
 	CHECK_EQ(q.dest_qp_num, 0x1234);
 	CHECK_EQ(q.rq_psn, 0x123);
@@ -521,7 +586,8 @@ static void test_query(void)
 	CHECK_EQ(qia.qp_type, IBV_QPT_RC);
 	CHECK_EQ(qia.sq_sig_all, 1);
 	CHECK(!memcmp(&qia.cap, &q.cap, sizeof(q.cap)));
-	CHECK(!memcmp(&qia.cap, &ia.cap, sizeof(ia.cap))); /* what create reported */
+	CHECK(!memcmp(&qia.cap, &ia.cap,
+		      sizeof(ia.cap))); /* what create reported */
 	/* RTS->SQD->RTS and to ERR, each visible in query and qp->state. */
 	a.qp_state = IBV_QPS_SQD;
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
@@ -541,7 +607,8 @@ static void test_create_rules(void)
 	struct ibv_device_attr da;
 	struct ibv_cq *cq2;
 	struct ibv_srq *srq;
-	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 8,
+						   .max_sge = 1 } };
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp, *qp2;
 
@@ -550,19 +617,25 @@ static void test_create_rules(void)
 	srq = ibv_create_srq(pd, &sia);
 	REQUIRE(cq2 && srq);
 
-#define BASE_IA (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, \
-	.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1, .max_recv_wr = 1, \
-	.max_send_sge = 1, .max_recv_sge = 1 } }
-#define CREATE_FAILS(field_set, err)                                         \
-	do {                                                                 \
-		ia = BASE_IA;                                                \
-		field_set;                                                   \
-		errno = 0;                                                   \
-		qp = ibv_create_qp(pd, &ia);                                 \
-		CHECK(qp == NULL);                                           \
-		CHECK_EQ(errno, err);                                        \
-		if (qp)                                                      \
-			ibv_destroy_qp(qp);                                  \
+#define BASE_IA                                                      \
+	(struct ibv_qp_init_attr)                                    \
+	{                                                            \
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, \
+		.cap = {.max_send_wr = 1,                            \
+			.max_recv_wr = 1,                            \
+			.max_send_sge = 1,                           \
+			.max_recv_sge = 1 }                          \
+	}
+#define CREATE_FAILS(field_set, err)         \
+	do {                                 \
+		ia = BASE_IA;                \
+		field_set;                   \
+		errno = 0;                   \
+		qp = ibv_create_qp(pd, &ia); \
+		CHECK(qp == NULL);           \
+		CHECK_EQ(errno, err);        \
+		if (qp)                      \
+			ibv_destroy_qp(qp);  \
 	} while (0)
 
 	CREATE_FAILS(ia.qp_type = IBV_QPT_XRC_SEND, EOPNOTSUPP);
@@ -696,7 +769,8 @@ static void test_destroy_events(void)
 	struct ibv_qp *qp = new_qp(RC);
 	struct destroyer d = { qp, 0, -1 };
 	struct ibv_async_event ev = { .element.qp = qp,
-				      .event_type = IBV_EVENT_QP_FATAL }, got;
+				      .event_type = IBV_EVENT_QP_FATAL },
+			       got;
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
 	pthread_t t;
 

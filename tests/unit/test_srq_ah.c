@@ -21,7 +21,8 @@ static struct ibv_pd *pd;
  * keeps that function hidden). */
 static void post_event(const struct ibv_async_event *ev)
 {
-	struct sv_context *sctx = sv_container_of(ctx, struct sv_context, vctx.context);
+	struct sv_context *sctx =
+		sv_container_of(ctx, struct sv_context, vctx.context);
 	struct sv_async_event *e = calloc(1, sizeof(*e));
 	char b = 1;
 
@@ -35,7 +36,8 @@ static void post_event(const struct ibv_async_event *ev)
 
 static struct ibv_srq *new_srq(uint32_t max_wr, uint32_t max_sge)
 {
-	struct ibv_srq_init_attr ia = { .attr = { .max_wr = max_wr, .max_sge = max_sge } };
+	struct ibv_srq_init_attr ia = { .attr = { .max_wr = max_wr,
+						  .max_sge = max_sge } };
 
 	return ibv_create_srq(pd, &ia);
 }
@@ -65,8 +67,10 @@ static void test_srq_create(void)
 	CHECK_EQ(errno, EINVAL);
 
 	/* The limit is not an input of create; the sizes come back. */
-	ia = (struct ibv_srq_init_attr){ .srq_context = &tag,
-		.attr = { .max_wr = 100, .max_sge = 3, .srq_limit = 7 } };
+	ia = (struct ibv_srq_init_attr){
+		.srq_context = &tag,
+		.attr = { .max_wr = 100, .max_sge = 3, .srq_limit = 7 }
+	};
 	srq = ibv_create_srq(pd, &ia);
 	REQUIRE(srq);
 	CHECK(ia.attr.max_wr >= 100);
@@ -96,15 +100,16 @@ static void test_srq_modify(void)
 	REQUIRE(ibv_query_srq(srq, &q) == 0);
 	max_wr = q.max_wr;
 	a = (struct ibv_srq_attr){ .max_wr = 32, .srq_limit = 3 };
-	CHECK_EQ(ibv_modify_srq(srq, &a, 1 << 2), EINVAL);         /* unknown bit */
+	CHECK_EQ(ibv_modify_srq(srq, &a, 1 << 2), EINVAL); /* unknown bit */
 	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT | (1 << 5)), EINVAL);
 	a.srq_limit = max_wr + 1;
-	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT), EINVAL);  /* above the size */
+	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT),
+		 EINVAL); /* above the size */
 	a.srq_limit = 5;
 	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT), 0);
 	CHECK_EQ(ibv_query_srq(srq, &q), 0);
 	CHECK_EQ(q.srq_limit, 5);
-	a.max_wr = 4;                                               /* below the limit */
+	a.max_wr = 4; /* below the limit */
 	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), EINVAL);
 	a.max_wr = 0;
 	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), EINVAL);
@@ -113,7 +118,8 @@ static void test_srq_modify(void)
 	/* Both at once, the limit above the new size: nothing changes. */
 	a.max_wr = 64;
 	a.srq_limit = 1000;
-	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), EINVAL);
+	CHECK_EQ(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT),
+		 EINVAL);
 	CHECK_EQ(ibv_query_srq(srq, &q), 0);
 	CHECK_EQ(q.max_wr, max_wr);
 	CHECK_EQ(q.srq_limit, 5);
@@ -133,7 +139,8 @@ static void test_srq_modify(void)
 	CHECK_EQ(ibv_destroy_srq(srq), 0);
 }
 
-static uint64_t wqe_id(struct ibv_srq *srq, uint32_t i, uint32_t *nsge, uint32_t *lkey)
+static uint64_t wqe_id(struct ibv_srq *srq, uint32_t i, uint32_t *nsge,
+		       uint32_t *lkey)
 {
 	struct sv_srq *s = sv_container_of(srq, struct sv_srq, ibv);
 	uint32_t head = atomic_load(&s->rq.head);
@@ -147,7 +154,8 @@ static uint64_t wqe_id(struct ibv_srq *srq, uint32_t i, uint32_t *nsge, uint32_t
 static void test_post_srq_recv(void)
 {
 	struct ibv_srq *srq = new_srq(4, 2);
-	struct ibv_sge sge[3] = { { 0x1000, 64, 0x11 }, { 0x2000, 64, 0x22 },
+	struct ibv_sge sge[3] = { { 0x1000, 64, 0x11 },
+				  { 0x2000, 64, 0x22 },
 				  { 0x3000, 64, 0x33 } };
 	struct ibv_recv_wr wr[8], *bad;
 	struct ibv_srq_attr q, a;
@@ -158,8 +166,10 @@ static void test_post_srq_recv(void)
 	cap = q.max_wr;
 	REQUIRE(cap >= 4 && cap < 8);
 	for (i = 0; i < 8; i++)
-		wr[i] = (struct ibv_recv_wr){ .wr_id = 100 + i, .sg_list = sge,
-					      .num_sge = 2, .next = &wr[i + 1] };
+		wr[i] = (struct ibv_recv_wr){ .wr_id = 100 + i,
+					      .sg_list = sge,
+					      .num_sge = 2,
+					      .next = &wr[i + 1] };
 	wr[7].next = NULL;
 
 	/* Too many SGEs in the second WR: the first is posted. */
@@ -226,16 +236,20 @@ static void test_srq_destroy(void)
 	pthread_t t;
 
 	REQUIRE(cq && srq);
-	ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .srq = srq,
+	ia = (struct ibv_qp_init_attr){ .send_cq = cq,
+					.recv_cq = cq,
+					.srq = srq,
 					.qp_type = IBV_QPT_RC,
-					.cap = { .max_send_wr = 1, .max_send_sge = 1 } };
+					.cap = { .max_send_wr = 1,
+						 .max_send_sge = 1 } };
 	qp = ibv_create_qp(pd, &ia);
 	REQUIRE(qp);
 	CHECK_EQ(ibv_destroy_srq(srq), EBUSY);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 
 	ev = (struct ibv_async_event){ .element.srq = srq,
-				       .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+				       .event_type =
+					       IBV_EVENT_SRQ_LIMIT_REACHED };
 	post_event(&ev);
 	CHECK_EQ(ibv_get_async_event(ctx, &got), 0);
 	CHECK(got.element.srq == srq);
@@ -256,7 +270,8 @@ static int gid_index_of(const union ibv_gid *g)
 	union ibv_gid x;
 
 	for (int i = 0; i < 64; i++)
-		if (ibv_query_gid(ctx, 1, i, &x) == 0 && !memcmp(&x, g, sizeof(x)))
+		if (ibv_query_gid(ctx, 1, i, &x) == 0 &&
+		    !memcmp(&x, g, sizeof(x)))
 			return i;
 	return -1;
 }
@@ -296,15 +311,15 @@ static void test_ah(void)
 	at.grh.sgid_index = 0;
 	at.grh.hop_limit = 1;
 
-#define AH_FAILS(change)                                       \
-	do {                                                   \
-		struct ibv_ah_attr b = at;                     \
-		change;                                        \
-		errno = 0;                                     \
-		CHECK(ibv_create_ah(pd, &b) == NULL);          \
-		CHECK_EQ(errno, EINVAL);                       \
+#define AH_FAILS(change)                              \
+	do {                                          \
+		struct ibv_ah_attr b = at;            \
+		change;                               \
+		errno = 0;                            \
+		CHECK(ibv_create_ah(pd, &b) == NULL); \
+		CHECK_EQ(errno, EINVAL);              \
 	} while (0)
-	AH_FAILS(b.is_global = 0);      /* RoCE needs a GRH */
+	AH_FAILS(b.is_global = 0); /* RoCE needs a GRH */
 	AH_FAILS(b.port_num = 0);
 	AH_FAILS(b.port_num = 2);
 	AH_FAILS(b.grh.sgid_index = (uint8_t)n);
@@ -319,7 +334,8 @@ static void test_ah(void)
 	CHECK(ah->pd == pd && ah->context == ctx);
 	sah = sv_container_of(ah, struct sv_ah, ibv);
 	CHECK_EQ(sah->dest.ss_family, AF_INET);
-	CHECK_EQ(((struct sockaddr_in *)&sah->dest)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	CHECK_EQ(((struct sockaddr_in *)&sah->dest)->sin_addr.s_addr,
+		 htonl(INADDR_LOOPBACK));
 	CHECK(!memcmp(&sah->attr.grh.dgid, &dst, sizeof(dst)));
 	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
 	CHECK_EQ(ibv_destroy_ah(ah), 0);
@@ -334,7 +350,8 @@ static void test_ah(void)
 	REQUIRE(ah);
 	sah = sv_container_of(ah, struct sv_ah, ibv);
 	CHECK_EQ(sah->dest.ss_family, AF_INET6);
-	CHECK(!memcmp(&((struct sockaddr_in6 *)&sah->dest)->sin6_addr, at.grh.dgid.raw, 16));
+	CHECK(!memcmp(&((struct sockaddr_in6 *)&sah->dest)->sin6_addr,
+		      at.grh.dgid.raw, 16));
 	CHECK_EQ(ibv_destroy_ah(ah), 0);
 }
 
@@ -471,7 +488,7 @@ static int mcast_count(struct ibv_qp *qp)
 	struct list_node *it, *tmp;
 	int n = 0;
 
-	list_for_each_safe(&s->mcast, it, tmp)
+	list_for_each_safe (&s->mcast, it, tmp)
 		n++;
 	return n;
 }
@@ -479,10 +496,15 @@ static int mcast_count(struct ibv_qp *qp)
 static void test_mcast(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
-				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
-						.max_send_sge = 1, .max_recv_sge = 1 } };
-	union ibv_gid m6 = { .raw = { 0xff, 0x0e, [15] = 1 } }, m6b = m6, m4, uni;
+	struct ibv_qp_init_attr ia = { .send_cq = cq,
+				       .recv_cq = cq,
+				       .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1,
+						.max_recv_wr = 1,
+						.max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	union ibv_gid m6 = { .raw = { 0xff, 0x0e, [15] = 1 } }, m6b = m6, m4,
+		      uni;
 	struct ibv_qp *ud, *rc;
 
 	REQUIRE(cq);
@@ -494,19 +516,19 @@ static void test_mcast(void)
 	v4gid("239.1.1.1", &m4);
 	v4gid("10.0.0.1", &uni);
 
-	CHECK_EQ(ibv_attach_mcast(rc, &m6, 0), EINVAL);  /* UD only */
+	CHECK_EQ(ibv_attach_mcast(rc, &m6, 0), EINVAL); /* UD only */
 	CHECK_EQ(ibv_attach_mcast(ud, &uni, 0), EINVAL); /* not a group */
 	CHECK_EQ(ibv_attach_mcast(ud, &m6, 0), 0);
-	CHECK_EQ(ibv_attach_mcast(ud, &m6, 0), 0);       /* once is enough */
+	CHECK_EQ(ibv_attach_mcast(ud, &m6, 0), 0); /* once is enough */
 	CHECK_EQ(mcast_count(ud), 1);
 	CHECK_EQ(ibv_attach_mcast(ud, &m4, 0), 0);
 	CHECK_EQ(mcast_count(ud), 2);
-	CHECK_EQ(ibv_destroy_qp(ud), EBUSY);             /* still attached */
+	CHECK_EQ(ibv_destroy_qp(ud), EBUSY); /* still attached */
 	CHECK_EQ(ibv_detach_mcast(ud, &m6b, 0), EINVAL); /* never attached */
 	CHECK_EQ(ibv_detach_mcast(ud, &uni, 0), EINVAL);
 	CHECK_EQ(ibv_detach_mcast(rc, &m6, 0), EINVAL);
 	CHECK_EQ(ibv_detach_mcast(ud, &m6, 0), 0);
-	CHECK_EQ(ibv_detach_mcast(ud, &m6, 0), EINVAL);  /* already gone */
+	CHECK_EQ(ibv_detach_mcast(ud, &m6, 0), EINVAL); /* already gone */
 	CHECK_EQ(ibv_detach_mcast(ud, &m4, 0), 0);
 	CHECK_EQ(mcast_count(ud), 0);
 	CHECK_EQ(ibv_destroy_qp(ud), 0);
