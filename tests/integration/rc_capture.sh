@@ -1,0 +1,91 @@
+#!/bin/bash
+# Capture test: the traffic of "rc_ops all_opcodes" (every RC opcode, two
+# QPs on one host) is captured with tshark on lo, on exactly the UDP ports
+# of its two QPs (QPN >> 8), and decoded with tshark's InfiniBand dissector
+# (-d udp.port==N,infiniband).  Every posted opcode must appear under
+# tshark's own name, every packet must decode as InfiniBand, and none may
+# be malformed.
+#
+# tshark guesses the protocol carried in SEND payloads with heuristics
+# (RPC-over-RDMA, SMB Direct, iSER...); our test payloads are random bytes,
+# so those heuristics are disabled: they judge the payload, not our headers.
+set -u
+bin=${SV_INTEG_BIN:-$PWD}
+command -v tshark >/dev/null || { echo "tshark not installed"; exit 1; }
+
+tmp=$(mktemp -d /tmp/sv-rccap.XXXXXX)
+ops_pid= ts_pid=
+cleanup() {
+	[ -n "$ops_pid" ] && kill "$ops_pid" 2>/dev/null
+	[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+HX_PORTS_FILE=$tmp/ports HX_GO_FILE=$tmp/go timeout -k 5 60 "$bin/rc_ops" all_opcodes \
+	>"$tmp/ops.log" 2>&1 &
+ops_pid=$!
+for _ in $(seq 400); do
+	[ -s "$tmp/ports" ] && break
+	kill -0 "$ops_pid" 2>/dev/null || break
+	sleep 0.05
+done
+if [ ! -s "$tmp/ports" ]; then
+	echo "FAIL: rc_ops did not set up its QPs"; cat "$tmp/ops.log"; exit 1
+fi
+read -r p1 p2 <"$tmp/ports"
+echo "QP ports: $p1 $p2"
+
+tshark -i lo -f "udp port $p1 or udp port $p2" -w "$tmp/cap.pcapng" >"$tmp/tshark.log" 2>&1 &
+ts_pid=$!
+for _ in $(seq 200); do
+	grep -q "Capturing on" "$tmp/tshark.log" && break
+	sleep 0.05
+done
+grep -q "Capturing on" "$tmp/tshark.log" || { echo "FAIL: tshark did not start"; cat "$tmp/tshark.log"; exit 1; }
+sleep 0.3
+touch "$tmp/go"
+wait "$ops_pid"
+ops_rc=$?
+ops_pid=
+sleep 0.5
+kill -INT "$ts_pid"
+wait "$ts_pid"
+ts_pid=
+cat "$tmp/ops.log"
+
+disable=()
+known=$(tshark -G protocols 2>/dev/null | cut -f3)
+for p in $(tshark -G heuristic-decodes 2>/dev/null | awk '$1=="infiniband.payload"{print $2}'); do
+	# (ethertype also frames lo's packets: it must stay on)
+	[ "$p" = ethertype ] && continue
+	grep -qx "$p" <<<"$known" && disable+=(--disable-protocol "$p")
+done
+decode=(tshark -r "$tmp/cap.pcapng" -d "udp.port==$p1,infiniband" -d "udp.port==$p2,infiniband" "${disable[@]}")
+
+"${decode[@]}" -T fields -e frame.number -e _ws.col.Protocol -e _ws.col.Info \
+	>"$tmp/decoded" 2>/dev/null
+echo "--- decoded ($(wc -l <"$tmp/decoded") packets) ---"
+cut -f3 "$tmp/decoded" | sed 's/ QP=.*//' | sort | uniq -c
+
+fail=0
+[ $ops_rc = 0 ] || { echo "FAIL: rc_ops all_opcodes exit status $ops_rc"; fail=1; }
+for op in "Send Only" "Send Only Immediate" "RDMA Write First" "RDMA Write Middle" \
+	"RDMA Write Last" "RDMA Write Only Immediate" "RDMA Read Request" \
+	"RDMA Read Response First" "RDMA Read Response Middle" \
+	"RDMA Read Response Last" "Acknowledge" "Compare Swap" "Fetch Add" \
+	"Atomic Acknowledge"; do
+	grep -qP "\tRC $op QP=" "$tmp/decoded" || { echo "FAIL: no '$op' packet decoded"; fail=1; }
+done
+total=$(wc -l <"$tmp/decoded")
+ib=$(awk -F'\t' '$2=="RRoCE" || $2=="InfiniBand"' "$tmp/decoded" | wc -l)
+[ "$total" -gt 0 ] && [ "$ib" = "$total" ] ||
+	{ echo "FAIL: $ib of $total packets decoded as InfiniBand"; fail=1; }
+malformed=$("${decode[@]}" -Y "_ws.malformed || _ws.expert.severity == error" 2>/dev/null | wc -l)
+if [ "$malformed" != 0 ]; then
+	echo "FAIL: $malformed malformed/error packets:"
+	"${decode[@]}" -Y "_ws.malformed || _ws.expert.severity == error" -V 2>/dev/null | head -60
+	fail=1
+fi
+[ $fail = 0 ] && echo "PASS: every opcode decoded, nothing malformed"
+exit $fail

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Loss test: two network namespaces joined by a veth pair, nftables in one
+# of them dropping 10% of UDP packets (both directions) at random, and an RC
+# stream of >= 256 MiB of mixed WRITE/SEND/READ between them (rc_loss),
+# verified byte-exact, under a timeout.  Skips (77) only when namespaces
+# cannot be created (not root / no ip netns).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${SV_INTEG_BIN:-$PWD}
+net=${SV_NET:-$here/../net}
+source "$net/netns.sh"
+
+sv_netns_usable || exit 77
+trap sv_netns_cleanup EXIT
+
+a="svrc-$$-a" b="svrc-$$-b"
+sv_netns_pair "$a" "$b" 10.231.0.1/24 10.231.0.2/24 || { echo "veth setup failed"; exit 1; }
+sv_netns_udp_loss "$b" "${SV_LOSS_PCT:-10}" || { echo "nftables setup failed"; exit 1; }
+
+HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.231.0.1 HX_ADDR_B=10.231.0.2 \
+	HX_LOSS_MB=${HX_LOSS_MB:-256} timeout -k 5 180 "$bin/rc_loss" stream
+rc=$?
+echo "nftables drop counters in $b:"
+sv_netns_loss_stats "$b"
+[ $rc = 124 ] && echo "rc_loss: timed out"
+exit $rc

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Unmodified Debian ibv_rc_pingpong, server and client on one host, both run
+# through build/bin/softverbs run (or LD_LIBRARY_PATH=<build>/lib until that
+# exists), on a random free TCP port, each under a timeout.
+#   rc_pingpong.sh default|events|size1m|small100k|validate
+# Checks both exit codes and the "N bytes in S seconds" / "N iters in"
+# lines, whose byte count must be size * iters * 2.
+set -u
+mode=${1:-default}
+build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
+pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
+gid=${SV_GID_INDEX:-0}
+
+size=4096 iters=1000 extra=()
+case $mode in
+default) ;;
+events) extra=(-e) ;;
+size1m) size=1000000; extra=(-s 1000000) ;;
+small100k) size=1 iters=100000; extra=(-n 100000 -s 1) ;;
+validate) size=20000; extra=(-c -s 20000) ;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac
+
+if [ -x "$build/bin/softverbs" ]; then
+	run=("$build/bin/softverbs" run --)
+else
+	export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	run=()
+fi
+
+# A free TCP port: random, not listened on.
+for _ in $(seq 50); do
+	port=$((20000 + RANDOM % 40000))
+	ss -Hltn "sport = :$port" | grep -q . || break
+done
+
+tmp=$(mktemp -d /tmp/sv-rcpp.XXXXXX)
+srv_pid=
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+timeout -k 5 75 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" >"$tmp/server" 2>&1 &
+srv_pid=$!
+for _ in $(seq 200); do
+	ss -Hltn "sport = :$port" | grep -q . && break
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.05
+done
+timeout -k 5 70 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" localhost >"$tmp/client" 2>&1
+crc=$?
+wait "$srv_pid"
+src=$?
+srv_pid=
+
+echo "--- server (exit $src) ---"; cat "$tmp/server"
+echo "--- client (exit $crc) ---"; cat "$tmp/client"
+
+fail=0
+want=$((size * iters * 2))
+for side in server client; do
+	line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$side")
+	if [ -z "$line" ]; then
+		echo "FAIL: $side printed no 'bytes in' line"; fail=1; continue
+	fi
+	got=${line%% *}
+	if [ "$got" != "$want" ]; then
+		echo "FAIL: $side moved $got bytes, expected $want"; fail=1
+	fi
+	grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$side" ||
+		{ echo "FAIL: $side has no '$iters iters in' line"; fail=1; }
+done
+[ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
+[ $crc = 0 ] || { echo "FAIL: client exit status $crc"; fail=1; }
+[ $fail = 0 ] && echo "PASS: ibv_rc_pingpong $mode"
+exit $fail

@@ -1,0 +1,70 @@
+# Network-namespace helpers for the transport tests (source this file).
+#
+#   sv_netns_usable                 0 if we may create namespaces (root, ip netns)
+#   sv_netns_pair A B ADDR_A ADDR_B create namespaces A and B joined by a veth
+#                                   pair (ADDR_x in CIDR form, e.g. 10.231.0.1/24)
+#   sv_netns_udp_loss NS PERCENT    nftables in NS drops PERCENT% of UDP packets
+#                                   at random, in both directions
+#   sv_netns_cleanup                delete every namespace created here
+#
+# Everything lives inside namespaces created by these functions: the veth
+# ends are created directly in them, so the caller's namespace is never
+# touched.  Register cleanup with: trap sv_netns_cleanup EXIT
+
+SV_NETNS_CREATED=()
+
+sv_netns_usable() {
+	[ "$(id -u)" = 0 ] || { echo "netns: not root" >&2; return 1; }
+	command -v ip >/dev/null || { echo "netns: no ip(8)" >&2; return 1; }
+	local probe="svprobe-$$-$RANDOM"
+	ip netns add "$probe" 2>/dev/null || { echo "netns: ip netns add not supported" >&2; return 1; }
+	ip netns del "$probe"
+}
+
+sv_netns_pair() {
+	local a=$1 b=$2 addr_a=$3 addr_b=$4
+	ip netns add "$a" || return 1
+	SV_NETNS_CREATED+=("$a")
+	ip netns add "$b" || return 1
+	SV_NETNS_CREATED+=("$b")
+	# veth names only need to be unique inside each namespace.
+	ip link add sv0 netns "$a" type veth peer name sv0 netns "$b" || return 1
+	ip -n "$a" addr add "$addr_a" dev sv0 || return 1
+	ip -n "$b" addr add "$addr_b" dev sv0 || return 1
+	local ns
+	for ns in "$a" "$b"; do
+		ip -n "$ns" link set lo up || return 1
+		ip -n "$ns" link set sv0 up || return 1
+	done
+}
+
+sv_netns_udp_loss() {
+	local ns=$1 pct=$2
+	command -v nft >/dev/null || { echo "netns: nft not installed" >&2; return 1; }
+	ip netns exec "$ns" nft -f - <<NFT || return 1
+table inet svloss {
+	chain in {
+		type filter hook input priority 0; policy accept;
+		meta l4proto udp numgen random mod 100 < $pct counter drop
+	}
+	chain out {
+		type filter hook output priority 0; policy accept;
+		meta l4proto udp numgen random mod 100 < $pct counter drop
+	}
+}
+NFT
+}
+
+# Print the drop counters of sv_netns_udp_loss (for the log).
+sv_netns_loss_stats() {
+	ip netns exec "$1" nft list table inet svloss 2>/dev/null | grep -E 'counter'
+}
+
+sv_netns_cleanup() {
+	local ns
+	for ns in "${SV_NETNS_CREATED[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	SV_NETNS_CREATED=()
+}
