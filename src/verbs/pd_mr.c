@@ -18,7 +18,10 @@
 
 /* Access bits a registration may carry.  Bits of the optional range are
  * hints (relaxed ordering...) that a device may ignore, as rdma-core
- * masks them for kernels that do not know them. */
+ * masks them for kernels that do not know them.  ZERO_BASED is accepted
+ * and, as with the kernel's drivers, changes nothing for an MR (its iova
+ * is the address, or the one given to reg_mr_iova): it matters to memory
+ * windows.  HUGETLB is a promise about the pages, nothing to check. */
 #define SV_MR_ACCESS_KNOWN                                                   \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
