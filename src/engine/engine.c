@@ -1,19 +1,366 @@
-/* TEMPORARY scaffolding: the engine lands with the RC transport.
- * QP numbers come from a counter so the control path can be tested. */
-#include "engine/engine.h"
+/*
+ * Per-context engine lifecycle and progress.
+ *
+ * Progress happens in passes under the engine lock: take the QPs that were
+ * posted to, receive what the sockets hold, run the QPs that have work,
+ * fire due timers, send the batch.  Three kinds of thread run passes:
+ *   - the progress thread, which waits (without the lock) in epoll on the
+ *     sockets, the doorbell eventfd and the earliest timer, so one-sided
+ *     operations complete while the application does nothing;
+ *   - ibv_post_send/recv, which run a pass inline when the lock is free
+ *     (else ring the doorbell), so a send leaves without a thread switch;
+ *   - ibv_poll_cq on an empty CQ (sv_engine_poll_hint), which runs a pass
+ *     under trylock, so a busy-polling application gets its completions
+ *     without waiting for the thread to wake up.  While an application
+ *     polls, the thread stops watching the sockets (it would only race
+ *     the poller for the same datagrams) and sleeps on the doorbell.
+ * Idle, the thread sleeps in epoll with no timeout: no CPU is used.
+ */
+#include "engine/internal.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
-static atomic_uint next_qpn = 0x100;
+#include "util/log.h"
 
-int sv_engine_open(struct sv_context *ctx) { return 0; }
-void sv_engine_close(struct sv_context *ctx) {}
-int sv_engine_qp_create(struct sv_qp *qp)
+int sv_trace_on;
+static int stats_on;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void env_init(void)
 {
-	qp->qpx.qp_base.qp_num = atomic_fetch_add(&next_qpn, 1);
+	const char *s;
+
+	s = getenv("SOFTVERBS_TRACE");
+	sv_trace_on = s && *s && strcmp(s, "0");
+	s = getenv("SOFTVERBS_STATS");
+	stats_on = s && *s && strcmp(s, "0");
+}
+
+uint64_t sv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void bell_ring(struct sv_engine *eng)
+{
+	uint64_t one = 1;
+
+	if (write(eng->bellfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		sv_warn("engine: doorbell: %s", strerror(errno));
+}
+
+static void bell_drain(struct sv_engine *eng)
+{
+	uint64_t v;
+
+	if (read(eng->bellfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		sv_warn("engine: doorbell: %s", strerror(errno));
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* The thread publishes how long it sleeps (sleep_until) and then re-reads
+ * the earliest deadline; whoever arms an earlier timer publishes it and
+ * then reads sleep_until.  With sequentially consistent atomics one of
+ * the two sees the other, so the thread never oversleeps a timer. */
+void sv_timer_note(struct sv_engine *eng, uint64_t deadline)
+{
+	uint64_t cur = atomic_load(&eng->next_deadline);
+
+	while ((!cur || deadline < cur) &&
+	       !atomic_compare_exchange_weak(&eng->next_deadline, &cur, deadline))
+		;
+	if (deadline < atomic_load(&eng->sleep_until))
+		bell_ring(eng);
+}
+
+static void run_timers(struct sv_engine *eng)
+{
+	uint64_t dl = atomic_load(&eng->next_deadline), next = 0;
+	struct list_node *it, *tmp;
+
+	if (!dl || eng->now < dl)
+		return;
+	atomic_store(&eng->next_deadline, 0);
+	list_for_each_safe(&eng->qps, it, tmp) {
+		struct sv_qp_engine *qe = list_entry(it, struct sv_qp_engine, node);
+
+		sv_qp_timers(qe, eng->now, &next);
+	}
+	if (next)
+		sv_timer_note(eng, next);
+}
+
+/* ---- work list ---------------------------------------------------------------- */
+
+void sv_work_add(struct sv_qp_engine *qe, uint32_t what)
+{
+	qe->work |= what;
+	if (!qe->on_work) {
+		qe->on_work = true;
+		list_add_tail(&qe->eng->work, &qe->work_node);
+	}
+}
+
+static void take_kicks(struct sv_engine *eng)
+{
+	struct list_node *it, *tmp;
+
+	pthread_mutex_lock(&eng->kick_lock);
+	list_for_each_safe(&eng->kicked, it, tmp) {
+		struct sv_qp_engine *qe = list_entry(it, struct sv_qp_engine, kick_node);
+
+		list_del(it);
+		qe->kicked = false;
+		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
+	}
+	pthread_mutex_unlock(&eng->kick_lock);
+}
+
+static void run_work(struct sv_engine *eng)
+{
+	struct list_head batch;
+	struct list_node *it, *tmp;
+	int rounds;
+
+	/* QPs that still have work after their budget re-queue themselves
+	 * for the next round or pass, so one busy QP cannot starve others. */
+	for (rounds = 0; rounds < 4 && !list_empty(&eng->work); rounds++) {
+		list_head_init(&batch);
+		list_for_each_safe(&eng->work, it, tmp) {
+			list_del(it);
+			list_add_tail(&batch, it);
+		}
+		list_for_each_safe(&batch, it, tmp) {
+			struct sv_qp_engine *qe =
+				list_entry(it, struct sv_qp_engine, work_node);
+
+			list_del(it);
+			qe->on_work = false;
+			sv_qp_run(qe);
+		}
+	}
+}
+
+void sv_engine_pass(struct sv_engine *eng, bool rx)
+{
+	struct list_node *it;
+
+	eng->now = sv_now_ns();
+	take_kicks(eng);
+	if (rx)
+		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
+			sv_rx_sock(eng, list_entry(it, struct sv_sock, node));
+	run_work(eng);
+	run_timers(eng);
+	run_work(eng);
+	sv_tx_flush(eng);
+}
+
+/* ---- the progress thread ------------------------------------------------------ */
+
+static void *progress_main(void *arg)
+{
+	struct sv_engine *eng = arg;
+	_Atomic uint64_t *sleep_until = &eng->sleep_until;
+	struct epoll_event ev[8];
+
+	while (!atomic_load(&eng->stop)) {
+		uint64_t now = sv_now_ns(), hint = atomic_load(&eng->last_hint);
+		bool busy = hint && now - hint < SV_HINT_HOLD_NS;
+		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
+		int timeout, n, i;
+
+		pthread_mutex_lock(&eng->lock);
+		if (!list_empty(&eng->work))
+			until = now;
+		pthread_mutex_unlock(&eng->lock);
+		dl = atomic_load(&eng->next_deadline);
+		if (dl && dl < until)
+			until = dl;
+		atomic_store(sleep_until, until);
+		dl = atomic_load(&eng->next_deadline);
+		if (dl && dl < until)
+			until = dl;
+		if (until == UINT64_MAX)
+			timeout = -1;
+		else if (until <= now)
+			timeout = 0;
+		else
+			timeout = (int)((until - now + 999999) / 1000000);
+		n = epoll_wait(busy ? eng->bell_epfd : eng->epfd, ev, 8, timeout);
+		atomic_store(sleep_until, 0);
+		for (i = 0; i < n; i++)
+			if (ev[i].data.ptr == NULL)
+				bell_drain(eng);
+		if (atomic_load(&eng->stop))
+			break;
+		pthread_mutex_lock(&eng->lock);
+		sv_engine_pass(eng, true);
+		pthread_mutex_unlock(&eng->lock);
+	}
+	return NULL;
+}
+
+/* Started with the first QP: a context without QPs has nothing to do. */
+int sv_engine_start_thread(struct sv_engine *eng)
+{
+	sigset_t all, old;
+	int err;
+
+	if (eng->thread_started)
+		return 0;
+	/* The thread must never take the application's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&eng->thread, NULL, progress_main, eng);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
+	eng->thread_started = true;
 	return 0;
 }
-void sv_engine_qp_destroy(struct sv_qp *qp) {}
-void sv_engine_qp_modified(struct sv_qp *qp, int attr_mask, enum ibv_qp_state old) {}
-void sv_engine_install_ops(struct sv_context *ctx) {}
-void sv_engine_poll_hint(struct sv_context *ctx) {}
+
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(eng->epfd, EPOLL_CTL_ADD, fd, &ev) ? errno : 0;
+}
+
+/* ---- lifecycle --------------------------------------------------------------- */
+
+int sv_engine_open(struct sv_context *ctx)
+{
+	struct sv_engine *eng;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	int i, err = ENOMEM;
+
+	pthread_once(&env_once, env_init);
+	eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		goto fail;
+	eng->ctx = ctx;
+	eng->epfd = eng->bell_epfd = eng->bellfd = -1;
+	pthread_mutex_init(&eng->lock, NULL);
+	pthread_mutex_init(&eng->kick_lock, NULL);
+	list_head_init(&eng->socks);
+	list_head_init(&eng->qps);
+	list_head_init(&eng->work);
+	list_head_init(&eng->kicked);
+	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
+	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
+	if (!eng->tx || !eng->rxmem)
+		goto fail_free;
+	for (i = 0; i < SV_RX_BATCH; i++)
+		eng->rx[i].buf = eng->rxmem + (size_t)i * SV_UDP_RXBUF;
+	eng->bellfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
+	eng->bell_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (eng->bellfd < 0 || eng->epfd < 0 || eng->bell_epfd < 0 ||
+	    epoll_ctl(eng->epfd, EPOLL_CTL_ADD, eng->bellfd, &ev) ||
+	    epoll_ctl(eng->bell_epfd, EPOLL_CTL_ADD, eng->bellfd, &ev)) {
+		err = errno;
+		goto fail_free;
+	}
+	ctx->engine = eng;
+	return 0;
+
+fail_free:
+	if (eng->bellfd >= 0)
+		close(eng->bellfd);
+	if (eng->epfd >= 0)
+		close(eng->epfd);
+	if (eng->bell_epfd >= 0)
+		close(eng->bell_epfd);
+	free(eng->tx);
+	free(eng->rxmem);
+	free(eng);
+fail:
+	errno = err;
+	return -1;
+}
+
+void sv_engine_close(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+	struct list_node *it, *tmp;
+
+	if (!eng)
+		return;
+	if (eng->thread_started) {
+		atomic_store(&eng->stop, true);
+		bell_ring(eng);
+		pthread_join(eng->thread, NULL);
+	}
+	if (stats_on)
+		sv_engine_stats_dump(ctx, stderr);
+	list_for_each_safe(&eng->socks, it, tmp) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+		sv_udp_close(&s->udp);
+		free(s);
+	}
+	close(eng->bellfd);
+	close(eng->epfd);
+	close(eng->bell_epfd);
+	free(eng->tx);
+	free(eng->rxmem);
+	pthread_mutex_destroy(&eng->lock);
+	pthread_mutex_destroy(&eng->kick_lock);
+	ctx->engine = NULL;
+	free(eng);
+}
+
+/* ---- entry points from the verbs layer ---------------------------------------- */
+
+void sv_engine_poll_hint(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+	bool more;
+
+	if (!eng || list_empty(&eng->socks))
+		return;
+	atomic_store_explicit(&eng->last_hint, sv_now_ns(), memory_order_relaxed);
+	if (pthread_mutex_trylock(&eng->lock))
+		return; /* someone is making progress right now */
+	sv_engine_pass(eng, true);
+	more = !list_empty(&eng->work);
+	pthread_mutex_unlock(&eng->lock);
+	if (more)
+		bell_ring(eng);
+}
+
+void sv_engine_kick(struct sv_qp *qp)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng = qe->eng;
+	bool more;
+
+	pthread_mutex_lock(&eng->kick_lock);
+	if (!qe->kicked) {
+		qe->kicked = true;
+		list_add_tail(&eng->kicked, &qe->kick_node);
+	}
+	pthread_mutex_unlock(&eng->kick_lock);
+	/* Whoever holds the lock takes the kick list before its next pass
+	 * or, if it is past that point, the doorbell brings the thread. */
+	if (pthread_mutex_trylock(&eng->lock)) {
+		bell_ring(eng);
+		return;
+	}
+	sv_engine_pass(eng, false);
+	more = !list_empty(&eng->work);
+	pthread_mutex_unlock(&eng->lock);
+	if (more)
+		bell_ring(eng);
+}

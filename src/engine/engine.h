@@ -7,6 +7,8 @@
 #ifndef SV_ENGINE_ENGINE_H
 #define SV_ENGINE_ENGINE_H
 
+#include <stdio.h>
+
 #include "core/objects.h"
 
 /* Per context: start/stop progress (thread, sockets, timers).
@@ -25,9 +27,22 @@ void sv_engine_qp_destroy(struct sv_qp *qp);
 void sv_engine_qp_modified(struct sv_qp *qp, int attr_mask,
 			   enum ibv_qp_state old_state);
 
-/* Data path entry points installed into ibv_context.ops by the engine:
- * post_send, post_recv, post_srq_recv (WR validation included). */
+/* The data path's view of the QP state (enum ibv_qp_state): lock-free,
+ * for the post verbs. */
+int sv_engine_qp_state(struct sv_qp *qp);
+
+/* Data path entry points installed into ibv_context.ops: post_send and
+ * post_recv with their WR validation (src/verbs/post.c); post_srq_recv is
+ * the SRQ's own (src/verbs/srq_ah.c). */
 void sv_engine_install_ops(struct sv_context *ctx);
+
+/* Called by the post verbs after enqueueing: the QP has new work.  Runs
+ * the engine inline when its lock is free, else rings the doorbell. */
+void sv_engine_kick(struct sv_qp *qp);
+
+/* Counters of a context's engine, printable (SOFTVERBS_STATS=1 prints
+ * them at ibv_close_device), and a one-line dump per QP. */
+void sv_engine_stats_dump(struct sv_context *ctx, FILE *f);
 
 /* Called by poll_cq when the CQ looks empty: lets a busy-polling thread
  * make progress itself instead of waiting for the progress thread. */

@@ -93,6 +93,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sv_cq_install_ops(ctx);
 	sv_qp_install_ops(ctx);
 	sv_srq_install_ops(ctx);
+	sv_engine_install_ops(ctx);
 
 	if (sv_engine_open(ctx)) {
 		int err = errno ? errno : ENOMEM;

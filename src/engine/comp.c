@@ -1,0 +1,416 @@
+/*
+ * The completer: matches responses to send WQEs and completes them in
+ * order.
+ *
+ * comp.psn is the oldest PSN not yet acknowledged and comp.idx the oldest
+ * WQE not yet completed.  Responses are handled by kind:
+ *   ACK             everything through its PSN is done (IBA 9.7.5.1.1);
+ *   RNR NAK         wait the responder's RNR time, resend (rnr_retry, 7 =
+ *                   forever, then IBV_WC_RNR_RETRY_EXC_ERR);
+ *   PSN seq. NAK    go back N to its PSN (IBA 9.7.5.1.2);
+ *   other NAKs      the WQE at its PSN fails (remote access, invalid
+ *                   request, remote operational error) and the QP errs;
+ *   READ responses  placed into the READ WQE's SGEs in PSN order; a gap
+ *                   or an ACK beyond an unanswered READ/ATOMIC means a
+ *                   response was lost ("implied NAK", IBA 9.7.5.1.5):
+ *                   resend from comp.psn;
+ *   ATOMIC ACK      the original value goes to the WQE's SGE.
+ * The ACK timer (timeout, retry_cnt, then IBV_WC_RETRY_EXC_ERR) resends
+ * from comp.psn when nothing arrives.
+ *
+ * A WQE that completes successfully but unsignaled keeps its SQ slot
+ * until a later completion is generated (sq.head only moves then), as on
+ * a real HCA.
+ */
+#include "engine/internal.h"
+
+#include "util/log.h"
+
+/* IBA 9.7.5.2.8 Table 45: RNR NAK timer field -> microseconds * 100. */
+static const uint32_t rnr_cus[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+	24576, 32768, 49152,
+};
+
+static bool is_rdat(const struct sv_send_wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ||
+	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static struct sv_send_wqe *wqe_at(struct sv_qp_engine *qe, uint32_t idx)
+{
+	return sv_wq_at(&qe->qp->sq, idx);
+}
+
+static uint32_t sq_tail(struct sv_qp_engine *qe)
+{
+	return atomic_load_explicit(&qe->qp->sq.tail, memory_order_acquire);
+}
+
+/* Complete DONE WQEs from comp.idx; report an ERROR WQE and fail the QP. */
+void sv_comp_retire(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t tail = sq_tail(qe);
+
+	while (qe->comp.idx != tail) {
+		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
+		bool sig;
+
+		if (w->state == SV_WQE_ERROR) {
+			sv_push_send_cqe(qe, w, (enum ibv_wc_status)w->status);
+			qe->comp.idx++;
+			atomic_store_explicit(&qp->sq.head, qe->comp.idx,
+					      memory_order_release);
+			sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+			return;
+		}
+		if (w->state != SV_WQE_DONE)
+			break;
+		sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+		if (sig && sv_push_send_cqe(qe, w, IBV_WC_SUCCESS))
+			return; /* CQ overrun: the QP is in error now */
+		qe->comp.idx++;
+		if (sig)
+			atomic_store_explicit(&qp->sq.head, qe->comp.idx,
+					      memory_order_release);
+	}
+}
+
+/* Forward progress: the retry counters start over (IBA 9.7.6.1.3) and
+ * the timer restarts if anything is still outstanding. */
+static void progress(struct sv_qp_engine *qe)
+{
+	qe->comp.retry_left = qe->retry_cnt;
+	qe->comp.rnr_left = qe->rnr_retry;
+	qe->comp.retried = false;
+	if (sv_psn_diff(qe->req.psn, qe->comp.psn) > 0 && qe->comp.timeout_ns) {
+		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+		sv_timer_note(qe->eng, qe->comp.deadline);
+	} else {
+		qe->comp.deadline = 0;
+	}
+}
+
+static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
+		     enum ibv_wc_status st)
+{
+	w->state = SV_WQE_ERROR;
+	w->status = st;
+	sv_comp_retire(qe);
+}
+
+/* Mark SEND/WRITE WQEs acknowledged through psn.  Returns true when an
+ * unanswered READ/ATOMIC lies at or before psn (its response was lost). */
+static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
+{
+	uint32_t tail = sq_tail(qe), idx;
+	bool lost = false;
+
+	for (idx = qe->comp.idx; idx != tail; idx++) {
+		struct sv_send_wqe *w = wqe_at(qe, idx);
+
+		if (w->state == SV_WQE_PENDING || w->state == SV_WQE_ERROR)
+			break;
+		if (w->state == SV_WQE_DONE)
+			continue;
+		if (sv_psn_diff(psn, w->first_psn) < 0)
+			break;
+		if (is_rdat(w)) {
+			lost = true;
+			break;
+		}
+		if (w->state != SV_WQE_SENT || sv_psn_diff(psn, w->last_psn) < 0)
+			break; /* partly acknowledged */
+		w->state = SV_WQE_DONE;
+	}
+	if (sv_psn_diff(sv_psn_add(psn, 1), qe->comp.psn) > 0)
+		qe->comp.psn = sv_psn_add(psn, 1);
+	sv_comp_retire(qe);
+	return lost;
+}
+
+/* Resend from comp.psn, spending a retry (shared by timeouts, sequence
+ * NAKs and implied NAKs). */
+static void retry(struct sv_qp_engine *qe, uint32_t psn)
+{
+	if (!qe->comp.retry_left) {
+		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
+
+		SV_STAT(qe->eng, retry_exceeded_err);
+		if (qe->comp.idx != sq_tail(qe))
+			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qe->comp.retry_left--;
+	sv_req_rewind(qe, psn);
+	if (qe->comp.timeout_ns) {
+		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+		sv_timer_note(qe->eng, qe->comp.deadline);
+	}
+}
+
+static void implied_nak(struct sv_qp_engine *qe)
+{
+	/* One resend per gap: every later response of the same burst would
+	 * otherwise trigger its own. */
+	if (qe->comp.retried && qe->comp.retried_psn == qe->comp.psn)
+		return;
+	SV_STAT(qe->eng, implied_nak_retry);
+	qe->comp.retried = true;
+	qe->comp.retried_psn = qe->comp.psn;
+	retry(qe, qe->comp.psn);
+}
+
+/* The WQE whose PSN range holds psn, among the outstanding ones. */
+static struct sv_send_wqe *wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
+{
+	uint32_t tail = sq_tail(qe), idx;
+
+	for (idx = qe->comp.idx; idx != tail; idx++) {
+		struct sv_send_wqe *w = wqe_at(qe, idx);
+
+		if (w->state == SV_WQE_PENDING)
+			break;
+		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
+		    sv_psn_diff(psn, w->last_psn) <= 0)
+			return w;
+	}
+	return NULL;
+}
+
+static void on_nak_error(struct sv_qp_engine *qe, uint32_t psn,
+			 enum ibv_wc_status st)
+{
+	struct sv_send_wqe *target;
+	uint32_t tail = sq_tail(qe);
+
+	SV_STAT(qe->eng, nak_rcvd);
+	ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return;
+	target = wqe_of_psn(qe, psn);
+	if (!target)
+		target = wqe_at(qe, qe->comp.idx);
+	/* Earlier WQEs whose responses never came cannot complete now. */
+	while (qe->comp.idx != tail && wqe_at(qe, qe->comp.idx) != target) {
+		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
+
+		w->state = SV_WQE_ERROR;
+		w->status = IBV_WC_WR_FLUSH_ERR;
+		sv_push_send_cqe(qe, w, IBV_WC_WR_FLUSH_ERR);
+		qe->comp.idx++;
+	}
+	if (qe->comp.idx != tail)
+		fail_wqe(qe, target, st);
+	else
+		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+}
+
+static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
+{
+	uint8_t syn = (uint8_t)sv_aeth_syndrome(sv_pkt_h(pkt, SV_HDR_AETH));
+	uint32_t psn = pkt->psn;
+	uint32_t before = qe->comp.psn;
+
+	/* Only PSNs we sent: [comp.psn - 1, req.psn - 1]. */
+	if (sv_psn_diff(psn, qe->req.psn) >= 0 ||
+	    sv_psn_diff(psn, sv_psn_add(qe->comp.psn, SV_PSN_MASK)) < 0) {
+		SV_STAT(qe->eng, drop_stale_resp);
+		return;
+	}
+	switch (syn & SV_AETH_TYPE_MASK) {
+	case SV_AETH_ACK:
+		if (sv_psn_diff(psn, qe->comp.psn) < 0)
+			return; /* a duplicate ACK: nothing new */
+		if (ack_through(qe, psn))
+			implied_nak(qe);
+		else if (qe->comp.psn != before)
+			progress(qe);
+		break;
+	case SV_AETH_RNR_NAK:
+		SV_STAT(qe->eng, rcvd_rnr_err);
+		ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
+		if (atomic_load(&qe->state) == IBV_QPS_ERR)
+			return;
+		if (qe->rnr_retry != 7) {
+			if (!qe->comp.rnr_left) {
+				struct sv_send_wqe *w = wqe_of_psn(qe, psn);
+
+				SV_STAT(qe->eng, retry_rnr_exceeded_err);
+				fail_wqe(qe, w ? w : wqe_at(qe, qe->comp.idx),
+					 IBV_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			qe->comp.rnr_left--;
+		}
+		/* Resend from the refused PSN once the responder's RNR time
+		 * (IBA 9.7.5.2.8) has passed; the ACK timer is off meanwhile. */
+		sv_req_rewind(qe, psn);
+		qe->comp.deadline = 0;
+		qe->comp.rnr_until = qe->eng->now +
+				     (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
+		sv_timer_note(qe->eng, qe->comp.rnr_until);
+		break;
+	case SV_AETH_NAK:
+		switch (syn) {
+		case SV_AETH_NAK_PSN_SEQ:
+			SV_STAT(qe->eng, rcvd_seq_err);
+			if (ack_through(qe, sv_psn_add(psn, SV_PSN_MASK))) {
+				implied_nak(qe);
+				break;
+			}
+			if (qe->comp.psn != before)
+				progress(qe);
+			retry(qe, psn);
+			break;
+		case SV_AETH_NAK_INVALID:
+			on_nak_error(qe, psn, IBV_WC_REM_INV_REQ_ERR);
+			break;
+		case SV_AETH_NAK_REM_ACCESS:
+			on_nak_error(qe, psn, IBV_WC_REM_ACCESS_ERR);
+			break;
+		case SV_AETH_NAK_REM_OP:
+			on_nak_error(qe, psn, IBV_WC_REM_OP_ERR);
+			break;
+		case SV_AETH_NAK_INV_RD:
+			on_nak_error(qe, psn, IBV_WC_REM_INV_RD_REQ_ERR);
+			break;
+		default:
+			SV_STAT(qe->eng, drop_bad_resp);
+			break;
+		}
+		break;
+	default:
+		SV_STAT(qe->eng, drop_bad_resp);
+		break;
+	}
+}
+
+/* The READ/ATOMIC WQE a response at psn belongs to, after acknowledging
+ * the SEND/WRITE WQEs before it (a response implies they were executed). */
+static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
+{
+	struct sv_send_wqe *w;
+
+	if (sv_psn_diff(psn, qe->comp.psn) < 0 || sv_psn_diff(psn, qe->req.psn) >= 0) {
+		SV_STAT(qe->eng, drop_stale_resp);
+		return NULL;
+	}
+	w = wqe_of_psn(qe, psn);
+	if (!w || !is_rdat(w)) {
+		SV_STAT(qe->eng, drop_bad_resp);
+		return NULL;
+	}
+	if (sv_psn_diff(w->first_psn, qe->comp.psn) > 0) {
+		uint32_t before = qe->comp.psn;
+
+		if (ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK))) {
+			implied_nak(qe); /* an earlier READ/ATOMIC lost */
+			return NULL;
+		}
+		if (qe->comp.psn != before)
+			progress(qe);
+	}
+	if (wqe_at(qe, qe->comp.idx) != w)
+		return NULL;
+	if (psn != qe->comp.psn) {
+		implied_nak(qe); /* responses missing before this one */
+		return NULL;
+	}
+	return w;
+}
+
+static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
+{
+	struct sv_send_wqe *w = rdat_for(qe, pkt->psn);
+	uint64_t off, rest;
+	uint32_t want;
+
+	if (!w || w->opcode != IBV_WR_RDMA_READ)
+		return;
+	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) * qe->pmtu;
+	rest = w->length > off ? w->length - off : 0;
+	want = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
+	/* The response must be exactly the next piece, and end a chunk only
+	 * where the chunk we asked for ends. */
+	if (pkt->paylen != want || off != w->read_done ||
+	    !!(pkt->mask & SV_M_END) != (off + want == w->sent)) {
+		SV_STAT(qe->eng, drop_bad_resp);
+		return;
+	}
+	if (want && sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, off,
+				pkt->payload, want, true)) {
+		fail_wqe(qe, w, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	w->read_done += want;
+	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
+	if ((pkt->mask & SV_M_END) && w->read_done == w->length) {
+		w->state = SV_WQE_DONE;
+		qe->req.rd_atomic--;
+		sv_comp_retire(qe);
+	}
+	progress(qe);
+	if (pkt->mask & SV_M_END)
+		sv_work_add(qe, SV_WORK_REQ); /* next chunk, fence, limit */
+}
+
+static void on_atomic_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
+{
+	struct sv_send_wqe *w = rdat_for(qe, pkt->psn);
+	uint64_t orig;
+
+	if (!w || w->opcode == IBV_WR_RDMA_READ) {
+		if (w)
+			SV_STAT(qe->eng, drop_bad_resp);
+		return;
+	}
+	/* The original value, in host order, into the WQE's 8-byte SGE. */
+	orig = sv_atmack_orig(sv_pkt_h(pkt, SV_HDR_ATMACK));
+	w->atomic_result = orig;
+	if (sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, 0, (uint8_t *)&orig,
+			sizeof(orig), true)) {
+		fail_wqe(qe, w, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
+	w->state = SV_WQE_DONE;
+	qe->req.rd_atomic--;
+	sv_comp_retire(qe);
+	progress(qe);
+	sv_work_add(qe, SV_WORK_REQ);
+}
+
+void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt)
+{
+	int state = atomic_load(&qe->state);
+
+	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD && state != IBV_QPS_SQE) {
+		SV_STAT(qe->eng, drop_qp_state);
+		return;
+	}
+	if (pkt->mask & SV_M_READ_RESP)
+		on_read_resp(qe, pkt);
+	else if (pkt->opcode == SV_OP_RC_ATOMIC_ACKNOWLEDGE)
+		on_atomic_ack(qe, pkt);
+	else
+		on_ack(qe, pkt);
+	sv_work_add(qe, SV_WORK_REQ);
+}
+
+void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
+{
+	qe->comp.deadline = 0;
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return;
+	if (sv_psn_diff(qe->req.psn, qe->comp.psn) <= 0)
+		return; /* nothing outstanding */
+	SV_STAT(qe->eng, completer_retry_err);
+	qe->comp.retried = false;
+	retry(qe, qe->comp.psn);
+	sv_work_add(qe, SV_WORK_REQ);
+}

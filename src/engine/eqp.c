@@ -1,0 +1,632 @@
+/*
+ * The engine side of a QP: its number and socket slot, the hooks the
+ * verbs layer calls on create/modify/destroy, the one error path (move to
+ * ERR, raise the async event, flush every outstanding WQE with
+ * IBV_WC_WR_FLUSH_ERR), completion helpers, receive WQE consumption and
+ * the per-QP run and timer dispatch.
+ */
+#include "engine/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/cq.h"
+#include "core/device.h"
+#include "util/log.h"
+#include "verbs/verbs.h"
+
+/* ---- QP numbers ------------------------------------------------------------ */
+
+static int sock_open(struct sv_engine *eng, struct sv_sock **out)
+{
+	struct sv_sock *s = calloc(1, sizeof(*s));
+	int err, rcv = 0;
+	socklen_t len = sizeof(rcv);
+
+	if (!s)
+		return ENOMEM;
+	err = sv_udp_open(&s->udp);
+	if (err) {
+		free(s);
+		return err;
+	}
+	err = sv_engine_watch(eng, s->udp.fd, s);
+	if (err) {
+		sv_udp_close(&s->udp);
+		free(s);
+		return err;
+	}
+	if (!getsockopt(s->udp.fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) && rcv > 0 &&
+	    (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
+		eng->rcvbuf = (uint32_t)rcv;
+	list_add_tail(&eng->socks, &s->node);
+	*out = s;
+	return 0;
+}
+
+/* A QPN is (UDP port << 8) | slot.  Slots are handed out round-robin so
+ * a destroyed QP's number is not reused at once (stale packets for it
+ * must not reach a new QP).  0xffffff is the multicast QPN: never used. */
+static int qpn_alloc(struct sv_engine *eng, struct sv_qp_engine *qe)
+{
+	struct list_node *it;
+	struct sv_sock *s = NULL;
+	unsigned int i;
+	int err;
+
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+		struct sv_sock *c = list_entry(it, struct sv_sock, node);
+
+		if (c->used < SV_SLOTS_PER_SOCK - (c->udp.port == 0xffff)) {
+			s = c;
+			break;
+		}
+	}
+	if (!s) {
+		err = sock_open(eng, &s);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < SV_SLOTS_PER_SOCK; i++) {
+		unsigned int slot = (s->next_slot + i) % SV_SLOTS_PER_SOCK;
+
+		if (s->slot[slot] || (s->udp.port == 0xffff && slot == 0xff))
+			continue;
+		s->slot[slot] = qe;
+		s->used++;
+		s->next_slot = slot + 1;
+		qe->sock = s;
+		qe->qpn = ((uint32_t)s->udp.port << 8) | slot;
+		return 0;
+	}
+	return ENOMEM; /* not reached: used < capacity */
+}
+
+int sv_engine_qp_create(struct sv_qp *qp)
+{
+	struct sv_engine *eng = qp->ctx->engine;
+	struct sv_qp_engine *qe;
+	int err;
+
+	qe = calloc(1, sizeof(*qe));
+	if (!qe)
+		return ENOMEM;
+	qe->resp.wqe = calloc(1, sizeof(struct sv_recv_wqe) +
+				     SV_MAX_SGE * sizeof(struct ibv_sge));
+	qe->resp.res = calloc(SV_MAX_RD_ATOMIC, sizeof(*qe->resp.res));
+	if (!qe->resp.wqe || !qe->resp.res) {
+		err = ENOMEM;
+		goto fail;
+	}
+	qe->qp = qp;
+	qe->eng = eng;
+	qe->type = qp->type;
+	qe->pmtu = 1024;
+	qe->window = SV_WINDOW_MIN;
+	atomic_store(&qe->state, IBV_QPS_RESET);
+	list_node_init(&qe->work_node);
+	list_node_init(&qe->kick_node);
+
+	pthread_mutex_lock(&eng->lock);
+	err = qpn_alloc(eng, qe);
+	if (!err) {
+		list_add_tail(&eng->qps, &qe->node);
+		err = sv_engine_start_thread(eng);
+		if (err) {
+			list_del(&qe->node);
+			qe->sock->slot[qe->qpn & 0xff] = NULL;
+			qe->sock->used--;
+		}
+	}
+	pthread_mutex_unlock(&eng->lock);
+	if (err)
+		goto fail;
+	qp->eng = qe;
+	qp->qpx.qp_base.qp_num = qe->qpn;
+	return 0;
+fail:
+	free(qe->resp.wqe);
+	free(qe->resp.res);
+	free(qe);
+	return err;
+}
+
+void sv_engine_qp_destroy(struct sv_qp *qp)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng;
+
+	if (!qe)
+		return;
+	eng = qe->eng;
+	pthread_mutex_lock(&eng->lock);
+	/* Unreachable from the network first, then from the work lists. */
+	qe->sock->slot[qe->qpn & 0xff] = NULL;
+	qe->sock->used--;
+	if (qe->on_work)
+		list_del(&qe->work_node);
+	pthread_mutex_lock(&eng->kick_lock);
+	if (qe->kicked)
+		list_del(&qe->kick_node);
+	pthread_mutex_unlock(&eng->kick_lock);
+	list_del(&qe->node);
+	pthread_mutex_unlock(&eng->lock);
+	qp->eng = NULL;
+	free(qe->resp.wqe);
+	free(qe->resp.res);
+	free(qe);
+}
+
+int sv_engine_qp_state(struct sv_qp *qp)
+{
+	return qp->eng ? atomic_load(&qp->eng->state) : IBV_QPS_RESET;
+}
+
+/* ---- paths ----------------------------------------------------------------- */
+
+static uint64_t timeout_ns(uint8_t t)
+{
+	uint64_t ns;
+
+	if (!t)
+		return 0; /* IBA 9.7.6.1.3: 0 means infinite */
+	/* 4.096 us * 2^timeout, with a floor: a software peer can be
+	 * descheduled far longer than a HCA takes to answer. */
+	ns = 4096ull << (t > 31 ? 31 : t);
+	return ns < SV_MIN_TIMEOUT_NS ? SV_MIN_TIMEOUT_NS : ns;
+}
+
+/* Where the peer is (IP from the destination GID, port from the
+ * destination QPN) and which local address we send from (the source GID,
+ * else whatever the routing table picks). */
+static void set_path(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	struct ibv_ah_attr *ah = &qp->attr.ah_attr;
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	struct sockaddr_storage ss;
+	struct sv_ipaddr dst, src;
+	uint32_t scope = 0;
+	int n;
+
+	memset(&src, 0, sizeof(src));
+	if (ah->is_global) {
+		sv_gid_to_sockaddr(&ah->grh.dgid, &ss);
+		sv_sockaddr_to_ipaddr((struct sockaddr *)&ss, &dst, NULL);
+	} else {
+		/* No GRH: RoCE cannot route, so the peer is on this host. */
+		memset(&dst, 0, sizeof(dst));
+		dst.family = AF_INET;
+		dst.addr[0] = 127;
+		dst.addr[3] = 1;
+	}
+	n = sv_gid_table(tab, SV_MAX_GIDS);
+	if (ah->is_global && ah->grh.sgid_index < n) {
+		struct sv_ipaddr s;
+
+		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[ah->grh.sgid_index].addr,
+				      &s, NULL);
+		if (s.family == dst.family) {
+			src = s;
+			scope = tab[ah->grh.sgid_index].ifindex;
+		}
+	}
+	if (!src.family && sv_udp_route_src(&dst, &src))
+		src = dst; /* unroutable: the kernel will refuse our sends */
+	if (dst.family != AF_INET6 || !(dst.addr[0] == 0xfe && (dst.addr[1] & 0xc0) == 0x80))
+		scope = 0; /* only link-local addresses need a scope */
+	qe->dest_qpn = qp->attr.dest_qp_num & SV_PSN_MASK;
+	sv_ipaddr_to_sin6(&dst, (uint16_t)(qe->dest_qpn >> 8), scope, &qe->peer);
+	qe->flow.src = src;
+	qe->flow.dst = dst;
+	qe->flow.sport = qe->sock->udp.port;
+	qe->flow.dport = (uint16_t)(qe->dest_qpn >> 8);
+}
+
+static void set_window(struct sv_qp_engine *qe)
+{
+	/* Each datagram costs about its payload twice (the kernel rounds
+	 * skb buffers up) plus bookkeeping in the receiver's buffer. */
+	uint32_t rcv = qe->eng->rcvbuf ? qe->eng->rcvbuf : 212992;
+	uint32_t w = rcv / (2 * qe->pmtu + 1024);
+
+	qe->window = w > SV_WINDOW_MAX ? SV_WINDOW_MAX : w < SV_WINDOW_MIN ? SV_WINDOW_MIN : w;
+}
+
+static void reset_queues(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	atomic_store(&qp->sq.head, 0);
+	atomic_store(&qp->sq.tail, 0);
+	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->rq_lock);
+	atomic_store(&qp->rq.head, 0);
+	atomic_store(&qp->rq.tail, 0);
+	pthread_mutex_unlock(&qp->rq_lock);
+	memset(&qe->req, 0, sizeof(qe->req));
+	memset(&qe->comp, 0, sizeof(qe->comp));
+	sv_resp_reset(qe);
+	qe->sqd_pending = false;
+	qe->comm_est = false;
+	qe->last_wqe_sent = false;
+}
+
+void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng = qe->eng;
+	struct ibv_qp_attr *a = &qp->attr;
+	enum ibv_qp_state new_state = a->qp_state;
+
+	pthread_mutex_lock(&eng->lock);
+	eng->now = sv_now_ns();
+	/* The engine may have moved the QP to ERR on its own meanwhile: only
+	 * RESET (or ERR again) leaves that (IBA 10.3.1). */
+	if (atomic_load(&qe->state) == IBV_QPS_ERR && new_state != IBV_QPS_RESET) {
+		a->qp_state = IBV_QPS_ERR;
+		qe->state_dirty = false;
+		pthread_mutex_unlock(&eng->lock);
+		return;
+	}
+	qe->state_dirty = false;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qe->access = a->qp_access_flags;
+	if (mask & IBV_QP_QKEY)
+		qe->qkey = a->qkey;
+	if (mask & IBV_QP_PATH_MTU) {
+		qe->pmtu = sv_mtu_bytes(a->path_mtu);
+		set_window(qe);
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qe->min_rnr_timer = a->min_rnr_timer & 0x1f;
+	if (mask & IBV_QP_TIMEOUT) {
+		qe->timeout = a->timeout;
+		qe->comp.timeout_ns = timeout_ns(a->timeout);
+	}
+	if (mask & IBV_QP_RETRY_CNT) {
+		qe->retry_cnt = a->retry_cnt & 7;
+		qe->comp.retry_left = qe->retry_cnt;
+	}
+	if (mask & IBV_QP_RNR_RETRY) {
+		qe->rnr_retry = a->rnr_retry & 7;
+		qe->comp.rnr_left = qe->rnr_retry;
+	}
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qe->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+		qe->max_dest_rd_atomic = a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC ?
+					 SV_MAX_RD_ATOMIC : a->max_dest_rd_atomic;
+		qe->resp.nres = qe->max_dest_rd_atomic ? qe->max_dest_rd_atomic : 1;
+	}
+	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))
+		set_path(qe);
+	if (mask & IBV_QP_RQ_PSN)
+		qe->resp.psn = a->rq_psn & SV_PSN_MASK;
+	if (mask & IBV_QP_SQ_PSN) {
+		qe->req.psn = a->sq_psn & SV_PSN_MASK;
+		qe->comp.psn = qe->req.psn;
+	}
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qe->sqd_notify = a->en_sqd_async_notify;
+
+	switch (new_state) {
+	case IBV_QPS_RESET:
+		atomic_store(&qe->state, IBV_QPS_RESET);
+		reset_queues(qe);
+		break;
+	case IBV_QPS_SQD:
+		atomic_store(&qe->state, IBV_QPS_SQD);
+		if (old != IBV_QPS_SQD)
+			qe->sqd_pending = qe->sqd_notify;
+		break;
+	case IBV_QPS_ERR:
+		sv_qp_to_error(qe, SV_ERR_BY_USER);
+		break;
+	default:
+		atomic_store(&qe->state, new_state);
+		break;
+	}
+	if (new_state != IBV_QPS_RESET) {
+		sv_qp_run(qe);
+		sv_tx_flush(eng);
+	}
+	pthread_mutex_unlock(&eng->lock);
+}
+
+/* ---- completions ---------------------------------------------------------------- */
+
+enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* A CQ overrun takes every QP using that CQ to ERR (IBA 11.4.2.1). */
+static void cq_overrun(struct sv_engine *eng, struct sv_cq *cq)
+{
+	struct list_node *it, *tmp;
+
+	list_for_each_safe(&eng->qps, it, tmp) {
+		struct sv_qp_engine *o = list_entry(it, struct sv_qp_engine, node);
+
+		if (o->qp->scq == cq || o->qp->rcq == cq)
+			sv_qp_to_error(o, IBV_EVENT_QP_FATAL);
+	}
+}
+
+int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		     enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+	int err;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wqe->wr_id;
+	wc.status = status;
+	wc.opcode = sv_wc_opcode(wqe->opcode);
+	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		wc.byte_len = 8;
+	else
+		wc.byte_len = (uint32_t)wqe->length;
+	wc.qp_num = qe->qpn;
+	wc.src_qp = qe->dest_qpn;
+	wc.vendor_err = status == IBV_WC_SUCCESS ? 0 : status;
+	err = sv_cq_push(qe->qp->scq, &wc, false);
+	if (err == ENOSPC)
+		cq_overrun(qe->eng, qe->qp->scq);
+	return err;
+}
+
+int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
+		     bool solicited)
+{
+	int err = sv_cq_push(qe->qp->rcq, wc, solicited);
+
+	if (err == ENOSPC)
+		cq_overrun(qe->eng, qe->qp->rcq);
+	return err;
+}
+
+/* ---- receive WQEs ----------------------------------------------------------------- */
+
+static void copy_recv_wqe(struct sv_qp_engine *qe, const struct sv_recv_wqe *w)
+{
+	uint32_t n = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge, i;
+
+	qe->resp.wqe->wr_id = w->wr_id;
+	qe->resp.wqe->num_sge = n;
+	memcpy(qe->resp.wqe->sge, w->sge, n * sizeof(struct ibv_sge));
+	qe->resp.wqe_len = 0;
+	for (i = 0; i < n; i++)
+		qe->resp.wqe_len += w->sge[i].length;
+	qe->resp.offset = 0;
+	qe->resp.have_wqe = true;
+}
+
+/* Take the next receive WQE (QP's RQ or its SRQ) into qe->resp.wqe. */
+bool sv_rq_get(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	struct sv_srq *srq = qp->srq;
+	uint32_t head;
+
+	if (srq) {
+		bool limit = false;
+
+		pthread_mutex_lock(&srq->lock);
+		head = atomic_load(&srq->rq.head);
+		if (head == atomic_load(&srq->rq.tail)) {
+			pthread_mutex_unlock(&srq->lock);
+			return false;
+		}
+		copy_recv_wqe(qe, sv_wq_at(&srq->rq, head));
+		atomic_store(&srq->rq.head, head + 1);
+		/* IBA 10.2.9.4 (o10-...): the limit event fires once when the
+		 * WQE count drops below the armed limit, then disarms. */
+		if (srq->srq_limit && sv_wq_used(&srq->rq) < srq->srq_limit) {
+			srq->srq_limit = 0;
+			limit = true;
+		}
+		pthread_mutex_unlock(&srq->lock);
+		qe->resp.wqe_srq = true;
+		if (limit) {
+			struct ibv_async_event ev = {
+				.element.srq = &srq->ibv,
+				.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+			};
+
+			sv_async_post(qp->ctx, &ev);
+		}
+		return true;
+	}
+	head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
+	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
+		return false;
+	copy_recv_wqe(qe, sv_wq_at(&qp->rq, head));
+	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
+	qe->resp.wqe_srq = false;
+	return true;
+}
+
+/* ---- errors and flushes -------------------------------------------------------------- */
+
+static void sync_state(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+
+	if (!qe->state_dirty)
+		return;
+	/* modify_qp holds state_lock while it waits for the engine lock:
+	 * only try it, and come back later if it is busy. */
+	if (pthread_mutex_trylock(&qp->state_lock)) {
+		sv_timer_note(qe->eng, qe->eng->now + 1000000);
+		return;
+	}
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		qp->attr.qp_state = IBV_QPS_ERR;
+	qe->state_dirty = false;
+	pthread_mutex_unlock(&qp->state_lock);
+}
+
+void sv_qp_to_error(struct sv_qp_engine *qe, int event)
+{
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return;
+	atomic_store(&qe->state, IBV_QPS_ERR);
+	if (event >= 0) {
+		struct ibv_async_event ev = {
+			.element.qp = &qe->qp->qpx.qp_base,
+			.event_type = (enum ibv_event_type)event,
+		};
+
+		/* Only errors the engine finds itself: a modify_qp to ERR
+		 * passes -1 and updates the state under its own lock. */
+		SV_STAT(qe->eng, qp_errors);
+		qe->state_dirty = true;
+		sync_state(qe);
+		sv_async_post(qe->qp->ctx, &ev);
+	} else if (event == SV_ERR_NO_EVENT) {
+		SV_STAT(qe->eng, qp_errors);
+		qe->state_dirty = true;
+		sync_state(qe);
+	}
+	qe->comp.deadline = 0;
+	qe->comp.rnr_until = 0;
+	sv_work_add(qe, SV_WORK_FLUSH);
+}
+
+static void flush(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	struct ibv_wc wc;
+
+	/* Send queue: the failed WQE with its status, every other
+	 * outstanding one with FLUSH_ERR, signaled or not (IBA 10.8.3.2). */
+	while (qe->comp.idx != tail) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
+
+		sv_push_send_cqe(qe, w, w->state == SV_WQE_ERROR ?
+				 (enum ibv_wc_status)w->status : IBV_WC_WR_FLUSH_ERR);
+		qe->comp.idx++;
+	}
+	qe->req.idx = tail;
+	qe->req.rd_atomic = 0;
+	atomic_store_explicit(&qp->sq.head, tail, memory_order_release);
+
+	memset(&wc, 0, sizeof(wc));
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = qe->qpn;
+	wc.vendor_err = IBV_WC_WR_FLUSH_ERR;
+	if (qe->resp.have_wqe) {
+		wc.wr_id = qe->resp.wqe->wr_id;
+		sv_push_recv_cqe(qe, &wc, false);
+		qe->resp.have_wqe = false;
+	}
+	if (!qp->srq) {
+		uint32_t h = atomic_load(&qp->rq.head);
+		uint32_t t = atomic_load_explicit(&qp->rq.tail, memory_order_acquire);
+
+		for (; h != t; h++) {
+			struct sv_recv_wqe *r = sv_wq_at(&qp->rq, h);
+
+			wc.wr_id = r->wr_id;
+			sv_push_recv_cqe(qe, &wc, false);
+		}
+		atomic_store_explicit(&qp->rq.head, t, memory_order_release);
+	} else if (!qe->last_wqe_sent) {
+		/* IBA 11.6.3: a QP on an SRQ tells when its last WQE is
+		 * done, so the consumer knows it may destroy it. */
+		struct ibv_async_event ev = {
+			.element.qp = &qp->qpx.qp_base,
+			.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
+		};
+
+		qe->last_wqe_sent = true;
+		sv_async_post(qp->ctx, &ev);
+	}
+	qe->resp.reply_head = qe->resp.reply_tail;
+	qe->resp.ack_pending = false;
+}
+
+/* ---- running a QP ------------------------------------------------------------------- */
+
+void sv_qp_run(struct sv_qp_engine *qe)
+{
+	uint32_t w = qe->work;
+	int state = atomic_load(&qe->state);
+
+	qe->work = 0;
+	if (qe->state_dirty)
+		sync_state(qe);
+	if (state == IBV_QPS_ERR) {
+		flush(qe);
+		return;
+	}
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT)
+		return;
+	if ((w & SV_WORK_REPLY) || qe->resp.reply_head != qe->resp.reply_tail)
+		sv_resp_reply_run(qe);
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return flush(qe);
+	sv_resp_ack_flush(qe);
+	if (state == IBV_QPS_RTS || state == IBV_QPS_SQD) {
+		sv_comp_retire(qe);
+		if (atomic_load(&qe->state) == IBV_QPS_ERR)
+			return flush(qe);
+		sv_req_run(qe);
+		if (atomic_load(&qe->state) == IBV_QPS_ERR)
+			return flush(qe);
+	}
+	/* IBA 10.3.1.2: SQD is "drained" once nothing is outstanding. */
+	if (atomic_load(&qe->state) == IBV_QPS_SQD && qe->sqd_pending &&
+	    qe->comp.idx == qe->req.idx &&
+	    (qe->req.idx == atomic_load(&qe->qp->sq.tail) ||
+	     ((struct sv_send_wqe *)sv_wq_at(&qe->qp->sq, qe->req.idx))->state ==
+		     SV_WQE_PENDING)) {
+		struct ibv_async_event ev = {
+			.element.qp = &qe->qp->qpx.qp_base,
+			.event_type = IBV_EVENT_SQ_DRAINED,
+		};
+
+		qe->sqd_pending = false;
+		sv_async_post(qe->qp->ctx, &ev);
+	}
+}
+
+void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
+{
+	uint64_t d;
+
+	if (qe->state_dirty)
+		sync_state(qe);
+	if (qe->comp.rnr_until && now >= qe->comp.rnr_until) {
+		qe->comp.rnr_until = 0;
+		sv_work_add(qe, SV_WORK_REQ);
+	}
+	if (qe->comp.deadline && now >= qe->comp.deadline)
+		sv_comp_timer(qe, now);
+	d = qe->comp.rnr_until;
+	if (d && (!*next || d < *next))
+		*next = d;
+	d = qe->comp.deadline;
+	if (d && (!*next || d < *next))
+		*next = d;
+	if (qe->state_dirty && (!*next || now + 1000000 < *next))
+		*next = now + 1000000;
+}

@@ -1,0 +1,346 @@
+/*
+ * Engine internals shared by its files:
+ *   engine.c  per-context lifecycle, progress thread, progress passes
+ *   eqp.c     QP numbers and sockets, the verbs hooks, errors and flushes
+ *   net.c     receive demultiplexing, the transmit batch, packet headers
+ *   req.c     requester: walks the send queue, builds request packets
+ *   comp.c    completer: ACKs, NAKs, read responses, atomic ACKs, timers
+ *   resp.c    responder: validates requests, places data, replies
+ *   sgl.c     scatter/gather through the MR key table
+ *   stats.c   counters, packet trace, state names and QP dumps
+ *
+ * Lock contract: everything in struct sv_engine and struct sv_qp_engine
+ * is guarded by sv_engine.lock (the progress lock), except where a field
+ * says otherwise.  A thread waits for packets or the doorbell without the
+ * lock and makes progress with it, so exactly one thread drives the QPs
+ * of a context at a time.  Lock order: engine.lock -> qp.sq_lock/rq_lock/
+ * srq.lock -> cq.lock -> ctx.lock; qp.state_lock is taken before
+ * engine.lock by modify_qp, so the engine only ever trylocks it.
+ */
+#ifndef SV_ENGINE_INTERNAL_H
+#define SV_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "core/objects.h"
+#include "engine/engine.h"
+#include "engine/wire.h"
+#include "link/udp.h"
+#include "util/list.h"
+
+#define SV_SLOTS_PER_SOCK 256
+#define SV_TX_BATCH 64           /* packets built before a sendmmsg */
+#define SV_RX_BATCH 64           /* datagrams per recvmmsg */
+#define SV_RX_BUDGET 512         /* datagrams per socket per pass */
+#define SV_REQ_BUDGET 128        /* packets per QP per requester run */
+#define SV_REPLY_BUDGET 128      /* read response packets per QP per run */
+#define SV_WINDOW_MAX 256        /* un-ACKed packets in flight per QP */
+#define SV_WINDOW_MIN 8
+#define SV_MIN_TIMEOUT_NS (8ull * 1000 * 1000) /* floor of the ACK timer */
+#define SV_HINT_HOLD_NS (2ull * 1000 * 1000)   /* "app is busy-polling" */
+
+/* ---- counters (named like rxe's where rxe has one) ----------------------- */
+
+#define SV_COUNTERS(X)                                                       \
+	X(sent_pkts, "packets sent")                                         \
+	X(rcvd_pkts, "packets received")                                     \
+	X(send_err, "packets the kernel refused to send")                    \
+	X(duplicate_request, "duplicate requests answered")                  \
+	X(out_of_seq_request, "requests after a PSN gap")                    \
+	X(rcvd_seq_err, "sequence error NAKs received")                      \
+	X(send_seq_nak, "sequence error NAKs sent")                          \
+	X(rcvd_rnr_err, "RNR NAKs received")                                 \
+	X(send_rnr_err, "RNR NAKs sent")                                     \
+	X(completer_retry_err, "retransmissions after a timeout")            \
+	X(retry_exceeded_err, "retry count exceeded")                        \
+	X(retry_rnr_exceeded_err, "RNR retry count exceeded")                \
+	X(implied_nak_retry, "retries for missing read/atomic responses")    \
+	X(rdma_sends, "SEND messages received")                              \
+	X(rdma_recvs, "receive WQEs completed")                              \
+	X(ack_sent, "ACKs sent")                                             \
+	X(nak_sent, "error NAKs sent")                                       \
+	X(nak_rcvd, "error NAKs received")                                   \
+	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
+	X(drop_icrc, "dropped: bad ICRC")                                    \
+	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
+	X(drop_qp_state, "dropped: QP not in a receiving state")             \
+	X(drop_transport, "dropped: opcode of another transport")            \
+	X(drop_pkey, "dropped: P_Key mismatch")                              \
+	X(drop_qkey, "dropped: Q_Key mismatch")                              \
+	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
+	X(drop_bad_resp, "dropped: inconsistent responses")                  \
+	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
+	X(resp_access_err, "remote access errors detected")                  \
+	X(resp_inv_req, "invalid requests detected")                         \
+	X(qp_errors, "QPs moved to the error state by the engine")
+
+struct sv_stats {
+#define X(name, desc) uint64_t name;
+	SV_COUNTERS(X)
+#undef X
+};
+
+#define SV_STAT(eng, name) ((eng)->stats.name++)
+
+/* ---- sockets --------------------------------------------------------------- */
+
+struct sv_sock {
+	struct sv_udp_sock udp;
+	struct sv_qp_engine *slot[SV_SLOTS_PER_SOCK];
+	unsigned int used;
+	unsigned int next_slot;      /* round-robin allocation cursor */
+	struct list_node node;       /* sv_engine.socks */
+};
+
+/* ---- the transmit batch ----------------------------------------------------- */
+
+struct sv_tx {
+	uint8_t buf[SV_MAX_PKT];
+	uint32_t len;
+	struct sv_sock *sock;
+	struct sockaddr_in6 dst;
+	struct sv_ipaddr src;
+};
+
+/* ---- per-WQE states (sv_send_wqe.state) --------------------------------- */
+
+enum sv_wqe_state {
+	SV_WQE_PENDING = 0,          /* not started */
+	SV_WQE_ACTIVE,               /* some packets sent */
+	SV_WQE_SENT,                 /* all requests sent, awaiting responses */
+	SV_WQE_DONE,                 /* complete (successful) */
+	SV_WQE_ERROR,                /* the requester found a local error */
+};
+
+/* ---- responder resources (IBA 9.7.5.1: one per READ/ATOMIC in flight) ---- */
+
+enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };
+
+struct sv_resp_res {
+	enum sv_res_type type;
+	uint32_t psn;                /* first PSN of the request */
+	uint32_t npkts;              /* PSNs the responses occupy */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig;               /* ATOMIC: the value returned (replay) */
+};
+
+/* A reply being generated: a READ's response packets or an ATOMIC ACK. */
+struct sv_reply {
+	enum sv_res_type type;
+	uint32_t psn;                /* PSN of the next packet */
+	uint32_t first_psn;          /* PSN of the first packet */
+	uint64_t va;                 /* of the next packet */
+	uint32_t rkey;
+	uint32_t resid;              /* bytes still to send */
+	uint32_t total;
+	uint64_t orig;
+	uint32_t msn;
+};
+
+#define SV_REPLY_Q 256           /* >= SV_MAX_RD_ATOMIC */
+
+/* ---- engine state of a QP ------------------------------------------------ */
+
+enum sv_work {
+	SV_WORK_REQ = 1 << 0,        /* the requester may be able to send */
+	SV_WORK_FLUSH = 1 << 1,      /* the QP is in ERR: flush the queues */
+	SV_WORK_REPLY = 1 << 2,      /* read responses to generate */
+	SV_WORK_ACK = 1 << 3,        /* an ACK/NAK is pending */
+	SV_WORK_STATE = 1 << 4,      /* qp->attr.qp_state needs syncing */
+};
+
+struct sv_qp_engine {
+	struct sv_qp *qp;
+	struct sv_engine *eng;
+	struct sv_sock *sock;
+	uint32_t qpn;
+	_Atomic int state;           /* enum ibv_qp_state: the data path's view */
+	enum ibv_qp_type type;
+	struct list_node node;       /* sv_engine.qps */
+	struct list_node work_node;  /* sv_engine.work */
+	bool on_work;
+	uint32_t work;               /* SV_WORK_* */
+	struct list_node kick_node;  /* sv_engine.kicked (kick_lock) */
+	bool kicked;                 /* kick_lock */
+
+	/* path, set at RTR */
+	struct sockaddr_in6 peer;
+	struct sv_flow flow;         /* our packets: src = us, dst = peer */
+	uint32_t dest_qpn;
+	uint32_t pmtu;
+	uint32_t window;             /* packets */
+	uint32_t qkey;
+	uint32_t access;             /* qp_access_flags */
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint32_t max_rd_atomic;
+	uint32_t max_dest_rd_atomic;
+	bool sqd_notify;
+	bool sqd_pending;            /* drained event still to raise */
+	bool state_dirty;            /* qp->attr.qp_state lags state */
+	bool comm_est;               /* IBV_EVENT_COMM_EST raised */
+	bool last_wqe_sent;          /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+
+	/* requester */
+	struct {
+		uint32_t psn;        /* next PSN */
+		uint32_t idx;        /* next WQE to work on */
+		uint32_t rd_atomic;  /* READ/ATOMIC WQEs started, not done */
+		uint32_t since_ackreq;
+		bool blocked;        /* a WQE failed locally: send nothing more */
+	} req;
+
+	/* completer */
+	struct {
+		uint32_t psn;        /* oldest PSN not acknowledged */
+		uint32_t idx;        /* oldest WQE not completed */
+		uint8_t retry_left;
+		uint8_t rnr_left;
+		uint64_t timeout_ns; /* 0 = infinite */
+		uint64_t deadline;   /* ACK timer, 0 = off */
+		uint64_t rnr_until;  /* RNR wait, 0 = none */
+		uint32_t rnr_psn;
+		uint32_t retried_psn;/* implied-NAK retry already issued here */
+		bool retried;
+	} comp;
+
+	/* responder */
+	struct {
+		uint32_t psn;        /* expected PSN */
+		uint32_t msn;
+		uint32_t in_msg;     /* 0, SV_M_SEND or SV_M_WRITE */
+		bool nak_sent;       /* until the expected PSN arrives */
+		bool drop_msg;       /* UC: discard until the next FIRST/ONLY */
+		/* the receive WQE being filled (copied out of the queue) */
+		bool have_wqe;
+		bool wqe_srq;
+		struct sv_recv_wqe *wqe; /* SV_MAX_SGE sges */
+		uint64_t wqe_len;    /* sum of its SGE lengths */
+		uint64_t offset;     /* bytes placed so far */
+		/* the RDMA WRITE being placed */
+		uint64_t va;
+		uint32_t rkey;
+		uint64_t resid;
+		uint64_t length;     /* of the whole write (byte_len) */
+		uint32_t imm;        /* network order */
+		bool solicited;
+		/* the pending ACK/NAK (coalesced) */
+		bool ack_pending;
+		uint8_t ack_syndrome;
+		uint32_t ack_psn;
+		/* READ/ATOMIC resources and the replies in progress */
+		struct sv_resp_res *res;
+		uint32_t nres, res_next;
+		struct sv_reply replies[SV_REPLY_Q];
+		uint32_t reply_head, reply_tail;
+	} resp;
+};
+
+/* ---- per context ----------------------------------------------------------- */
+
+struct sv_engine {
+	struct sv_context *ctx;
+	pthread_mutex_t lock;        /* the progress lock */
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool stop;
+	int epfd;                    /* sockets + doorbell */
+	int bell_epfd;               /* doorbell only (while the app polls) */
+	int bellfd;                  /* eventfd */
+	_Atomic uint64_t last_hint;  /* ns of the last poll hint */
+	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
+	_Atomic uint64_t sleep_until;   /* the thread sleeps until (ns), 0 awake */
+
+	struct list_head socks;
+	struct list_head qps;
+	struct list_head work;
+
+	pthread_mutex_t kick_lock;
+	struct list_head kicked;
+
+	uint64_t now;                /* ns, refreshed every pass */
+	struct sv_tx *tx;            /* SV_TX_BATCH */
+	unsigned int ntx;
+	uint8_t *rxmem;
+	struct sv_udp_rx rx[SV_RX_BATCH];
+	uint32_t rcvbuf;             /* bytes of our receive buffers */
+
+	struct sv_stats stats;
+};
+
+static inline void list_node_init(struct list_node *n)
+{
+	n->next = n->prev = n;
+}
+
+extern int sv_trace_on;
+
+/* engine.c */
+uint64_t sv_now_ns(void);
+void sv_engine_pass(struct sv_engine *eng, bool rx);
+void sv_work_add(struct sv_qp_engine *qe, uint32_t what);
+void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
+int sv_engine_start_thread(struct sv_engine *eng);
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
+
+/* eqp.c */
+/* sv_qp_to_error's event: an ibv_event_type, or one of these. */
+#define SV_ERR_BY_USER (-1)      /* modify_qp to ERR: no event, state set */
+#define SV_ERR_NO_EVENT (-2)     /* reported by a completion only */
+void sv_qp_to_error(struct sv_qp_engine *qe, int event);
+void sv_qp_run(struct sv_qp_engine *qe);
+int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		     enum ibv_wc_status status);
+int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
+		     bool solicited);
+bool sv_rq_get(struct sv_qp_engine *qe);
+void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next);
+enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode);
+
+/* net.c */
+struct sv_tx *sv_tx_get(struct sv_engine *eng);
+uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
+		   uint32_t psn, uint32_t paylen);
+void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t);
+void sv_tx_flush(struct sv_engine *eng);
+void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s);
+void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn);
+
+/* req.c */
+void sv_req_run(struct sv_qp_engine *qe);
+void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
+void sv_req_validate_rd_atomic(struct sv_qp_engine *qe);
+
+/* comp.c */
+void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt);
+void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now);
+void sv_comp_retire(struct sv_qp_engine *qe);
+
+/* resp.c */
+void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+		const struct sv_flow *flow);
+void sv_resp_reply_run(struct sv_qp_engine *qe);
+void sv_resp_ack_flush(struct sv_qp_engine *qe);
+void sv_resp_reset(struct sv_qp_engine *qe);
+
+/* sgl.c */
+enum sv_sgl_err { SV_SGL_OK = 0, SV_SGL_PROT, SV_SGL_LEN };
+enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
+			    uint32_t nsge, uint64_t offset, uint8_t *data,
+			    uint32_t len, bool to_sgl);
+enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
+				uint32_t nsge, unsigned int access);
+
+/* stats.c */
+void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
+		  uint32_t len, const char *why);
+const char *sv_qp_state_name(int state);
+void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * Between the link and the state machines: the transmit batch (packets
+ * are built in place, ICRC'd, and sent with one sendmmsg per socket run)
+ * and the receive demultiplexer (parse, ICRC, QPN -> QP, P_Key, transport,
+ * then the responder for requests or the completer for responses).
+ */
+#include "engine/internal.h"
+
+#include <arpa/inet.h>
+
+#include "util/log.h"
+
+/* ---- transmit -------------------------------------------------------------- */
+
+struct sv_tx *sv_tx_get(struct sv_engine *eng)
+{
+	if (eng->ntx == SV_TX_BATCH)
+		sv_tx_flush(eng);
+	return &eng->tx[eng->ntx];
+}
+
+uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
+		   uint32_t psn, uint32_t paylen)
+{
+	const struct sv_opinfo *info = &sv_opinfo[opcode];
+	uint32_t pad = (4 - (paylen & 3)) & 3;
+	uint8_t *b = t->buf;
+
+	t->len = info->length + paylen + pad + SV_ICRC_BYTES;
+	memset(b, 0, info->length);
+	memset(b + info->length + paylen, 0, pad);
+	sv_bth_set_opcode(b, opcode);
+	sv_bth_set_pad(b, pad);
+	sv_bth_set_pkey(b, SV_DEFAULT_PKEY);
+	sv_bth_set_qpn(b, qe->dest_qpn);
+	sv_bth_set_psn(b, psn);
+	t->sock = qe->sock;
+	t->dst = qe->peer;
+	t->src = qe->flow.src;
+	return b;
+}
+
+void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
+{
+	struct sv_engine *eng = qe->eng;
+	struct sv_flow f;
+
+	f.src = t->src;
+	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
+	f.sport = t->sock->udp.port;
+	sv_icrc_set(&f, t->buf, t->len);
+	if (sv_trace_on)
+		sv_trace_pkt(eng, "tx", t->buf, t->len, NULL);
+	eng->ntx++;
+	SV_STAT(eng, sent_pkts);
+}
+
+void sv_tx_flush(struct sv_engine *eng)
+{
+	struct sv_udp_tx batch[SV_TX_BATCH];
+	unsigned int i = 0;
+
+	while (i < eng->ntx) {
+		struct sv_sock *s = eng->tx[i].sock;
+		unsigned int n = 0;
+
+		while (i + n < eng->ntx && eng->tx[i + n].sock == s) {
+			struct sv_tx *t = &eng->tx[i + n];
+
+			batch[n].buf = t->buf;
+			batch[n].len = t->len;
+			batch[n].dst = &t->dst;
+			batch[n].src = &t->src;
+			n++;
+		}
+		eng->stats.send_err += (uint64_t)sv_udp_send(&s->udp, batch, (int)n);
+		i += n;
+	}
+	eng->ntx = 0;
+}
+
+/* ACKNOWLEDGE carrying the responder's MSN (IBA 9.7.5.1.1). */
+void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
+{
+	struct sv_tx *t = sv_tx_get(qe->eng);
+	uint8_t *b = sv_tx_hdr(qe, t, SV_OP_RC_ACKNOWLEDGE, psn, 0);
+	uint8_t *aeth = b + sv_opinfo[SV_OP_RC_ACKNOWLEDGE].offset[SV_HDR_AETH];
+
+	sv_aeth_set_syndrome(aeth, syndrome);
+	sv_aeth_set_msn(aeth, qe->resp.msn);
+	sv_tx_finish(qe, t);
+	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK)
+		SV_STAT(qe->eng, ack_sent);
+}
+
+/* ---- receive --------------------------------------------------------------- */
+
+static const char *const pkt_err_names[] = {
+	[SV_PKT_OK] = "ok",           [SV_PKT_SHORT] = "short",
+	[SV_PKT_LONG] = "oversized",  [SV_PKT_OPCODE] = "unknown opcode",
+	[SV_PKT_TVER] = "bad tver",   [SV_PKT_ALIGN] = "unaligned length",
+	[SV_PKT_PAD] = "bad pad",     [SV_PKT_PAYLOAD] = "payload on no-payload opcode",
+	[SV_PKT_ICRC] = "bad ICRC",
+};
+
+static void drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
+{
+	if (sv_trace_on)
+		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
+}
+
+static void rx_one(struct sv_engine *eng, struct sv_sock *s, struct sv_udp_rx *r)
+{
+	struct sv_qp_engine *qe;
+	enum sv_pkt_err err;
+	struct sv_pkt pkt;
+	uint32_t want;
+
+	SV_STAT(eng, rcvd_pkts);
+	if (r->truncated || r->len > SV_MAX_PKT) {
+		SV_STAT(eng, drop_malformed);
+		return drop(eng, r, "oversized datagram");
+	}
+	err = sv_pkt_parse(&pkt, r->buf, r->len);
+	if (err) {
+		SV_STAT(eng, drop_malformed);
+		return drop(eng, r, pkt_err_names[err]);
+	}
+	/* IBA C9-4 (RoCE v2: Annex A17): the ICRC is checked before any
+	 * field is trusted. */
+	if (!r->flow.dst.family || !sv_icrc_check(&r->flow, r->buf, r->len)) {
+		SV_STAT(eng, drop_icrc);
+		return drop(eng, r, "bad ICRC");
+	}
+	/* The QPN names the socket (port) and the slot on it. */
+	if ((pkt.qpn >> 8) != s->udp.port ||
+	    !(qe = s->slot[pkt.qpn & (SV_SLOTS_PER_SOCK - 1)])) {
+		SV_STAT(eng, drop_no_qp);
+		return drop(eng, r, "no such QP");
+	}
+	/* IBA 10.9.3 (C9-42): our only P_Key is the default full-member
+	 * key; a packet matches when the low 15 bits match. */
+	if ((sv_bth_pkey(pkt.hdr) & 0x7fff) != (SV_DEFAULT_PKEY & 0x7fff)) {
+		SV_STAT(eng, drop_pkey);
+		return drop(eng, r, "P_Key mismatch");
+	}
+	/* IBA 9.6.1 (header validation): the opcode must belong to the
+	 * QP's transport service. */
+	switch (qe->type) {
+	case IBV_QPT_RC: want = SV_M_RC; break;
+	case IBV_QPT_UC: want = SV_M_UC; break;
+	case IBV_QPT_UD: want = SV_M_UD; break;
+	default: want = 0; break;
+	}
+	if (!(pkt.mask & want)) {
+		SV_STAT(eng, drop_transport);
+		return drop(eng, r, "opcode of another transport");
+	}
+	if (sv_trace_on)
+		sv_trace_pkt(eng, "rx", r->buf, r->len, NULL);
+	if (pkt.mask & SV_M_REQ)
+		sv_resp_rx(qe, &pkt, &r->flow);
+	else
+		sv_comp_rx(qe, &pkt);
+}
+
+void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s)
+{
+	unsigned int budget = SV_RX_BUDGET;
+
+	while (budget) {
+		int i, n = sv_udp_recv(&s->udp, eng->rx, SV_RX_BATCH);
+
+		for (i = 0; i < n; i++)
+			rx_one(eng, s, &eng->rx[i]);
+		if (n < SV_RX_BATCH)
+			break;
+		budget -= (unsigned int)n < budget ? (unsigned int)n : budget;
+	}
+}

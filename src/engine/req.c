@@ -1,0 +1,377 @@
+/*
+ * The requester: walks the send queue from req.idx and turns WQEs into
+ * request packets.
+ *
+ * Each WQE goes PENDING -> ACTIVE -> SENT (RC: the completer finishes it)
+ * or -> DONE (UC/UD: complete once sent).  Before a WQE starts, the
+ * requester checks, in this order, the conditions that make it wait:
+ *   drain (SQD starts nothing new), fence (IBV_SEND_FENCE waits for prior
+ *   READ/ATOMIC, IBA 10.8.3.3), the max_rd_atomic limit on outstanding
+ *   READ/ATOMIC (IBA 9.4.4), then its local SGEs (lkey, PD, bounds, local
+ *   write for READ/ATOMIC results: IBV_WC_LOC_PROT_ERR when bad).
+ * An ACTIVE WQE sends packets while the window of un-ACKed PSNs has room.
+ * READs are requested in chunks no larger than the window (each chunk is
+ * an ordinary READ request with its own VA and length, IBA 9.4.3), the
+ * next chunk once the previous one's responses are in, so a huge READ
+ * cannot flood the requester's socket with responses.
+ */
+#include "engine/internal.h"
+
+#include "util/log.h"
+
+static uint32_t npkts(uint64_t len, uint32_t pmtu)
+{
+	return len ? (uint32_t)((len + pmtu - 1) / pmtu) : 1;
+}
+
+static bool is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* SEND/WRITE opcodes by position (IBA 9.2.1 Table 40); UC is RC + 0x20. */
+static uint8_t data_opcode(struct sv_qp_engine *qe, uint32_t op, bool first,
+			   bool last)
+{
+	uint8_t base = qe->type == IBV_QPT_UC ? 0x20 : 0x00;
+	bool imm = op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	uint8_t c;
+
+	if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
+		if (first && last)
+			c = imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE : SV_OP_RC_SEND_ONLY;
+		else if (first)
+			c = SV_OP_RC_SEND_FIRST;
+		else if (last)
+			c = imm ? SV_OP_RC_SEND_LAST_WITH_IMMEDIATE : SV_OP_RC_SEND_LAST;
+		else
+			c = SV_OP_RC_SEND_MIDDLE;
+	} else {
+		if (first && last)
+			c = imm ? SV_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE :
+				  SV_OP_RC_RDMA_WRITE_ONLY;
+		else if (first)
+			c = SV_OP_RC_RDMA_WRITE_FIRST;
+		else if (last)
+			c = imm ? SV_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
+				  SV_OP_RC_RDMA_WRITE_LAST;
+		else
+			c = SV_OP_RC_RDMA_WRITE_MIDDLE;
+	}
+	return (uint8_t)(base + c);
+}
+
+static uint32_t in_flight(struct sv_qp_engine *qe)
+{
+	int32_t d = sv_psn_diff(qe->req.psn, qe->comp.psn);
+
+	return d > 0 ? (uint32_t)d : 0;
+}
+
+/* Start the ACK timer when the first un-ACKed packet leaves (IBA
+ * 9.7.6.1.1: the timer runs while responses are outstanding). */
+static void arm_timer(struct sv_qp_engine *qe)
+{
+	if (qe->type != IBV_QPT_RC || qe->comp.deadline || !qe->comp.timeout_ns)
+		return;
+	qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+	sv_timer_note(qe->eng, qe->comp.deadline);
+}
+
+static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+			enum ibv_wc_status status)
+{
+	/* The completer reports it once every earlier WQE is complete, so
+	 * completions stay in order; nothing more is sent meanwhile. */
+	wqe->state = SV_WQE_ERROR;
+	wqe->status = status;
+	qe->req.blocked = true;
+	sv_comp_retire(qe);
+}
+
+static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
+{
+	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK); /* psn - 1 */
+	/* UC and UD have no acknowledgements: done once on the wire. */
+	wqe->state = qe->type == IBV_QPT_RC ? SV_WQE_SENT : SV_WQE_DONE;
+	qe->req.idx++;
+}
+
+/* SEND and RDMA WRITE packets; false when the WQE could not finish. */
+static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		      unsigned int *budget)
+{
+	struct sv_qp *qp = qe->qp;
+	bool rc = qe->type == IBV_QPT_RC;
+
+	do {
+		uint64_t rest = wqe->length - wqe->sent;
+		uint32_t pay = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
+		bool first = wqe->sent == 0, last = pay == rest;
+		uint8_t op = data_opcode(qe, wqe->opcode, first, last);
+		const struct sv_opinfo *info = &sv_opinfo[op];
+		struct sv_tx *t;
+		uint8_t *b;
+
+		if (!*budget)
+			return false;
+		if (rc && in_flight(qe) >= qe->window)
+			return false;
+		t = sv_tx_get(qe->eng);
+		b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
+		if (info->mask & SV_M_RETH) {
+			uint8_t *h = b + info->offset[SV_HDR_RETH];
+
+			sv_reth_set_va(h, wqe->wr.rdma.remote_addr);
+			sv_reth_set_rkey(h, wqe->wr.rdma.rkey);
+			sv_reth_set_len(h, wqe->length);
+		}
+		if (info->mask & SV_M_IMMDT)
+			memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
+		if (pay) {
+			if (wqe->send_flags & IBV_SEND_INLINE)
+				memcpy(b + info->length, wqe->inline_data + wqe->sent, pay);
+			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge, wqe->sent,
+					     b + info->length, pay, false)) {
+				/* The MR went away under the WQE. */
+				local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
+				return false;
+			}
+		}
+		/* IBA 9.2.3: Solicited Event on the last packet only. */
+		if (last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
+		    (info->mask & (SV_M_SEND | SV_M_IMM)))
+			sv_bth_set_se(b, 1);
+		if (rc) {
+			qe->req.since_ackreq++;
+			/* Ask for an ACK at the end of a message and a few
+			 * times per window so the window keeps moving. */
+			if (last || qe->req.since_ackreq >= qe->window / 4 ||
+			    in_flight(qe) + 1 >= qe->window) {
+				sv_bth_set_ackreq(b, 1);
+				qe->req.since_ackreq = 0;
+			}
+		}
+		sv_tx_finish(qe, t);
+		qe->req.psn = sv_psn_add(qe->req.psn, 1);
+		wqe->sent += pay;
+		(*budget)--;
+		arm_timer(qe);
+		if (last)
+			return true;
+	} while (1);
+}
+
+/* One chunk of an RDMA READ; true when the whole WQE is requested. */
+static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		      unsigned int *budget)
+{
+	uint64_t rest = wqe->length - wqe->sent;
+	uint32_t room, pkts, len;
+	struct sv_tx *t;
+	uint8_t *b, *h;
+
+	if (wqe->sent != wqe->read_done)
+		return false; /* the previous chunk's responses are not all in */
+	if (wqe->sent == wqe->length && wqe->length)
+		return true;
+	room = qe->window > in_flight(qe) ? qe->window - in_flight(qe) : 0;
+	if (!room || !*budget)
+		return false;
+	pkts = npkts(rest, qe->pmtu);
+	if (pkts > room)
+		pkts = room;
+	len = rest < (uint64_t)pkts * qe->pmtu ? (uint32_t)rest : pkts * qe->pmtu;
+	t = sv_tx_get(qe->eng);
+	b = sv_tx_hdr(qe, t, SV_OP_RC_RDMA_READ_REQUEST, qe->req.psn, 0);
+	h = b + sv_opinfo[SV_OP_RC_RDMA_READ_REQUEST].offset[SV_HDR_RETH];
+	sv_reth_set_va(h, wqe->wr.rdma.remote_addr + wqe->sent);
+	sv_reth_set_rkey(h, wqe->wr.rdma.rkey);
+	sv_reth_set_len(h, len);
+	sv_bth_set_ackreq(b, 1);
+	sv_tx_finish(qe, t);
+	qe->req.psn = sv_psn_add(qe->req.psn, npkts(len, qe->pmtu));
+	wqe->sent += len;
+	(*budget)--;
+	arm_timer(qe);
+	return wqe->sent == wqe->length;
+}
+
+static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+			unsigned int *budget)
+{
+	uint8_t op = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			     SV_OP_RC_COMPARE_SWAP : SV_OP_RC_FETCH_ADD;
+	struct sv_tx *t = sv_tx_get(qe->eng);
+	uint8_t *b = sv_tx_hdr(qe, t, op, qe->req.psn, 0);
+	uint8_t *h = b + sv_opinfo[op].offset[SV_HDR_ATMETH];
+
+	sv_atmeth_set_va(h, wqe->wr.atomic.remote_addr);
+	sv_atmeth_set_rkey(h, wqe->wr.atomic.rkey);
+	if (op == SV_OP_RC_COMPARE_SWAP) {
+		sv_atmeth_set_swap_add(h, wqe->wr.atomic.swap);
+		sv_atmeth_set_compare(h, wqe->wr.atomic.compare_add);
+	} else {
+		sv_atmeth_set_swap_add(h, wqe->wr.atomic.compare_add);
+	}
+	sv_bth_set_ackreq(b, 1);
+	sv_tx_finish(qe, t);
+	qe->req.psn = sv_psn_add(qe->req.psn, 1);
+	(*budget)--;
+	arm_timer(qe);
+}
+
+/* Conditions for starting a WQE; false: wait (or the WQE failed). */
+static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe, int state)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t max_rd = qe->max_rd_atomic ? qe->max_rd_atomic : 1;
+	bool rdat = is_rd_atomic(wqe->opcode);
+
+	if (state == IBV_QPS_SQD)
+		return false;
+	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->req.rd_atomic)
+		return false;
+	if (rdat && qe->req.rd_atomic >= max_rd)
+		return false;
+	if (!(wqe->send_flags & IBV_SEND_INLINE) &&
+	    sv_sgl_validate(qp->pd, wqe->sge, wqe->num_sge,
+			    rdat ? IBV_ACCESS_LOCAL_WRITE : 0)) {
+		wqe->first_psn = qe->req.psn;
+		wqe->last_psn = qe->req.psn;
+		local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	wqe->first_psn = qe->req.psn;
+	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		wqe->last_psn = wqe->first_psn;
+	else
+		wqe->last_psn = sv_psn_add(wqe->first_psn,
+					   npkts(wqe->length, qe->pmtu) - 1);
+	wqe->sent = 0;
+	wqe->read_done = 0;
+	wqe->state = SV_WQE_ACTIVE;
+	if (rdat)
+		qe->req.rd_atomic++;
+	return true;
+}
+
+void sv_req_run(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	unsigned int budget = SV_REQ_BUDGET;
+	int state = atomic_load(&qe->state);
+	uint32_t tail;
+
+	if (qe->req.blocked || qe->comp.rnr_until)
+		return;
+	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD)
+		return;
+	if (qe->type == IBV_QPT_UD)
+		return; /* UD requester: not yet */
+	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	while (qe->req.idx != tail) {
+		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
+		bool done;
+
+		if (wqe->state == SV_WQE_PENDING && !start_wqe(qe, wqe, state))
+			break;
+		if (wqe->state != SV_WQE_ACTIVE) {
+			qe->req.idx++; /* already sent or failed */
+			continue;
+		}
+		switch (wqe->opcode) {
+		case IBV_WR_RDMA_READ:
+			done = send_read(qe, wqe, &budget);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			if (!budget || in_flight(qe) >= qe->window) {
+				done = false;
+				break;
+			}
+			send_atomic(qe, wqe, &budget);
+			done = true;
+			break;
+		default:
+			done = send_data(qe, wqe, &budget);
+			break;
+		}
+		if (qe->req.blocked)
+			return;
+		if (!done)
+			break;
+		wqe_sent(qe, wqe);
+	}
+	if (qe->type != IBV_QPT_RC)
+		sv_comp_retire(qe);
+	if (!budget)
+		sv_work_add(qe, SV_WORK_REQ);
+}
+
+/* Go back N (IBA 9.7.6.1.3/9.7.5.1.2): resend from psn, which lies in
+ * an outstanding WQE.  Later WQEs start over from PENDING; their PSNs
+ * come out the same because segmentation is deterministic. */
+void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t idx, found = 0, i;
+	bool have = false;
+
+	for (idx = qe->comp.idx; idx != tail; idx++) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
+
+		if (w->state == SV_WQE_PENDING)
+			break;
+		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
+		    sv_psn_diff(psn, w->last_psn) <= 0) {
+			found = idx;
+			have = true;
+			break;
+		}
+	}
+	if (!have)
+		return;
+	for (i = found + 1; i != tail; i++) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, i);
+
+		if (w->state == SV_WQE_PENDING)
+			break;
+		w->state = SV_WQE_PENDING;
+	}
+	{
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, found);
+		uint64_t off = (uint64_t)(uint32_t)sv_psn_diff(psn, w->first_psn) * qe->pmtu;
+
+		w->state = SV_WQE_ACTIVE;
+		switch (w->opcode) {
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			w->sent = 0;
+			break;
+		case IBV_WR_RDMA_READ:
+			w->sent = off < w->length ? off : w->length;
+			w->read_done = w->sent;
+			break;
+		default:
+			w->sent = off < w->length ? off : w->length;
+			break;
+		}
+	}
+	qe->req.idx = found;
+	qe->req.psn = psn;
+	qe->req.since_ackreq = 0;
+	qe->req.blocked = false;
+	/* Recount the READ/ATOMIC WQEs still started. */
+	qe->req.rd_atomic = 0;
+	for (i = qe->comp.idx; i != found + 1; i++) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, i);
+
+		if (is_rd_atomic(w->opcode) && w->state != SV_WQE_DONE)
+			qe->req.rd_atomic++;
+	}
+	sv_work_add(qe, SV_WORK_REQ);
+}

@@ -1,0 +1,787 @@
+/*
+ * The responder: an explicit state machine over each request packet.
+ *
+ *   CHK_PSN -> CHK_OP_SEQ -> CHK_OP_VALID -> CHK_RESOURCE -> CHK_LENGTH
+ *   -> CHK_RKEY -> EXECUTE -> (READ_REPLY | ATOMIC_REPLY | COMPLETE ->
+ *   ACKNOWLEDGE) -> DONE
+ *
+ * Each state is one function returning the next state.  Every failure is
+ * its own error state, and one table (resp_errors) maps it to what IBA
+ * says to do: the NAK sent, the status of the receive WQE it ruins, the
+ * async event, and whether the QP enters the error state.  Duplicates
+ * (IBA 9.7.5.1.3) are acknowledged again, READs re-executed from the
+ * resources, ATOMICs answered from the cached result (never executed
+ * twice).  UC has no ACKs: errors there discard the message (IBA 9.8.3).
+ *
+ * Replies to READ and ATOMIC requests go through a queue, generated a
+ * budget at a time; ACKs and NAKs wait until the queue is empty, because a
+ * coalesced ACK past a READ would tell the requester the READ's responses
+ * were lost.
+ */
+#include "engine/internal.h"
+
+#include "core/mr.h"
+#include "util/log.h"
+#include "verbs/verbs.h"
+
+enum resp_state {
+	RESP_CHK_PSN,
+	RESP_CHK_OP_SEQ,
+	RESP_CHK_OP_VALID,
+	RESP_CHK_RESOURCE,
+	RESP_CHK_LENGTH,
+	RESP_CHK_RKEY,
+	RESP_EXECUTE,
+	RESP_READ_REPLY,
+	RESP_ATOMIC_REPLY,
+	RESP_COMPLETE,
+	RESP_ACKNOWLEDGE,
+	RESP_DUPLICATE,
+	RESP_DONE,
+	/* errors */
+	RESP_ERR_PSN_OUT_OF_SEQ,
+	RESP_ERR_OP_SEQ,
+	RESP_ERR_UNSUPPORTED_OPCODE,
+	RESP_ERR_RNR,
+	RESP_ERR_ACCESS,
+	RESP_ERR_LENGTH,
+	RESP_ERR_LOC_LEN,
+	RESP_ERR_LOC_PROT,
+	RESP_ERR_TOO_MANY_RD_ATOMIC,
+	RESP_ERR_MISALIGNED_ATOMIC,
+	RESP_ERR_CQ_OVERFLOW,
+	RESP_NUM_STATES
+};
+
+static const char *const resp_state_names[RESP_NUM_STATES] = {
+	[RESP_CHK_PSN] = "CHK_PSN",
+	[RESP_CHK_OP_SEQ] = "CHK_OP_SEQ",
+	[RESP_CHK_OP_VALID] = "CHK_OP_VALID",
+	[RESP_CHK_RESOURCE] = "CHK_RESOURCE",
+	[RESP_CHK_LENGTH] = "CHK_LENGTH",
+	[RESP_CHK_RKEY] = "CHK_RKEY",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_READ_REPLY] = "READ_REPLY",
+	[RESP_ATOMIC_REPLY] = "ATOMIC_REPLY",
+	[RESP_COMPLETE] = "COMPLETE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_DONE] = "DONE",
+	[RESP_ERR_PSN_OUT_OF_SEQ] = "ERR_PSN_OUT_OF_SEQ",
+	[RESP_ERR_OP_SEQ] = "ERR_OP_SEQ",
+	[RESP_ERR_UNSUPPORTED_OPCODE] = "ERR_UNSUPPORTED_OPCODE",
+	[RESP_ERR_RNR] = "ERR_RNR",
+	[RESP_ERR_ACCESS] = "ERR_ACCESS",
+	[RESP_ERR_LENGTH] = "ERR_LENGTH",
+	[RESP_ERR_LOC_LEN] = "ERR_LOC_LEN",
+	[RESP_ERR_LOC_PROT] = "ERR_LOC_PROT",
+	[RESP_ERR_TOO_MANY_RD_ATOMIC] = "ERR_TOO_MANY_RD_ATOMIC",
+	[RESP_ERR_MISALIGNED_ATOMIC] = "ERR_MISALIGNED_ATOMIC",
+	[RESP_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
+};
+
+/* What each fatal responder error does (IBA 9.7.5.2.x, 9.9.3.1.2:
+ * invalid requests and access violations are NAKed and put the responder
+ * QP in the error state).  wc: status of the receive WQE being filled, if
+ * any.  event: the affiliated async event, or SV_ERR_NO_EVENT when the
+ * failure is reported by a local completion. */
+static const struct resp_error {
+	uint8_t nak;
+	enum ibv_wc_status wc;
+	int event;
+} resp_errors[RESP_NUM_STATES] = {
+	[RESP_ERR_OP_SEQ] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+			      IBV_EVENT_QP_REQ_ERR },
+	[RESP_ERR_UNSUPPORTED_OPCODE] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+					  IBV_EVENT_QP_REQ_ERR },
+	[RESP_ERR_LENGTH] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+			      IBV_EVENT_QP_REQ_ERR },
+	[RESP_ERR_TOO_MANY_RD_ATOMIC] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+					  IBV_EVENT_QP_REQ_ERR },
+	[RESP_ERR_MISALIGNED_ATOMIC] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+					 IBV_EVENT_QP_REQ_ERR },
+	[RESP_ERR_ACCESS] = { SV_AETH_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR,
+			      IBV_EVENT_QP_ACCESS_ERR },
+	[RESP_ERR_LOC_LEN] = { SV_AETH_NAK_INVALID, IBV_WC_LOC_LEN_ERR, SV_ERR_NO_EVENT },
+	[RESP_ERR_LOC_PROT] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_PROT_ERR, SV_ERR_NO_EVENT },
+	[RESP_ERR_CQ_OVERFLOW] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_QP_OP_ERR,
+				   IBV_EVENT_QP_FATAL },
+};
+
+struct resp_ctx {
+	struct sv_qp_engine *qe;
+	struct sv_pkt *pkt;
+	const struct sv_flow *flow;
+	bool uc;
+};
+
+static uint32_t npkts(uint64_t len, uint32_t pmtu)
+{
+	return len ? (uint32_t)((len + pmtu - 1) / pmtu) : 1;
+}
+
+static struct sv_pd *recv_pd(struct sv_qp_engine *qe)
+{
+	return qe->resp.wqe_srq ? qe->qp->srq->pd : qe->qp->pd;
+}
+
+static void set_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
+{
+	/* A pending NAK (sequence or RNR) stands until an ACK for a PSN at
+	 * or after it replaces it: a duplicate's ACK must not hide it. */
+	if (qe->resp.ack_pending &&
+	    (qe->resp.ack_syndrome & SV_AETH_TYPE_MASK) != SV_AETH_ACK &&
+	    (syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK &&
+	    sv_psn_diff(psn, qe->resp.ack_psn) < 0)
+		return;
+	qe->resp.ack_pending = true;
+	qe->resp.ack_syndrome = syndrome;
+	qe->resp.ack_psn = psn;
+	sv_work_add(qe, SV_WORK_ACK);
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+static enum resp_state chk_psn(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	int32_t d = sv_psn_diff(c->pkt->psn, qe->resp.psn);
+
+	if (c->uc) {
+		/* UC: a gap loses the message in progress; resynchronise
+		 * on this packet (IBA 9.8.3, C9-192). */
+		if (d) {
+			if (qe->resp.in_msg)
+				SV_STAT(qe->eng, drop_uc_msg);
+			qe->resp.in_msg = 0;
+			qe->resp.offset = 0;
+			qe->resp.psn = c->pkt->psn;
+		}
+		return RESP_CHK_OP_SEQ;
+	}
+	if (d == 0) {
+		qe->resp.nak_sent = false;
+		return RESP_CHK_OP_SEQ;
+	}
+	return d > 0 ? RESP_ERR_PSN_OUT_OF_SEQ : RESP_DUPLICATE;
+}
+
+/* IBA 9.8.3 / C9-28..30: FIRST, MIDDLE and LAST of one message in order. */
+static enum resp_state chk_op_seq(struct resp_ctx *c)
+{
+	uint32_t m = c->pkt->mask;
+	bool ok;
+
+	switch (c->qe->resp.in_msg) {
+	case SV_M_SEND:
+		ok = (m & SV_M_SEND) && !(m & SV_M_START);
+		break;
+	case SV_M_WRITE:
+		ok = (m & SV_M_WRITE) && !(m & SV_M_START);
+		break;
+	default:
+		ok = (m & SV_M_START) != 0;
+		break;
+	}
+	return ok ? RESP_CHK_OP_VALID : RESP_ERR_OP_SEQ;
+}
+
+/* IBA 10.2.4 / C10-...: the QP must be enabled for the remote operation. */
+static enum resp_state chk_op_valid(struct resp_ctx *c)
+{
+	uint32_t m = c->pkt->mask, acc = c->qe->access;
+
+	if (m & SV_M_INV)
+		return RESP_ERR_UNSUPPORTED_OPCODE; /* no remote invalidation */
+	if (!(m & SV_M_START))
+		return RESP_CHK_RESOURCE;
+	if (((m & SV_M_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
+	    ((m & SV_M_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
+	    ((m & SV_M_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC)))
+		return RESP_ERR_ACCESS;
+	return RESP_CHK_RESOURCE;
+}
+
+static uint32_t replies_queued(struct sv_qp_engine *qe)
+{
+	return qe->resp.reply_tail - qe->resp.reply_head;
+}
+
+static enum resp_state chk_resource(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	uint32_t m = c->pkt->mask;
+
+	/* A SEND takes a receive WQE on its first packet, a WRITE with
+	 * immediate on its last; none posted: RNR (IBA 9.7.5.2.8). */
+	if ((m & SV_M_RWR) && !qe->resp.have_wqe &&
+	    (((m & SV_M_SEND) && (m & SV_M_START)) ||
+	     ((m & SV_M_WRITE) && (m & SV_M_END)))) {
+		if (!sv_rq_get(qe))
+			return RESP_ERR_RNR;
+	}
+	/* IBA 9.5 (C9-?): at most max_dest_rd_atomic READ/ATOMIC requests
+	 * being answered at once. */
+	if ((m & (SV_M_READ | SV_M_ATOMIC)) &&
+	    (!qe->max_dest_rd_atomic || replies_queued(qe) >= qe->max_dest_rd_atomic))
+		return RESP_ERR_TOO_MANY_RD_ATOMIC;
+	return RESP_CHK_LENGTH;
+}
+
+/* IBA 9.7.4.1.x (C9-...): FIRST and MIDDLE carry exactly one PMTU, LAST
+ * 1..PMTU, ONLY 0..PMTU; a write never exceeds its DMA length. */
+static enum resp_state chk_length(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	uint32_t m = p->mask, pay = p->paylen;
+
+	if ((m & SV_M_PAYLOAD) && !(m & SV_M_END) && pay != qe->pmtu)
+		return RESP_ERR_LENGTH;
+	if ((m & SV_M_END) && pay > qe->pmtu)
+		return RESP_ERR_LENGTH;
+	if ((m & SV_M_END) && !(m & SV_M_START) && (m & SV_M_PAYLOAD) && !pay)
+		return RESP_ERR_LENGTH;
+	if (m & SV_M_WRITE) {
+		if (m & SV_M_RETH) {
+			uint32_t len = (uint32_t)sv_reth_len(sv_pkt_h(p, SV_HDR_RETH));
+
+			if (len > SV_MAX_MSG_SIZE ||
+			    ((m & SV_M_END) ? pay != len : len <= pay))
+				return RESP_ERR_LENGTH;
+		} else if (pay > qe->resp.resid ||
+			   ((m & SV_M_END) && pay != qe->resp.resid)) {
+			return RESP_ERR_LENGTH;
+		}
+	}
+	if (m & SV_M_READ) {
+		if (sv_reth_len(sv_pkt_h(p, SV_HDR_RETH)) > SV_MAX_MSG_SIZE)
+			return RESP_ERR_LENGTH;
+	}
+	/* The message must fit the receive WQE (IBA 9.7.5.2.4: a local
+	 * length error at the responder, an invalid request NAK). */
+	if ((m & SV_M_SEND) && qe->resp.offset + pay > qe->resp.wqe_len)
+		return RESP_ERR_LOC_LEN;
+	return RESP_CHK_RKEY;
+}
+
+/* R_Key, PD, access and bounds for the whole transfer (IBA 9.7.5.2.3,
+ * 10.6.3.2); a zero-length transfer touches nothing and is not checked. */
+static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
+		    uint64_t len, unsigned int access)
+{
+	struct sv_mr *mr;
+	void *ptr;
+
+	if (!len)
+		return true;
+	mr = sv_mr_get_by_rkey(rkey);
+	ptr = sv_mr_check(mr, qe->qp->pd, va, len, access);
+	if (mr)
+		sv_mr_put(mr);
+	return ptr != NULL;
+}
+
+static enum resp_state chk_rkey(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	uint32_t m = p->mask;
+
+	if (m & SV_M_RETH) {
+		uint8_t *h = sv_pkt_h(p, SV_HDR_RETH);
+		uint64_t va = sv_reth_va(h);
+		uint32_t rkey = (uint32_t)sv_reth_rkey(h);
+		uint32_t len = (uint32_t)sv_reth_len(h);
+
+		if (!rkey_ok(qe, rkey, va, len, (m & SV_M_WRITE) ?
+			     IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ))
+			return RESP_ERR_ACCESS;
+		if (m & SV_M_WRITE) {
+			qe->resp.va = va;
+			qe->resp.rkey = rkey;
+			qe->resp.resid = len;
+			qe->resp.length = len;
+		}
+	}
+	if (m & SV_M_ATOMIC) {
+		uint8_t *h = sv_pkt_h(p, SV_HDR_ATMETH);
+		uint64_t va = sv_atmeth_va(h);
+
+		/* IBA 9.4.5 (C9-...): atomics need an 8-byte aligned VA. */
+		if (va & 7)
+			return RESP_ERR_MISALIGNED_ATOMIC;
+		if (!rkey_ok(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
+			     IBV_ACCESS_REMOTE_ATOMIC))
+			return RESP_ERR_ACCESS;
+	}
+	return RESP_EXECUTE;
+}
+
+/* ---- execution --------------------------------------------------------- */
+
+static enum resp_state execute(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	uint32_t m = p->mask, pay = p->paylen;
+
+	if (m & SV_M_READ)
+		return RESP_READ_REPLY;
+	if (m & SV_M_ATOMIC)
+		return RESP_ATOMIC_REPLY;
+	if (m & SV_M_SEND) {
+		if (pay && sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
+				       qe->resp.wqe->num_sge, qe->resp.offset,
+				       p->payload, pay, true))
+			return RESP_ERR_LOC_PROT;
+		qe->resp.offset += pay;
+	} else if (pay) {
+		struct sv_mr *mr = sv_mr_get_by_rkey(qe->resp.rkey);
+		uint8_t *dst = sv_mr_check(mr, qe->qp->pd, qe->resp.va, pay,
+					   IBV_ACCESS_REMOTE_WRITE);
+
+		if (!dst) {
+			if (mr)
+				sv_mr_put(mr);
+			return RESP_ERR_ACCESS; /* deregistered meanwhile */
+		}
+		memcpy(dst, p->payload, pay);
+		sv_mr_put(mr);
+		qe->resp.va += pay;
+		qe->resp.resid -= pay;
+	}
+	if (m & SV_M_IMM)
+		memcpy(&qe->resp.imm, sv_pkt_h(p, SV_HDR_IMMDT), 4);
+	qe->resp.in_msg = (m & SV_M_END) ? 0 : (m & (SV_M_SEND | SV_M_WRITE));
+	qe->resp.psn = sv_psn_add(qe->resp.psn, 1);
+	return (m & SV_M_END) ? RESP_COMPLETE : RESP_ACKNOWLEDGE;
+}
+
+static void queue_reply(struct sv_qp_engine *qe, const struct sv_reply *r)
+{
+	qe->resp.replies[qe->resp.reply_tail % SV_REPLY_Q] = *r;
+	qe->resp.reply_tail++;
+	sv_work_add(qe, SV_WORK_REPLY);
+}
+
+static struct sv_resp_res *new_res(struct sv_qp_engine *qe)
+{
+	uint32_t n = qe->resp.nres ? qe->resp.nres : 1;
+
+	return &qe->resp.res[qe->resp.res_next++ % n];
+}
+
+static enum resp_state read_reply(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	uint8_t *h = sv_pkt_h(c->pkt, SV_HDR_RETH);
+	struct sv_resp_res *res = new_res(qe);
+	struct sv_reply r;
+
+	res->type = SV_RES_READ;
+	res->psn = c->pkt->psn;
+	res->len = (uint32_t)sv_reth_len(h);
+	res->npkts = npkts(res->len, qe->pmtu);
+	res->va = sv_reth_va(h);
+	res->rkey = (uint32_t)sv_reth_rkey(h);
+	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
+	memset(&r, 0, sizeof(r));
+	r.type = SV_RES_READ;
+	r.psn = r.first_psn = res->psn;
+	r.va = res->va;
+	r.rkey = res->rkey;
+	r.resid = r.total = res->len;
+	r.msn = qe->resp.msn;
+	queue_reply(qe, &r);
+	/* The response packets use the PSNs up to the request's length. */
+	qe->resp.psn = sv_psn_add(qe->resp.psn, res->npkts);
+	return RESP_DONE;
+}
+
+static enum resp_state atomic_reply(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	uint8_t *h = sv_pkt_h(c->pkt, SV_HDR_ATMETH);
+	uint64_t va = sv_atmeth_va(h), orig;
+	struct sv_mr *mr = sv_mr_get_by_rkey((uint32_t)sv_atmeth_rkey(h));
+	uint64_t *p = sv_mr_check(mr, qe->qp->pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	struct sv_resp_res *res;
+	struct sv_reply r;
+
+	if (!p) {
+		if (mr)
+			sv_mr_put(mr);
+		return RESP_ERR_ACCESS;
+	}
+	/* Atomic with respect to every other access of this host, not only
+	 * other atomics: the CPU's own atomics on the target word. */
+	if (c->pkt->opcode == SV_OP_RC_COMPARE_SWAP) {
+		orig = sv_atmeth_compare(h);
+		__atomic_compare_exchange_n(p, &orig, sv_atmeth_swap_add(h), false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, sv_atmeth_swap_add(h), __ATOMIC_SEQ_CST);
+	}
+	sv_mr_put(mr);
+	res = new_res(qe);
+	res->type = SV_RES_ATOMIC;
+	res->psn = c->pkt->psn;
+	res->npkts = 1;
+	res->orig = orig;
+	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
+	memset(&r, 0, sizeof(r));
+	r.type = SV_RES_ATOMIC;
+	r.psn = r.first_psn = res->psn;
+	r.orig = orig;
+	r.msn = qe->resp.msn;
+	queue_reply(qe, &r);
+	qe->resp.psn = sv_psn_add(qe->resp.psn, 1);
+	return RESP_DONE;
+}
+
+static enum resp_state complete(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	struct ibv_wc wc;
+
+	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
+	if (p->mask & SV_M_SEND)
+		SV_STAT(qe->eng, rdma_sends);
+	if (!(p->mask & SV_M_RWR))
+		return RESP_ACKNOWLEDGE;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qe->resp.wqe->wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	if (p->mask & SV_M_SEND) {
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = (uint32_t)qe->resp.offset;
+	} else {
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = (uint32_t)qe->resp.length;
+	}
+	if (p->mask & SV_M_IMM) {
+		wc.imm_data = qe->resp.imm;
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	wc.qp_num = qe->qpn;
+	wc.src_qp = qe->dest_qpn;
+	qe->resp.have_wqe = false;
+	SV_STAT(qe->eng, rdma_recvs);
+	if (sv_push_recv_cqe(qe, &wc, sv_bth_se(p->hdr)))
+		return RESP_ERR_CQ_OVERFLOW;
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state acknowledge(struct resp_ctx *c)
+{
+	/* Coalesced: one ACK for the newest PSN asked for, sent after the
+	 * batch of received packets (IBA 9.7.5.1.1 allows it). */
+	if (!c->uc && sv_bth_ackreq(c->pkt->hdr))
+		set_ack(c->qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID, c->pkt->psn);
+	return RESP_DONE;
+}
+
+/* IBA 9.7.5.1.3 (C9-104..110): duplicates are answered, never
+ * re-executed except READs, which are side-effect free. */
+static enum resp_state duplicate(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	uint32_t i, n = qe->resp.nres ? qe->resp.nres : 1;
+
+	SV_STAT(qe->eng, duplicate_request);
+	if (p->mask & (SV_M_SEND | SV_M_WRITE)) {
+		set_ack(qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID,
+			sv_psn_add(qe->resp.psn, SV_PSN_MASK));
+		return RESP_DONE;
+	}
+	for (i = 0; i < n; i++) {
+		struct sv_resp_res *res = &qe->resp.res[i];
+		int32_t off = sv_psn_diff(p->psn, res->psn);
+		struct sv_reply r;
+		uint32_t j;
+
+		if (res->type == SV_RES_NONE || off < 0 || (uint32_t)off >= res->npkts)
+			continue;
+		/* Already being answered: those responses will come. */
+		for (j = qe->resp.reply_head; j != qe->resp.reply_tail; j++)
+			if (qe->resp.replies[j % SV_REPLY_Q].first_psn == res->psn)
+				return RESP_DONE;
+		memset(&r, 0, sizeof(r));
+		r.msn = qe->resp.msn;
+		if ((p->mask & SV_M_ATOMIC) && res->type == SV_RES_ATOMIC && off == 0) {
+			r.type = SV_RES_ATOMIC;
+			r.psn = r.first_psn = p->psn;
+			r.orig = res->orig;
+			queue_reply(qe, &r);
+		} else if ((p->mask & SV_M_READ) && res->type == SV_RES_READ) {
+			uint8_t *h = sv_pkt_h(p, SV_HDR_RETH);
+			uint32_t len = (uint32_t)sv_reth_len(h);
+
+			/* A retried READ may start mid-way (IBA 9.4.3); it
+			 * must stay inside the original's PSN range. */
+			if (npkts(len, qe->pmtu) > res->npkts - (uint32_t)off ||
+			    !rkey_ok(qe, (uint32_t)sv_reth_rkey(h), sv_reth_va(h), len,
+				     IBV_ACCESS_REMOTE_READ))
+				return RESP_DONE;
+			r.type = SV_RES_READ;
+			r.psn = r.first_psn = p->psn;
+			r.va = sv_reth_va(h);
+			r.rkey = (uint32_t)sv_reth_rkey(h);
+			r.resid = r.total = len;
+			queue_reply(qe, &r);
+		}
+		return RESP_DONE;
+	}
+	return RESP_DONE; /* too old to answer: dropped */
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static void resp_fatal(struct resp_ctx *c, enum resp_state st)
+{
+	struct sv_qp_engine *qe = c->qe;
+	const struct resp_error *e = &resp_errors[st];
+
+	if (sv_trace_on)
+		sv_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
+			     resp_state_names[st]);
+	if (c->uc && st != RESP_ERR_LOC_LEN && st != RESP_ERR_LOC_PROT &&
+	    st != RESP_ERR_CQ_OVERFLOW) {
+		/* UC: discard the message, keep going (IBA 9.8.3). */
+		SV_STAT(qe->eng, drop_uc_msg);
+		qe->resp.in_msg = 0;
+		qe->resp.offset = 0;
+		qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
+		return;
+	}
+	if (st == RESP_ERR_ACCESS)
+		SV_STAT(qe->eng, resp_access_err);
+	else
+		SV_STAT(qe->eng, resp_inv_req);
+	if (!c->uc) {
+		SV_STAT(qe->eng, nak_sent);
+		sv_send_ack(qe, e->nak, c->pkt->psn);
+		qe->resp.ack_pending = false;
+	}
+	if (qe->resp.have_wqe) {
+		struct ibv_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = qe->resp.wqe->wr_id;
+		wc.status = e->wc;
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = (uint32_t)qe->resp.offset;
+		wc.qp_num = qe->qpn;
+		wc.src_qp = qe->dest_qpn;
+		wc.vendor_err = e->wc;
+		qe->resp.have_wqe = false;
+		sv_push_recv_cqe(qe, &wc, false);
+	}
+	sv_qp_to_error(qe, e->event);
+}
+
+static void resp_error(struct resp_ctx *c, enum resp_state st)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	switch (st) {
+	case RESP_ERR_PSN_OUT_OF_SEQ:
+		/* IBA 9.7.5.1.2 (C9-100): one NAK per gap, then silence
+		 * until the expected PSN shows up. */
+		SV_STAT(qe->eng, out_of_seq_request);
+		if (!qe->resp.nak_sent) {
+			qe->resp.nak_sent = true;
+			SV_STAT(qe->eng, send_seq_nak);
+			set_ack(qe, SV_AETH_NAK_PSN_SEQ, qe->resp.psn);
+		}
+		return;
+	case RESP_ERR_RNR:
+		if (c->uc) {
+			SV_STAT(qe->eng, drop_uc_msg);
+			qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
+			return;
+		}
+		/* Until the requester comes back to this PSN, later packets
+		 * are out of sequence and answered by this NAK. */
+		SV_STAT(qe->eng, send_rnr_err);
+		qe->resp.nak_sent = true;
+		set_ack(qe, SV_AETH_RNR_NAK | qe->min_rnr_timer, c->pkt->psn);
+		return;
+	default:
+		resp_fatal(c, st);
+		return;
+	}
+}
+
+/* ---- the machine -------------------------------------------------------- */
+
+typedef enum resp_state (*resp_fn)(struct resp_ctx *c);
+
+static const resp_fn resp_states[RESP_NUM_STATES] = {
+	[RESP_CHK_PSN] = chk_psn,
+	[RESP_CHK_OP_SEQ] = chk_op_seq,
+	[RESP_CHK_OP_VALID] = chk_op_valid,
+	[RESP_CHK_RESOURCE] = chk_resource,
+	[RESP_CHK_LENGTH] = chk_length,
+	[RESP_CHK_RKEY] = chk_rkey,
+	[RESP_EXECUTE] = execute,
+	[RESP_READ_REPLY] = read_reply,
+	[RESP_ATOMIC_REPLY] = atomic_reply,
+	[RESP_COMPLETE] = complete,
+	[RESP_ACKNOWLEDGE] = acknowledge,
+	[RESP_DUPLICATE] = duplicate,
+};
+
+void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+		const struct sv_flow *flow)
+{
+	struct resp_ctx c = { .qe = qe, .pkt = pkt, .flow = flow,
+			      .uc = qe->type == IBV_QPT_UC };
+	int state = atomic_load(&qe->state);
+	enum resp_state s;
+
+	/* IBA 10.3.1: requests are accepted from RTR on; RESET, INIT and
+	 * ERR drop them silently. */
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_ERR) {
+		SV_STAT(qe->eng, drop_qp_state);
+		return;
+	}
+	if (qe->type == IBV_QPT_UD) {
+		SV_STAT(qe->eng, drop_transport); /* UD responder: not yet */
+		return;
+	}
+	if (state == IBV_QPS_RTR && !qe->comm_est) {
+		struct ibv_async_event ev = {
+			.element.qp = &qe->qp->qpx.qp_base,
+			.event_type = IBV_EVENT_COMM_EST,
+		};
+
+		qe->comm_est = true;
+		sv_async_post(qe->qp->ctx, &ev);
+	}
+	s = RESP_CHK_PSN;
+	while (s != RESP_DONE) {
+		if (s >= RESP_ERR_PSN_OUT_OF_SEQ) {
+			resp_error(&c, s);
+			return;
+		}
+		s = resp_states[s](&c);
+	}
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
+			   unsigned int *budget)
+{
+	while (*budget) {
+		uint32_t pay = r->resid > qe->pmtu ? qe->pmtu : r->resid;
+		bool first = r->psn == r->first_psn, last = pay == r->resid;
+		uint8_t op = first && last ? SV_OP_RC_RDMA_READ_RESPONSE_ONLY :
+			     first ? SV_OP_RC_RDMA_READ_RESPONSE_FIRST :
+			     last ? SV_OP_RC_RDMA_READ_RESPONSE_LAST :
+				    SV_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+		const struct sv_opinfo *info = &sv_opinfo[op];
+		struct sv_tx *t = sv_tx_get(qe->eng);
+		uint8_t *b = sv_tx_hdr(qe, t, op, r->psn, pay);
+
+		if (info->mask & SV_M_AETH) {
+			uint8_t *h = b + info->offset[SV_HDR_AETH];
+
+			sv_aeth_set_syndrome(h, SV_AETH_ACK | SV_AETH_CREDIT_INVALID);
+			sv_aeth_set_msn(h, r->msn);
+		}
+		if (pay) {
+			struct sv_mr *mr = sv_mr_get_by_rkey(r->rkey);
+			uint8_t *src = sv_mr_check(mr, qe->qp->pd, r->va, pay,
+						   IBV_ACCESS_REMOTE_READ);
+
+			if (!src) {
+				/* Deregistered since the request was
+				 * checked: the READ fails remotely. */
+				if (mr)
+					sv_mr_put(mr);
+				SV_STAT(qe->eng, resp_access_err);
+				SV_STAT(qe->eng, nak_sent);
+				sv_send_ack(qe, SV_AETH_NAK_REM_ACCESS, r->psn);
+				sv_qp_to_error(qe, IBV_EVENT_QP_ACCESS_ERR);
+				return;
+			}
+			memcpy(b + info->length, src, pay);
+			sv_mr_put(mr);
+		}
+		sv_tx_finish(qe, t);
+		r->psn = sv_psn_add(r->psn, 1);
+		r->va += pay;
+		r->resid -= pay;
+		(*budget)--;
+		if (last) {
+			qe->resp.reply_head++;
+			return;
+		}
+	}
+}
+
+void sv_resp_reply_run(struct sv_qp_engine *qe)
+{
+	unsigned int budget = SV_REPLY_BUDGET;
+
+	while (qe->resp.reply_head != qe->resp.reply_tail && budget) {
+		struct sv_reply *r = &qe->resp.replies[qe->resp.reply_head % SV_REPLY_Q];
+
+		if (r->type == SV_RES_ATOMIC) {
+			struct sv_tx *t = sv_tx_get(qe->eng);
+			uint8_t *b = sv_tx_hdr(qe, t, SV_OP_RC_ATOMIC_ACKNOWLEDGE, r->psn, 0);
+			const struct sv_opinfo *info = &sv_opinfo[SV_OP_RC_ATOMIC_ACKNOWLEDGE];
+
+			sv_aeth_set_syndrome(b + info->offset[SV_HDR_AETH],
+					     SV_AETH_ACK | SV_AETH_CREDIT_INVALID);
+			sv_aeth_set_msn(b + info->offset[SV_HDR_AETH], r->msn);
+			sv_atmack_set_orig(b + info->offset[SV_HDR_ATMACK], r->orig);
+			sv_tx_finish(qe, t);
+			qe->resp.reply_head++;
+			budget--;
+			continue;
+		}
+		send_read_resp(qe, r, &budget);
+		if (atomic_load(&qe->state) == IBV_QPS_ERR)
+			return;
+	}
+	if (qe->resp.reply_head != qe->resp.reply_tail)
+		sv_work_add(qe, SV_WORK_REPLY);
+	else if (qe->resp.ack_pending)
+		sv_work_add(qe, SV_WORK_ACK);
+}
+
+void sv_resp_ack_flush(struct sv_qp_engine *qe)
+{
+	if (!qe->resp.ack_pending || qe->resp.reply_head != qe->resp.reply_tail)
+		return;
+	qe->resp.ack_pending = false;
+	sv_send_ack(qe, qe->resp.ack_syndrome, qe->resp.ack_psn);
+}
+
+void sv_resp_reset(struct sv_qp_engine *qe)
+{
+	uint32_t i;
+
+	qe->resp.in_msg = 0;
+	qe->resp.nak_sent = false;
+	qe->resp.have_wqe = false;
+	qe->resp.offset = 0;
+	qe->resp.resid = 0;
+	qe->resp.ack_pending = false;
+	qe->resp.reply_head = qe->resp.reply_tail = 0;
+	qe->resp.res_next = 0;
+	qe->resp.msn = 0;
+	for (i = 0; i < SV_MAX_RD_ATOMIC; i++)
+		qe->resp.res[i].type = SV_RES_NONE;
+}
+
+const char *sv_resp_state_name(int s)
+{
+	return s >= 0 && s < RESP_NUM_STATES ? resp_state_names[s] : "?";
+}

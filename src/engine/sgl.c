@@ -1,0 +1,73 @@
+/*
+ * Scatter/gather through the MR key table.  Every access looks the key up
+ * and checks it with sv_mr_check (PD, access rights, overflow-safe bounds)
+ * for exactly the bytes touched, and drops the reference before
+ * returning: no MR is held across progress passes, so deregistration
+ * never waits on a message a dead peer will not finish.
+ */
+#include "engine/internal.h"
+
+#include "core/mr.h"
+
+enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
+				uint32_t nsge, unsigned int access)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsge; i++) {
+		struct sv_mr *mr;
+		void *p;
+
+		if (!sge[i].length)
+			continue; /* touches no memory: the key is not used */
+		mr = sv_mr_get_by_lkey(sge[i].lkey);
+		p = sv_mr_check(mr, pd, sge[i].addr, sge[i].length, access);
+		if (mr)
+			sv_mr_put(mr);
+		if (!p)
+			return SV_SGL_PROT;
+	}
+	return SV_SGL_OK;
+}
+
+enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
+			    uint32_t nsge, uint64_t offset, uint8_t *data,
+			    uint32_t len, bool to_sgl)
+{
+	unsigned int access = to_sgl ? IBV_ACCESS_LOCAL_WRITE : 0;
+	uint32_t i = 0;
+
+	/* Skip whole SGEs before the offset. */
+	while (i < nsge && offset >= sge[i].length) {
+		offset -= sge[i].length;
+		i++;
+	}
+	while (len) {
+		struct sv_mr *mr;
+		uint32_t n;
+		uint8_t *p;
+
+		if (i >= nsge)
+			return SV_SGL_LEN;
+		n = sge[i].length - (uint32_t)offset;
+		if (n > len)
+			n = len;
+		mr = sv_mr_get_by_lkey(sge[i].lkey);
+		p = sv_mr_check(mr, pd, sge[i].addr + offset, n, access);
+		if (!p) {
+			if (mr)
+				sv_mr_put(mr);
+			return SV_SGL_PROT;
+		}
+		if (to_sgl)
+			memcpy(p, data, n);
+		else
+			memcpy(data, p, n);
+		sv_mr_put(mr);
+		data += n;
+		len -= n;
+		offset = 0;
+		i++;
+	}
+	return SV_SGL_OK;
+}

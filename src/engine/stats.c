@@ -1,0 +1,107 @@
+/*
+ * Observability: per-context counters (SOFTVERBS_STATS=1 prints them at
+ * ibv_close_device; sv_engine_stats_dump for tools), a packet trace
+ * (SOFTVERBS_TRACE=1: direction, opcode name, QPN, PSN, length, flags),
+ * and one-line QP dumps with state names, so a stuck QP explains itself.
+ */
+#include "engine/internal.h"
+
+#include <inttypes.h>
+
+static const char *const qp_state_names[] = {
+	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+	[IBV_QPS_RTR] = "RTR",     [IBV_QPS_RTS] = "RTS",
+	[IBV_QPS_SQD] = "SQD",     [IBV_QPS_SQE] = "SQE",
+	[IBV_QPS_ERR] = "ERR",
+};
+
+const char *sv_qp_state_name(int state)
+{
+	if (state < 0 || state > IBV_QPS_ERR)
+		return "?";
+	return qp_state_names[state];
+}
+
+static const char *qp_type_name(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	default: return "other";
+	}
+}
+
+void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
+		  uint32_t len, const char *why)
+{
+	uint8_t op = hdr[0];
+	const struct sv_opinfo *info = &sv_opinfo[op];
+	char extra[96] = "";
+
+	if (info->name && len >= (uint32_t)info->length + SV_ICRC_BYTES) {
+		if (info->mask & SV_M_AETH) {
+			const uint8_t *a = hdr + info->offset[SV_HDR_AETH];
+
+			snprintf(extra, sizeof(extra), " syn 0x%02x msn %u",
+				 (unsigned int)sv_aeth_syndrome(a),
+				 (unsigned int)sv_aeth_msn(a));
+		} else if (info->mask & SV_M_RETH) {
+			const uint8_t *r = hdr + info->offset[SV_HDR_RETH];
+
+			snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x dlen %u",
+				 sv_reth_va(r), (unsigned int)sv_reth_rkey(r),
+				 (unsigned int)sv_reth_len(r));
+		}
+	}
+	fprintf(stderr, "softverbs trace: ctx %p %s %s qpn 0x%06x psn %u len %u%s%s%s%s%s\n",
+		(void *)eng->ctx, dir, sv_opcode_name(op),
+		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_qpn(hdr) : 0,
+		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_psn(hdr) : 0, len,
+		len >= SV_BTH_BYTES && sv_bth_ackreq(hdr) ? " A" : "",
+		len >= SV_BTH_BYTES && sv_bth_se(hdr) ? " SE" : "", extra,
+		why ? ": " : "", why ? why : "");
+}
+
+void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
+{
+	struct sv_qp *qp = qe->qp;
+
+	fprintf(f, "qp 0x%06x %s %s dest 0x%06x pmtu %u win %u | req psn %u idx %u "
+		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
+		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u\n",
+		qe->qpn, qp_type_name(qe->type),
+		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn, qe->pmtu,
+		qe->window, qe->req.psn, qe->req.idx, qe->req.rd_atomic,
+		qe->req.blocked ? " BLOCKED" : "", qe->comp.psn, qe->comp.idx,
+		qe->comp.retry_left, qe->comp.rnr_left,
+		qe->comp.deadline ? " TIMER" : "", qe->comp.rnr_until ? " RNR-WAIT" : "",
+		qe->resp.psn, qe->resp.msn, qe->resp.in_msg ? " IN-MSG" : "",
+		qe->resp.nak_sent ? " NAKED" : "",
+		qe->resp.reply_tail - qe->resp.reply_head,
+		atomic_load(&qp->sq.head), atomic_load(&qp->sq.tail),
+		atomic_load(&qp->rq.head), atomic_load(&qp->rq.tail));
+}
+
+void sv_engine_stats_dump(struct sv_context *ctx, FILE *f)
+{
+	struct sv_engine *eng = ctx->engine;
+	struct sv_stats st;
+	struct list_node *it;
+
+	if (!eng)
+		return;
+	pthread_mutex_lock(&eng->lock);
+	st = eng->stats;
+	fprintf(f, "softverbs stats: context %p\n", (void *)ctx);
+#define X(name, desc)                                                        \
+	if (st.name)                                                         \
+		fprintf(f, "  %-24s %12" PRIu64 "  %s\n", #name, st.name, desc);
+	SV_COUNTERS(X)
+#undef X
+	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
+		fprintf(f, "  ");
+		sv_qp_dump(list_entry(it, struct sv_qp_engine, node), f);
+	}
+	pthread_mutex_unlock(&eng->lock);
+}
