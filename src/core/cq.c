@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -45,11 +46,27 @@ static void cq_overrun(struct sv_cq *cq)
 	sv_async_post(cq->ctx, &ev);
 }
 
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool notify = false, first_overrun = false;
+	uint32_t slot;
 
 	pthread_mutex_lock(&cq->lock);
+	if (cq->tail - cq->head >= cq->ncqe - 1 &&
+	    (cq->create_flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) {
+		/* man ibv_create_cq_ex: such a CQ never enters the error
+		 * state; the new completion takes the next slot, so the
+		 * oldest unpolled one is lost. */
+		cq->head++;
+	}
 	/* IBA 11.4.2.1 / o11-...: an overrun puts the CQ in error; it
 	 * accepts no further completions. */
 	if (cq->overrun || cq->tail - cq->head >= cq->ncqe - 1) {
@@ -60,7 +77,14 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 			cq_overrun(cq);
 		return ENOSPC;
 	}
-	cq->ring[cq->tail & (cq->ncqe - 1)] = *wc;
+	slot = cq->tail & (cq->ncqe - 1);
+	cq->ring[slot] = *wc;
+	/* The timestamp is taken as the completion is generated, so it is
+	 * what ibv_wc_read_completion_ts promises. */
+	if (cq->ts) {
+		cq->ts[slot].dev_ns = clock_ns(CLOCK_MONOTONIC);
+		cq->ts[slot].wall_ns = clock_ns(CLOCK_REALTIME);
+	}
 	cq->tail++;
 	/* IBA 11.4.2.2: an armed CQ signals once, then disarms.  "Solicited"
 	 * arming fires for a completion of a solicited message and for any
@@ -92,8 +116,11 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
 		if (wc->qp_num == qp_num)
 			continue;
 		keep--;
-		if (keep != i - 1)
+		if (keep != i - 1) {
 			cq->ring[keep & mask] = *wc;
+			if (cq->ts)
+				cq->ts[keep & mask] = cq->ts[(i - 1) & mask];
+		}
 	}
 	cq->head = keep;
 	pthread_mutex_unlock(&cq->lock);

@@ -118,6 +118,13 @@ struct sv_comp_channel {
 	struct list_head cqs;          /* CQs attached (ctx->lock) */
 };
 
+/* When a completion entered its CQ: CLOCK_MONOTONIC (the device clock,
+ * 1 tick = 1 ns) and CLOCK_REALTIME, both in nanoseconds. */
+struct sv_cq_ts {
+	uint64_t dev_ns;
+	uint64_t wall_ns;
+};
+
 struct sv_cq {
 	struct ibv_cq_ex ex;           /* ibv_cq is its prefix */
 	pthread_mutex_t lock;
@@ -131,6 +138,11 @@ struct sv_cq {
 	/* extended-CQ poll cursor (ibv_cq_ex API) */
 	struct ibv_wc cur;
 	uint64_t wc_flags;
+	uint32_t create_flags;         /* IBV_CREATE_CQ_ATTR_* honoured */
+	/* Completion timestamps, kept only for CQs created asking for them:
+	 * one entry per ring slot, taken when the completion is written. */
+	struct sv_cq_ts *ts;
+	struct sv_cq_ts cur_ts;
 	/* Completion channel and event accounting, guarded by ctx->lock:
 	 * the channel carries chan_token (never reused) rather than the
 	 * pointer, so an event left in the pipe by a destroyed CQ is

@@ -102,10 +102,12 @@ static bool cqe_valid(int cqe)
 	return cqe >= 1 && cqe <= SV_MAX_CQE - 1;
 }
 
-SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
-				       void *cq_context,
-				       struct ibv_comp_channel *channel,
-				       int comp_vector)
+/* The creation path shared by ibv_create_cq and ibv_create_cq_ex: checks
+ * the arguments both verbs have, builds the ring (and the timestamp array
+ * when asked) and attaches the channel.  NULL with errno set on failure. */
+struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
+			struct ibv_comp_channel *channel, int comp_vector,
+			bool timestamps)
 {
 	struct sv_context *ctx;
 	struct sv_cq *cq;
@@ -124,7 +126,10 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 		return sv_null_errno(ENOMEM);
 	cq->ncqe = ring_slots(cqe);
 	cq->ring = calloc(cq->ncqe, sizeof(*cq->ring));
-	if (!cq->ring) {
+	if (timestamps)
+		cq->ts = calloc(cq->ncqe, sizeof(*cq->ts));
+	if (!cq->ring || (timestamps && !cq->ts)) {
+		free(cq->ring);
 		free(cq);
 		return sv_null_errno(ENOMEM);
 	}
@@ -150,13 +155,25 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 		channel->refcnt++;
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	return (struct ibv_cq *)&cq->ex;
+	return cq;
+}
+
+SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+				       void *cq_context,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct sv_cq *cq = sv_cq_new(context, cqe, cq_context, channel,
+				     comp_vector, false);
+
+	return cq ? (struct ibv_cq *)&cq->ex : NULL;
 }
 
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct sv_cq *cq;
 	struct ibv_wc *ring;
+	struct sv_cq_ts *ts = NULL;
 	uint32_t used, slots, i;
 
 	if (!ibcq || !cqe_valid(cqe))
@@ -175,14 +192,25 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return 0;
 	}
 	ring = calloc(slots, sizeof(*ring));
-	if (!ring) {
+	if (cq->ts)
+		ts = calloc(slots, sizeof(*ts));
+	if (!ring || (cq->ts && !ts)) {
 		pthread_mutex_unlock(&cq->lock);
+		free(ring);
+		free(ts);
 		return ENOMEM;
 	}
-	for (i = 0; i < used; i++)
-		ring[i] = cq->ring[(cq->head + i) & (cq->ncqe - 1)];
+	for (i = 0; i < used; i++) {
+		uint32_t from = (cq->head + i) & (cq->ncqe - 1);
+
+		ring[i] = cq->ring[from];
+		if (ts)
+			ts[i] = cq->ts[from];
+	}
 	free(cq->ring);
 	cq->ring = ring;
+	free(cq->ts);
+	cq->ts = ts;
 	cq->ncqe = slots;
 	cq->head = 0;
 	cq->tail = used;
@@ -230,6 +258,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	free(cq->ring);
+	free(cq->ts);
 	free(cq);
 	return 0;
 }

@@ -91,6 +91,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	v->query_device_ex = sv_query_device_ex;
 	v->context.ops._compat_query_port = sv_compat_query_port;
 	sv_cq_install_ops(ctx);
+	sv_cq_ex_install_ops(ctx);
 	sv_qp_install_ops(ctx);
 	sv_srq_install_ops(ctx);
 	sv_engine_install_ops(ctx);
@@ -148,17 +149,21 @@ static int sv_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
+	/* Every extended capability is stated, zero meaning "not offered":
+	 * no on-demand paging (odp_caps, xrc_odp_caps: implicit MRs and
+	 * ibv_advise_mr are not implemented), no
+	 * TSO, RSS, WQs, packet pacing, raw packet QPs, tag matching, CQ
+	 * moderation (ibv_modify_cq answers EOPNOTSUPP), device memory, and
+	 * no PCIe atomics (there is no PCIe device to perform them). */
 	memset(&ex, 0, sizeof(ex));
 	sv_device_attr(&ex.orig_attr);
-	ex.max_dm_size = 0;
-	ex.phys_port_cnt_ex = 1;
-	ex.raw_packet_caps = 0;
-	ex.completion_timestamp_mask = 0;
-	ex.hca_core_clock = 0;
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
-	ex.max_wq_type_rq = 0;
-	ex.xrc_odp_caps = 0;
-	ex.pci_atomic_caps.fetch_add = 0;
+	/* Completion timestamps are real (verbs/cq_ex.c): a 64-bit
+	 * CLOCK_MONOTONIC count of nanoseconds, i.e. a 1 GHz device clock
+	 * (hca_core_clock is in kHz). */
+	ex.completion_timestamp_mask = UINT64_MAX;
+	ex.hca_core_clock = 1000000;
+	ex.phys_port_cnt_ex = 1;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

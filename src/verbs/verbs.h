@@ -38,8 +38,15 @@ uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported);
  * Returns 0 or EINVAL. */
 int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr);
 
+/* cq.c: the creation path of ibv_create_cq and ibv_create_cq_ex (NULL
+ * with errno set on failure); `timestamps` keeps a timestamp per slot. */
+struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe,
+			void *cq_context, struct ibv_comp_channel *channel,
+			int comp_vector, bool timestamps);
+
 /* context ops installed by the object files (filled in open_device) */
 void sv_cq_install_ops(struct sv_context *ctx);
+void sv_cq_ex_install_ops(struct sv_context *ctx);
 void sv_qp_install_ops(struct sv_context *ctx);
 void sv_srq_install_ops(struct sv_context *ctx);
 
