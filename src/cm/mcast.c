@@ -135,6 +135,15 @@ SV_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cmid,
 
 	if (!cmid || !len)
 		return sv_cm_err(EINVAL);
+	/* A sync id holds its last event; if that is this group's join, it
+	 * would be waited for below: release it. */
+	if (id->sync && cmid->event &&
+	    ((struct sv_cm_event *)cmid->event)->mc &&
+	    ((struct sv_cm_event *)cmid->event)->mc->addrlen == len &&
+	    !memcmp(&((struct sv_cm_event *)cmid->event)->mc->addr, addr, len)) {
+		rdma_ack_cm_event(cmid->event);
+		cmid->event = NULL;
+	}
 	sv_cm_lock();
 	list_for_each_safe (&id->mcs, it, tmp) {
 		struct sv_cm_mc *m = list_entry(it, struct sv_cm_mc, node);

@@ -494,12 +494,19 @@ static void rsocket_stubs_a(int unused)
 	close(fds[1]);
 }
 
+/* clang-format off */
 static const struct ct_case cases[] = {
-	CT_CASE1(channel_fd, 20),     CT_CASE1(channel_blocking, 20),
-	CT_CASE1(event_str, 10),      CT_CASE1(bind_ports, 20),
-	CT_CASE1(resolve_errors, 20), CT_CASE1(rai, 20),
-	CT_CASE1(options, 20),	      CT_CASE1(migrate, 20),
-	CT_CASE1(rsocket_stubs, 10),  { NULL }
+	CT_CASE1(channel_fd, 20),
+	CT_CASE1(channel_blocking, 20),
+	CT_CASE1(event_str, 10),
+	CT_CASE1(bind_ports, 20),
+	CT_CASE1(resolve_errors, 20),
+	CT_CASE1(rai, 20),
+	CT_CASE1(options, 20),
+	CT_CASE1(migrate, 20),
+	CT_CASE1(rsocket_stubs, 10),
+	{ NULL }
 };
+/* clang-format on */
 
 CT_MAIN(cases)
