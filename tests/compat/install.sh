@@ -12,9 +12,11 @@ run_ok 120 cmake --install "$SV_BUILD" --prefix "$prefix"
 for f in lib/libibverbs.so.1 bin/softverbs; do
 	[ -e "$prefix/$f" ] || fail "$prefix/$f not installed"
 done
-if [ -e "$SV_BUILD/lib/librdmacm.so.1" ] && [ ! -e "$prefix/lib/librdmacm.so.1" ]; then
-	fail "librdmacm.so.1 built but not installed"
-fi
+# Every library the build produces (libibverbs, librdmacm, vendor stand-ins)
+# must be installed next to the others.
+for lib in "$SV_BUILD"/lib/lib*.so.1; do
+	[ -e "$prefix/lib/$(basename "$lib")" ] || fail "$(basename "$lib") built but not installed"
+done
 if readelf -d "$prefix/bin/softverbs" "$prefix"/lib/*.so.1 | grep -E 'R(UN)?PATH' | grep -q "$SV_BUILD"; then
 	fail "an installed file still points into the build tree"
 	readelf -d "$prefix/bin/softverbs" | grep -E 'R(UN)?PATH'
