@@ -30,6 +30,7 @@
 
 struct sv_engine;
 struct sv_qp_engine;
+struct sv_wr_batch;
 
 /* ---- limits the implementation really has (reported by query_device) ---- */
 #define SV_MAX_QP         65536
@@ -275,6 +276,10 @@ struct sv_qp {
 
 	uint32_t async_events_reported; /* ctx->lock */
 	struct list_head mcast;        /* struct sv_mcast_attach, state_lock */
+
+	/* The ibv_wr_* batch of a QP created with send_ops_flags
+	 * (verbs/qp_ex.c); NULL for QPs without the ibv_qp_ex API. */
+	struct sv_wr_batch *wrx;
 };
 
 /* A multicast group a UD QP is attached to (ibv_attach_mcast). */

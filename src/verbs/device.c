@@ -92,6 +92,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	v->context.ops._compat_query_port = sv_compat_query_port;
 	sv_cq_install_ops(ctx);
 	sv_cq_ex_install_ops(ctx);
+	sv_qp_ex_install_ops(ctx);
 	sv_qp_install_ops(ctx);
 	sv_srq_install_ops(ctx);
 	sv_engine_install_ops(ctx);

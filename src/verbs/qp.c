@@ -439,6 +439,7 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia)
 
 static void qp_free(struct sv_qp *qp)
 {
+	sv_qp_wr_free(qp);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->state_lock);
@@ -579,14 +580,6 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /* ---- small queries ------------------------------------------------------ */
-
-/* Extended QPs (ibv_create_qp_ex with send ops) come with the ibv_wr_*
- * API; a QP from ibv_create_qp has no ibv_qp_ex view (rdma-core returns
- * NULL too). */
-SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return sv_null_errno(EOPNOTSUPP);
-}
 
 /* man ibv_query_qp_data_in_order: 0 means "no guarantee", always a
  * correct answer; placement uses memcpy, whose byte order is unspecified. */

@@ -47,6 +47,10 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe,
 /* context ops installed by the object files (filled in open_device) */
 void sv_cq_install_ops(struct sv_context *ctx);
 void sv_cq_ex_install_ops(struct sv_context *ctx);
+void sv_qp_ex_install_ops(struct sv_context *ctx);
+
+/* qp_ex.c: release the ibv_wr_* state of a QP (none for plain QPs). */
+void sv_qp_wr_free(struct sv_qp *qp);
 void sv_qp_install_ops(struct sv_context *ctx);
 void sv_srq_install_ops(struct sv_context *ctx);
 
