@@ -502,7 +502,20 @@ static void flush_b(int fd)
 			CHECK(!"flushed WR touched the target");
 			break;
 		}
-	HX_EXPECT_NONE(ep.rcq, 50);
+	/* The responder detected a remote access violation (IBA responder
+	 * class C): it NAKed, reports an affiliated "access violation"
+	 * event on the QP and moved the QP to ERR, flushing its receive. */
+	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_WR_FLUSH_ERR, -1, -1);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
+	int seen = 0;
+	struct ibv_async_event ev;
+	while (!seen && hx_wait_fd(ep.ctx->async_fd, 1000) &&
+	       !ibv_get_async_event(ep.ctx, &ev)) {
+		if (ev.event_type == IBV_EVENT_QP_ACCESS_ERR)
+			seen = ev.element.qp == ep.qp;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(seen);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 

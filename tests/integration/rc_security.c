@@ -129,15 +129,31 @@ enum {
 	OP_RESERVED = 0x1f,
 };
 
+/*
+ * The attacker sends either from its own UDP socket, or (root) through a
+ * raw socket with a UDP header of its own making, so that a packet can
+ * claim to come from the peer QP's port (QPN >> 8) - the only way to reach
+ * the transport checks behind the address checks.
+ */
 struct attacker {
 	int s;
+	int raw;
 	struct sockaddr_in me, victim;
 };
+
+static void attacker_set_victim(struct attacker *a, uint16_t dport)
+{
+	memset(&a->victim, 0, sizeof(a->victim));
+	a->victim.sin_family = AF_INET;
+	a->victim.sin_port = htons(dport);
+	inet_pton(AF_INET, "127.0.0.1", &a->victim.sin_addr);
+}
 
 static void attacker_open(struct attacker *a, const char *src, uint16_t dport)
 {
 	socklen_t sl = sizeof(a->me);
 
+	a->raw = 0;
 	a->s = socket(AF_INET, SOCK_DGRAM, 0);
 	REQUIRE(a->s >= 0);
 	memset(&a->me, 0, sizeof(a->me));
@@ -145,10 +161,46 @@ static void attacker_open(struct attacker *a, const char *src, uint16_t dport)
 	inet_pton(AF_INET, src, &a->me.sin_addr);
 	REQUIRE(bind(a->s, (struct sockaddr *)&a->me, sizeof(a->me)) == 0);
 	REQUIRE(getsockname(a->s, (struct sockaddr *)&a->me, &sl) == 0);
-	memset(&a->victim, 0, sizeof(a->victim));
-	a->victim.sin_family = AF_INET;
-	a->victim.sin_port = htons(dport);
-	inet_pton(AF_INET, "127.0.0.1", &a->victim.sin_addr);
+	attacker_set_victim(a, dport);
+}
+
+/* Spoof source address src and port sport; 0 if raw sockets are denied. */
+static int attacker_open_raw(struct attacker *a, const char *src, uint16_t sport,
+			     uint16_t dport)
+{
+	a->raw = 1;
+	a->s = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+	if (a->s < 0)
+		return 0;
+	memset(&a->me, 0, sizeof(a->me));
+	a->me.sin_family = AF_INET;
+	inet_pton(AF_INET, src, &a->me.sin_addr);
+	REQUIRE(bind(a->s, (struct sockaddr *)&a->me, sizeof(a->me)) == 0);
+	a->me.sin_port = htons(sport);
+	attacker_set_victim(a, dport);
+	return 1;
+}
+
+/* Send a RoCE payload (BTH...ICRC) as one UDP datagram. */
+static void attacker_send(const struct attacker *a, const uint8_t *p, size_t n)
+{
+	uint8_t d[8 + 4200];
+	const uint8_t *out = p;
+	size_t len = n;
+
+	if (a->raw) {
+		/* UDP header by hand; checksum 0 = none (IPv4). */
+		memcpy(d, &a->me.sin_port, 2);
+		memcpy(d + 2, &a->victim.sin_port, 2);
+		d[4] = (uint8_t)((n + 8) >> 8);
+		d[5] = (uint8_t)(n + 8);
+		d[6] = d[7] = 0;
+		memcpy(d + 8, p, n);
+		out = d;
+		len = n + 8;
+	}
+	CHECK_EQ(sendto(a->s, out, len, 0, (const struct sockaddr *)&a->victim,
+			sizeof(a->victim)), (ssize_t)len);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -240,15 +292,13 @@ static size_t forge_send(const struct attacker *a, const struct forge *f)
 	p[n - 3] = (uint8_t)(c >> 8);
 	p[n - 2] = (uint8_t)(c >> 16);
 	p[n - 1] = (uint8_t)(c >> 24);
-	CHECK_EQ(sendto(a->s, p, n, 0, (const struct sockaddr *)&a->victim,
-			sizeof(a->victim)), (ssize_t)n);
+	attacker_send(a, p, n);
 	return n;
 }
 
 static void send_raw(const struct attacker *a, const void *p, size_t n)
 {
-	CHECK_EQ(sendto(a->s, p, n, 0, (const struct sockaddr *)&a->victim,
-			sizeof(a->victim)), (ssize_t)n);
+	attacker_send(a, p, n);
 }
 
 /* A WRITE ONLY of 64 bytes of 0x41 at the victim's buffer. */
@@ -263,10 +313,29 @@ static struct forge write_at(const struct hx_ep *ep, const uint8_t *junk)
 	return f;
 }
 
+/* Open the attackers: "peer" claims A's own address and QP port (raw
+ * socket, root only - else a plain socket), "spoof" A's port from another
+ * address, "stranger" is a plain socket of its own. */
+static void attackers_open(const struct hx_ep *ep, struct attacker *peer,
+			   struct attacker *spoof, struct attacker *stranger)
+{
+	uint16_t vport = (uint16_t)(ep->peer.qpn >> 8);
+	uint16_t myport = (uint16_t)(ep->qp->qp_num >> 8);
+
+	if (!attacker_open_raw(peer, "127.0.0.1", myport, vport)) {
+		hx_log("no raw sockets (not root?): forged packets come from a "
+		       "foreign port and stop at the address check");
+		attacker_open(peer, "127.0.0.1", vport);
+	}
+	if (!attacker_open_raw(spoof, "127.0.0.2", myport, vport))
+		attacker_open(spoof, "127.0.0.2", vport);
+	attacker_open(stranger, "127.0.0.1", vport);
+}
+
 static void garbage_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
-	struct attacker a, spoof;
+	struct attacker a, spoof, stranger;
 	struct hx_ep ep;
 	uint8_t junk[256];
 	struct forge f;
@@ -274,15 +343,14 @@ static void garbage_a(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	memset(junk, 0x41, sizeof(junk));
-	uint16_t port = (uint16_t)(ep.peer.qpn >> 8);
-	attacker_open(&a, "127.0.0.1", port);
-	attacker_open(&spoof, "127.0.0.2", port);
+	attackers_open(&ep, &a, &spoof, &stranger);
 	hx_sync(fd); /* B filled its buffer */
 
 	/* Truncated datagrams. */
 	send_raw(&a, junk, 0);
 	send_raw(&a, junk, 3);
 	send_raw(&a, junk, 11);
+	send_raw(&stranger, junk, 7);
 	/* A WRITE ONLY BTH with its RETH missing, valid ICRC. */
 	f = write_at(&ep, junk);
 	f.reth = 0;
@@ -304,9 +372,9 @@ static void garbage_a(int fd)
 	f = write_at(&ep, junk);
 	f.qpn = ep.peer.qpn ^ 0x80;
 	forge_send(&a, &f);
-	/* Pad count larger than the payload. */
+	/* Pad count (3) larger than what follows the headers (0 bytes). */
 	f = write_at(&ep, junk);
-	f.plen = 2;
+	f.plen = 0;
 	f.dmalen = 0;
 	f.pad = 3;
 	forge_send(&a, &f);
@@ -320,21 +388,24 @@ static void garbage_a(int fd)
 	f.reth = 0;
 	f.bad_icrc = 1;
 	forge_send(&a, &f);
-	/* Wrong rkey: with a bad ICRC; from a source address that is not the
-	 * connection's peer; with a duplicate PSN; with a PSN far ahead. */
+	/* The right rkey and PSN, from an address that is not the peer's
+	 * (IBA: an RC QP accepts only its path's source GID). */
+	f = write_at(&ep, junk);
+	forge_send(&spoof, &f);
+	/* Wrong rkey: with a bad ICRC; from the wrong address; from a foreign
+	 * port; with a duplicate PSN (answered, never executed); with a PSN
+	 * far ahead (out of sequence: NAK at most). */
 	f = write_at(&ep, junk);
 	f.rkey ^= 0x00ffff00;
 	f.bad_icrc = 1;
 	forge_send(&a, &f);
 	f.bad_icrc = 0;
 	forge_send(&spoof, &f);
+	forge_send(&stranger, &f);
 	f.psn = (ep.psn - 1) & 0xffffff;
 	forge_send(&a, &f);
 	f.psn = (ep.psn + 0x400000) & 0xffffff;
 	forge_send(&a, &f);
-	/* Also correct rkeys from the spoofed address. */
-	f = write_at(&ep, junk);
-	forge_send(&spoof, &f);
 	hx_msleep(300);
 	hx_sync(fd); /* B checks its memory and QP */
 	hx_sync(fd);
@@ -360,6 +431,7 @@ static void garbage_a(int fd)
 	hx_sync(fd);
 	close(a.s);
 	close(spoof.s);
+	close(stranger.s);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
@@ -390,10 +462,17 @@ static void garbage_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/*
+ * From the peer's own address and port (raw socket): first a forged WRITE
+ * with the right rkey at the expected PSN - it lands, which proves the
+ * forgery (headers, ICRC) is right, so the refusals above are the
+ * engine's doing - then a forged WRITE with a wrong rkey at the next PSN:
+ * refused, memory unchanged (IBA lets the responder NAK and enter ERR).
+ */
 static void forged_in_seq_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
-	struct attacker a;
+	struct attacker a, spoof, stranger;
 	struct hx_ep ep;
 	uint8_t junk[64];
 	struct forge f;
@@ -401,9 +480,16 @@ static void forged_in_seq_a(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	memset(junk, 0x41, sizeof(junk));
-	attacker_open(&a, "127.0.0.1", (uint16_t)(ep.peer.qpn >> 8));
+	attackers_open(&ep, &a, &spoof, &stranger);
+	hx_send_u64(fd, a.raw);
 	hx_sync(fd);
 	f = write_at(&ep, junk);
+	forge_send(&a, &f);
+	hx_msleep(100);
+	hx_sync(fd); /* B checks the first landed */
+	f = write_at(&ep, junk);
+	f.psn = (ep.psn + 1) & 0xffffff;
+	f.va += 4096;
 	f.rkey ^= 0x00ffff00;
 	forge_send(&a, &f);
 	hx_msleep(200);
@@ -411,6 +497,8 @@ static void forged_in_seq_a(int fd)
 	hx_log("after the forged in-sequence WRITE: requester QP state %d",
 	       hx_qp_state(ep.qp));
 	close(a.s);
+	close(spoof.s);
+	close(stranger.s);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
@@ -418,13 +506,36 @@ static void forged_in_seq_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
+	uint8_t a41[64];
 
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
+	int raw = (int)hx_recv_u64(fd);
 	hx_fill(ep.buf, VICTIM_LEN, SEED);
 	hx_sync(fd);
 	hx_sync(fd);
-	HX_CHECK_PATTERN(ep.buf, VICTIM_LEN, SEED);
+	memset(a41, 0x41, sizeof(a41));
+	if (raw) {
+		/* The positive control landed at 4096, nothing else moved. */
+		CHECK(!memcmp(ep.buf + 4096, a41, 64));
+	} else {
+		hx_log("not root: no positive control");
+	}
+	uint8_t *want = hx_alloc(VICTIM_LEN);
+	hx_fill(want, VICTIM_LEN, SEED);
+	if (raw)
+		memset(want + 4096, 0x41, 64);
+	hx_sync(fd);
+	int64_t diff = -1;
+	for (size_t i = 0; i < VICTIM_LEN; i++)
+		if (ep.buf[i] != want[i]) {
+			diff = (int64_t)i;
+			break;
+		}
+	if (diff >= 0)
+		hx_log("victim memory changed at offset %lld", (long long)diff);
+	CHECK(diff < 0);
+	hx_free(want, VICTIM_LEN);
 	hx_log("after the forged in-sequence WRITE: responder QP state %d",
 	       hx_qp_state(ep.qp));
 	CHECK_EQ(hx_ep_close(&ep), 0);
