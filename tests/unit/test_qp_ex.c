@@ -521,9 +521,11 @@ static void test_builders_rc(void)
 	      w[6].wr.atomic.compare_add == 333);
 
 	/* inline: copied when the setter runs, lists concatenated */
-	char a1[] = "hello, ", a2[] = "inline ", a3[] = "world";
+	char a1[] = "hello, ", a2[] = "inline ", a3[] = "world", full[64];
 	struct ibv_data_buf bufs[3] = { { a1, 7 }, { a2, 7 }, { a3, 5 } };
 
+	for (int i = 0; i < 64; i++)
+		full[i] = (char)(i * 7 + 1);
 	rec_reset();
 	ibv_wr_start(x);
 	x->wr_id = 10;
@@ -540,7 +542,7 @@ static void test_builders_rc(void)
 	ibv_wr_set_inline_data(x, a3, 0); /* empty inline message */
 	x->wr_id = 13;
 	ibv_wr_rdma_write_imm(x, 3, 4, 6);
-	ibv_wr_set_inline_data(x, a3, 64); /* exactly max_inline_data */
+	ibv_wr_set_inline_data(x, full, 64); /* exactly max_inline_data */
 	expect_chain(x, 4);
 	CHECK_EQ(rec.wr[0].send_flags, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 	CHECK(rec.wr[0].num_sge == 1 && rec.sge[0][0].length == 7);
@@ -551,6 +553,7 @@ static void test_builders_rc(void)
 	CHECK(rec.wr[2].num_sge == 0 &&
 	      (rec.wr[2].send_flags & IBV_SEND_INLINE));
 	CHECK(rec.wr[3].num_sge == 1 && rec.sge[3][0].length == 64);
+	CHECK(!memcmp(rec.data[3], full, 64));
 
 	/* an empty batch posts nothing and succeeds */
 	rec_reset();
