@@ -1,0 +1,89 @@
+#!/bin/bash
+# Unmodified Debian ibv_rc_pingpong in the modes that use the extended
+# verbs, server and client on one host through softverbs run, each under a
+# timeout:
+#   ext_pingpong.sh newsend      -N: ibv_create_qp_ex + the ibv_wr_* API
+#   ext_pingpong.sh ts           -t: ibv_create_cq_ex with completion
+#                                    timestamps, ibv_query_rt_values_ex
+#   ext_pingpong.sh all          -N -t -c -s 20000 (validated payloads)
+# Checks both exit codes and the "N bytes in" / "N iters in" lines (bytes =
+# size * iters * 2).  With -t, rc_pingpong prints the average distance
+# between receive completions in device clock cycles; softverbs' clock
+# ticks once per nanosecond (hca_core_clock 1 GHz), so that average must
+# agree with the measured usec/iter: real timestamps, not made-up ones.
+set -u
+mode=${1:-newsend}
+build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
+pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 77; }
+gid=${SV_GID_INDEX:-0}
+
+size=4096 iters=1000 ts=0
+case $mode in
+newsend) extra=(-N) ;;
+ts) extra=(-t); ts=1 ;;
+all) size=20000; extra=(-N -t -c -s 20000); ts=1 ;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac
+
+if [ -x "$build/bin/softverbs" ]; then
+	run=("$build/bin/softverbs" run --)
+else
+	export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	run=()
+fi
+
+for _ in $(seq 50); do
+	port=$((20000 + RANDOM % 40000))
+	ss -Hltn "sport = :$port" | grep -q . || break
+done
+
+tmp=$(mktemp -d /tmp/sv-extpp.XXXXXX)
+srv_pid=
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+timeout -k 5 75 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" >"$tmp/server" 2>&1 &
+srv_pid=$!
+for _ in $(seq 200); do
+	ss -Hltn "sport = :$port" | grep -q . && break
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.05
+done
+timeout -k 5 70 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" localhost >"$tmp/client" 2>&1
+crc=$?
+wait "$srv_pid"
+src=$?
+srv_pid=
+
+echo "--- server (exit $src) ---"; cat "$tmp/server"
+echo "--- client (exit $crc) ---"; cat "$tmp/client"
+
+fail=0
+want=$((size * iters * 2))
+for side in server client; do
+	line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$side")
+	if [ -z "$line" ]; then
+		echo "FAIL: $side printed no 'bytes in' line"; fail=1; continue
+	fi
+	got=${line%% *}
+	[ "$got" = "$want" ] || { echo "FAIL: $side moved $got bytes, expected $want"; fail=1; }
+	iline=$(grep -E "^$iters iters in [0-9.]+ seconds" "$tmp/$side")
+	[ -n "$iline" ] || { echo "FAIL: $side has no '$iters iters in' line"; fail=1; continue; }
+	[ $ts = 1 ] || continue
+	avg=$(sed -n 's/^Average receive completion clock cycles = \([0-9.]*\).*/\1/p' "$tmp/$side")
+	usec=$(echo "$iline" | sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p')
+	if [ -z "$avg" ] || [ -z "$usec" ]; then
+		echo "FAIL: $side printed no timestamp average"; fail=1; continue
+	fi
+	# One receive completion per iteration: cycles (ns) per completion
+	# within a factor of 2 of the wall-clock time per iteration.
+	awk -v a="$avg" -v u="$usec" 'BEGIN { r = a / (u * 1000); exit !(r > 0.5 && r < 2) }' ||
+		{ echo "FAIL: $side: $avg cycles per completion vs $usec usec/iter"; fail=1; }
+done
+[ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
+[ $crc = 0 ] || { echo "FAIL: client exit status $crc"; fail=1; }
+[ $fail = 0 ] && echo "PASS: ibv_rc_pingpong ${extra[*]}"
+exit $fail
