@@ -52,6 +52,13 @@ static inline int sv_cm_err(int err)
 #define SV_CM_REQ_WAIT_MS 10000 /* accepted socket must send its REQ */
 #define SV_CM_DREQ_TIMEOUT_MS 5000
 #define SV_CM_TIMEWAIT_MS 512
+/* A peer's DREQ is reported this long after it arrived.  On a fabric the
+ * DREQ leaves after the peer's last ACKs and reaches a CM much slower than
+ * the hardware handles those ACKs; here the DREQ comes on TCP and the ACKs
+ * on UDP, read by different threads, so without a grace period an
+ * application that tears its QP down on DISCONNECTED (the seeds' demos do)
+ * could lose completions whose ACKs were already in its socket. */
+#define SV_CM_DREQ_GRACE_MS 5
 #define SV_CM_LINGER_MS 2000 /* orphan socket waits for the peer's EOF */
 
 /* Connection parameters the CM hands to the QP (rdma_init_qp_attr). */
@@ -91,6 +98,7 @@ enum sv_cm_timer {
 	SV_TIMER_REP, /* CONNECT: no REP/REJ in time */
 	SV_TIMER_RTU, /* REP_SENT: no RTU in time */
 	SV_TIMER_DREQ, /* DREQ_SENT: no DREP in time */
+	SV_TIMER_DREQ_GRACE, /* DISCONNECTED: report the peer's DREQ */
 	SV_TIMER_TIMEWAIT, /* DISCONNECTED: TIMEWAIT_EXIT due */
 };
 
@@ -313,7 +321,7 @@ int sv_id_bind_sock(struct sv_cm_id *id, const struct sockaddr *addr);
 void sv_conn_readable(struct sv_cm_sock *s);
 void sv_conn_writable(struct sv_cm_sock *s);
 void sv_conn_accept(struct sv_cm_sock *listener);
-void sv_conn_timer(struct sv_cm_id *id);
+void sv_conn_timer(struct sv_cm_id *id, enum sv_cm_timer t);
 void sv_conn_sock_timeout(struct sv_cm_sock *s);
 /* rdma_destroy_id: tell the peer (REJ/DREQ) and drop the socket. */
 void sv_conn_teardown(struct sv_cm_id *id);

@@ -197,10 +197,26 @@ static void disconnected(struct sv_cm_id *id, int status, bool linger)
 	sv_cm_timer_set(id, SV_TIMER_TIMEWAIT, SV_CM_TIMEWAIT_MS);
 }
 
+/* The peer's DREQ: answered at once, reported after the grace period. */
+static void dreq_received(struct sv_cm_id *id)
+{
+	struct sv_cm_wire r;
+
+	msg_init(&r, id, SV_CM_MSG_DREP);
+	id_send(id, &r);
+	sv_cm_timer_clear(id);
+	id->state = SV_CM_DISCONNECTED;
+	drop_sock(id, true);
+	sv_cm_timer_set(id, SV_TIMER_DREQ_GRACE, SV_CM_DREQ_GRACE_MS);
+}
+
 /* Connecting failed at the TCP level: nobody listens there (the peer's
  * CM would have rejected the unknown service ID), or no way to it. */
 static void connect_failed(struct sv_cm_id *id, int err)
 {
+	sv_cm_log("id %p: connect from port %u to port %u: %s", (void *)id,
+		  sv_cm_port_of(&id->id.route.addr.src_addr),
+		  sv_cm_port_of(&id->id.route.addr.dst_addr), strerror(err));
 	if (err == ECONNREFUSED) {
 		if (is_ud(id))
 			fail(id, RDMA_CM_EVENT_UNREACHABLE, SV_SIDR_UNSUPPORTED,
@@ -528,13 +544,7 @@ static bool conn_msg(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	case SV_CM_MSG_DREQ:
 		if (st != SV_CM_ESTABLISHED && st != SV_CM_DREQ_SENT)
 			break;
-		{
-			struct sv_cm_wire r;
-
-			msg_init(&r, id, SV_CM_MSG_DREP);
-			id_send(id, &r);
-		}
-		disconnected(id, 0, true);
+		dreq_received(id);
 		return true;
 	case SV_CM_MSG_DREP:
 		if (st != SV_CM_DREQ_SENT)
@@ -606,7 +616,7 @@ void sv_conn_writable(struct sv_cm_sock *s)
 
 /* ---- timers -------------------------------------------------------------------- */
 
-void sv_conn_timer(struct sv_cm_id *id)
+void sv_conn_timer(struct sv_cm_id *id, enum sv_cm_timer t)
 {
 	switch (id->state) {
 	case SV_CM_CONNECT:
@@ -619,7 +629,13 @@ void sv_conn_timer(struct sv_cm_id *id)
 		disconnected(id, -ETIMEDOUT, false);
 		break;
 	case SV_CM_DISCONNECTED:
-		sv_event_post(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+		if (t == SV_TIMER_DREQ_GRACE) {
+			sv_event_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+			sv_cm_timer_set(id, SV_TIMER_TIMEWAIT,
+					SV_CM_TIMEWAIT_MS);
+		} else {
+			sv_event_post(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+		}
 		break;
 	default:
 		break;
@@ -983,8 +999,10 @@ SV_EXPORT int rdma_disconnect(struct rdma_cm_id *cmid)
 		break;
 	case SV_CM_DISCONNECTED:
 		/* The peer's DREQ came first; the DREP went out then.  A
-		 * sync id still has that DISCONNECTED to consume. */
-		wait = !list_empty(&to_sv_ch(cmid->channel)->events);
+		 * sync id still has that DISCONNECTED to consume (queued, or
+		 * about to be). */
+		wait = !list_empty(&to_sv_ch(cmid->channel)->events) ||
+		       id->timer == SV_TIMER_DREQ_GRACE;
 		break;
 	case SV_CM_CONNECT:
 	case SV_CM_REQ_RCVD:

@@ -527,6 +527,7 @@ static int next_timeout(uint64_t now)
 static void run_timers(uint64_t now)
 {
 	struct list_node *it, *tmp;
+	enum sv_cm_timer t;
 
 	/* Restart each walk after an expiry: a handler may change the lists
 	 * (close sockets, arm or clear timers). */
@@ -537,8 +538,9 @@ again_ids:
 
 		if (id->deadline_ms > now)
 			continue;
+		t = id->timer;
 		sv_cm_timer_clear(id);
-		sv_conn_timer(id);
+		sv_conn_timer(id, t);
 		goto again_ids;
 	}
 again:
