@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make demo`: show softverbs0 to unmodified RDMA tools.  Usage: scripts/demo.sh BUILD_DIR
-# (For now it lists and queries the device; the RDMA read/write exchange
-# between two processes comes with the data path.)
+# Lists and queries the device, then runs the seed paper's RDMA read/write
+# exchange between two processes (scripts/demo-rw.sh).
 set -euo pipefail
 
 build=${1:-build}
@@ -22,5 +22,10 @@ timeout 30 "$sv" run -- ibv_devices
 step "Debian's unmodified ibv_devinfo, port 1" softverbs run -- ibv_devinfo -d softverbs0 -i 1
 timeout 30 "$sv" run -- ibv_devinfo -d softverbs0 -i 1
 
+# The seed paper's RDMA read/write exchange (examples/, scripts/demo-rw.sh).
+step "RDMA read and write between two processes (the seed paper's programs)" \
+	scripts/demo-rw.sh "$build"
+"$(dirname "$0")/demo-rw.sh" "$build"
+
 echo
-echo "demo: done (softverbs0 is visible to unmodified programs)"
+echo "demo: done (softverbs0 is visible to unmodified programs, and moves data by RDMA)"
