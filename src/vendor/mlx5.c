@@ -22,9 +22,10 @@
 #define SV_EXPORT __attribute__((visibility("default")))
 
 /* MLX5_1.3 */
-SV_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
-					  struct ibv_qp_init_attr_ex *qp_attr,
-					  struct mlx5dv_qp_init_attr *mlx5_qp_attr)
+SV_EXPORT struct ibv_qp *
+mlx5dv_create_qp(struct ibv_context *context,
+		 struct ibv_qp_init_attr_ex *qp_attr,
+		 struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
