@@ -196,11 +196,139 @@ static void retry_killed_b(int fd)
 	hx_send_u64(fd, 9);
 }
 
+/* ---- duplicates under loss: READs re-executed, atomics replayed ---------- */
+/*
+ * The engine's own fault injection (SOFTVERBS_LOSS=percent, in both
+ * processes) drops a share of all packets, requests and responses alike,
+ * so requests are retransmitted (go-back-N) and the responder sees
+ * duplicates: a duplicate READ is answered again, a duplicate atomic is
+ * answered from the replay cache and never executed twice, and duplicates
+ * never count against max_dest_rd_atomic.  A keeps 16 READ/atomic requests
+ * outstanding (max_rd_atomic = max_dest_rd_atomic = 16).
+ */
+#define DUP_OPS 1500
+#define DUP_WINDOW 16
+
+static void lossy_open(struct hx_ep *ep, int fd)
+{
+	struct hx_opts o = hx_opts_default();
+
+	setenv("SOFTVERBS_LOSS", "10", 1);
+	o.timeout = 10; /* 4.2 ms */
+	o.max_send_wr = 2 * DUP_WINDOW;
+	o.buf_len = 2u << 20;
+	hx_ep_open(ep, &o, fd);
+	hx_ep_connect(ep);
+}
+
+/* mode: 0 mixed (every third a READ), 1 READs only, 2 atomics only */
+static int is_read(int mode, int i)
+{
+	return mode == 1 || (mode == 0 && i % 3 == 2);
+}
+
+static void lossy_run_a(int fd, int mode)
+{
+	struct ibv_wc wc;
+	struct hx_ep ep;
+	int posted = 0, done = 0, bad = 0;
+
+	lossy_open(&ep, fd);
+	uint64_t *res = (uint64_t *)(ep.buf + (1u << 20));
+	uint8_t *want = hx_alloc(128 * 4096);
+	int rbad = 0;
+	hx_fill(want, 128 * 4096, 0);
+	hx_sync(fd);
+	while (done < DUP_OPS) {
+		while (posted < DUP_OPS && posted - done < DUP_WINDOW) {
+			int rc;
+
+			/* Every third a READ of 4 KiB, the rest FETCH_ADD 1. */
+			if (is_read(mode, posted))
+				rc = hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
+						  posted, ep.buf + (posted % 128) * 4096, 4096,
+						  ep.mr->lkey, ep.peer.addr + (posted % 128) * 4096,
+						  ep.peer.rkey, 0);
+			else
+				rc = hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+						    IBV_SEND_SIGNALED, posted, &res[posted],
+						    ep.mr->lkey, ep.peer.addr + (1u << 20),
+						    ep.peer.rkey, 1, 0);
+			if (rc) {
+				HX_CHECK_RC(rc, 0);
+				goto out;
+			}
+			posted++;
+		}
+		if (hx_poll(ep.scq, &wc, 1, 10000) != 1) {
+			CHECK(!"completion missing under loss");
+			goto out;
+		}
+		if (wc.wr_id != (uint64_t)done || wc.status != IBV_WC_SUCCESS) {
+			hx_log("op %d: wr_id %llu status %s", done,
+			       (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+			CHECK(0);
+			goto out;
+		}
+		if (is_read(mode, done)) {
+			size_t off = (size_t)(done % 128) * 4096;
+
+			rbad += memcmp(ep.buf + off, want + off, 4096) != 0;
+			memset(ep.buf + off, 0, 4096);
+		}
+		done++;
+	}
+	/* Each FETCH_ADD saw the count of those before it: executed once. */
+	uint64_t expect = 0;
+	for (int i = 0; i < DUP_OPS; i++) {
+		if (is_read(mode, i))
+			continue;
+		bad += res[i] != expect;
+		expect++;
+	}
+	if (bad)
+		hx_log("%d fetch-add results out of sequence", bad);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(rbad, 0);
+	hx_send_u64(fd, expect);
+out:
+	hx_send_u64(fd, ~0ULL);
+	hx_sync(fd);
+	hx_free(want, 128 * 4096);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void lossy_b(int fd)
+{
+	struct hx_ep ep;
+
+	lossy_open(&ep, fd);
+	hx_fill(ep.buf, 128 * 4096, 0);
+	hx_sync(fd);
+	uint64_t n = hx_recv_u64(fd);
+	if (n != ~0ULL) {
+		CHECK_EQ(*(uint64_t *)(ep.buf + (1u << 20)), n);
+		(void)hx_recv_u64(fd);
+	}
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void lossy_mixed_a(int fd) { lossy_run_a(fd, 0); }
+static void lossy_mixed_b(int fd) { lossy_b(fd); }
+static void lossy_reads_a(int fd) { lossy_run_a(fd, 1); }
+static void lossy_reads_b(int fd) { lossy_b(fd); }
+static void lossy_atomics_a(int fd) { lossy_run_a(fd, 2); }
+static void lossy_atomics_b(int fd) { lossy_b(fd); }
+
 static const struct hx_case cases[] = {
 	HX_CASE(rnr_wait, 20),
 	HX_CASE(rnr_exc, 20),
 	HX_CASE(retry_destroyed, 20),
 	HX_CASE(retry_killed, 20),
+	HX_CASE(lossy_reads, 40),
+	HX_CASE(lossy_atomics, 40),
+	HX_CASE(lossy_mixed, 40),
 	{ 0 }
 };
 
