@@ -1,0 +1,319 @@
+#!/bin/bash
+# Debian's unmodified rdmacm-utils (and our examples) through softverbs run.
+# Usage: compat.sh CASE    (SV_BUILD: the build tree; exit 77: skipped)
+#
+# Each case starts a server in the background, waits until its port
+# listens, runs the client, and checks both exit codes and what they
+# print.  Every program runs under `timeout`; the servers that never exit
+# on their own (cmtime, the examples) are killed by pid at the end.
+set -uo pipefail
+
+case_name=${1:?usage: compat.sh CASE}
+build=${SV_BUILD:?SV_BUILD is the build tree}
+sv=$build/bin/softverbs
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+pids=()
+fail=0
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	[ -n "${SV_NETNS_CREATED+x}" ] && sv_netns_cleanup
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+[ -x "$sv" ] || { echo "no $sv" >&2; exit 1; }
+
+need() {
+	command -v "$1" >/dev/null || { echo "SKIP: $1 not installed (rdmacm-utils)"; exit 77; }
+}
+
+check() { # check DESCRIPTION COMMAND...
+	if "${@:2}"; then
+		echo "ok: $1"
+	else
+		echo "FAILED: $1"
+		fail=1
+	fi
+}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_listen PORT [NETNS]: until a TCP socket listens there (5 s).
+wait_listen() {
+	local port=$1 ns=${2:-} i
+	for i in $(seq 1 100); do
+		if [ -n "$ns" ]; then
+			ip netns exec "$ns" ss -Hltn "sport = :$port" | grep -q . && return 0
+		else
+			ss -Hltn "sport = :$port" | grep -q . && return 0
+		fi
+		sleep 0.05
+	done
+	echo "nothing listens on port $port" >&2
+	return 1
+}
+
+# start NAME CMD...: a background program, its output in $tmp/NAME (and
+# its stderr in $tmp/NAME.err: rping writes events there, unbuffered, in
+# the middle of its buffered stdout lines).
+start() {
+	local name=$1
+	shift
+	"$@" >"$tmp/$name" 2>"$tmp/$name.err" &
+	pids+=($!)
+	eval "${name}_pid=$!"
+}
+
+# finish NAME SECONDS: its exit code (124 if it had to be killed).
+finish() {
+	local pid i
+	eval "pid=\$${1}_pid"
+	for i in $(seq 1 $(($2 * 20))); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 124
+	fi
+	wait "$pid"
+}
+
+show() { # show NAME: the tail of its output, for the log
+	echo "--- $1:"
+	tail -n "${2:-15}" "$tmp/$1" | cut -c1-200
+	[ -s "$tmp/$1.err" ] && tail -n 5 "$tmp/$1.err"
+}
+
+run() { timeout "$1" "$sv" run -- "${@:2}"; }
+
+# Whether the device delivers UD datagrams (udaddy's and mckey's data).
+ud_ok() { "$build/bin/test_cm_data" --ud-supported; }
+
+count() { grep -c "$2" "$tmp/$1"; }
+
+rping_pair() { # rping_pair SERVER_ADDR CLIENT_NS SERVER_NS COUNT ARGS...
+	local addr=$1 cns=$2 sns=$3 cnt=$4 port=7174
+	shift 4
+	local sx=() cx=()
+	[ -n "$sns" ] && sx=(ip netns exec "$sns")
+	[ -n "$cns" ] && cx=(ip netns exec "$cns")
+	[ -z "$sns" ] && port=$(free_port)
+	start server "${sx[@]}" timeout 120 "$sv" run -- rping -s -a "$addr" -p "$port" -v -C "$cnt" "$@"
+	wait_listen "$port" "$sns" || { show server; return 1; }
+	"${cx[@]}" timeout 120 "$sv" run -- rping -c -a "$addr" -p "$port" -v -C "$cnt" "$@" >"$tmp/client" 2>"$tmp/client.err"
+	local crc=$?
+	finish server 30
+	local src=$?
+	show client 3
+	show server 4
+	check "rping client exit 0" [ "$crc" = 0 ]
+	check "rping server exit 0" [ "$src" = 0 ]
+	check "client printed $cnt pings" [ "$(count client '^ping data: rdma-ping-')" = "$cnt" ]
+	check "server printed $cnt pings" [ "$(count server '^server ping data: rdma-ping-')" = "$cnt" ]
+	check "the last ping is number $((cnt - 1))" grep -q "^ping data: rdma-ping-$((cnt - 1)): " "$tmp/client"
+}
+
+case $case_name in
+rping)
+	need rping
+	# -V: the client compares every ping it gets back byte for byte.
+	rping_pair 127.0.0.1 "" "" 1000 -V
+	;;
+rping_size)
+	need rping
+	for size in 4096 65535; do
+		rping_pair 127.0.0.1 "" "" 100 -V -S "$size"
+		# "ping data: " + the size-1 characters of the ping + newline
+		check "a $size-byte ping came back whole" \
+			[ "$(grep '^ping data: rdma-ping-99: ' "$tmp/client" | wc -c)" = "$((size - 1 + 12))" ]
+	done
+	;;
+rping_selfqp)
+	need rping
+	# -q: rping creates and moves its QPs itself (rdma_init_qp_attr,
+	# rdma_establish).
+	rping_pair 127.0.0.1 "" "" 200 -V -q
+	;;
+rping_netns)
+	need rping
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.233.0.1/24 10.233.0.2/24 || { echo "netns setup failed"; exit 1; }
+	rping_pair 10.233.0.2 "$a" "$b" 500 -V
+	rping_pair 10.233.0.2 "$a" "$b" 50 -V -S 65535
+	;;
+rdma_server)
+	need rdma_server
+	port=$(free_port)
+	start server run 60 rdma_server -p "$port"
+	wait_listen "$port" || exit 1
+	run 60 rdma_client -s 127.0.0.1 -p "$port" >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	check "rdma_client exit 0" [ "$crc" = 0 ]
+	check "rdma_server exit 0" [ "$src" = 0 ]
+	check "rdma_client reports success" grep -q "rdma_client: end 0" "$tmp/client"
+	check "rdma_server reports success" grep -q "rdma_server: end 0" "$tmp/server"
+	;;
+rdma_xserver)
+	need rdma_xserver
+	# RC (the default); the XRC variant needs XRC domains, which the
+	# device does not have.
+	port=$(free_port)
+	start server run 60 rdma_xserver -p "$port"
+	wait_listen "$port" || exit 1
+	run 60 rdma_xclient -s 127.0.0.1 -p "$port" >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	check "rdma_xclient exit 0" [ "$crc" = 0 ]
+	check "rdma_xserver exit 0" [ "$src" = 0 ]
+	check "rdma_xclient reports success" grep -q "rdma_xclient: end 0" "$tmp/client"
+	check "rdma_xserver reports success" grep -q "rdma_xserver: end 0" "$tmp/server"
+	;;
+ucmatose)
+	need ucmatose
+	for args in "" "-c 10 -C 20 -S 4000" "-c 4 -C 10 -m" "-P ib -c 2"; do
+		port=$(free_port)
+		# shellcheck disable=SC2086
+		start server run 60 ucmatose -p "$port" $args
+		wait_listen "$port" || exit 1
+		# shellcheck disable=SC2086
+		run 60 ucmatose -s 127.0.0.1 -p "$port" $args >"$tmp/client" 2>&1
+		crc=$?
+		finish server 20
+		src=$?
+		show client 6
+		show server 4
+		check "ucmatose $args: client exit 0" [ "$crc" = 0 ]
+		check "ucmatose $args: server exit 0" [ "$src" = 0 ]
+		check "ucmatose $args: data transfers complete" grep -q "data transfers complete" "$tmp/client"
+		check "ucmatose $args: server completed" grep -q "return status 0" "$tmp/server"
+	done
+	;;
+ucmatose_netns)
+	need ucmatose
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.234.0.1/24 10.234.0.2/24 || exit 1
+	start server ip netns exec "$b" timeout 60 "$sv" run -- ucmatose -p 7471 -c 5 -C 20
+	wait_listen 7471 "$b" || exit 1
+	ip netns exec "$a" timeout 60 "$sv" run -- ucmatose -s 10.234.0.2 -p 7471 -c 5 -C 20 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client 6
+	show server 4
+	check "ucmatose across namespaces: client exit 0" [ "$crc" = 0 ]
+	check "ucmatose across namespaces: server exit 0" [ "$src" = 0 ]
+	;;
+cmtime)
+	need cmtime
+	port=$(free_port)
+	# The cmtime server serves until killed.
+	start server run 120 cmtime -p "$port"
+	wait_listen "$port" || exit 1
+	run 120 cmtime -s 127.0.0.1 -p "$port" -c 200 >"$tmp/client" 2>&1
+	crc=$?
+	show client 12
+	check "cmtime client exit 0" [ "$crc" = 0 ]
+	check "cmtime connected" grep -Eq "^connect +:" "$tmp/client"
+	check "cmtime disconnected" grep -Eq "^disconnect +:" "$tmp/client"
+	check "the cmtime server is still serving" kill -0 "$server_pid"
+	;;
+udaddy_cm)
+	need udaddy
+	# The SIDR exchange alone (no datagrams): -C 0.  udaddy's port is
+	# fixed (7174, RDMA_PS_UDP); -p is its port space.
+	start server run 60 udaddy -C 0
+	wait_listen 7174 || exit 1
+	run 60 udaddy -s 127.0.0.1 -C 0 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	check "udaddy -C 0: client exit 0" [ "$crc" = 0 ]
+	check "udaddy -C 0: server exit 0" [ "$src" = 0 ]
+	;;
+udaddy)
+	need udaddy
+	ud_ok || { echo "SKIP: the device does not deliver UD datagrams yet (udaddy's data phase)"; exit 77; }
+	start server run 60 udaddy
+	wait_listen 7174 || exit 1
+	run 60 udaddy -s 127.0.0.1 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	check "udaddy: client exit 0" [ "$crc" = 0 ]
+	check "udaddy: server exit 0" [ "$src" = 0 ]
+	check "udaddy: data transfers complete" grep -q "data transfers complete" "$tmp/client"
+	;;
+mckey_join)
+	need mckey
+	# The sender's side: join (the CM's MULTICAST_JOIN), send, leave.
+	run 60 mckey -m 239.9.9.9 -b 127.0.0.1 -s -C 5 >"$tmp/client" 2>&1
+	crc=$?
+	show client
+	check "mckey sender exit 0" [ "$crc" = 0 ]
+	check "mckey joined ::ffff:239.9.9.9" grep -q "joined dgid: ::ffff:239.9.9.9" "$tmp/client"
+	;;
+mckey)
+	need mckey
+	ud_ok || { echo "SKIP: the device does not deliver UD datagrams yet (mckey's receiver)"; exit 77; }
+	start server run 60 mckey -m 239.9.9.8 -b 127.0.0.1 -C 10
+	sleep 1 # joined before the sender sends
+	run 60 mckey -m 239.9.9.8 -b 127.0.0.1 -s -C 10 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	check "mckey sender exit 0" [ "$crc" = 0 ]
+	check "mckey receiver exit 0 (all datagrams received)" [ "$src" = 0 ]
+	;;
+examples)
+	# Our own examples: the send/receive pair, then the read/write demo.
+	start server "$build/bin/sendrecv-server"
+	for i in $(seq 1 100); do
+		port=$(sed -n 's/^listening on port \([0-9]*\)\.$/\1/p' "$tmp/server")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	timeout 30 "$build/bin/sendrecv-client" 127.0.0.1 "$port" >"$tmp/client" 2>&1
+	crc=$?
+	for i in $(seq 1 100); do
+		grep -q "peer disconnected" "$tmp/server" && break
+		sleep 0.05
+	done
+	show client
+	show server
+	check "sendrecv-client exit 0" [ "$crc" = 0 ]
+	check "the client got the server's message" grep -q "^received message: message from passive/server side with pid" "$tmp/client"
+	check "the server got the client's message" grep -q "^received message: message from active/client side with pid" "$tmp/server"
+	check "demo-rw.sh (read and write)" "$here/../../scripts/demo-rw.sh" "$build"
+	;;
+*)
+	echo "unknown case $case_name" >&2
+	exit 2
+	;;
+esac
+exit $fail
