@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"environment:\n"
 		"  SOFTVERBS_LOG=0..3      library diagnostics: error (default), warn, info, debug\n"
 		"  SOFTVERBS_MTU=256..4096 override the port's active MTU\n"
+		"  SOFTVERBS_TRACE=1       one line per packet on stderr\n"
+		"  SOFTVERBS_STATS=1       per-context counters at ibv_close_device\n"
 		"\n"
 		"example:  %s run -- ibv_devinfo -v\n",
 		prog, prog);
