@@ -155,8 +155,11 @@ void sv_event_purge(struct sv_cm_id *id)
 		if (e->owner != id && evid != id)
 			continue;
 		list_del(&e->node);
-		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && evid != id)
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		    evid != id) {
+			e->owner->pending_reqs--;
 			sv_id_destroy_unborn(evid);
+		}
 		free(e);
 	}
 	if (had && list_empty(&ch->events))
@@ -213,6 +216,7 @@ static void process_event(struct sv_cm_event *e)
 	switch (e->ev.event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		id->unborn = false;
+		e->owner->pending_reqs--;
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		process_conn_resp(e);

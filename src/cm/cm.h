@@ -67,6 +67,7 @@ static inline int sv_cm_err(int err)
 #define SV_CM_HOP_LIMIT 64
 
 /* IB CM REJ reasons (IBA 12.6.7.2) and SIDR_REP statuses (IBA 12.11.2). */
+#define SV_REJ_NO_RESOURCES 3
 #define SV_REJ_TIMEOUT 4
 #define SV_REJ_INVALID_SERVICE_ID 8
 #define SV_REJ_CONSUMER_DEFINED 28
@@ -197,6 +198,7 @@ struct sv_cm_id {
 	bool reuseaddr;
 	int afonly; /* -1: not set */
 	int backlog;
+	int pending_reqs; /* listener: CONNECT_REQUESTs not yet delivered */
 	struct list_head mcs;
 	/* rdma_create_ep */
 	struct ibv_qp_init_attr *ep_qp_attr;

@@ -312,6 +312,14 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 				    SV_REJ_INVALID_SERVICE_ID);
 		return;
 	}
+	/* The listen backlog bounds the requests the application has not
+	 * taken yet (the kernel's rdma_cm does the same). */
+	if (ls->pending_reqs >= ls->backlog) {
+		bare_reject(s, ls->id.ps, is_ud(ls),
+			    want == SV_CM_MSG_SIDR_REQ ? SV_SIDR_REJECT :
+							 SV_REJ_NO_RESOURCES);
+		return;
+	}
 	if (sock_addrs(s->fd, &local, &peer)) {
 		sv_sock_close(s);
 		return;
@@ -319,7 +327,7 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	id = sv_id_alloc(ls->sync ? NULL : ls->id.channel, ls->id.context,
 			 ls->id.ps, ls->id.qp_type);
 	if (!id) {
-		bare_reject(s, ls->id.ps, is_ud(ls), 3 /* no resources */);
+		bare_reject(s, ls->id.ps, is_ud(ls), SV_REJ_NO_RESOURCES);
 		return;
 	}
 	s->listener = NULL;
@@ -336,7 +344,7 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	memcpy(&id->id.route.addr.src_storage, &local, sizeof(local));
 	memcpy(&id->id.route.addr.dst_storage, &peer, sizeof(peer));
 	if (sv_cm_dev_attach(id)) {
-		send_rej(id, 3, NULL, 0);
+		send_rej(id, SV_REJ_NO_RESOURCES, NULL, 0);
 		sv_id_destroy_unborn(id);
 		return;
 	}
@@ -352,8 +360,13 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	id->conn.remote_qpn = be32toh(m->qpn) & 0xffffff;
 	id->conn.remote_psn = be32toh(m->psn) & 0xffffff;
 	id->conn.local_psn = sv_cm_random24();
-	id->conn.resp_res = m->initiator_depth;
-	id->conn.init_depth = m->responder_resources;
+	/* Within what the device has (the event reports the raw values). */
+	id->conn.resp_res = m->initiator_depth < sv_cm.max_resp_res ?
+				    m->initiator_depth :
+				    sv_cm.max_resp_res;
+	id->conn.init_depth = m->responder_resources < sv_cm.max_init_depth ?
+				      m->responder_resources :
+				      sv_cm.max_init_depth;
 	id->conn.retry_count = m->retry_count & 7;
 	id->conn.rnr_retry = m->rnr_retry_count & 7;
 	id->conn.flow_control = !!(m->flags & SV_CM_F_FLOW_CONTROL);
@@ -367,12 +380,13 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	e = msg_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m,
 		      sv_cm_pdata_max(ls->id.ps, want));
 	if (!e) {
-		send_rej(id, 3, NULL, 0);
+		send_rej(id, SV_REJ_NO_RESOURCES, NULL, 0);
 		sv_id_destroy_unborn(id);
 		return;
 	}
 	e->owner = ls;
 	e->ev.listen_id = &ls->id;
+	ls->pending_reqs++;
 	if (!is_ud(id)) {
 		struct rdma_conn_param *p = &e->ev.param.conn;
 

@@ -140,7 +140,8 @@ SV_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cmid,
 	if (id->sync && cmid->event &&
 	    ((struct sv_cm_event *)cmid->event)->mc &&
 	    ((struct sv_cm_event *)cmid->event)->mc->addrlen == len &&
-	    !memcmp(&((struct sv_cm_event *)cmid->event)->mc->addr, addr, len)) {
+	    !memcmp(&((struct sv_cm_event *)cmid->event)->mc->addr, addr,
+		    len)) {
 		rdma_ack_cm_event(cmid->event);
 		cmid->event = NULL;
 	}

@@ -16,10 +16,19 @@ tmp=$(mktemp -d)
 pids=()
 fail=0
 
+# Background programs run in their own process group (setsid), so that
+# the group (timeout, softverbs run, the program) goes down together.
+killgroup() {
+	kill -TERM -- "-$1" 2>/dev/null || return 0
+	sleep 0.2
+	kill -KILL -- "-$1" 2>/dev/null
+	return 0
+}
+
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do
-		kill -9 "$p" 2>/dev/null
+		killgroup "$p"
 	done
 	[ -n "${SV_NETNS_CREATED+x}" ] && sv_netns_cleanup
 	rm -rf "$tmp"
@@ -66,7 +75,7 @@ wait_listen() {
 start() {
 	local name=$1
 	shift
-	"$@" >"$tmp/$name" 2>"$tmp/$name.err" &
+	setsid "$@" >"$tmp/$name" 2>"$tmp/$name.err" &
 	pids+=($!)
 	eval "${name}_pid=$!"
 }
@@ -80,7 +89,7 @@ finish() {
 		sleep 0.05
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		kill -9 "$pid" 2>/dev/null
+		killgroup "$pid"
 		wait "$pid" 2>/dev/null
 		return 124
 	fi
@@ -122,6 +131,22 @@ rping_pair() { # rping_pair SERVER_ADDR CLIENT_NS SERVER_NS COUNT ARGS...
 	check "the last ping is number $((cnt - 1))" grep -q "^ping data: rdma-ping-$((cnt - 1)): " "$tmp/client"
 }
 
+# udaddy's port is fixed (7174, also rping's default): run those cases in
+# a network namespace of their own (as root) so nothing else holds it.
+private_ports() {
+	if [ -z "${SV_CM_PRIVATE_NET:-}" ] && [ "$(id -u)" = 0 ] &&
+	   command -v unshare >/dev/null; then
+		export SV_CM_PRIVATE_NET=1
+		rm -rf "$tmp"
+		exec unshare -n /bin/bash -c 'ip link set lo up && exec /bin/bash "$0" "$@"' \
+			"$0" "$case_name"
+	fi
+	if ss -Hltn "sport = :7174" | grep -q .; then
+		echo "SKIP: port 7174 is busy and no private network namespace"
+		exit 77
+	fi
+}
+
 case $case_name in
 rping)
 	need rping
@@ -155,7 +180,7 @@ rping_netns)
 rdma_server)
 	need rdma_server
 	port=$(free_port)
-	start server run 60 rdma_server -p "$port"
+	start server timeout 60 "$sv" run -- rdma_server -p "$port"
 	wait_listen "$port" || exit 1
 	run 60 rdma_client -s 127.0.0.1 -p "$port" >"$tmp/client" 2>&1
 	crc=$?
@@ -173,7 +198,7 @@ rdma_xserver)
 	# RC (the default); the XRC variant needs XRC domains, which the
 	# device does not have.
 	port=$(free_port)
-	start server run 60 rdma_xserver -p "$port"
+	start server timeout 60 "$sv" run -- rdma_xserver -p "$port"
 	wait_listen "$port" || exit 1
 	run 60 rdma_xclient -s 127.0.0.1 -p "$port" >"$tmp/client" 2>&1
 	crc=$?
@@ -191,7 +216,7 @@ ucmatose)
 	for args in "" "-c 10 -C 20 -S 4000" "-c 4 -C 10 -m" "-P ib -c 2"; do
 		port=$(free_port)
 		# shellcheck disable=SC2086
-		start server run 60 ucmatose -p "$port" $args
+		start server timeout 60 "$sv" run -- ucmatose -p "$port" $args
 		wait_listen "$port" || exit 1
 		# shellcheck disable=SC2086
 		run 60 ucmatose -s 127.0.0.1 -p "$port" $args >"$tmp/client" 2>&1
@@ -227,7 +252,7 @@ cmtime)
 	need cmtime
 	port=$(free_port)
 	# The cmtime server serves until killed.
-	start server run 120 cmtime -p "$port"
+	start server timeout 120 "$sv" run -- cmtime -p "$port"
 	wait_listen "$port" || exit 1
 	run 120 cmtime -s 127.0.0.1 -p "$port" -c 200 >"$tmp/client" 2>&1
 	crc=$?
@@ -239,9 +264,10 @@ cmtime)
 	;;
 udaddy_cm)
 	need udaddy
+	private_ports
 	# The SIDR exchange alone (no datagrams): -C 0.  udaddy's port is
 	# fixed (7174, RDMA_PS_UDP); -p is its port space.
-	start server run 60 udaddy -C 0
+	start server timeout 60 "$sv" run -- udaddy -C 0
 	wait_listen 7174 || exit 1
 	run 60 udaddy -s 127.0.0.1 -C 0 >"$tmp/client" 2>&1
 	crc=$?
@@ -254,8 +280,9 @@ udaddy_cm)
 	;;
 udaddy)
 	need udaddy
+	private_ports
 	ud_ok || { echo "SKIP: the device does not deliver UD datagrams yet (udaddy's data phase)"; exit 77; }
-	start server run 60 udaddy
+	start server timeout 60 "$sv" run -- udaddy
 	wait_listen 7174 || exit 1
 	run 60 udaddy -s 127.0.0.1 >"$tmp/client" 2>&1
 	crc=$?
@@ -279,7 +306,7 @@ mckey_join)
 mckey)
 	need mckey
 	ud_ok || { echo "SKIP: the device does not deliver UD datagrams yet (mckey's receiver)"; exit 77; }
-	start server run 60 mckey -m 239.9.9.8 -b 127.0.0.1 -C 10
+	start server timeout 60 "$sv" run -- mckey -m 239.9.9.8 -b 127.0.0.1 -C 10
 	sleep 1 # joined before the sender sends
 	run 60 mckey -m 239.9.9.8 -b 127.0.0.1 -s -C 10 >"$tmp/client" 2>&1
 	crc=$?

@@ -630,6 +630,57 @@ static void listener_gone_b(int fd)
 	rdma_destroy_event_channel(ch);
 }
 
+/* ---- the backlog bounds requests not yet taken --------------------------------------- */
+
+static void backlog_a(int fd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ct_addr4("127.0.0.1", 0);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *ls;
+
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &ls, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(ls, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_listen(ls, 1) == 0);
+	ct_send_u32(fd, ntohs(rdma_get_src_port(ls)));
+	ct_sync(fd); /* B's second request was refused */
+	ev = CT_EXPECT(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	REQUIRE(ev);
+	CHECK(rdma_reject(ev->id, NULL, 0) == 0);
+	rdma_destroy_id(ev->id);
+	rdma_ack_cm_event(ev);
+	CT_EXPECT_NONE(ch, 200);
+	ct_sync(fd);
+	rdma_destroy_id(ls);
+	rdma_destroy_event_channel(ch);
+}
+
+static void backlog_b(int fd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .qp_num = 5 };
+	struct rdma_cm_id *id1, *id2;
+	uint16_t port = ct_recv_u32(fd);
+
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &id1, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(ct_resolve(ch, id1, port) == 0);
+	REQUIRE(ct_resolve(ch, id2, port) == 0);
+	REQUIRE(rdma_connect(id1, &cp) == 0);
+	usleep(200000); /* the first is queued at the listener */
+	REQUIRE(rdma_connect(id2, &cp) == 0);
+	/* IB CM reason 3: no resources. */
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_REJECTED, 3);
+	ct_sync(fd);
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_REJECTED, 28);
+	ct_sync(fd);
+	rdma_destroy_id(id1);
+	rdma_destroy_id(id2);
+	rdma_destroy_event_channel(ch);
+}
+
 /* ---- several connections on one listener ---------------------------------------------- */
 
 #define NCONN 6
@@ -1022,6 +1073,7 @@ static const struct ct_case cases[] = {
 	CT_CASE1(death_while_connecting, 30),
 	CT_CASE(abandon, 30),
 	CT_CASE(listener_gone, 30),
+	CT_CASE(backlog, 30),
 	CT_CASE(many, 40),
 	CT_CASE(sync_ep, 30),
 	CT_CASE(ud_sidr, 30),
