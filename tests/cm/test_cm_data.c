@@ -907,6 +907,64 @@ static void ud_b(int fd)
 	rdma_destroy_event_channel(ch);
 }
 
+/* ---- multicast groups and the id's QP ------------------------------------------------ */
+
+static void mcast_qp_a(int unused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ct_addr4("127.0.0.1", 0);
+	struct sockaddr_in g = ct_addr4("239.2.2.2", 0);
+	struct sockaddr_in uni = ct_addr4("10.9.9.9", 0);
+	struct rdma_cm_join_mc_attr_ex ex;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	union ibv_gid mgid;
+	struct ud u;
+
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0);
+	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	ud_resources(id, &u);
+
+	/* Reading MULTICAST_JOIN attached the QP: the application can
+	 * detach it once. */
+	REQUIRE(rdma_join_multicast(id, (struct sockaddr *)&g, NULL) == 0);
+	ev = CT_EXPECT(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	REQUIRE(ev);
+	mgid = ev->param.ud.ah_attr.grh.dgid;
+	rdma_ack_cm_event(ev);
+	CHECK_EQ(ibv_detach_mcast(id->qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(id->qp, &mgid, 0), EINVAL);
+	CHECK(rdma_leave_multicast(id, (struct sockaddr *)&g) == 0);
+
+	/* Leaving detaches it. */
+	REQUIRE(rdma_join_multicast(id, (struct sockaddr *)&g, NULL) == 0);
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	CHECK(rdma_leave_multicast(id, (struct sockaddr *)&g) == 0);
+	CHECK_EQ(ibv_detach_mcast(id->qp, &mgid, 0), EINVAL);
+
+	/* A send-only member is not attached. */
+	memset(&ex, 0, sizeof(ex));
+	ex.comp_mask =
+		RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ex.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	ex.addr = (struct sockaddr *)&g;
+	REQUIRE(rdma_join_multicast_ex(id, &ex, NULL) == 0);
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	CHECK_EQ(ibv_detach_mcast(id->qp, &mgid, 0), EINVAL);
+	CHECK(rdma_leave_multicast(id, (struct sockaddr *)&g) == 0);
+
+	/* A unicast address is no group the QP can join: the attach the
+	 * event triggers fails, and the event says so. */
+	REQUIRE(rdma_join_multicast(id, (struct sockaddr *)&uni, NULL) == 0);
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_MULTICAST_ERROR, -EINVAL);
+	CHECK(rdma_leave_multicast(id, (struct sockaddr *)&uni) == 0);
+
+	ud_free(id, &u);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
 /* clang-format off */
 static const struct ct_case cases[] = {
 	CT_CASE(qp_attrs, 30),
@@ -914,6 +972,7 @@ static const struct ct_case cases[] = {
 	CT_CASE(verbs_helpers, 30),
 	CT_CASE(own_qp, 30),
 	CT_CASE(ud, 30),
+	CT_CASE1(mcast_qp, 20),
 	{ NULL }
 };
 /* clang-format on */
