@@ -3,9 +3,9 @@
  * resolution, listen, options, ports and the device list.
  *
  * An id's port is a real TCP port: binding creates and binds a TCP socket
- * (SO_REUSEADDR, so that a restarted server is not kept off its port by
- * connections lingering in TIME_WAIT; two listeners still exclude each
- * other).  All port spaces share the host's TCP ports, including RDMA_PS_UDP,
+ * (with SO_REUSEADDR when the port is named, so that a restarted server is
+ * not kept off its port by connections lingering in TIME_WAIT; two
+ * listeners still exclude each other).  All port spaces share the host's TCP ports, including RDMA_PS_UDP,
  * whose SIDR exchange also runs over TCP.  Address resolution needs no
  * neighbour discovery on RoCE v2 (the peer is an IP address), so it is a
  * route lookup done at once; its event is queued before the call returns.
@@ -146,7 +146,12 @@ int sv_id_bind_sock(struct sv_cm_id *id, const struct sockaddr *addr)
 		    0);
 	if (fd < 0)
 		return errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A named port may have connections of an earlier life lingering in
+	 * TIME_WAIT: reuse it.  An ephemeral one is left to the kernel, which
+	 * then never hands out a port with such state behind it (a SYN that
+	 * met it could be answered with a reset). */
+	if (sv_cm_port_of(addr))
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (addr->sa_family == AF_INET6 && id->afonly >= 0)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &id->afonly,
 			   sizeof(id->afonly));
