@@ -114,7 +114,7 @@ static void post_rdma(struct rw_conn *c)
 	outstanding_add(c, 1);
 	demo_check(ibv_post_send(c->id->qp, &wr, &bad) == 0, "ibv_post_send");
 	c->rdma_posted = true;
-	/* Requests execute in order (IBA 10.8.3): the peer gets DONE only
+	/* A send queue executes in order: the peer gets DONE only
 	 * after our RDMA operation on its memory. */
 	send_msg(c, RW_MSG_DONE);
 }

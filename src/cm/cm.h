@@ -63,10 +63,10 @@ static inline int sv_cm_err(int err)
 
 /* Connection parameters the CM hands to the QP (rdma_init_qp_attr). */
 #define SV_CM_DEFAULT_ACK_TIMEOUT 17 /* 4.096 us * 2^17 = 0.5 s */
-#define SV_CM_MIN_RNR_TIMER 12 /* 0.64 ms (IBA table 45) */
+#define SV_CM_MIN_RNR_TIMER 12 /* RNR NAK timer encoding 12: 0.64 ms */
 #define SV_CM_HOP_LIMIT 64
 
-/* IB CM REJ reasons (IBA 12.6.7.2) and SIDR_REP statuses (IBA 12.11.2). */
+/* IB CM REJ reasons and SIDR_REP statuses (IBA chapter 12). */
 #define SV_REJ_NO_RESOURCES 3
 #define SV_REJ_TIMEOUT 4
 #define SV_REJ_INVALID_SERVICE_ID 8

@@ -4,7 +4,7 @@
  * handling of CM connections (accept, connect completion, messages, loss,
  * timers).
  *
- * Both sides follow the IB CM's state machine (IBA 12.9) on one TCP
+ * Both sides follow the IB CM's state machine (IBA chapter 12) on one TCP
  * connection: the active side sends a REQ as soon as TCP connects; the
  * passive side reports CONNECT_REQUEST and answers rdma_accept with a REP
  * (or rdma_reject with a REJ); the active side reports CONNECT_RESPONSE

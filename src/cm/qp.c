@@ -49,7 +49,7 @@ static int init_qp_attr(struct sv_cm_id *id, struct ibv_qp_attr *a, int *mask)
 			*mask |= IBV_QP_QKEY;
 			return 0;
 		}
-		/* IBA 12.7.2x via the IB CM: remote write always, reads and
+		/* As the IB CM grants them: remote write always, reads and
 		 * atomics when we grant responder resources. */
 		a->qp_access_flags = 0;
 		if (id->conn.valid) {

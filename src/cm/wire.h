@@ -10,9 +10,9 @@
  * receiver validates version, header length, type and the private data
  * length against the limit of that message type (sv_cm_pdata_max()).
  *
- * The message types mirror the IB CM (IBA 12.6): REQ/REP/RTU/REJ for
+ * The message types mirror the IB CM's (IBA chapter 12): REQ/REP/RTU/REJ for
  * connection establishment, DREQ/DREP for release, and SIDR_REQ/SIDR_REP
- * for UD service ID resolution (IBA 12.11).
+ * for UD service ID resolution.
  */
 #ifndef SV_CM_WIRE_H
 #define SV_CM_WIRE_H
@@ -35,7 +35,7 @@ enum sv_cm_msg_type {
 	SV_CM_MSG_MAX
 };
 
-/* IB CM private data sizes (IBA 12.6.5-12.6.11, 12.11.1-2). */
+/* IB CM private data sizes of each message (IBA chapter 12). */
 #define SV_IB_REQ_PDATA 92
 #define SV_IB_REP_PDATA 196
 #define SV_IB_REJ_PDATA 148
