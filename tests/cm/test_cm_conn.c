@@ -122,6 +122,10 @@ static void accept_pdata_a(int fd)
 	CHECK(rdma_accept(child, &cp) == 0);
 	CHECK_ERRNO(rdma_accept(child, &cp), EINVAL);
 	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	/* COMM_EST only matters before the RTU; no alternate paths. */
+	CHECK_ERRNO(rdma_notify(child, IBV_EVENT_COMM_EST), EISCONN);
+	CHECK_ERRNO(rdma_notify(child, IBV_EVENT_PATH_MIG), EINVAL);
+	CHECK_ERRNO(rdma_notify(ls, IBV_EVENT_COMM_EST), EINVAL);
 
 	/* B disconnects: both sides see DISCONNECTED, then TIMEWAIT_EXIT. */
 	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
