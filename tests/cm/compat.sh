@@ -248,6 +248,41 @@ ucmatose_netns)
 	check "ucmatose across namespaces: client exit 0" [ "$crc" = 0 ]
 	check "ucmatose across namespaces: server exit 0" [ "$src" = 0 ]
 	;;
+netns_tools)
+	# The sync-endpoint tools, cmtime and udaddy's SIDR exchange between
+	# two network namespaces (rping and ucmatose have their own cases).
+	need rdma_server
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.235.0.1/24 10.235.0.2/24 || exit 1
+	inA() { ip netns exec "$a" timeout 60 "$sv" run -- "$@"; }
+	start server ip netns exec "$b" timeout 60 "$sv" run -- rdma_server -p 7470
+	wait_listen 7470 "$b" || exit 1
+	inA rdma_client -s 10.235.0.2 -p 7470 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client 3
+	check "rdma_client across namespaces" [ "$crc" = 0 ]
+	check "rdma_server across namespaces" [ "$src" = 0 ]
+	start server ip netns exec "$b" timeout 60 "$sv" run -- cmtime -p 7471
+	wait_listen 7471 "$b" || exit 1
+	inA cmtime -s 10.235.0.2 -p 7471 -c 50 >"$tmp/client" 2>&1
+	crc=$?
+	killgroup "$server_pid"
+	show client 9
+	check "cmtime across namespaces" [ "$crc" = 0 ]
+	start server ip netns exec "$b" timeout 60 "$sv" run -- udaddy -C 0
+	wait_listen 7174 "$b" || exit 1
+	inA udaddy -s 10.235.0.2 -C 0 >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client 3
+	check "udaddy -C 0 across namespaces: client" [ "$crc" = 0 ]
+	check "udaddy -C 0 across namespaces: server" [ "$src" = 0 ]
+	;;
 cmtime)
 	need cmtime
 	port=$(free_port)
