@@ -80,19 +80,122 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 	}
 }
 
+static void progress(struct sv_qp_engine *qe);
+
+/* Congestion control: slow start below ssthresh, then one more packet
+ * per window acknowledged; a loss halves the window, a timeout starts
+ * over from the minimum. */
+static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
+{
+	if (qe->cwnd < qe->ssthresh) {
+		qe->cwnd += n;
+	} else {
+		qe->cwnd_acc += n;
+		while (qe->cwnd_acc >= qe->cwnd) {
+			qe->cwnd_acc -= qe->cwnd;
+			qe->cwnd++;
+		}
+	}
+	if (qe->cwnd > qe->window)
+		qe->cwnd = qe->window;
+}
+
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
+{
+	qe->ssthresh = qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
+	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
+	qe->cwnd_acc = 0;
+}
+
 /* Forward progress: the retry counters start over (IBA 9.7.6.1.3) and
  * the timer restarts if anything is still outstanding. */
+static void progress_from(struct sv_qp_engine *qe, uint32_t before)
+{
+	int32_t n = sv_psn_diff(qe->comp.psn, before);
+
+	if (n > 0)
+		cc_acked(qe, (uint32_t)n);
+	progress(qe);
+}
+
 static void progress(struct sv_qp_engine *qe)
 {
+	bool outstanding = sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0;
+
 	qe->comp.retry_left = qe->retry_cnt;
 	qe->comp.rnr_left = qe->rnr_retry;
 	qe->comp.retried = false;
-	if (sv_psn_diff(qe->req.psn, qe->comp.psn) > 0 && qe->comp.timeout_ns) {
+	if (outstanding && qe->comp.timeout_ns) {
 		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
 		sv_timer_note(qe->eng, qe->comp.deadline);
 	} else {
 		qe->comp.deadline = 0;
 	}
+	if (outstanding)
+		sv_probe_arm(qe, true);
+	else
+		qe->comp.probe = 0;
+}
+
+/* The probe timer resends from the oldest unacknowledged PSN well before
+ * the IBA timeout, without spending retry_cnt: over UDP a lost tail
+ * (the last packets of a burst, a READ request or its last response)
+ * would otherwise cost a whole timeout.  Duplicates are harmless (the
+ * responder answers them, never executing anything twice).  It backs off
+ * while nothing comes back; the IBA timeout still decides when to give
+ * up.  It also runs with timeout 0 ("wait forever"), which then still
+ * recovers from loss. */
+static uint64_t probe_base(struct sv_qp_engine *qe)
+{
+	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
+
+	return ns < SV_PROBE_MIN_NS ? SV_PROBE_MIN_NS : ns;
+}
+
+/* Duplicate ACKs within about a round trip of a rewind answer packets
+ * sent before it: not a new loss. */
+static uint64_t dupack_guard(struct sv_qp_engine *qe)
+{
+	uint64_t ns = qe->comp.srtt ? 2 * qe->comp.srtt + 100000 : 1000000;
+
+	return ns;
+}
+
+static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
+{
+	uint64_t s;
+
+	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
+		return;
+	s = qe->eng->now - qe->comp.rtt_t;
+	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
+	qe->comp.rtt_t = 0;
+}
+
+void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
+{
+	if (reset || !qe->comp.probe_ns)
+		qe->comp.probe_ns = probe_base(qe);
+	qe->comp.probe = qe->eng->now + qe->comp.probe_ns;
+	sv_timer_note(qe->eng, qe->comp.probe);
+}
+
+void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
+{
+	qe->comp.probe = 0;
+	if (atomic_load(&qe->state) == IBV_QPS_ERR || qe->comp.rnr_until)
+		return;
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
+		return; /* nothing outstanding */
+	SV_STAT(qe->eng, probe_retransmit);
+	sv_cc_loss(qe, false);
+	sv_req_rewind(qe, qe->comp.psn);
+	qe->comp.retried = false;
+	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
+		qe->comp.probe_ns *= 2;
+	if (qe->comp.probe_ns > 1000ull * 1000 * 1000)
+		qe->comp.probe_ns = 1000ull * 1000 * 1000;
+	sv_probe_arm(qe, false);
 }
 
 static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
@@ -107,7 +210,7 @@ static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
  * unanswered READ/ATOMIC lies at or before psn (its response was lost). */
 static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 {
-	uint32_t tail = sq_tail(qe), idx;
+	uint32_t tail = sq_tail(qe), idx, upto = sv_psn_add(psn, 1);
 	bool lost = false;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
@@ -120,23 +223,33 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 		if (sv_psn_diff(psn, w->first_psn) < 0)
 			break;
 		if (is_rdat(w)) {
+			/* Acknowledged no further than what it got back. */
 			lost = true;
+			upto = sv_psn_add(w->first_psn, (uint32_t)(w->read_done / qe->pmtu));
 			break;
 		}
 		if (w->state != SV_WQE_SENT || sv_psn_diff(psn, w->last_psn) < 0)
 			break; /* partly acknowledged */
 		w->state = SV_WQE_DONE;
 	}
-	if (sv_psn_diff(sv_psn_add(psn, 1), qe->comp.psn) > 0)
-		qe->comp.psn = sv_psn_add(psn, 1);
+	if (sv_psn_diff(upto, qe->comp.psn) > 0)
+		qe->comp.psn = upto;
+	/* Resending what was just acknowledged is pointless: skip ahead. */
+	if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
+		sv_req_goto(qe, qe->comp.psn, false);
 	sv_comp_retire(qe);
 	return lost;
 }
 
 /* Resend from comp.psn, spending a retry (shared by timeouts, sequence
  * NAKs and implied NAKs). */
-static void retry(struct sv_qp_engine *qe, uint32_t psn)
+static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 {
+	if (sv_log_level >= SV_LOG_DBG) {
+		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn, why,
+		       psn, qe->comp.retry_left);
+		sv_qp_dump(qe, stderr);
+	}
 	if (!qe->comp.retry_left) {
 		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
 
@@ -146,6 +259,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn)
 		return;
 	}
 	qe->comp.retry_left--;
+	sv_cc_loss(qe, false);
 	sv_req_rewind(qe, psn);
 	if (qe->comp.timeout_ns) {
 		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
@@ -162,7 +276,7 @@ static void implied_nak(struct sv_qp_engine *qe)
 	SV_STAT(qe->eng, implied_nak_retry);
 	qe->comp.retried = true;
 	qe->comp.retried_psn = qe->comp.psn;
-	retry(qe, qe->comp.psn);
+	retry(qe, qe->comp.psn, "implied NAK");
 }
 
 /* The WQE whose PSN range holds psn, among the outstanding ones. */
@@ -215,21 +329,36 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	uint8_t syn = (uint8_t)sv_aeth_syndrome(sv_pkt_h(pkt, SV_HDR_AETH));
 	uint32_t psn = pkt->psn;
 	uint32_t before = qe->comp.psn;
+	bool lost;
 
-	/* Only PSNs we sent: [comp.psn - 1, req.psn - 1]. */
-	if (sv_psn_diff(psn, qe->req.psn) >= 0 ||
+	/* Only PSNs we sent: [comp.psn - 1, max_psn - 1]. */
+	if (sv_psn_diff(psn, qe->req.max_psn) >= 0 ||
 	    sv_psn_diff(psn, sv_psn_add(qe->comp.psn, SV_PSN_MASK)) < 0) {
 		SV_STAT(qe->eng, drop_stale_resp);
 		return;
 	}
 	switch (syn & SV_AETH_TYPE_MASK) {
 	case SV_AETH_ACK:
-		if (sv_psn_diff(psn, qe->comp.psn) < 0)
-			return; /* a duplicate ACK: nothing new */
-		if (ack_through(qe, psn))
+		if (sv_psn_diff(psn, qe->comp.psn) < 0) {
+			/* A duplicate ACK for the PSN before the oldest one
+			 * outstanding: the responder still waits for it
+			 * (its NAK or our resend was lost).  Resend now
+			 * rather than at the timeout, unless we just did. */
+			if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
+			    qe->eng->now - qe->comp.last_rewind > dupack_guard(qe)) {
+				SV_STAT(qe->eng, fast_retransmit);
+				retry(qe, qe->comp.psn, "duplicate ACK");
+			}
+			return;
+		}
+		rtt_sample(qe, psn);
+		if (ack_through(qe, psn)) {
+			if (qe->comp.psn != before)
+				progress_from(qe, before);
 			implied_nak(qe);
-		else if (qe->comp.psn != before)
-			progress(qe);
+		} else if (qe->comp.psn != before) {
+			progress_from(qe, before);
+		}
 		break;
 	case SV_AETH_RNR_NAK:
 		SV_STAT(qe->eng, rcvd_rnr_err);
@@ -251,6 +380,7 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		 * (IBA 9.7.5.2.8) has passed; the ACK timer is off meanwhile. */
 		sv_req_rewind(qe, psn);
 		qe->comp.deadline = 0;
+		qe->comp.probe = 0;
 		qe->comp.rnr_until = qe->eng->now +
 				     (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
 		sv_timer_note(qe->eng, qe->comp.rnr_until);
@@ -259,13 +389,13 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		switch (syn) {
 		case SV_AETH_NAK_PSN_SEQ:
 			SV_STAT(qe->eng, rcvd_seq_err);
-			if (ack_through(qe, sv_psn_add(psn, SV_PSN_MASK))) {
-				implied_nak(qe);
-				break;
-			}
+			lost = ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
 			if (qe->comp.psn != before)
-				progress(qe);
-			retry(qe, psn);
+				progress_from(qe, before);
+			if (lost)
+				implied_nak(qe);
+			else
+				retry(qe, psn, "sequence NAK");
 			break;
 		case SV_AETH_NAK_INVALID:
 			on_nak_error(qe, psn, IBV_WC_REM_INV_REQ_ERR);
@@ -296,7 +426,7 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 {
 	struct sv_send_wqe *w;
 
-	if (sv_psn_diff(psn, qe->comp.psn) < 0 || sv_psn_diff(psn, qe->req.psn) >= 0) {
+	if (sv_psn_diff(psn, qe->comp.psn) < 0 || sv_psn_diff(psn, qe->req.max_psn) >= 0) {
 		SV_STAT(qe->eng, drop_stale_resp);
 		return NULL;
 	}
@@ -308,12 +438,14 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 	if (sv_psn_diff(w->first_psn, qe->comp.psn) > 0) {
 		uint32_t before = qe->comp.psn;
 
-		if (ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK))) {
+		bool lost = ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK));
+
+		if (qe->comp.psn != before)
+			progress_from(qe, before);
+		if (lost) {
 			implied_nak(qe); /* an earlier READ/ATOMIC lost */
 			return NULL;
 		}
-		if (qe->comp.psn != before)
-			progress(qe);
 	}
 	if (wqe_at(qe, qe->comp.idx) != w)
 		return NULL;
@@ -335,10 +467,11 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) * qe->pmtu;
 	rest = w->length > off ? w->length - off : 0;
 	want = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
-	/* The response must be exactly the next piece, and end a chunk only
-	 * where the chunk we asked for ends. */
-	if (pkt->paylen != want || off != w->read_done ||
-	    !!(pkt->mask & SV_M_END) != (off + want == w->sent)) {
+	/* The response must be exactly the next piece of the WQE.  Where
+	 * the request it answers ends does not matter: after a resend the
+	 * responder may still be answering an earlier, longer request for the
+	 * same bytes, and those responses are as good. */
+	if (pkt->paylen != want || off != w->read_done) {
 		SV_STAT(qe->eng, drop_bad_resp);
 		return;
 	}
@@ -349,13 +482,14 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	}
 	w->read_done += want;
 	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
-	if ((pkt->mask & SV_M_END) && w->read_done == w->length) {
+	cc_acked(qe, 1);
+	if (w->read_done == w->length && (w->length || (pkt->mask & SV_M_END))) {
 		w->state = SV_WQE_DONE;
 		qe->req.rd_atomic--;
 		sv_comp_retire(qe);
 	}
 	progress(qe);
-	if (pkt->mask & SV_M_END)
+	if ((pkt->mask & SV_M_END) || w->read_done >= w->sent)
 		sv_work_add(qe, SV_WORK_REQ); /* next chunk, fence, limit */
 }
 
@@ -378,6 +512,7 @@ static void on_atomic_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		return;
 	}
 	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
+	cc_acked(qe, 1);
 	w->state = SV_WQE_DONE;
 	qe->req.rd_atomic--;
 	sv_comp_retire(qe);
@@ -407,10 +542,11 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 	qe->comp.deadline = 0;
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
-	if (sv_psn_diff(qe->req.psn, qe->comp.psn) <= 0)
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
 		return; /* nothing outstanding */
 	SV_STAT(qe->eng, completer_retry_err);
 	qe->comp.retried = false;
-	retry(qe, qe->comp.psn);
+	sv_cc_loss(qe, true);
+	retry(qe, qe->comp.psn, "timeout");
 	sv_work_add(qe, SV_WORK_REQ);
 }

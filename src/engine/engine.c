@@ -29,7 +29,8 @@
 #include "util/log.h"
 
 int sv_trace_on;
-static int stats_on;
+int sv_loss_pct;
+int sv_stats_on;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void env_init(void)
@@ -38,8 +39,12 @@ static void env_init(void)
 
 	s = getenv("SOFTVERBS_TRACE");
 	sv_trace_on = s && *s && strcmp(s, "0");
+	s = getenv("SOFTVERBS_LOSS");
+	sv_loss_pct = s ? atoi(s) : 0;
+	if (sv_loss_pct < 0 || sv_loss_pct > 100)
+		sv_loss_pct = 0;
 	s = getenv("SOFTVERBS_STATS");
-	stats_on = s && *s && strcmp(s, "0");
+	sv_stats_on = s && *s && strcmp(s, "0");
 }
 
 uint64_t sv_now_ns(void)
@@ -302,7 +307,7 @@ void sv_engine_close(struct sv_context *ctx)
 		bell_ring(eng);
 		pthread_join(eng->thread, NULL);
 	}
-	if (stats_on)
+	if (sv_stats_on)
 		sv_engine_stats_dump(ctx, stderr);
 	list_for_each_safe(&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);

@@ -102,7 +102,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	qe->eng = eng;
 	qe->type = qp->type;
 	qe->pmtu = 1024;
-	qe->window = SV_WINDOW_MIN;
+	qe->window = qe->cwnd = qe->ssthresh = SV_WINDOW_MIN;
 	atomic_store(&qe->state, IBV_QPS_RESET);
 	list_node_init(&qe->work_node);
 	list_node_init(&qe->kick_node);
@@ -140,6 +140,10 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		return;
 	eng = qe->eng;
 	pthread_mutex_lock(&eng->lock);
+	if (sv_stats_on) {
+		fprintf(stderr, "softverbs: destroying ");
+		sv_qp_dump(qe, stderr);
+	}
 	/* Unreachable from the network first, then from the work lists. */
 	qe->sock->slot[qe->qpn & 0xff] = NULL;
 	qe->sock->used--;
@@ -231,6 +235,8 @@ static void set_window(struct sv_qp_engine *qe)
 	uint32_t w = rcv / (2 * qe->pmtu + 1024);
 
 	qe->window = w > SV_WINDOW_MAX ? SV_WINDOW_MAX : w < SV_WINDOW_MIN ? SV_WINDOW_MIN : w;
+	qe->cwnd = qe->ssthresh = qe->window;
+	qe->cwnd_acc = 0;
 }
 
 static void reset_queues(struct sv_qp_engine *qe)
@@ -306,6 +312,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		qe->resp.psn = a->rq_psn & SV_PSN_MASK;
 	if (mask & IBV_QP_SQ_PSN) {
 		qe->req.psn = a->sq_psn & SV_PSN_MASK;
+		qe->req.max_psn = qe->req.psn;
 		qe->comp.psn = qe->req.psn;
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
@@ -505,6 +512,7 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 		sync_state(qe);
 	}
 	qe->comp.deadline = 0;
+	qe->comp.probe = 0;
 	qe->comp.rnr_until = 0;
 	sv_work_add(qe, SV_WORK_FLUSH);
 }
@@ -621,6 +629,11 @@ void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
 	}
 	if (qe->comp.deadline && now >= qe->comp.deadline)
 		sv_comp_timer(qe, now);
+	if (qe->comp.probe && now >= qe->comp.probe)
+		sv_comp_probe(qe, now);
+	d = qe->comp.probe;
+	if (d && (!*next || d < *next))
+		*next = d;
 	d = qe->comp.rnr_until;
 	if (d && (!*next || d < *next))
 		*next = d;

@@ -38,8 +38,14 @@
 #define SV_REPLY_BUDGET 128      /* read response packets per QP per run */
 #define SV_WINDOW_MAX 256        /* un-ACKed packets in flight per QP */
 #define SV_WINDOW_MIN 8
-#define SV_MIN_TIMEOUT_NS (8ull * 1000 * 1000) /* floor of the ACK timer */
+/* Floor of the IBA ACK timer.  A software peer can be descheduled for
+ * tens of milliseconds on a loaded host; the timer decides when to give
+ * up (retry_cnt), so it must not fire for that.  Fast recovery from loss
+ * is the probe timer's job (comp.c), which spends no retries. */
+#define SV_MIN_TIMEOUT_NS (100ull * 1000 * 1000)
 #define SV_HINT_HOLD_NS (2ull * 1000 * 1000)   /* "app is busy-polling" */
+#define SV_PROBE_MIN_NS (500ull * 1000)        /* early resend: floor */
+#define SV_PROBE_NS (2ull * 1000 * 1000)       /* ... before an RTT sample */
 
 /* ---- counters (named like rxe's where rxe has one) ----------------------- */
 
@@ -57,6 +63,9 @@
 	X(retry_exceeded_err, "retry count exceeded")                        \
 	X(retry_rnr_exceeded_err, "RNR retry count exceeded")                \
 	X(implied_nak_retry, "retries for missing read/atomic responses")    \
+	X(fast_retransmit, "retries after a duplicate ACK")                  \
+	X(probe_retransmit, "early resends while waiting for an ACK")        \
+	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \
 	X(ack_sent, "ACKs sent")                                             \
@@ -67,6 +76,7 @@
 	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
 	X(drop_qp_state, "dropped: QP not in a receiving state")             \
 	X(drop_transport, "dropped: opcode of another transport")            \
+	X(drop_wrong_peer, "dropped: not from the connected peer")           \
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
@@ -74,7 +84,8 @@
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
 	X(resp_access_err, "remote access errors detected")                  \
 	X(resp_inv_req, "invalid requests detected")                         \
-	X(qp_errors, "QPs moved to the error state by the engine")
+	X(qp_errors, "QPs moved to the error state by the engine")          \
+	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")
 
 struct sv_stats {
 #define X(name, desc) uint64_t name;
@@ -139,6 +150,7 @@ struct sv_reply {
 	uint32_t total;
 	uint64_t orig;
 	uint32_t msn;
+	bool dup;                    /* answers a duplicate request */
 };
 
 #define SV_REPLY_Q 256           /* >= SV_MAX_RD_ATOMIC */
@@ -172,7 +184,10 @@ struct sv_qp_engine {
 	struct sv_flow flow;         /* our packets: src = us, dst = peer */
 	uint32_t dest_qpn;
 	uint32_t pmtu;
-	uint32_t window;             /* packets */
+	uint32_t window;             /* packets: the receiver's buffer allows */
+	uint32_t cwnd;               /* packets: congestion window (<= window) */
+	uint32_t ssthresh;
+	uint32_t cwnd_acc;           /* PSNs acknowledged towards cwnd + 1 */
 	uint32_t qkey;
 	uint32_t access;             /* qp_access_flags */
 	uint8_t min_rnr_timer;
@@ -189,8 +204,9 @@ struct sv_qp_engine {
 
 	/* requester */
 	struct {
-		uint32_t psn;        /* next PSN */
-		uint32_t idx;        /* next WQE to work on */
+		uint32_t psn;        /* next PSN to send */
+		uint32_t max_psn;    /* next PSN never sent */
+		uint32_t idx;        /* the WQE holding req.psn */
 		uint32_t rd_atomic;  /* READ/ATOMIC WQEs started, not done */
 		uint32_t since_ackreq;
 		bool blocked;        /* a WQE failed locally: send nothing more */
@@ -203,11 +219,17 @@ struct sv_qp_engine {
 		uint8_t retry_left;
 		uint8_t rnr_left;
 		uint64_t timeout_ns; /* 0 = infinite */
-		uint64_t deadline;   /* ACK timer, 0 = off */
+		uint64_t deadline;   /* ACK timer (IBA timeout), 0 = off */
+		uint64_t probe;      /* early resend timer, 0 = off */
+		uint64_t probe_ns;   /* its current interval (backs off) */
 		uint64_t rnr_until;  /* RNR wait, 0 = none */
 		uint32_t rnr_psn;
 		uint32_t retried_psn;/* implied-NAK retry already issued here */
 		bool retried;
+		uint64_t last_rewind;/* ns: duplicate ACKs older than this are stale */
+		uint64_t srtt;       /* ns, smoothed round trip (0: no sample yet) */
+		uint64_t rtt_t;      /* ns: when rtt_psn was sent, 0 = none timed */
+		uint32_t rtt_psn;
 	} comp;
 
 	/* responder */
@@ -272,6 +294,7 @@ struct sv_engine {
 	uint32_t rcvbuf;             /* bytes of our receive buffers */
 
 	struct sv_stats stats;
+	uint64_t rng;                /* SOFTVERBS_LOSS */
 };
 
 static inline void list_node_init(struct list_node *n)
@@ -280,6 +303,8 @@ static inline void list_node_init(struct list_node *n)
 }
 
 extern int sv_trace_on;
+extern int sv_loss_pct;
+extern int sv_stats_on;
 
 /* engine.c */
 uint64_t sv_now_ns(void);
@@ -315,11 +340,14 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn);
 /* req.c */
 void sv_req_run(struct sv_qp_engine *qe);
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
-void sv_req_validate_rd_atomic(struct sv_qp_engine *qe);
+void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
 
 /* comp.c */
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout);
 void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt);
 void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now);
+void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now);
+void sv_probe_arm(struct sv_qp_engine *qe, bool reset);
 void sv_comp_retire(struct sv_qp_engine *qe);
 
 /* resp.c */

@@ -55,6 +55,25 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	SV_STAT(eng, sent_pkts);
 }
 
+/* Fault injection for tests (SOFTVERBS_LOSS=percent): a share of the
+ * packets we send is silently dropped, as a lossy network would. */
+static bool inject_loss(struct sv_engine *eng)
+{
+	uint64_t x;
+
+	if (!sv_loss_pct)
+		return false;
+	x = eng->rng ? eng->rng : 0x9e3779b97f4a7c15ull ^ (uintptr_t)eng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	eng->rng = x;
+	if (x % 100 >= (uint64_t)sv_loss_pct)
+		return false;
+	SV_STAT(eng, drop_injected);
+	return true;
+}
+
 void sv_tx_flush(struct sv_engine *eng)
 {
 	struct sv_udp_tx batch[SV_TX_BATCH];
@@ -62,19 +81,22 @@ void sv_tx_flush(struct sv_engine *eng)
 
 	while (i < eng->ntx) {
 		struct sv_sock *s = eng->tx[i].sock;
-		unsigned int n = 0;
+		unsigned int n = 0, k = 0;
 
-		while (i + n < eng->ntx && eng->tx[i + n].sock == s) {
-			struct sv_tx *t = &eng->tx[i + n];
+		for (; i + k < eng->ntx && eng->tx[i + k].sock == s; k++) {
+			struct sv_tx *t = &eng->tx[i + k];
 
+			if (inject_loss(eng))
+				continue;
 			batch[n].buf = t->buf;
 			batch[n].len = t->len;
 			batch[n].dst = &t->dst;
 			batch[n].src = &t->src;
 			n++;
 		}
-		eng->stats.send_err += (uint64_t)sv_udp_send(&s->udp, batch, (int)n);
-		i += n;
+		if (n)
+			eng->stats.send_err += (uint64_t)sv_udp_send(&s->udp, batch, (int)n);
+		i += k;
 	}
 	eng->ntx = 0;
 }
@@ -155,6 +177,14 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s, struct sv_udp_rx *r
 	if (!(pkt.mask & want)) {
 		SV_STAT(eng, drop_transport);
 		return drop(eng, r, "opcode of another transport");
+	}
+	/* A connected QP talks to one peer QP, whose packets leave from the
+	 * socket its QPN names: anything else is forged or stray. */
+	if ((qe->type == IBV_QPT_RC || qe->type == IBV_QPT_UC) &&
+	    (r->flow.sport != qe->flow.dport ||
+	     !sv_ipaddr_eq(&r->flow.src, &qe->flow.dst))) {
+		SV_STAT(eng, drop_wrong_peer);
+		return drop(eng, r, "not from the connected peer");
 	}
 	if (sv_trace_on)
 		sv_trace_pkt(eng, "rx", r->buf, r->len, NULL);

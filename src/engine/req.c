@@ -2,18 +2,28 @@
  * The requester: walks the send queue from req.idx and turns WQEs into
  * request packets.
  *
- * Each WQE goes PENDING -> ACTIVE -> SENT (RC: the completer finishes it)
- * or -> DONE (UC/UD: complete once sent).  Before a WQE starts, the
+ * Each WQE goes PENDING -> ACTIVE (its PSN range is fixed when it starts)
+ * -> SENT (all of it went out once; RC: the completer finishes it) or ->
+ * DONE (UC/UD: complete once sent).  req.psn is the next PSN to send and
+ * req.idx the WQE holding it; req.max_psn is the next PSN never sent.
+ * Going back N only moves req.psn/req.idx back: the WQEs keep their PSN
+ * ranges and states, and the packets are rebuilt from the offset the PSN
+ * implies, so an ACK for PSNs sent before the rewind still completes them.  Before a WQE starts, the
  * requester checks, in this order, the conditions that make it wait:
  *   drain (SQD starts nothing new), fence (IBV_SEND_FENCE waits for prior
  *   READ/ATOMIC, IBA 10.8.3.3), the max_rd_atomic limit on outstanding
  *   READ/ATOMIC (IBA 9.4.4), then its local SGEs (lkey, PD, bounds, local
  *   write for READ/ATOMIC results: IBV_WC_LOC_PROT_ERR when bad).
  * An ACTIVE WQE sends packets while the window of un-ACKed PSNs has room.
- * READs are requested in chunks no larger than the window (each chunk is
- * an ordinary READ request with its own VA and length, IBA 9.4.3), the
- * next chunk once the previous one's responses are in, so a huge READ
- * cannot flood the requester's socket with responses.
+ * READs are requested in chunks (each chunk is an ordinary READ request
+ * with its own VA and length, IBA 9.4.3), the next chunk once the
+ * previous one's responses are in, so a huge READ cannot flood the
+ * requester's socket with responses.
+ *
+ * How much is in flight is limited by a congestion window (cwnd, AIMD
+ * with slow start as in TCP Reno, halved on each loss) inside the window
+ * the peer's socket buffer allows: go-back-N wastes what follows a loss,
+ * so under loss a smaller window wastes less.
  */
 #include "engine/internal.h"
 
@@ -73,7 +83,11 @@ static uint32_t in_flight(struct sv_qp_engine *qe)
  * 9.7.6.1.1: the timer runs while responses are outstanding). */
 static void arm_timer(struct sv_qp_engine *qe)
 {
-	if (qe->type != IBV_QPT_RC || qe->comp.deadline || !qe->comp.timeout_ns)
+	if (qe->type != IBV_QPT_RC)
+		return;
+	if (!qe->comp.probe)
+		sv_probe_arm(qe, false);
+	if (qe->comp.deadline || !qe->comp.timeout_ns)
 		return;
 	qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
 	sv_timer_note(qe->eng, qe->comp.deadline);
@@ -90,12 +104,26 @@ static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_comp_retire(qe);
 }
 
+/* A packet with PSN req.psn went out. */
+static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
+{
+	qe->req.psn = sv_psn_add(qe->req.psn, n);
+	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) > 0)
+		qe->req.max_psn = qe->req.psn;
+}
+
 static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
-	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK); /* psn - 1 */
 	/* UC and UD have no acknowledgements: done once on the wire. */
-	wqe->state = qe->type == IBV_QPT_RC ? SV_WQE_SENT : SV_WQE_DONE;
+	if (wqe->state == SV_WQE_ACTIVE)
+		wqe->state = qe->type == IBV_QPT_RC ? SV_WQE_SENT : SV_WQE_DONE;
 	qe->req.idx++;
+}
+
+/* Byte offset in the WQE of the packet with PSN req.psn. */
+static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
+{
+	return (uint64_t)(uint32_t)sv_psn_diff(qe->req.psn, wqe->first_psn) * qe->pmtu;
 }
 
 /* SEND and RDMA WRITE packets; false when the WQE could not finish. */
@@ -106,9 +134,10 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	bool rc = qe->type == IBV_QPT_RC;
 
 	do {
-		uint64_t rest = wqe->length - wqe->sent;
+		uint64_t off = wqe_off(qe, wqe);
+		uint64_t rest = wqe->length > off ? wqe->length - off : 0;
 		uint32_t pay = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
-		bool first = wqe->sent == 0, last = pay == rest;
+		bool first = off == 0, last = pay == rest;
 		uint8_t op = data_opcode(qe, wqe->opcode, first, last);
 		const struct sv_opinfo *info = &sv_opinfo[op];
 		struct sv_tx *t;
@@ -116,7 +145,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 
 		if (!*budget)
 			return false;
-		if (rc && in_flight(qe) >= qe->window)
+		if (rc && in_flight(qe) >= qe->cwnd)
 			return false;
 		t = sv_tx_get(qe->eng);
 		b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
@@ -131,8 +160,8 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
 		if (pay) {
 			if (wqe->send_flags & IBV_SEND_INLINE)
-				memcpy(b + info->length, wqe->inline_data + wqe->sent, pay);
-			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge, wqe->sent,
+				memcpy(b + info->length, wqe->inline_data + off, pay);
+			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge, off,
 					     b + info->length, pay, false)) {
 				/* The MR went away under the WQE. */
 				local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
@@ -147,15 +176,22 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			qe->req.since_ackreq++;
 			/* Ask for an ACK at the end of a message and a few
 			 * times per window so the window keeps moving. */
-			if (last || qe->req.since_ackreq >= qe->window / 4 ||
-			    in_flight(qe) + 1 >= qe->window) {
+			if (last || qe->req.since_ackreq >= qe->cwnd / 4 ||
+			    in_flight(qe) + 1 >= qe->cwnd) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
+				/* Time one ACK at a time, never a resend
+				 * (Karn): its ACK could answer either copy. */
+				if (!qe->comp.rtt_t && qe->req.psn == qe->req.max_psn) {
+					qe->comp.rtt_t = qe->eng->now;
+					qe->comp.rtt_psn = qe->req.psn;
+				}
 			}
 		}
 		sv_tx_finish(qe, t);
-		qe->req.psn = sv_psn_add(qe->req.psn, 1);
-		wqe->sent += pay;
+		psn_sent(qe, 1);
+		if (off + pay > wqe->sent)
+			wqe->sent = off + pay;
 		(*budget)--;
 		arm_timer(qe);
 		if (last)
@@ -163,22 +199,44 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	} while (1);
 }
 
-/* One chunk of an RDMA READ; true when the whole WQE is requested. */
+/* A READ WQE remembers how far it has been requested (in atomic_result,
+ * unused by READs and zeroed by post_send; kept across rewinds).  The
+ * responder answers a duplicate READ only inside PSNs it has already
+ * seen, so a retry never asks beyond that extent; past it, chunks are
+ * new requests. */
+#define rd_end atomic_result
+
+/* One chunk of an RDMA READ (as many packets as the congestion window
+ * allows, at most half a window); true when the whole WQE is requested.
+ * The next chunk goes out once this one's responses are all in. */
 static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		      unsigned int *budget)
 {
-	uint64_t rest = wqe->length - wqe->sent;
-	uint32_t room, pkts, len;
+	uint32_t max = qe->window / 2 ? qe->window / 2 : 1, room, pkts, len;
+	uint64_t rest;
 	struct sv_tx *t;
 	uint8_t *b, *h;
 
-	if (wqe->sent != wqe->read_done)
+	/* Resending (after going back): ask again from this PSN on. */
+	if (wqe_off(qe, wqe) < wqe->sent)
+		wqe->sent = wqe_off(qe, wqe);
+	if (wqe->sent > wqe->read_done)
 		return false; /* the previous chunk's responses are not all in */
+	if (wqe->sent < wqe->read_done) {
+		/* Responses to an earlier request went further than the
+		 * one we made since: go on from there. */
+		wqe->sent = wqe->read_done;
+		qe->req.psn = sv_psn_add(wqe->first_psn,
+					 (uint32_t)(wqe->read_done / qe->pmtu));
+	}
 	if (wqe->sent == wqe->length && wqe->length)
 		return true;
-	room = qe->window > in_flight(qe) ? qe->window - in_flight(qe) : 0;
+	room = qe->cwnd > in_flight(qe) ? qe->cwnd - in_flight(qe) : 0;
+	if (room > max)
+		room = max;
 	if (!room || !*budget)
 		return false;
+	rest = (wqe->rd_end > wqe->sent ? wqe->rd_end : wqe->length) - wqe->sent;
 	pkts = npkts(rest, qe->pmtu);
 	if (pkts > room)
 		pkts = room;
@@ -191,8 +249,10 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_reth_set_len(h, len);
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
-	qe->req.psn = sv_psn_add(qe->req.psn, npkts(len, qe->pmtu));
+	psn_sent(qe, npkts(len, qe->pmtu));
 	wqe->sent += len;
+	if (wqe->sent > wqe->rd_end)
+		wqe->rd_end = wqe->sent;
 	(*budget)--;
 	arm_timer(qe);
 	return wqe->sent == wqe->length;
@@ -217,7 +277,7 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
-	qe->req.psn = sv_psn_add(qe->req.psn, 1);
+	psn_sent(qe, 1);
 	(*budget)--;
 	arm_timer(qe);
 }
@@ -278,8 +338,10 @@ void sv_req_run(struct sv_qp_engine *qe)
 
 		if (wqe->state == SV_WQE_PENDING && !start_wqe(qe, wqe, state))
 			break;
-		if (wqe->state != SV_WQE_ACTIVE) {
-			qe->req.idx++; /* already sent or failed */
+		if (wqe->state == SV_WQE_ERROR)
+			break;
+		if (wqe->state == SV_WQE_DONE) {
+			qe->req.idx++; /* completed meanwhile (after a rewind) */
 			continue;
 		}
 		switch (wqe->opcode) {
@@ -288,7 +350,7 @@ void sv_req_run(struct sv_qp_engine *qe)
 			break;
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			if (!budget || in_flight(qe) >= qe->window) {
+			if (!budget || in_flight(qe) >= qe->cwnd) {
 				done = false;
 				break;
 			}
@@ -311,67 +373,40 @@ void sv_req_run(struct sv_qp_engine *qe)
 		sv_work_add(qe, SV_WORK_REQ);
 }
 
-/* Go back N (IBA 9.7.6.1.3/9.7.5.1.2): resend from psn, which lies in
- * an outstanding WQE.  Later WQEs start over from PENDING; their PSNs
- * come out the same because segmentation is deterministic. */
-void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
+/* Go back N (IBA 9.7.6.1.3/9.7.5.1.2), or forward past PSNs an ACK
+ * covered: the next packet sent is psn, which lies in a started WQE (or is
+ * the next PSN never sent). */
+void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
-	uint32_t idx, found = 0, i;
-	bool have = false;
+	uint32_t idx;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
 
-		if (w->state == SV_WQE_PENDING)
+		if (w->state == SV_WQE_PENDING || w->state == SV_WQE_ERROR)
 			break;
 		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
-		    sv_psn_diff(psn, w->last_psn) <= 0) {
-			found = idx;
-			have = true;
+		    sv_psn_diff(psn, w->last_psn) <= 0)
 			break;
-		}
 	}
-	if (!have)
-		return;
-	for (i = found + 1; i != tail; i++) {
-		struct sv_send_wqe *w = sv_wq_at(&qp->sq, i);
-
-		if (w->state == SV_WQE_PENDING)
-			break;
-		w->state = SV_WQE_PENDING;
+	if (idx == tail || ((struct sv_send_wqe *)sv_wq_at(&qp->sq, idx))->state ==
+				   SV_WQE_PENDING) {
+		if (psn != qe->req.max_psn)
+			return; /* not a PSN of ours */
 	}
-	{
-		struct sv_send_wqe *w = sv_wq_at(&qp->sq, found);
-		uint64_t off = (uint64_t)(uint32_t)sv_psn_diff(psn, w->first_psn) * qe->pmtu;
-
-		w->state = SV_WQE_ACTIVE;
-		switch (w->opcode) {
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			w->sent = 0;
-			break;
-		case IBV_WR_RDMA_READ:
-			w->sent = off < w->length ? off : w->length;
-			w->read_done = w->sent;
-			break;
-		default:
-			w->sent = off < w->length ? off : w->length;
-			break;
-		}
-	}
-	qe->req.idx = found;
+	qe->req.idx = idx;
 	qe->req.psn = psn;
 	qe->req.since_ackreq = 0;
-	qe->req.blocked = false;
-	/* Recount the READ/ATOMIC WQEs still started. */
-	qe->req.rd_atomic = 0;
-	for (i = qe->comp.idx; i != found + 1; i++) {
-		struct sv_send_wqe *w = sv_wq_at(&qp->sq, i);
-
-		if (is_rd_atomic(w->opcode) && w->state != SV_WQE_DONE)
-			qe->req.rd_atomic++;
+	if (rewind) {
+		qe->comp.last_rewind = qe->eng->now;
+		qe->comp.rtt_t = 0;
 	}
 	sv_work_add(qe, SV_WORK_REQ);
+}
+
+void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
+{
+	sv_req_goto(qe, psn, true);
 }

@@ -202,9 +202,15 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 	return RESP_CHK_RESOURCE;
 }
 
+/* Requests being answered; duplicates do not count (IBA 9.5: a resent
+ * request is not a new outstanding one). */
 static uint32_t replies_queued(struct sv_qp_engine *qe)
 {
-	return qe->resp.reply_tail - qe->resp.reply_head;
+	uint32_t i, n = 0;
+
+	for (i = qe->resp.reply_head; i != qe->resp.reply_tail; i++)
+		n += !qe->resp.replies[i % SV_REPLY_Q].dup;
+	return n;
 }
 
 static enum resp_state chk_resource(struct resp_ctx *c)
@@ -506,11 +512,18 @@ static enum resp_state duplicate(struct resp_ctx *c)
 		if (res->type == SV_RES_NONE || off < 0 || (uint32_t)off >= res->npkts)
 			continue;
 		/* Already being answered: those responses will come. */
-		for (j = qe->resp.reply_head; j != qe->resp.reply_tail; j++)
-			if (qe->resp.replies[j % SV_REPLY_Q].first_psn == res->psn)
+		for (j = qe->resp.reply_head; j != qe->resp.reply_tail; j++) {
+			struct sv_reply *q = &qe->resp.replies[j % SV_REPLY_Q];
+			int32_t in = sv_psn_diff(p->psn, q->first_psn);
+
+			if (in >= 0 && (uint32_t)in < npkts(q->total, qe->pmtu))
 				return RESP_DONE;
+		}
 		memset(&r, 0, sizeof(r));
 		r.msn = qe->resp.msn;
+		r.dup = true;
+		if (qe->resp.reply_tail - qe->resp.reply_head >= SV_REPLY_Q)
+			return RESP_DONE; /* the queue is full: the resend comes back */
 		if ((p->mask & SV_M_ATOMIC) && res->type == SV_RES_ATOMIC && off == 0) {
 			r.type = SV_RES_ATOMIC;
 			r.psn = r.first_psn = p->psn;
@@ -519,13 +532,22 @@ static enum resp_state duplicate(struct resp_ctx *c)
 		} else if ((p->mask & SV_M_READ) && res->type == SV_RES_READ) {
 			uint8_t *h = sv_pkt_h(p, SV_HDR_RETH);
 			uint32_t len = (uint32_t)sv_reth_len(h);
+			uint32_t end = sv_psn_add(p->psn, npkts(len, qe->pmtu));
 
-			/* A retried READ may start mid-way (IBA 9.4.3); it
-			 * must stay inside the original's PSN range. */
-			if (npkts(len, qe->pmtu) > res->npkts - (uint32_t)off ||
+			/* A retried READ may start mid-way (IBA 9.4.3) and be
+			 * cut differently from the original, and may even
+			 * reach past the PSNs we have seen (the request we
+			 * saw was itself a shorter retry): the part past
+			 * them is new, and the expected PSN moves on. */
+			if (len > SV_MAX_MSG_SIZE ||
 			    !rkey_ok(qe, (uint32_t)sv_reth_rkey(h), sv_reth_va(h), len,
 				     IBV_ACCESS_REMOTE_READ))
 				return RESP_DONE;
+			if (sv_psn_diff(end, qe->resp.psn) > 0) {
+				res->npkts = (uint32_t)sv_psn_diff(end, res->psn);
+				qe->resp.psn = end;
+				qe->resp.nak_sent = false;
+			}
 			r.type = SV_RES_READ;
 			r.psn = r.first_psn = p->psn;
 			r.va = sv_reth_va(h);
@@ -548,6 +570,12 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	if (sv_trace_on)
 		sv_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
 			     resp_state_names[st]);
+	if (sv_log_level >= SV_LOG_DBG) {
+		sv_dbg("qp 0x%06x responder error %s on %s psn %u", qe->qpn,
+		       resp_state_names[st], sv_opcode_name(c->pkt->opcode),
+		       c->pkt->psn);
+		sv_qp_dump(qe, stderr);
+	}
 	if (c->uc && st != RESP_ERR_LOC_LEN && st != RESP_ERR_LOC_PROT &&
 	    st != RESP_ERR_CQ_OVERFLOW) {
 		/* UC: discard the message, keep going (IBA 9.8.3). */
@@ -562,6 +590,13 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	else
 		SV_STAT(qe->eng, resp_inv_req);
 	if (!c->uc) {
+		/* Replies owed for earlier requests go first: the NAK
+		 * implicitly acknowledges everything before its PSN. */
+		while (qe->resp.reply_head != qe->resp.reply_tail &&
+		       atomic_load(&qe->state) != IBV_QPS_ERR)
+			sv_resp_reply_run(qe);
+		if (atomic_load(&qe->state) == IBV_QPS_ERR)
+			return;
 		SV_STAT(qe->eng, nak_sent);
 		sv_send_ack(qe, e->nak, c->pkt->psn);
 		qe->resp.ack_pending = false;
@@ -596,6 +631,16 @@ static void resp_error(struct resp_ctx *c, enum resp_state st)
 			qe->resp.nak_sent = true;
 			SV_STAT(qe->eng, send_seq_nak);
 			set_ack(qe, SV_AETH_NAK_PSN_SEQ, qe->resp.psn);
+		} else if (sv_bth_ackreq(c->pkt->hdr)) {
+			/* One NAK per gap, as IBA wants; but when the requester
+			 * asks for an ACK we restate where we are with an ACK of
+			 * the PSN before the expected one.  A requester ignores
+			 * it as a duplicate, or (ours) resends at once instead of
+			 * waiting for its timer when the NAK or the resend was
+			 * lost. */
+			SV_STAT(qe->eng, dup_ack_sent);
+			set_ack(qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID,
+				sv_psn_add(qe->resp.psn, SV_PSN_MASK));
 		}
 		return;
 	case RESP_ERR_RNR:

@@ -7,6 +7,7 @@
 #include "engine/internal.h"
 
 #include <inttypes.h>
+#include <unistd.h>
 
 static const char *const qp_state_names[] = {
 	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
@@ -54,8 +55,8 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 				 (unsigned int)sv_reth_len(r));
 		}
 	}
-	fprintf(stderr, "softverbs trace: ctx %p %s %s qpn 0x%06x psn %u len %u%s%s%s%s%s\n",
-		(void *)eng->ctx, dir, sv_opcode_name(op),
+	fprintf(stderr, "softverbs trace: %d/%p %s %s qpn 0x%06x psn %u len %u%s%s%s%s%s\n",
+		(int)getpid(), (void *)eng->ctx, dir, sv_opcode_name(op),
 		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_qpn(hdr) : 0,
 		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_psn(hdr) : 0, len,
 		len >= SV_BTH_BYTES && sv_bth_ackreq(hdr) ? " A" : "",
@@ -63,16 +64,37 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		why ? ": " : "", why ? why : "");
 }
 
+static const char *const wqe_state_names[] = {
+	[SV_WQE_PENDING] = "PENDING", [SV_WQE_ACTIVE] = "ACTIVE",
+	[SV_WQE_SENT] = "SENT",       [SV_WQE_DONE] = "DONE",
+	[SV_WQE_ERROR] = "ERROR",
+};
+
+static void wqe_dump(struct sv_qp_engine *qe, const char *what, uint32_t idx, FILE *f)
+{
+	struct sv_send_wqe *w;
+
+	if (idx == atomic_load(&qe->qp->sq.tail) || !qe->qp->sq.size)
+		return;
+	w = sv_wq_at(&qe->qp->sq, idx);
+	fprintf(f, "    %s wqe %u: op %u %s psn %u..%u len %" PRIu64 " sent %" PRIu64
+		" read_done %" PRIu64 "\n", what, idx, w->opcode,
+		w->state <= SV_WQE_ERROR ? wqe_state_names[w->state] : "?",
+		w->first_psn, w->last_psn, w->length, w->sent, w->read_done);
+}
+
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 {
 	struct sv_qp *qp = qe->qp;
 
-	fprintf(f, "qp 0x%06x %s %s dest 0x%06x pmtu %u win %u | req psn %u idx %u "
+	fprintf(f, "qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
 		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
 		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u\n",
 		qe->qpn, qp_type_name(qe->type),
-		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn, qe->pmtu,
-		qe->window, qe->req.psn, qe->req.idx, qe->req.rd_atomic,
+		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn,
+		qe->flow.sport, qe->flow.dport, qe->pmtu,
+		qe->window, qe->cwnd, qe->req.psn, qe->req.max_psn, qe->req.idx,
+		qe->req.rd_atomic,
 		qe->req.blocked ? " BLOCKED" : "", qe->comp.psn, qe->comp.idx,
 		qe->comp.retry_left, qe->comp.rnr_left,
 		qe->comp.deadline ? " TIMER" : "", qe->comp.rnr_until ? " RNR-WAIT" : "",
@@ -81,6 +103,9 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		qe->resp.reply_tail - qe->resp.reply_head,
 		atomic_load(&qp->sq.head), atomic_load(&qp->sq.tail),
 		atomic_load(&qp->rq.head), atomic_load(&qp->rq.tail));
+	wqe_dump(qe, "comp", qe->comp.idx, f);
+	if (qe->req.idx != qe->comp.idx)
+		wqe_dump(qe, "req", qe->req.idx, f);
 }
 
 void sv_engine_stats_dump(struct sv_context *ctx, FILE *f)
