@@ -78,6 +78,13 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 			atomic_store_explicit(&qp->sq.head, qe->comp.idx,
 					      memory_order_release);
 	}
+	/* The requester never looks at a WQE already completed (its slot
+	 * may be reused once retired). */
+	if ((int32_t)(qe->req.idx - qe->comp.idx) < 0) {
+		qe->req.idx = qe->comp.idx;
+		if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
+			qe->req.psn = qe->comp.psn;
+	}
 }
 
 static void progress(struct sv_qp_engine *qe);

@@ -112,12 +112,22 @@ static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
 		qe->req.max_psn = qe->req.psn;
 }
 
+/* Move req past a WQE: the next PSN is the one after its range. */
+static void wqe_passed(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
+{
+	uint32_t next = sv_psn_add(wqe->last_psn, 1);
+
+	if (sv_psn_diff(next, qe->req.psn) > 0)
+		qe->req.psn = next;
+	qe->req.idx++;
+}
+
 static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
 	/* UC and UD have no acknowledgements: done once on the wire. */
 	if (wqe->state == SV_WQE_ACTIVE)
 		wqe->state = qe->type == IBV_QPT_RC ? SV_WQE_SENT : SV_WQE_DONE;
-	qe->req.idx++;
+	wqe_passed(qe, wqe);
 }
 
 /* Byte offset in the WQE of the packet with PSN req.psn. */
@@ -331,6 +341,11 @@ void sv_req_run(struct sv_qp_engine *qe)
 		return;
 	if (qe->type == IBV_QPT_UD)
 		return; /* UD requester: not yet */
+	/* Responses may have completed what we were about to resend. */
+	if ((int32_t)(qe->req.idx - qe->comp.idx) < 0)
+		qe->req.idx = qe->comp.idx;
+	if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
+		qe->req.psn = qe->comp.psn;
 	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
@@ -341,9 +356,12 @@ void sv_req_run(struct sv_qp_engine *qe)
 		if (wqe->state == SV_WQE_ERROR)
 			break;
 		if (wqe->state == SV_WQE_DONE) {
-			qe->req.idx++; /* completed meanwhile (after a rewind) */
+			wqe_passed(qe, wqe); /* completed meanwhile (after a rewind) */
 			continue;
 		}
+		/* Never send a PSN outside the WQE it belongs to. */
+		if (sv_psn_diff(qe->req.psn, wqe->first_psn) < 0)
+			qe->req.psn = wqe->first_psn;
 		switch (wqe->opcode) {
 		case IBV_WR_RDMA_READ:
 			done = send_read(qe, wqe, &budget);
