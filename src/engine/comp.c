@@ -144,14 +144,16 @@ static void progress(struct sv_qp_engine *qe)
 		qe->comp.probe = 0;
 }
 
-/* The probe timer resends from the oldest unacknowledged PSN well before
+/* The probe timer resends the oldest unacknowledged packet well before
  * the IBA timeout, without spending retry_cnt: over UDP a lost tail
  * (the last packets of a burst, a READ request or its last response)
- * would otherwise cost a whole timeout.  Duplicates are harmless (the
- * responder answers them, never executing anything twice).  It backs off
- * while nothing comes back; the IBA timeout still decides when to give
- * up.  It also runs with timeout 0 ("wait forever"), which then still
- * recovers from loss. */
+ * would otherwise cost a whole timeout.  A duplicate is harmless (the
+ * responder answers it, never executing anything twice) and its answer
+ * shows where the responder is; a probe that finds nothing lost costs one
+ * packet and leaves the congestion window alone.  It backs off while
+ * nothing comes back; the IBA timeout still decides when to give up.  It
+ * also runs with timeout 0 ("wait forever"), which then still recovers
+ * from loss. */
 static uint64_t probe_base(struct sv_qp_engine *qe)
 {
 	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
@@ -195,9 +197,7 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
 		return; /* nothing outstanding */
 	SV_STAT(qe->eng, probe_retransmit);
-	sv_cc_loss(qe, false);
-	sv_req_rewind(qe, qe->comp.psn);
-	qe->comp.retried = false;
+	sv_req_probe(qe);
 	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
 		qe->comp.probe_ns *= 2;
 	if (qe->comp.probe_ns > 1000ull * 1000 * 1000)

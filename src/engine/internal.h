@@ -210,6 +210,7 @@ struct sv_qp_engine {
 		uint32_t rd_atomic;  /* READ/ATOMIC WQEs started, not done */
 		uint32_t since_ackreq;
 		bool blocked;        /* a WQE failed locally: send nothing more */
+		bool probing;        /* sending a probe: ask for an ACK */
 	} req;
 
 	/* completer */
@@ -341,6 +342,7 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn);
 void sv_req_run(struct sv_qp_engine *qe);
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
+void sv_req_probe(struct sv_qp_engine *qe);
 
 /* comp.c */
 void sv_cc_loss(struct sv_qp_engine *qe, bool timeout);

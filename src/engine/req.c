@@ -186,7 +186,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			qe->req.since_ackreq++;
 			/* Ask for an ACK at the end of a message and a few
 			 * times per window so the window keeps moving. */
-			if (last || qe->req.since_ackreq >= qe->cwnd / 4 ||
+			if (last || qe->req.probing || qe->req.since_ackreq >= qe->cwnd / 4 ||
 			    in_flight(qe) + 1 >= qe->cwnd) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
@@ -427,4 +427,38 @@ void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
 {
 	sv_req_goto(qe, psn, true);
+}
+
+/* Tail-loss probe: resend only the oldest unacknowledged packet, asking
+ * for an ACK, without moving the requester.  The answer (an ACK, a
+ * duplicate ACK or a NAK) tells where the responder is; a READ or ATOMIC
+ * is asked for again as a whole (its responses are what is missing). */
+void sv_req_probe(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t save_psn = qe->req.psn, save_idx = qe->req.idx;
+	uint32_t save_since = qe->req.since_ackreq;
+	unsigned int budget = 1;
+	struct sv_send_wqe *w;
+
+	if (qe->comp.idx == tail)
+		return;
+	w = sv_wq_at(&qp->sq, qe->comp.idx);
+	if (w->state != SV_WQE_ACTIVE && w->state != SV_WQE_SENT)
+		return;
+	if (is_rd_atomic(w->opcode)) {
+		sv_req_rewind(qe, qe->comp.psn);
+		return;
+	}
+	if (sv_psn_diff(qe->comp.psn, w->first_psn) < 0 ||
+	    sv_psn_diff(qe->comp.psn, w->last_psn) > 0)
+		return;
+	qe->req.psn = qe->comp.psn;
+	qe->req.probing = true;
+	send_data(qe, w, &budget);
+	qe->req.probing = false;
+	qe->req.psn = save_psn;
+	qe->req.idx = save_idx;
+	qe->req.since_ackreq = save_since;
 }
