@@ -352,7 +352,7 @@ static enum resp_state execute(struct resp_ctx *c)
 				sv_mr_put(mr);
 			return RESP_ERR_ACCESS; /* deregistered meanwhile */
 		}
-		memcpy(dst, p->payload, pay);
+		sv_dma_copy(dst, p->payload, pay);
 		sv_mr_put(mr);
 		qe->resp.va += pay;
 		qe->resp.resid -= pay;
@@ -422,6 +422,7 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	}
 	/* Atomic with respect to every other access of this host, not only
 	 * other atomics: the CPU's own atomics on the target word. */
+	SV_DMA_BEGIN();
 	if (c->pkt->opcode == SV_OP_RC_COMPARE_SWAP) {
 		orig = sv_atmeth_compare(h);
 		__atomic_compare_exchange_n(p, &orig, sv_atmeth_swap_add(h), false,
@@ -429,6 +430,7 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	} else {
 		orig = __atomic_fetch_add(p, sv_atmeth_swap_add(h), __ATOMIC_SEQ_CST);
 	}
+	SV_DMA_END();
 	sv_mr_put(mr);
 	res = new_res(qe);
 	res->type = SV_RES_ATOMIC;
@@ -755,7 +757,7 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 				sv_qp_to_error(qe, IBV_EVENT_QP_ACCESS_ERR);
 				return;
 			}
-			memcpy(b + info->length, src, pay);
+			sv_dma_copy(b + info->length, src, pay);
 			sv_mr_put(mr);
 		}
 		sv_tx_finish(qe, t);

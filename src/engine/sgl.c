@@ -60,9 +60,9 @@ enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
 			return SV_SGL_PROT;
 		}
 		if (to_sgl)
-			memcpy(p, data, n);
+			sv_dma_copy(p, data, n);
 		else
-			memcpy(data, p, n);
+			sv_dma_copy(data, p, n);
 		sv_mr_put(mr);
 		data += n;
 		len -= n;

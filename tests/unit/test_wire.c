@@ -81,10 +81,12 @@ static void test_table(void)
 		uint32_t m = o->mask;
 		unsigned int h, off = SV_BTH_BYTES;
 
-		REQUIRE(o->name);
-		if (strcmp(o->name, n))
+		const char *got = o->name ? o->name : "(none)";
+
+		if (strcmp(got, n))
 			fprintf(stderr, "opcode 0x%02x is %s, expected %s\n",
-				expected[i].op, o->name, n);
+				expected[i].op, got, n);
+		REQUIRE(o->name);
 		CHECK(!strcmp(o->name, n));
 		CHECK_EQ(m & SV_M_HDRS, SV_M_BTH | expected[i].hdrs);
 
