@@ -317,6 +317,10 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qe->sqd_notify = a->en_sqd_async_notify;
+	/* A UD QP has no path: its messages are bounded by the port MTU. */
+	if (qe->type == IBV_QPT_UD && (mask & IBV_QP_STATE) &&
+	    (new_state == IBV_QPS_RTR || new_state == IBV_QPS_RTS))
+		qe->pmtu = sv_mtu_bytes(sv_port_active_mtu());
 
 	switch (new_state) {
 	case IBV_QPS_RESET:

@@ -79,6 +79,7 @@
 	X(drop_wrong_peer, "dropped: not from the connected peer")           \
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
+	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
@@ -201,6 +202,15 @@ struct sv_qp_engine {
 	bool state_dirty;            /* qp->attr.qp_state lags state */
 	bool comm_est;               /* IBV_EVENT_COMM_EST raised */
 	bool last_wqe_sent;          /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+
+	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
+	struct {
+		const struct sv_ah *ah;
+		union ibv_gid dgid;
+		uint8_t sgid_index;
+		struct sv_ipaddr dst, src;
+		uint32_t scope;
+	} ud;
 
 	/* requester */
 	struct {
@@ -390,6 +400,12 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 void sv_resp_reply_run(struct sv_qp_engine *qe);
 void sv_resp_ack_flush(struct sv_qp_engine *qe);
 void sv_resp_reset(struct sv_qp_engine *qe);
+
+/* ud.c */
+int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
+		  struct sv_ipaddr *dst, struct sv_ipaddr *src, uint32_t *scope);
+void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+	      const struct sv_flow *flow);
 
 /* sgl.c */
 enum sv_sgl_err { SV_SGL_OK = 0, SV_SGL_PROT, SV_SGL_LEN };

@@ -292,6 +292,63 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	arm_timer(qe);
 }
 
+/* One UD datagram (IBA 9.8.4): SEND ONLY with a DETH, to the address
+ * handle's GID and the port the destination QPN names; complete once
+ * sent.  A message longer than the path MTU is a local length error. */
+static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		    unsigned int *budget)
+{
+	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM;
+	uint8_t op = imm ? SV_OP_UD_SEND_ONLY_WITH_IMMEDIATE : SV_OP_UD_SEND_ONLY;
+	const struct sv_opinfo *info = &sv_opinfo[op];
+	uint32_t rqpn = wqe->wr.ud.remote_qpn & SV_PSN_MASK, scope, pay;
+	struct sv_ipaddr dst, src;
+	struct sv_tx *t;
+	uint8_t *b, *deth;
+
+	if (!*budget)
+		return false;
+	if (wqe->length > qe->pmtu) {
+		local_error(qe, wqe, IBV_WC_LOC_LEN_ERR);
+		return false;
+	}
+	/* Multicast (QPN 0xffffff) needs group addressing: not yet. */
+	if (!wqe->wr.ud.ah || rqpn == SV_PSN_MASK ||
+	    sv_ud_resolve(qe, to_sv_ah(wqe->wr.ud.ah), &dst, &src, &scope)) {
+		local_error(qe, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	pay = (uint32_t)wqe->length;
+	t = sv_tx_get(qe->eng);
+	b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
+	sv_bth_set_qpn(b, rqpn);
+	deth = b + info->offset[SV_HDR_DETH];
+	/* IBA 10.2.5: a Q_Key with the high bit set means "the QP's own". */
+	sv_deth_set_qkey(deth, (wqe->wr.ud.remote_qkey & 0x80000000u) ?
+			 qe->qkey : wqe->wr.ud.remote_qkey);
+	sv_deth_set_sqp(deth, qe->qpn);
+	if (imm)
+		memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
+	if (pay) {
+		if (wqe->send_flags & IBV_SEND_INLINE)
+			memcpy(b + info->length, wqe->inline_data, pay);
+		else if (sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0,
+				     b + info->length, pay, false)) {
+			local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
+			return false;
+		}
+	}
+	if (wqe->send_flags & IBV_SEND_SOLICITED)
+		sv_bth_set_se(b, 1);
+	sv_ipaddr_to_sin6(&dst, (uint16_t)(rqpn >> 8), scope, &t->dst);
+	t->src = src;
+	sv_tx_finish(qe, t);
+	psn_sent(qe, 1);
+	wqe->sent = pay;
+	(*budget)--;
+	return true;
+}
+
 /* Conditions for starting a WQE; false: wait (or the WQE failed). */
 static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe, int state)
 {
@@ -328,6 +385,24 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe, int stat
 	return true;
 }
 
+/* The packets of one RC/UC WQE, as the window and budget allow. */
+static bool send_rc_uc(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		       unsigned int *budget)
+{
+	switch (wqe->opcode) {
+	case IBV_WR_RDMA_READ:
+		return send_read(qe, wqe, budget);
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (!*budget || in_flight(qe) >= qe->cwnd)
+			return false;
+		send_atomic(qe, wqe, budget);
+		return true;
+	default:
+		return send_data(qe, wqe, budget);
+	}
+}
+
 void sv_req_run(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
@@ -339,8 +414,6 @@ void sv_req_run(struct sv_qp_engine *qe)
 		return;
 	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD)
 		return;
-	if (qe->type == IBV_QPT_UD)
-		return; /* UD requester: not yet */
 	/* Responses may have completed what we were about to resend. */
 	if ((int32_t)(qe->req.idx - qe->comp.idx) < 0)
 		qe->req.idx = qe->comp.idx;
@@ -362,23 +435,10 @@ void sv_req_run(struct sv_qp_engine *qe)
 		/* Never send a PSN outside the WQE it belongs to. */
 		if (sv_psn_diff(qe->req.psn, wqe->first_psn) < 0)
 			qe->req.psn = wqe->first_psn;
-		switch (wqe->opcode) {
-		case IBV_WR_RDMA_READ:
-			done = send_read(qe, wqe, &budget);
-			break;
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			if (!budget || in_flight(qe) >= qe->cwnd) {
-				done = false;
-				break;
-			}
-			send_atomic(qe, wqe, &budget);
-			done = true;
-			break;
-		default:
-			done = send_data(qe, wqe, &budget);
-			break;
-		}
+		if (qe->type == IBV_QPT_UD)
+			done = send_ud(qe, wqe, &budget);
+		else
+			done = send_rc_uc(qe, wqe, &budget);
 		if (qe->req.blocked)
 			return;
 		if (!done)

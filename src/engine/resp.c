@@ -696,10 +696,8 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		SV_STAT(qe->eng, drop_qp_state);
 		return;
 	}
-	if (qe->type == IBV_QPT_UD) {
-		SV_STAT(qe->eng, drop_transport); /* UD responder: not yet */
-		return;
-	}
+	if (qe->type == IBV_QPT_UD)
+		return sv_ud_rx(qe, pkt, flow);
 	if (state == IBV_QPS_RTR && !qe->comm_est) {
 		struct ibv_async_event ev = {
 			.element.qp = &qe->qp->qpx.qp_base,

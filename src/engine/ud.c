@@ -1,0 +1,145 @@
+/*
+ * Unreliable Datagram: address handles resolved to UDP/IP addresses for
+ * the requester, and the UD responder.
+ *
+ * A UD message is one SEND ONLY packet with a DETH (Q_Key and source QP,
+ * IBA 9.8.4).  The receiver checks the Q_Key (a mismatch drops it),
+ * takes a receive WQE (none: the message is silently dropped, UD has no
+ * RNR), and places the 40-byte GRH area first, as RoCE v2 does: for IPv4
+ * the IPv4 header in its second half, for IPv6 the IPv6 header (what
+ * ibv_init_ah_from_wc parses back into an address).
+ */
+#include "engine/internal.h"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+
+#include "core/device.h"
+
+/* Where an AH points: destination and source IP.  The last AH is
+ * remembered (a datagram service mostly talks to few peers); the key is
+ * the AH's contents, not only its address, which may be reused. */
+int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
+		  struct sv_ipaddr *dst, struct sv_ipaddr *src, uint32_t *scope)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	uint8_t sgid = ah->attr.grh.sgid_index;
+	int n;
+
+	if (qe->ud.ah == ah && qe->ud.sgid_index == sgid &&
+	    !memcmp(&qe->ud.dgid, &ah->attr.grh.dgid, sizeof(qe->ud.dgid)))
+		goto out;
+	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &qe->ud.dst, NULL);
+	memset(&qe->ud.src, 0, sizeof(qe->ud.src));
+	qe->ud.scope = 0;
+	n = sv_gid_table(tab, SV_MAX_GIDS);
+	if (sgid < n) {
+		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[sgid].addr, &qe->ud.src, NULL);
+		if (qe->ud.src.family != qe->ud.dst.family)
+			memset(&qe->ud.src, 0, sizeof(qe->ud.src));
+		else if (qe->ud.dst.family == AF_INET6 && qe->ud.dst.addr[0] == 0xfe &&
+			 (qe->ud.dst.addr[1] & 0xc0) == 0x80)
+			qe->ud.scope = tab[sgid].ifindex;
+	}
+	if (!qe->ud.src.family && sv_udp_route_src(&qe->ud.dst, &qe->ud.src))
+		return -1;
+	qe->ud.ah = ah;
+	qe->ud.sgid_index = sgid;
+	qe->ud.dgid = ah->attr.grh.dgid;
+out:
+	*dst = qe->ud.dst;
+	*src = qe->ud.src;
+	*scope = qe->ud.scope;
+	return 0;
+}
+
+static uint16_t ip_checksum(const uint8_t *p, size_t n)
+{
+	uint32_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* The GRH area of a received datagram (IBA 11.4.1.2, RoCE v2 Annex A17). */
+static void build_grh(uint8_t grh[40], const struct sv_flow *flow, uint32_t udplen)
+{
+	memset(grh, 0, 40);
+	if (flow->src.family == AF_INET) {
+		uint8_t *ip = grh + 20;
+
+		ip[0] = 0x45;
+		sv_store_be16(ip + 2, 20 + udplen);
+		sv_store_be16(ip + 6, 0x4000);     /* DF */
+		ip[8] = 64;                        /* TTL */
+		ip[9] = 17;                        /* UDP */
+		memcpy(ip + 12, flow->src.addr, 4);
+		memcpy(ip + 16, flow->dst.addr, 4);
+		sv_store_be16(ip + 10, ip_checksum(ip, 20));
+	} else {
+		grh[0] = 0x60;                     /* version 6 */
+		sv_store_be16(grh + 4, udplen);    /* payload length */
+		grh[6] = 17;                       /* next header: UDP */
+		grh[7] = 64;                       /* hop limit */
+		memcpy(grh + 8, flow->src.addr, 16);
+		memcpy(grh + 24, flow->dst.addr, 16);
+	}
+}
+
+void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+	      const struct sv_flow *flow)
+{
+	uint8_t *deth = sv_pkt_h(pkt, SV_HDR_DETH);
+	struct sv_recv_wqe *w;
+	struct ibv_wc wc;
+	uint8_t grh[40];
+	struct sv_pd *pd;
+
+	/* IBA 10.2.5 (C10-15): a datagram's Q_Key must match the QP's. */
+	if (sv_deth_qkey(deth) != qe->qkey) {
+		SV_STAT(qe->eng, drop_qkey);
+		return;
+	}
+	if (!sv_rq_get(qe)) {
+		SV_STAT(qe->eng, drop_ud_no_wqe);
+		return;
+	}
+	w = qe->resp.wqe;
+	pd = qe->resp.wqe_srq ? qe->qp->srq->pd : qe->qp->pd;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = qe->qpn;
+	wc.src_qp = (uint32_t)sv_deth_sqp(deth);
+	wc.wc_flags = IBV_WC_GRH;
+	wc.byte_len = 40 + pkt->paylen;
+	if (pkt->mask & SV_M_IMM) {
+		memcpy(&wc.imm_data, sv_pkt_h(pkt, SV_HDR_IMMDT), 4);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	build_grh(grh, flow, 8 + pkt->len);
+	if (qe->resp.wqe_len < 40 + (uint64_t)pkt->paylen) {
+		/* Too small for the datagram: a local length error on the
+		 * WQE; the QP stays usable (a datagram service). */
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	} else if (sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh, 40, true) ||
+		   (pkt->paylen && sv_sgl_copy(pd, w->sge, w->num_sge, 40,
+					       pkt->payload, pkt->paylen, true))) {
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	} else {
+		wc.status = IBV_WC_SUCCESS;
+		SV_STAT(qe->eng, rdma_sends);
+	}
+	if (wc.status != IBV_WC_SUCCESS)
+		wc.vendor_err = wc.status;
+	qe->resp.have_wqe = false;
+	SV_STAT(qe->eng, rdma_recvs);
+	sv_push_recv_cqe(qe, &wc, sv_bth_se(pkt->hdr));
+	/* A receive buffer the QP may not write is a local QP error. */
+	if (wc.status == IBV_WC_LOC_PROT_ERR)
+		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+}
