@@ -1,0 +1,209 @@
+#!/bin/bash
+# One perftest case: Debian's unmodified perftest binary TOOL, server and
+# client on this host, each started through `softverbs run` on the softverbs0
+# device, RoCE v2 over the loopback GID (::ffff:127.0.0.1, found with
+# `softverbs devices`), a random free TCP port (-p), both under `timeout`.
+#
+#   perftest.sh SOFTVERBS_CMD TOOL MODE
+#   MODE  default   perftest's defaults (RC; bw 65536 B, lat 2 B, atomics 8 B)
+#         all       -a: every size 2 B .. 8 MiB, -n $SV_PERFTEST_ALL_ITERS (5)
+#         all_refused  atomics only: perftest refuses -a for atomics in its
+#                   own parser, before any verb, with the system's libraries
+#                   too; the case checks that and nothing else
+#         rdma_cm   -R: connection through librdmacm
+#         uc / ud   -c UC / -c UD (UD: size = the MTU for bw tests)
+#
+# Checks: both sides exit 0; no completion error is reported; every side
+# that prints a result table (bw tests: both; write/send lat: both; read and
+# atomic lat: the client only) prints perftest's header and one numeric row
+# per expected size (the passive server of write/read bw with -a: the last
+# size only), with the expected iteration count, a positive average
+# bandwidth (bw) or 0 < t_min <= t_max (lat).  On failure the first error
+# line and the last lines of both sides' output are printed.
+# Exit 77 (skipped) when perftest is not installed.
+set -u
+
+SV=$1 TOOL=$2 MODE=$3
+all_iters=${SV_PERFTEST_ALL_ITERS:-5}
+cd /
+
+bin=$(command -v "$TOOL") || { echo "SKIP: $TOOL not installed (perftest)"; exit 77; }
+[ -x "$SV" ] || { echo "FAIL: softverbs command '$SV' missing"; exit 1; }
+
+case $TOOL in
+ib_write_bw | ib_read_bw | ib_send_bw | ib_atomic_bw) kind=bw ;;
+*) kind=lat ;;
+esac
+# Sides that print the result table: in ib_read_lat and ib_atomic_lat the
+# server is passive and only waits for the client to finish.
+case $TOOL in
+ib_read_lat | ib_atomic_lat) table_sides="client" ;;
+*) table_sides="server client" ;;
+esac
+
+tmp=$(mktemp -d /tmp/sv-perftest.XXXXXX)
+srv_pid=
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+
+# --- all_refused: perftest's own rule, not a property of softverbs ---------
+if [ "$MODE" = all_refused ]; then
+	rc=0
+	timeout -k 5 20 "$SV" run -- "$bin" -d softverbs0 -a >"$tmp/ours" 2>&1 || rc=$?
+	ref=0
+	env -u LD_LIBRARY_PATH -u LD_PRELOAD timeout -k 5 20 "$bin" -d softverbs0 -a \
+		>"$tmp/ref" 2>&1 || ref=$?
+	msg='Message size cannot be changed for Atomic tests'
+	grep -q "$msg" "$tmp/ours" || fail "$TOOL -a did not print '$msg'"
+	grep -q "$msg" "$tmp/ref" || fail "reference run (system libraries) did not print '$msg'"
+	[ $rc -eq $ref ] && [ $rc -ne 0 ] ||
+		fail "$TOOL -a exited $rc through softverbs, $ref with the system's libraries"
+	if [ $fails -ne 0 ]; then
+		sed 's/^/    ours: /' "$tmp/ours" | tail -5
+		sed 's/^/    ref:  /' "$tmp/ref" | tail -5
+		exit 1
+	fi
+	echo "PASS: $TOOL -a is refused by perftest's parser (exit $rc, same as with the system's libraries)"
+	exit 0
+fi
+
+# --- the loopback GID index -------------------------------------------------
+gid=$("$SV" devices 2>/dev/null |
+	awk '/GID\[/ && /::ffff:127\.0\.0\.1[ \t]/ { sub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }')
+if [ -z "$gid" ]; then
+	echo "FAIL: no ::ffff:127.0.0.1 GID in 'softverbs devices':"
+	"$SV" devices 2>&1 | sed 's/^/    /'
+	exit 1
+fi
+
+# --- arguments and expectations per mode ------------------------------------
+args=()
+runsecs=60
+case $MODE in
+default) ;;
+all) args=(-a -n "$all_iters"); runsecs=150 ;;
+rdma_cm) args=(-R) ;;
+uc) args=(-c UC) ;;
+ud) args=(-c UD) ;;
+*) echo "unknown mode $MODE"; exit 2 ;;
+esac
+
+sizes=()
+if [ "$MODE" = all ]; then
+	for i in $(seq 1 23); do sizes+=($((1 << i))); done
+	iters=$all_iters
+else
+	case $TOOL in
+	ib_atomic_*) sizes=(8) ;;
+	*_bw) sizes=(65536) ;; # for UD replaced below by the MTU
+	*) sizes=(2) ;;
+	esac
+	# perftest 4.5's default iteration counts
+	if [ "$TOOL" = ib_write_bw ]; then iters=5000; else iters=1000; fi
+fi
+
+# --- a free TCP port (perftest's socket, or rdma_cm's port with -R) --------
+for _ in $(seq 100); do
+	port=$((20000 + RANDOM % 40000))
+	ss -Hltn "sport = :$port" | grep -q . || break
+done
+
+# Line-buffered stdout (stdbuf) so that a side killed by `timeout` still
+# shows how far it got; stdbuf only sets stdio buffering.
+cmd=("$SV" run -- stdbuf -oL -eL "$bin" -d softverbs0 -x "$gid" -p "$port" "${args[@]}")
+
+t0=$(date +%s.%N)
+timeout -k 5 $((runsecs + 5)) "${cmd[@]}" >"$tmp/server" 2>&1 &
+srv_pid=$!
+listening=0
+for _ in $(seq 400); do
+	if ss -Hltn "sport = :$port" | grep -q .; then listening=1; break; fi
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.025
+done
+[ $listening = 1 ] || fail "server did not listen on TCP port $port"
+
+crc=0
+timeout -k 5 "$runsecs" "${cmd[@]}" localhost >"$tmp/client" 2>&1 || crc=$?
+src=0
+wait "$srv_pid" || src=$?
+srv_pid=
+t1=$(date +%s.%N)
+elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+
+[ $src -eq 0 ] || fail "server exited $src$([ $src -ge 124 ] && echo ' (timeout)')"
+[ $crc -eq 0 ] || fail "client exited $crc$([ $crc -ge 124 ] && echo ' (timeout)')"
+
+# UD bw tests send one MTU per message (perftest lowers the size itself).
+if [ "$MODE" = ud ] && [ $kind = bw ]; then
+	mtu=$(sed -n 's/^ *Mtu *: *\([0-9]*\)\[B\].*/\1/p' "$tmp/client" | head -1)
+	[ -n "$mtu" ] && sizes=("$mtu")
+fi
+
+# --- the result tables --------------------------------------------------------
+if [ $kind = bw ]; then
+	header='^ *#bytes +#iterations +BW peak\[MB/sec\] +BW average\[MB/sec\] +MsgRate\[Mpps\]'
+else
+	header='^ *#bytes +#iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\]'
+fi
+for side in $table_sides; do
+	f=$tmp/$side
+	if ! grep -Eq "$header" "$f"; then
+		fail "$side printed no result header"
+		continue
+	fi
+	want=("${sizes[@]}")
+	# The passive server of an RDMA WRITE/READ bandwidth test takes no part
+	# in the sweep; with -a it reports the last size only.
+	if [ $side = server ] && [ $MODE = all ] &&
+		{ [ $TOOL = ib_write_bw ] || [ $TOOL = ib_read_bw ]; }; then
+		want=("${sizes[-1]}")
+	fi
+	for s in "${want[@]}"; do
+		# Fields: size iters then bw: peak avg rate / lat: min max typ avg ...
+		row=$(awk -v s="$s" '$1 == s && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ { print; exit }' "$f")
+		if [ -z "$row" ]; then
+			fail "$side: no result row for $s bytes"
+			continue
+		fi
+		set -- $row
+		[ "$2" = "$iters" ] || fail "$side: $s bytes ran $2 iterations, expected $iters"
+		if [ $kind = bw ]; then
+			awk -v a="$4" 'BEGIN { exit !(a > 0) }' ||
+				fail "$side: $s bytes: average bandwidth '$4' is not positive"
+		else
+			awk -v lo="$3" -v hi="$4" 'BEGIN { exit !(lo > 0 && lo <= hi) }' ||
+				fail "$side: $s bytes: t_min '$3' / t_max '$4' are not 0 < min <= max"
+		fi
+	done
+done
+
+errors='Completion with error|Failed status|[Ee]rror|Couldn.t|Unable|Failed|Segmentation|Aborted|core dumped'
+for side in server client; do
+	if grep -Eq "$errors" "$tmp/$side"; then
+		fail "$side reported: $(grep -Em1 "$errors" "$tmp/$side")"
+	fi
+done
+
+echo "$TOOL ${args[*]} (gid $gid, port $port): server exit $src, client exit $crc, ${elapsed}s"
+if [ $fails -ne 0 ]; then
+	for side in server client; do
+		first=$(grep -Em1 "$errors" "$tmp/$side")
+		echo "--- $side: first error: ${first:-none}; last lines:"
+		tail -n 25 "$tmp/$side" | sed 's/^/    /'
+	done
+	echo "$fails check(s) failed"
+	exit 1
+fi
+# The client's table, for the log.
+sed -n '/#bytes/,/^-----/p' "$tmp/client" | sed 's/^/    /'
+echo "PASS: $TOOL $MODE"
+exit 0
