@@ -10,7 +10,9 @@
 #         all_refused  atomics only: perftest refuses -a for atomics in its
 #                   own parser, before any verb, with the system's libraries
 #                   too; the case checks that and nothing else
-#         rdma_cm   -R: connection through librdmacm
+#         rdma_cm   -R: connection through librdmacm (client at nice 19
+#                   until connected, and perftest's own listen race retried:
+#                   see cm_race below)
 #         uc / ud   -c UC / -c UD (UD: size = the MTU for bw tests)
 #         big       -s 4194304 -n 200: 4 MiB messages, many of them
 #
@@ -19,8 +21,9 @@
 # atomic lat: the client only) prints perftest's header and one numeric row
 # per expected size (the passive server of write/read bw with -a: the last
 # size only), with the expected iteration count, a positive average
-# bandwidth (bw) or 0 < t_min <= t_max (lat).  On failure the first error
-# line and the last lines of both sides' output are printed.
+# message rate (bw) or 0 < t_min <= t_max (lat).  On failure the first error
+# line and the last lines of both sides' output are printed.  A side that
+# outlives its peer's failure by 10 s is stopped.
 # Exit 77 (skipped) when perftest is not installed.
 set -u
 
@@ -43,9 +46,10 @@ ib_read_lat | ib_atomic_lat) table_sides="client" ;;
 esac
 
 tmp=$(mktemp -d /tmp/sv-perftest.XXXXXX)
-srv_pid=
+srv_pid= cli_pid=
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	[ -n "$cli_pid" ] && kill "$cli_pid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -134,6 +138,33 @@ status_text() {
 # freed (seen in gdb: the "pointer" is the bytes of a sockaddr_in for
 # 127.0.0.1), dies with SIGSEGV, and the server then waits forever.  That one signature, before any result, is
 # run again (at most twice more), visibly.
+# On this stack both sides reach that point within a fraction of a
+# millisecond (measured: listen and connect 0.2 ms apart either way), so the
+# client wins about one run in three on a busy 2-core machine; on hardware
+# the client's address resolution and memory registration give the server
+# a head start.  The client therefore runs at nice 19 in this mode, which
+# gives the server that head start back (0 rejections in 20 runs, against
+# 7 in 20 without).
+# Once perftest prints its test banner the connection is made, and the
+# client goes back to normal priority for the measurement (every thread:
+# nice is per thread on Linux; without the right to raise priority it
+# just stays at 19 and runs slower).
+client_nice=
+[ "$MODE" = rdma_cm ] && client_nice="nice -n 19"
+renice_when_connected() {
+	local p t
+	for _ in $(seq 600); do
+		grep -q 'Dual-port' "$tmp/client" && break
+		kill -0 "$cli_pid" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	for p in $(pgrep -P "$cli_pid"); do
+		for t in /proc/"$p"/task/*; do
+			renice -n 0 -p "${t##*/}" >/dev/null 2>&1
+		done
+	done
+	return 0
+}
 cm_race() {
 	[ "$MODE" = rdma_cm ] && [ $crc -ne 0 ] &&
 		grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$tmp/client" &&
@@ -161,7 +192,11 @@ run_once() {
 	[ $listening = 1 ] || echo "server did not listen on TCP port $port" >"$tmp/client"
 	crc=0
 	if [ $listening = 1 ]; then
-		timeout -k 5 "$runsecs" "${cmd[@]}" localhost >"$tmp/client" 2>&1 || crc=$?
+		timeout -k 5 "$runsecs" $client_nice "${cmd[@]}" localhost >"$tmp/client" 2>&1 &
+		cli_pid=$!
+		[ -n "$client_nice" ] && renice_when_connected
+		wait "$cli_pid" || crc=$?
+		cli_pid=
 	else
 		crc=1
 	fi
@@ -228,8 +263,10 @@ for side in $table_sides; do
 		set -- $row
 		[ "$2" = "$iters" ] || fail "$side: $s bytes ran $2 iterations, expected $iters"
 		if [ $kind = bw ]; then
-			awk -v a="$4" 'BEGIN { exit !(a > 0) }' ||
-				fail "$side: $s bytes: average bandwidth '$4' is not positive"
+			# MB/s has 2 decimals (a few tiny messages print 0.00);
+			# the message rate has 6.
+			awk -v a="$4" -v r="$5" 'BEGIN { exit !(a >= 0 && r > 0) }' ||
+				fail "$side: $s bytes: average bandwidth '$4', message rate '$5': not a transfer"
 		else
 			awk -v lo="$3" -v hi="$4" 'BEGIN { exit !(lo > 0 && lo <= hi) }' ||
 				fail "$side: $s bytes: t_min '$3' / t_max '$4' are not 0 < min <= max"
