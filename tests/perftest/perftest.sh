@@ -14,7 +14,7 @@
 #                   until connected, and perftest's own listen race retried:
 #                   see cm_race below)
 #         uc / ud   -c UC / -c UD (UD: size = the MTU for bw tests)
-#         big       -s 4194304 -n 200: 4 MiB messages, many of them
+#         big       -s 4194304 -n 100: 4 MiB messages, many of them
 #
 # Checks: both sides exit 0; no completion error is reported; every side
 # that prints a result table (bw tests: both; write/send lat: both; read and
@@ -98,7 +98,7 @@ all) args=(-a -n "$all_iters"); runsecs=150 ;;
 rdma_cm) args=(-R) ;;
 uc) args=(-c UC) ;;
 ud) args=(-c UD) ;;
-big) args=(-s 4194304 -n 200) ;;
+big) args=(-s 4194304 -n 100) ;;
 *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 
@@ -108,7 +108,7 @@ if [ "$MODE" = all ]; then
 	iters=$all_iters
 elif [ "$MODE" = big ]; then
 	sizes=(4194304)
-	iters=200
+	iters=100
 else
 	case $TOOL in
 	ib_atomic_*) sizes=(8) ;;
