@@ -30,7 +30,8 @@ struct key_table {
 	uint32_t used;
 };
 
-static struct key_table ltab, rtab;
+/* wtab: memory windows by key index (rkey >> 8, bit 23 always set). */
+static struct key_table ltab, rtab, wtab;
 static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */
@@ -122,17 +123,23 @@ static void tab_del(struct key_table *t, struct key_slot *s)
 	t->used--;
 }
 
-static int fresh_key(const struct key_table *t, uint32_t *key)
+/* A random key, not 0, unique in t, with the bits of `clear` clear and
+ * those of `set` set. */
+static int fresh_key(const struct key_table *t, uint32_t clear, uint32_t set,
+		     uint32_t *key)
 {
 	uint32_t k;
 
 	do {
 		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
 			return errno ? errno : EIO;
+		k = (k & ~clear) | set;
 	} while (!k || tab_find(t, k));
 	*key = k;
 	return 0;
 }
+
+static void drain(struct sv_mr *mr);
 
 int sv_mr_publish(struct sv_mr *mr)
 {
@@ -144,9 +151,10 @@ int sv_mr_publish(struct sv_mr *mr)
 	if (!err)
 		err = tab_reserve(&rtab);
 	if (!err)
-		err = fresh_key(&ltab, &lkey);
+		err = fresh_key(&ltab, 0, 0, &lkey);
+	/* Region R_Keys leave bit 31 to memory windows. */
 	if (!err)
-		err = fresh_key(&rtab, &rkey);
+		err = fresh_key(&rtab, SV_MW_KEY_BIT, 0, &rkey);
 	if (!err) {
 		mr->ibv.lkey = lkey;
 		mr->ibv.rkey = rkey;
@@ -173,10 +181,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 	pthread_rwlock_unlock(&tab_lock);
 
 	/* No new reference can be taken now; wait for the old ones. */
-	pthread_mutex_lock(&drain_lock);
-	while (atomic_load(&mr->refs) > 0)
-		pthread_cond_wait(&drain_cond, &drain_lock);
-	pthread_mutex_unlock(&drain_lock);
+	drain(mr);
 }
 
 static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
@@ -187,7 +192,15 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 	if (!key)
 		return NULL;
 	pthread_rwlock_rdlock(&tab_lock);
-	s = tab_find(t, key);
+	if (t == &rtab && (key & SV_MW_KEY_BIT)) {
+		/* A window: its index finds it, the whole key must match
+		 * (a stale tag names an earlier binding). */
+		s = tab_find(&wtab, key >> 8);
+		if (s && s->mr->ibv.rkey != key)
+			s = NULL;
+	} else {
+		s = tab_find(t, key);
+	}
 	if (s && atomic_load(&s->mr->state) == SV_MR_VALID) {
 		mr = s->mr;
 		atomic_fetch_add(&mr->refs, 1);
@@ -236,4 +249,87 @@ void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 	    iova - mr->iova > mr->length - len)
 		return NULL;
 	return (void *)(mr->va + (uintptr_t)(iova - mr->iova));
+}
+
+void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, uint64_t iova,
+		     uint64_t len, unsigned int access)
+{
+	if (mr && mr->bound_qp && mr->bound_qp != qp)
+		return NULL;
+	return sv_mr_check(mr, qp->pd, iova, len, access);
+}
+
+/* ---- memory window keys --------------------------------------------------- */
+
+int sv_mw_key_reserve(struct sv_mr *view)
+{
+	uint32_t index, tag;
+	int err;
+
+	pthread_rwlock_wrlock(&tab_lock);
+	err = tab_reserve(&wtab);
+	/* 24-bit index with bit 23 set: the key's bit 31. */
+	if (!err)
+		err = fresh_key(&wtab, 0xff000000u, 0x00800000u, &index);
+	if (!err && getrandom(&tag, sizeof(tag), 0) != sizeof(tag))
+		err = errno ? errno : EIO;
+	if (!err) {
+		view->ibv.rkey = (index << 8) | (tag & 0xff);
+		atomic_store(&view->state, SV_MR_INVALID);
+		tab_put(&wtab, index, view);
+	}
+	pthread_rwlock_unlock(&tab_lock);
+	return err;
+}
+
+static void drain(struct sv_mr *mr)
+{
+	pthread_mutex_lock(&drain_lock);
+	while (atomic_load(&mr->refs) > 0)
+		pthread_cond_wait(&drain_cond, &drain_lock);
+	pthread_mutex_unlock(&drain_lock);
+}
+
+void sv_mw_key_unpublish(struct sv_mr *view)
+{
+	pthread_rwlock_wrlock(&tab_lock);
+	atomic_store(&view->state, SV_MR_INVALID);
+	pthread_rwlock_unlock(&tab_lock);
+	drain(view);
+}
+
+void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey)
+{
+	pthread_rwlock_wrlock(&tab_lock);
+	view->ibv.rkey = rkey;
+	atomic_store(&view->state, SV_MR_VALID);
+	pthread_rwlock_unlock(&tab_lock);
+}
+
+void sv_mw_key_release(struct sv_mr *view)
+{
+	struct key_slot *s;
+
+	pthread_rwlock_wrlock(&tab_lock);
+	atomic_store(&view->state, SV_MR_INVALID);
+	s = tab_find(&wtab, view->ibv.rkey >> 8);
+	if (s && s->mr == view)
+		tab_del(&wtab, s);
+	pthread_rwlock_unlock(&tab_lock);
+	drain(view);
+}
+
+struct sv_mr *sv_mw_key_find(uint32_t index)
+{
+	struct sv_mr *view = NULL;
+	struct key_slot *s;
+
+	if (!index || index > 0xffffff)
+		return NULL;
+	pthread_rwlock_rdlock(&tab_lock);
+	s = tab_find(&wtab, index);
+	if (s)
+		view = s->mr;
+	pthread_rwlock_unlock(&tab_lock);
+	return view;
 }

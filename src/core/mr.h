@@ -28,4 +28,33 @@ void sv_mr_put(struct sv_mr *mr);
 void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 		  uint64_t len, unsigned int access);
 
+/* The check of a remote access arriving on qp (R_Key of a region or of
+ * a window): sv_mr_check with the QP's PD, and a type 2 window answers
+ * only the QP it is bound to (IBA 10.6.7.2.x, type 2B windows). */
+void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, uint64_t iova,
+		     uint64_t len, unsigned int access);
+
+/*
+ * Memory window keys.  A window's R_Key is (index << 8) | tag: the index
+ * is fixed for the window's life, the 8-bit tag changes with each bind
+ * (man ibv_inc_rkey).  Window keys have bit 31 set and region R_Keys
+ * have it clear, so the two never collide however tags change.  The
+ * window's view (an sv_mr) is found by rkey like a region, with the same
+ * references and drain discipline.
+ */
+#define SV_MW_KEY_BIT 0x80000000u
+
+/* Give view a fresh index (and a random tag) and enter it in the window
+ * table, unpublished (state invalid).  0 or errno. */
+int sv_mw_key_reserve(struct sv_mr *view);
+/* Unpublish and remove from the table; no lookup can find it after. */
+void sv_mw_key_release(struct sv_mr *view);
+/* The view with this index, or NULL.  No reference is taken: the caller
+ * serialises with sv_mw_key_release (core/mw.c's lock). */
+struct sv_mr *sv_mw_key_find(uint32_t index);
+/* Make rkey (same index) the view's key and accept accesses through it. */
+void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey);
+/* Refuse new accesses and wait until none holds a reference. */
+void sv_mw_key_unpublish(struct sv_mr *view);
+
 #endif

@@ -31,6 +31,7 @@
 struct sv_engine;
 struct sv_qp_engine;
 struct sv_wr_batch;
+struct sv_mw;
 
 /* ---- limits the implementation really has (reported by query_device) ---- */
 #define SV_MAX_QP         65536
@@ -107,6 +108,14 @@ struct sv_mr {
 	unsigned int access;
 	_Atomic int state;
 	atomic_int refs;               /* packets in flight hold a ref */
+	/* A memory window's view (core/mw.c) is an sv_mr too, so that the
+	 * data path finds windows and regions through one key lookup: for a
+	 * type 2 window, the only QP it may be reached through; NULL for
+	 * regions and type 1 windows. */
+	struct sv_qp *bound_qp;
+	/* Regions only: windows bound to this region (ibv_dereg_mr answers
+	 * EBUSY while any is); changed under core/mw.c's lock. */
+	int mw_binds;
 };
 
 /* ---- CQ ----------------------------------------------------------------- */
@@ -176,8 +185,15 @@ struct sv_send_wqe {
 			 uint64_t swap; uint32_t rkey; } atomic;
 		struct { struct ibv_ah *ah; uint32_t remote_qpn;
 			 uint32_t remote_qkey; } ud;
+		/* IBV_WR_BIND_MW: the window is found again by its key index
+		 * when the WQE executes (it may be gone by then), the region
+		 * by its lkey. */
+		struct { struct sv_mw *mw; uint64_t addr; uint64_t length;
+			 uint32_t index; uint32_t rkey; uint32_t mr_lkey;
+			 uint32_t access; } bind;
 	} wr;
-	uint32_t invalidate_rkey;
+	uint32_t invalidate_rkey;      /* SEND_WITH_INV, LOCAL_INV */
+	uint32_t xrc_srqn;             /* XRC_SEND: the target's XRC SRQ */
 	/* requester bookkeeping (engine owned) */
 	uint32_t first_psn, last_psn;
 	uint64_t sent;                 /* bytes handed to packets so far */
