@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <time.h>
 
 struct key_slot {
 	uint32_t key; /* 0 = empty */
@@ -221,11 +222,14 @@ struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
 
 void sv_mr_put(struct sv_mr *mr)
 {
-	/* The state is read after the decrement: if unpublish marked the MR
-	 * invalid before our decrement, we see it and wake the waiter; if
-	 * not, unpublish sees refs already at zero and does not sleep. */
-	if (atomic_fetch_sub(&mr->refs, 1) == 1 &&
-	    atomic_load(&mr->state) != SV_MR_VALID) {
+	/* Nothing of the MR may be touched after the decrement: once the
+	 * count is zero the waiter in drain() may free it.  So whether to
+	 * wake it is decided before, from the state; a waiter that began
+	 * waiting in between (the MR turned invalid after our load) is not
+	 * woken by us and finds the count at zero at its next timed check. */
+	bool dying = atomic_load(&mr->state) != SV_MR_VALID;
+
+	if (atomic_fetch_sub(&mr->refs, 1) == 1 && dying) {
 		pthread_mutex_lock(&drain_lock);
 		pthread_cond_broadcast(&drain_cond);
 		pthread_mutex_unlock(&drain_lock);
@@ -282,11 +286,23 @@ int sv_mw_key_reserve(struct sv_mr *view)
 	return err;
 }
 
+/* Wait until no lookup holds a reference (the MR or view is invalid:
+ * none can be taken any more).  Woken by the last sv_mr_put that saw the
+ * MR invalid; checks again every millisecond for one that did not. */
 static void drain(struct sv_mr *mr)
 {
 	pthread_mutex_lock(&drain_lock);
-	while (atomic_load(&mr->refs) > 0)
-		pthread_cond_wait(&drain_cond, &drain_lock);
+	while (atomic_load(&mr->refs) > 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&drain_cond, &drain_lock, &ts);
+	}
 	pthread_mutex_unlock(&drain_lock);
 }
 
@@ -298,11 +314,12 @@ void sv_mw_key_unpublish(struct sv_mr *view)
 	drain(view);
 }
 
-void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey)
+void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey, bool valid)
 {
 	pthread_rwlock_wrlock(&tab_lock);
 	view->ibv.rkey = rkey;
-	atomic_store(&view->state, SV_MR_VALID);
+	if (valid)
+		atomic_store(&view->state, SV_MR_VALID);
 	pthread_rwlock_unlock(&tab_lock);
 }
 

@@ -52,8 +52,9 @@ void sv_mw_key_release(struct sv_mr *view);
 /* The view with this index, or NULL.  No reference is taken: the caller
  * serialises with sv_mw_key_release (core/mw.c's lock). */
 struct sv_mr *sv_mw_key_find(uint32_t index);
-/* Make rkey (same index) the view's key and accept accesses through it. */
-void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey);
+/* Make rkey (same index) the view's key; valid: and accept accesses
+ * through it (else it stays unpublished). */
+void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey, bool valid);
 /* Refuse new accesses and wait until none holds a reference. */
 void sv_mw_key_unpublish(struct sv_mr *view);
 

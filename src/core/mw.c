@@ -132,6 +132,7 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_send_wqe *wqe)
 	enum ibv_wc_status st = IBV_WC_MW_BIND_ERR;
 	struct sv_mr *mr = NULL;
 	struct sv_mw *mw;
+	uint32_t rkey;
 	bool type2;
 
 	/* The region's reference is taken before mw_lock: that is safe
@@ -167,8 +168,7 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_send_wqe *wqe)
 	/* A type 1 window may be bound again while bound: the old binding
 	 * ends first, and no access sees a half-made new one. */
 	unbind(mw);
-	mw->view.ibv.rkey = (mw->view.ibv.rkey & ~0xffu) |
-			    (wqe->wr.bind.rkey & 0xffu);
+	rkey = (mw->view.ibv.rkey & ~0xffu) | (wqe->wr.bind.rkey & 0xffu);
 	if (len) {
 		mw->view.iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : addr;
 		mw->view.va = mr->va + (uintptr_t)(addr - mr->iova);
@@ -179,8 +179,10 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_send_wqe *wqe)
 		mw->qp = type2 ? qp : NULL;
 		mw->bound = true;
 		mr->mw_binds++;
-		sv_mw_key_publish(&mw->view, mw->view.ibv.rkey);
 	}
+	/* The new key (its tag changes even when unbinding a type 1
+	 * window), published when there is a binding. */
+	sv_mw_key_publish(&mw->view, rkey, len != 0);
 	st = IBV_WC_SUCCESS;
 out:
 	pthread_mutex_unlock(&mw_lock);
