@@ -26,7 +26,8 @@ bench_pkgs="ucx-utils:/usr/bin/ucx_perftest
 libfabric-bin:/usr/bin/fi_pingpong
 iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
-gnuplot-nox:/usr/bin/gnuplot"
+gnuplot-nox:/usr/bin/gnuplot
+python3:/usr/bin/python3"
 
 case $target in
 build) want=$build_pkgs ;;

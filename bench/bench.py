@@ -1,0 +1,1050 @@
+#!/usr/bin/env python3
+"""softverbs benchmark suite (`make bench`, through bench/run.sh).
+
+Runs unmodified perftest through `softverbs run` and, in the same run, the
+anchors softverbs is measured against: ucx_perftest over shared memory and
+cross-memory attach, fi_pingpong over libfabric's shm provider, iperf3 and
+sockperf on loopback, a memcpy figure and the one-copy limit between two
+processes (process_vm_writev / process_vm_readv, bench/pvm_bw.c).  Every pair
+of processes is pinned to two cores (taskset), every figure is repeated and
+reported as median and spread (min-max), and the results go to the output
+directory as markdown, CSV, the exact commands, and PNG plots (gnuplot).
+
+Environment (all optional):
+  BENCH_QUICK=1        a small subset (3 sizes, 1 repeat) to check the pipeline;
+                       writes to bench/results/quick/ (never committed)
+  BENCH_REPEATS=N      runs per figure (default 3, quick 1)
+  BENCH_SIZES=a,b,...  message sizes in bytes (default 8 B .. 4 MiB, powers of 2)
+  BENCH_ONLY=w1,w2     run only the series whose name contains one of the words
+  BENCH_CPUS=A,B       the two cores (default 0,1)
+  BENCH_OUT=DIR        output directory (default bench/results)
+
+Units: bandwidth in MiB/s (2^20 bytes/s: perftest's and ucx_perftest's
+"MB/s"; fi_pingpong's and iperf3's decimal figures are converted), latency in
+microseconds, one-way (half a round trip, as every tool here reports it; the
+median where the tool gives one), message rate in millions of messages/s.
+"""
+import csv
+import datetime
+import os
+import platform
+import re
+import select
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+MiB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+class RunError(Exception):
+    pass
+
+
+class RunTimeout(RunError):
+    pass
+
+
+def fmt_size(n):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d %s" % (n >> shift, unit)
+    return "%d B" % n
+
+
+def clamp(v, lo, hi):
+    return max(lo, min(hi, v))
+
+
+# --------------------------------------------------------------------------
+# Configuration
+
+
+class Config:
+    def __init__(self, build, bindir):
+        env = os.environ
+        self.quick = env.get("BENCH_QUICK", "") not in ("", "0")
+        self.repeats = int(env.get("BENCH_REPEATS") or (1 if self.quick else 3))
+        if env.get("BENCH_SIZES"):
+            self.sizes = sorted(int(s) for s in env["BENCH_SIZES"].split(","))
+        elif self.quick:
+            self.sizes = [8, 64 << 10, 1 << 20]
+        else:
+            self.sizes = [8 << i for i in range(20)]  # 8 B .. 4 MiB
+        self.only = [w for w in env.get("BENCH_ONLY", "").split(",") if w]
+        cpus = env.get("BENCH_CPUS", "0,1").split(",")
+        self.cpu_server, self.cpu_client = cpus[0], cpus[1]
+        default_out = os.path.join(HERE, "results", "quick" if self.quick else "")
+        self.out = os.path.abspath(env.get("BENCH_OUT") or default_out)
+        self.build = os.path.abspath(build)
+        self.bindir = os.path.abspath(bindir)
+        self.softverbs = os.path.join(self.build, "bin", "softverbs")
+        # Seconds one run of a fixed-length tool lasts.  Quick runs are
+        # shorter but of the same kind, so their wall times predict a full
+        # run (see estimate()).
+        self.length = self.lengths(self.quick)
+        self.timeout = 60  # seconds a client may take
+
+    @staticmethod
+    def lengths(quick):
+        return {"perftest": 2 if quick else 3,
+                "copy": 0.2 if quick else 0.5,
+                "iperf3": 1 if quick else 3,
+                "sockperf": 1 if quick else 2}
+
+
+def full_sizes():
+    return [8 << i for i in range(20)]
+
+
+# --------------------------------------------------------------------------
+# Processes
+
+
+def free_port():
+    """A TCP and UDP port free on loopback right now (the kernel picks it)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+    raise RunError("no free port")
+
+
+def port_bound(port, proto):
+    """Whether a socket is listening (TCP) or bound (UDP) on port."""
+    want_state = "0A" if proto == "tcp" else None
+    for name in (proto, proto + "6"):
+        try:
+            with open("/proc/net/" + name) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) != port:
+                        continue
+                    if want_state is None or fields[3] == want_state:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def kill_group(proc):
+    """End a process we started, and whatever it started, by its group id."""
+    if proc.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def cmd_str(cmd, env_add):
+    pre = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env_add.items())
+    return (pre + " " if pre else "") + shlex.join(cmd)
+
+
+def tail(path, n=6):
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read().strip().splitlines()
+        return " | ".join(lines[-n:])
+    except OSError:
+        return ""
+
+
+class Runner:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.raw = os.path.join(cfg.out, "raw")
+        self.active = []  # processes we started, to end them if we are ended
+        self.commands = []  # the current run's commands, known even if it fails
+
+    def track(self, proc):
+        self.active = [p for p in self.active if p.poll() is None]
+        self.active.append(proc)
+        return proc
+
+    def end_all(self):
+        for p in self.active:
+            kill_group(p)
+
+    def env(self, env_add):
+        e = dict(os.environ)
+        e.update(env_add)
+        return e
+
+    def start(self, cmd, env_add, log):
+        with open(log, "w") as out:
+            return self.track(subprocess.Popen(
+                cmd, env=self.env(env_add), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def wait(self, proc, timeout, what):
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            raise RunTimeout("%s did not finish within %d s" % (what, timeout))
+
+    def pair(self, tag, server, client, env_add, port, proto="tcp",
+             server_exits=True):
+        """Start server pinned to one core, wait until it listens, run the
+        client pinned to the other; return the client's output."""
+        cfg = self.cfg
+        server = ["taskset", "-c", cfg.cpu_server] + server
+        client = ["taskset", "-c", cfg.cpu_client] + client
+        slog = os.path.join(self.raw, tag + ".server.txt")
+        clog = os.path.join(self.raw, tag + ".client.txt")
+        commands = ["server: " + cmd_str(server, env_add),
+                    "client: " + cmd_str(client, env_add)]
+        self.commands = commands
+        srv = self.start(server, env_add, slog)
+        try:
+            deadline = time.monotonic() + 20
+            while not port_bound(port, proto):
+                if srv.poll() is not None:
+                    raise RunError("server exited (%d) before listening: %s"
+                                   % (srv.returncode, tail(slog)))
+                if time.monotonic() > deadline:
+                    raise RunError("server not listening after 20 s")
+                time.sleep(0.02)
+            cli = self.start(client, env_add, clog)
+            rc = self.wait(cli, cfg.timeout, "client")
+            if server_exits:
+                src = self.wait(srv, 15, "server")
+            else:
+                kill_group(srv)
+                src = 0
+        finally:
+            kill_group(srv)
+        with open(clog, errors="replace") as f:
+            out = f.read()
+        if rc != 0 or src != 0:
+            raise RunError("exit status client %d server %s: %s"
+                           % (rc, src, tail(clog) or tail(slog)))
+        return out, commands
+
+    def single(self, tag, cmd, env_add=None):
+        env_add = env_add or {}
+        cmd = ["taskset", "-c", self.cfg.cpu_server] + cmd
+        log = os.path.join(self.raw, tag + ".txt")
+        self.commands = [cmd_str(cmd, env_add)]
+        proc = self.start(cmd, env_add, log)
+        rc = self.wait(proc, self.cfg.timeout, cmd[3])
+        with open(log, errors="replace") as f:
+            out = f.read()
+        if rc != 0:
+            raise RunError("exit status %d: %s" % (rc, tail(log)))
+        return out, [cmd_str(cmd, env_add)]
+
+    def pvm(self, tag, op, size, seconds):
+        """process_vm_{write,read}v between two processes: a target that maps
+        a buffer and waits (one core), the copier (the other core)."""
+        cfg = self.cfg
+        prog = os.path.join(cfg.bindir, "pvm_bw")
+        tcmd = ["taskset", "-c", cfg.cpu_server, prog, "target", str(size)]
+        tlog = os.path.join(self.raw, tag + ".target.txt")
+        self.commands = ["target: " + cmd_str(tcmd, {})]
+        with open(tlog, "w") as err:
+            target = self.track(subprocess.Popen(
+                tcmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, text=True, start_new_session=True))
+        try:
+            ready, _, _ = select.select([target.stdout], [], [], 20)
+            line = target.stdout.readline() if ready else ""
+            m = re.match(r"pid=(\d+) addr=(0x[0-9a-f]+)", line)
+            if not m:
+                raise RunError("target did not start: %s %s" % (line, tail(tlog)))
+            ccmd = ["taskset", "-c", cfg.cpu_client, prog, op, m.group(1),
+                    m.group(2), str(size), str(seconds)]
+            clog = os.path.join(self.raw, tag + ".txt")
+            self.commands.append("copier: " + cmd_str(ccmd, {}))
+            cli = self.start(ccmd, {}, clog)
+            rc = self.wait(cli, cfg.timeout, "pvm_bw " + op)
+            target.stdin.close()
+            self.wait(target, 10, "pvm_bw target")
+        finally:
+            kill_group(target)
+        with open(clog, errors="replace") as f:
+            out = f.read()
+        if rc != 0:
+            raise RunError("exit status %d: %s" % (rc, tail(clog)))
+        return out, self.commands
+
+
+# --------------------------------------------------------------------------
+# Parsers: each tool's own output format
+
+
+def parse_perftest_bw(out):
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "#bytes" in line and "BW average" in line:
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) >= 5 and f[0].isdigit():
+                    return {"bw": float(f[3]), "rate": float(f[4])}
+    raise RunError("no perftest bandwidth row")
+
+
+def parse_perftest_lat(out):
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "#bytes" in line and "t_typical" in line:
+            col = line.split().index("t_typical[usec]")
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) > col and f[0].isdigit():
+                    return {"lat": float(f[col])}
+    raise RunError("no perftest latency row")
+
+
+def parse_ucx(out):
+    """ucx_perftest -v: a CSV header and one row of final numbers."""
+    lines = [l.strip() for l in out.splitlines()]
+    for i, line in enumerate(lines):
+        if line.startswith("iterations,") and i + 1 < len(lines):
+            row = dict(zip(line.split(","), lines[i + 1].split(",")))
+            return {"lat": float(row["50.0_percentile_lat"]),
+                    "bw": float(row["overall_bw"]),
+                    "rate": float(row["overall_mr"]) / 1e6}
+    raise RunError("no ucx_perftest CSV row")
+
+
+def parse_fi_pingpong(out):
+    """bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; MB = 10^6
+    bytes (bytes per microsecond), usec/xfer is one-way."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.split()[:1] == ["bytes"] and "usec/xfer" in line:
+            f = lines[i + 1].split()
+            return {"bw": float(f[-3]) * 1e6 / MiB, "lat": float(f[-2]),
+                    "rate": float(f[-1])}
+    raise RunError("no fi_pingpong result row")
+
+
+def parse_iperf3(out):
+    import json
+    data = json.loads(out[out.index("{"):])
+    if "error" in data:
+        raise RunError("iperf3: " + data["error"])
+    bps = data["end"]["sum_received"]["bits_per_second"]
+    return {"bw": bps / 8 / MiB}
+
+
+def parse_sockperf(out):
+    m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
+    if not m:
+        raise RunError("no sockperf median")
+    return {"lat": float(m.group(1))}
+
+
+def parse_keyvalue(out):
+    for line in out.splitlines():
+        kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+        if "MiBps" in kv:
+            return {"bw": float(kv["MiBps"]),
+                    "rate": 1.0 / float(kv["usec_per_op"])}
+    raise RunError("no result line")
+
+
+# --------------------------------------------------------------------------
+# Series: one line on a plot, one figure per message size
+
+
+UNITS = {"bw": "MiB/s", "lat": "usec", "rate": "Mmsg/s"}
+
+
+class Series:
+    """name: as in the tables; group: 'bw' or 'lat' (which plot); metrics:
+    what a run yields; run(runner, size, tag) -> (values, commands);
+    sizes(cfg, full) -> message sizes (of this run, or of a full run);
+    length: which Config.lengths entry sets the length of a run, for tools
+    that run for a set time (used to extrapolate a full run)."""
+
+    def __init__(self, name, group, metrics, run, sizes=None, length=None,
+                 softverbs=False):
+        self.name = name
+        self.group = group
+        self.metrics = metrics
+        self.run = run
+        self.sizes = sizes or (lambda cfg, full=False:
+                               full_sizes() if full else cfg.sizes)
+        self.length = length
+        self.softverbs = softverbs
+
+
+def gid_index(cfg):
+    out = subprocess.run([cfg.softverbs, "devices"], capture_output=True,
+                         text=True, timeout=30).stdout
+    for line in out.splitlines():
+        m = re.match(r"\s*GID\[\s*(\d+)\]\s+::ffff:127\.0\.0\.1\s", line)
+        if m:
+            return m.group(1)
+    raise RunError("softverbs devices shows no GID for 127.0.0.1:\n" + out)
+
+
+def perftest_series(cfg, gid):
+    def make(tool, bw):
+        def run(r, size, tag):
+            port = free_port()
+            args = [cfg.softverbs, "run", "--", tool, "-d", "softverbs0",
+                    "-x", gid, "-p", str(port)]
+            if tool != "ib_atomic_lat":
+                args += ["-s", str(size)]
+            if bw:
+                args += ["-D", str(cfg.length["perftest"])]
+            else:
+                args += ["-n", str(clamp((16 * MiB) // size, 100, 1000))]
+            out, cmds = r.pair(tag, args, args + ["127.0.0.1"], {}, port)
+            return (parse_perftest_bw if bw else parse_perftest_lat)(out), cmds
+        return run
+
+    s = []
+    for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
+        s.append(Series("softverbs " + tool, "bw", ["bw", "rate"],
+                        make(tool, True), length="perftest", softverbs=True))
+    for tool in ("ib_write_lat", "ib_send_lat"):
+        s.append(Series("softverbs " + tool, "lat", ["lat"], make(tool, False),
+                        softverbs=True))
+    s.append(Series("softverbs ib_atomic_lat", "lat", ["lat"],
+                    make("ib_atomic_lat", False),
+                    sizes=lambda cfg, full=False: [8], softverbs=True))
+    return s
+
+
+def ucx_series(cfg):
+    def make(test, bw, env_add, uct=()):
+        def run(r, size, tag):
+            port = free_port()
+            if bw:
+                n = clamp((4096 * MiB) // size, 1000, 500000)
+            else:
+                n = clamp((256 * MiB) // size, 100, 100000)
+            common = ["-p", str(port)]
+            client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-t", test,
+                      "-s", str(size), "-n", str(n), "-w", str(max(10, n // 10)),
+                      "-v"] + list(uct)
+            out, cmds = r.pair(tag, ["ucx_perftest"] + common, client,
+                               env_add, port)
+            vals = parse_ucx(out)
+            return {k: vals[k] for k in (["bw", "rate"] if bw else ["lat"])}, cmds
+        return run
+
+    s = []
+    for tls in ("posix,self", "sm,self"):
+        env_add = {"UCX_TLS": tls}
+        for test in ("tag_bw", "ucp_put_bw"):
+            s.append(Series("ucx %s (%s)" % (test, tls), "bw", ["bw", "rate"],
+                            make(test, True, env_add)))
+        for test in ("ucp_put_lat", "ucp_am_lat"):
+            s.append(Series("ucx %s (%s)" % (test, tls), "lat", ["lat"],
+                            make(test, False, env_add)))
+    # UCP cannot run on cma alone (UCX_TLS=cma,self: "no active messages
+    # transport"), so cross-memory attach is measured at the UCT layer,
+    # zero-copy: exactly one process_vm_writev per put.
+    uct = ["-x", "cma", "-d", "memory", "-D", "zcopy"]
+    s.append(Series("ucx put_bw (cma, uct zcopy)", "bw", ["bw", "rate"],
+                    make("put_bw", True, {}, uct)))
+    s.append(Series("ucx put_lat (cma, uct zcopy)", "lat", ["lat"],
+                    make("put_lat", False, {}, uct)))
+    return s
+
+
+def other_series(cfg):
+    def fi_run(r, size, tag):
+        port = free_port()
+        n = str(clamp((256 * MiB) // size, 100, 100000))
+        base = ["fi_pingpong", "-p", "shm", "-e", "rdm", "-S", str(size), "-I", n]
+        out, cmds = r.pair(tag, base + ["-B", str(port)],
+                           base + ["-P", str(port), "127.0.0.1"], {}, port)
+        return parse_fi_pingpong(out), cmds
+
+    def iperf_run(r, size, tag):
+        port = free_port()
+        out, cmds = r.pair(tag, ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p",
+                                 str(port)],
+                           ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t",
+                            str(cfg.length["iperf3"]), "-l", str(size), "-J"],
+                           {}, port)
+        return parse_iperf3(out), cmds
+
+    def sockperf_make(tcp):
+        def run(r, size, tag):
+            port = free_port()
+            proto = ["--tcp"] if tcp else []
+            out, cmds = r.pair(tag, ["sockperf", "sr", "-i", "127.0.0.1", "-p",
+                                     str(port)] + proto,
+                               ["sockperf", "pp", "-i", "127.0.0.1", "-p",
+                                str(port), "-m", str(size), "-t",
+                                str(cfg.length["sockperf"])] + proto,
+                               {}, port, proto="tcp" if tcp else "udp",
+                               server_exits=False)
+            return parse_sockperf(out), cmds
+        return run
+
+    def memcpy_run(r, size, tag):
+        out, cmds = r.single(tag, [os.path.join(cfg.bindir, "memcpy_bw"),
+                                   str(size), str(cfg.length["copy"])])
+        return {"bw": parse_keyvalue(out)["bw"]}, cmds
+
+    def pvm_make(op):
+        def run(r, size, tag):
+            out, cmds = r.pvm(tag, op, size, cfg.length["copy"])
+            return {"bw": parse_keyvalue(out)["bw"]}, cmds
+        return run
+
+    def socket_sizes(full_list, quick_list, lo, hi):
+        """Socket tools run at fewer sizes; with BENCH_SIZES, at those of
+        them the tool accepts."""
+        def sizes(cfg, full=False):
+            if full:
+                return full_list
+            if os.environ.get("BENCH_SIZES"):
+                return [z for z in cfg.sizes if lo <= z <= hi]
+            return quick_list if cfg.quick else full_list
+        return sizes
+
+    iperf_sizes = socket_sizes([64, 1024, 16384, 65536, 262144, 1048576],
+                               [65536, 1048576], 1, 1 << 20)
+    # sockperf's messages are 14 bytes at least and one UDP datagram at most.
+    sock_sizes = socket_sizes([16, 64, 1024, 4096, 16384, 32768], [16], 14,
+                              32768)
+    return [
+        Series("libfabric fi_pingpong (shm)", "lat", ["lat", "bw"], fi_run),
+        Series("iperf3 TCP loopback", "bw", ["bw"], iperf_run,
+               sizes=iperf_sizes, length="iperf3"),
+        Series("sockperf UDP loopback", "lat", ["lat"], sockperf_make(False),
+               sizes=sock_sizes, length="sockperf"),
+        Series("sockperf TCP loopback", "lat", ["lat"], sockperf_make(True),
+               sizes=sock_sizes, length="sockperf"),
+        Series("memcpy (one process)", "bw", ["bw"], memcpy_run,
+               length="copy"),
+        Series("process_vm_writev (one-copy limit)", "bw", ["bw"],
+               pvm_make("write"), length="copy"),
+        Series("process_vm_readv (one-copy limit)", "bw", ["bw"],
+               pvm_make("read"), length="copy"),
+    ]
+
+
+# --------------------------------------------------------------------------
+# Results
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def aggregate(rows):
+    """(series, metric, size) -> dict(median, min, max, n, failed)."""
+    agg = {}
+    for r in rows:
+        key = (r["series"], r["metric"], r["size"])
+        a = agg.setdefault(key, {"values": [], "failed": 0})
+        if r["status"] == "ok":
+            a["values"].append(r["value"])
+        else:
+            a["failed"] += 1
+    for a in agg.values():
+        v = a["values"]
+        a["n"] = len(v)
+        a["median"] = statistics.median(v) if v else None
+        a["min"] = min(v) if v else None
+        a["max"] = max(v) if v else None
+    return agg
+
+
+def num(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3g" % v
+
+
+def cell(a):
+    if not a or a["median"] is None:
+        return "failed" if a and a["failed"] else "-"
+    s = num(a["median"])
+    if a["n"] > 1:
+        s += " (%s-%s)" % (num(a["min"]), num(a["max"]))
+    return s
+
+
+def key_cell(agg, name, metric, size):
+    """A figure at a key size; in the smallest column, a tool that cannot
+    send such small messages (sockperf, iperf3) shows its smallest size."""
+    a = agg.get((name, metric, size))
+    if a or size > 8:
+        return cell(a)
+    small = sorted(k[2] for k in agg if k[0] == name and k[1] == metric and
+                   k[2] <= 64)
+    if not small:
+        return "-"
+    return cell(agg[(name, metric, small[0])]) + " @" + fmt_size(small[0])
+
+
+# (label, numerator, denominator(s), comparison, target).  The denominator
+# may be several figures: the best (largest) median among them is used.
+RATIOS = [
+    ("ib_write_bw / process_vm_writev, 1 MiB",
+     ("softverbs ib_write_bw", "bw", 1 << 20),
+     [("process_vm_writev (one-copy limit)", "bw", 1 << 20)], ">=", 0.9),
+    ("ib_write_bw / UCX best of tag_bw (sm,self) and put_bw (cma), 1 MiB",
+     ("softverbs ib_write_bw", "bw", 1 << 20),
+     [("ucx tag_bw (sm,self)", "bw", 1 << 20),
+      ("ucx put_bw (cma, uct zcopy)", "bw", 1 << 20)], ">=", 1.0),
+    ("ib_read_bw / process_vm_readv, 1 MiB",
+     ("softverbs ib_read_bw", "bw", 1 << 20),
+     [("process_vm_readv (one-copy limit)", "bw", 1 << 20)], ">=", 0.9),
+    ("ib_write_lat / UCX put_lat (cma, zcopy), 8 B, typical one-way",
+     ("softverbs ib_write_lat", "lat", 8),
+     [("ucx put_lat (cma, uct zcopy)", "lat", 8)], "<=", 1.0),
+    ("ib_send_lat / UCX ucp_am_lat (posix,self), 8 B",
+     ("softverbs ib_send_lat", "lat", 8),
+     [("ucx ucp_am_lat (posix,self)", "lat", 8)], "<=", 2.0),
+    ("ib_send_bw / UCX tag_bw (posix,self), message rate, 8 B",
+     ("softverbs ib_send_bw", "rate", 8),
+     [("ucx tag_bw (posix,self)", "rate", 8)], ">=", 1.0),
+    ("ib_write_bw / process_vm_writev, 64 KiB (for information)",
+     ("softverbs ib_write_bw", "bw", 64 << 10),
+     [("process_vm_writev (one-copy limit)", "bw", 64 << 10)], ">=", None),
+    ("ib_read_bw / process_vm_readv, 64 KiB (for information)",
+     ("softverbs ib_read_bw", "bw", 64 << 10),
+     [("process_vm_readv (one-copy limit)", "bw", 64 << 10)], ">=", None),
+]
+
+
+def ratios(agg):
+    out = []
+    for label, numer, denoms, cmp, target in RATIOS:
+        a = agg.get(numer)
+        best, best_name = None, None
+        for d in denoms:
+            b = agg.get(d)
+            if b and b["median"] is not None and (best is None or
+                                                  b["median"] > best):
+                best, best_name = b["median"], d[0]
+        if not a or a["median"] is None or not best:
+            out.append((label, None, None, best_name, cmp, target, "n/a",
+                        None))
+            continue
+        r = a["median"] / best
+        met = "-" if target is None else \
+            ("yes" if (r >= target if cmp == ">=" else r <= target) else "no")
+        out.append((label, a["median"], best, best_name, cmp, target, met, r))
+    return out
+
+
+def key_sizes(cfg):
+    want = [8, 4096, 64 << 10, 1 << 20, 4 << 20]
+    ks = [s for s in want if s in cfg.sizes]
+    return ks or cfg.sizes[:5]
+
+
+def write_results(cfg, series, rows, info):
+    os.makedirs(cfg.out, exist_ok=True)
+    agg = aggregate(rows)
+    with open(os.path.join(cfg.out, "info.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(info)
+
+    # Every run, with the exact commands.
+    with open(os.path.join(cfg.out, "runs.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["series", "size", "run", "metric", "value", "unit",
+                    "status", "wall_s", "commands"])
+        for r in rows:
+            w.writerow([r["series"], r["size"], r["run"], r["metric"],
+                        "" if r["value"] is None else "%.6g" % r["value"],
+                        UNITS[r["metric"]], r["status"], "%.2f" % r["wall"],
+                        " ; ".join(r["commands"])])
+    with open(os.path.join(cfg.out, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["series", "size", "metric", "unit", "median", "min", "max",
+                    "runs", "failed"])
+        for (name, metric, size), a in sorted(agg.items(),
+                                              key=lambda kv: (kv[0][0],
+                                                              kv[0][1],
+                                                              kv[0][2])):
+            w.writerow([name, size, metric, UNITS[metric]] +
+                       ["" if a[k] is None else "%.6g" % a[k]
+                        for k in ("median", "min", "max")] +
+                       [a["n"], a["failed"]])
+    with open(os.path.join(cfg.out, "commands.txt"), "w") as f:
+        f.write("# Every command this run executed, in order "
+                "(series, size, run: commands).\n# pvm_bw's copier takes "
+                "the pid and address its target printed.\n")
+        for r in rows:
+            if r["metric"] == series_by_name(series, r["series"]).metrics[0]:
+                f.write("%s, %s, run %d (%s):\n" % (r["series"],
+                                                    fmt_size(r["size"]),
+                                                    r["run"], r["status"]))
+                for c in r["commands"]:
+                    f.write("    %s\n" % c)
+
+    plots = draw_plots(cfg, series, agg)
+
+    # The markdown report.
+    ks = key_sizes(cfg)
+    rat = ratios(agg)
+    md = []
+    md.append("# softverbs benchmark results%s\n" %
+              (" (BENCH_QUICK: a pipeline check, not real figures)"
+               if cfg.quick else ""))
+    md.append("Produced by `make bench` (bench/run.sh, bench/bench.py). "
+              "%d run(s) per figure; each cell is the median and, in "
+              "parentheses, the spread (min-max). Bandwidth in MiB/s, latency "
+              "in microseconds one-way (median where the tool gives one), "
+              "message rate in millions of messages per second. Every pair of "
+              "processes is pinned to cores %s and %s (taskset).\n"
+              % (cfg.repeats, cfg.cpu_server, cfg.cpu_client))
+    md.append("| | |\n|---|---|")
+    for k, v in info:
+        md.append("| %s | %s |" % (k, v))
+    md.append("")
+    md.append("## softverbs against its anchors (ratio of medians)\n")
+    md.append("| ratio | softverbs | anchor | ratio | target | met |")
+    md.append("|---|---|---|---|---|---|")
+    for t in rat:
+        label, a, b, bname, cmp, target, met, r = t
+        md.append("| %s | %s | %s%s | %s | %s | %s |" % (
+            label, num(a), num(b), " (%s)" % bname if bname and "best" in label
+            else "", "%.2f" % r if r is not None else "-",
+            "%s %.1f" % (cmp, target) if target is not None else "-", met))
+    md.append("")
+    for metric, title in (("bw", "Bandwidth (MiB/s)"),
+                          ("rate", "Message rate (Mmsg/s)"),
+                          ("lat", "Latency (usec, one-way)")):
+        names = [s.name for s in series if metric in s.metrics and
+                 any(k[0] == s.name and k[1] == metric for k in agg)]
+        if not names:
+            continue
+        md.append("## %s at key sizes\n" % title)
+        md.append("| series | " + " | ".join(fmt_size(z) for z in ks) + " |")
+        md.append("|---|" + "---|" * len(ks))
+        for n in names:
+            md.append("| %s | %s |" % (n, " | ".join(
+                key_cell(agg, n, metric, z) for z in ks)))
+        md.append("")
+    if plots:
+        md.append("## Plots\n")
+        for p in plots:
+            md.append("![%s](%s)\n" % (p, p))
+    md.append("## Every figure\n")
+    md.append("All sizes: results.csv (median, min, max per figure), runs.csv "
+              "(every run, with its commands), commands.txt.\n")
+    md.append("| series | size | metric | median | min | max | runs | failed |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for s in series:
+        for metric in s.metrics:
+            for z in sorted({k[2] for k in agg if k[0] == s.name and
+                             k[1] == metric}):
+                a = agg[(s.name, metric, z)]
+                md.append("| %s | %s | %s (%s) | %s | %s | %s | %d | %d |" % (
+                    s.name, fmt_size(z), metric, UNITS[metric],
+                    num(a["median"]), num(a["min"]), num(a["max"]), a["n"],
+                    a["failed"]))
+    with open(os.path.join(cfg.out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return agg, rat, ks
+
+
+def series_by_name(series, name):
+    for s in series:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+def draw_plots(cfg, series, agg):
+    if not shutil.which("gnuplot"):
+        print("bench: gnuplot not found, no plots", file=sys.stderr)
+        return []
+    data = os.path.join(cfg.out, "data")
+    os.makedirs(data, exist_ok=True)
+    made = []
+    # Distinct colours: softverbs' lines are thick and solid, anchors dashed.
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+               "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",
+               "#c49c94"]
+    for group, metric, png, ylabel, title in (
+            ("bw", "bw", "bandwidth.png", "bandwidth (MiB/s)",
+             "Bandwidth versus message size"),
+            ("lat", "lat", "latency.png", "latency, one-way (usec)",
+             "Latency versus message size")):
+        plots = []
+        for s in series:
+            if s.group != group or metric not in s.metrics:
+                continue
+            pts = sorted((k[2], a) for k, a in agg.items()
+                         if k[0] == s.name and k[1] == metric and
+                         a["median"] is not None)
+            if not pts:
+                continue
+            path = os.path.join(data, "%s.%s.dat" % (slug(s.name), metric))
+            with open(path, "w") as f:
+                f.write("# size median min max  (%s, %s)\n" % (s.name,
+                                                               UNITS[metric]))
+                for z, a in pts:
+                    f.write("%d %.6g %.6g %.6g\n" % (z, a["median"], a["min"],
+                                                     a["max"]))
+            style = "lw 3 pt 7 ps 1.2" if s.softverbs else "lw 1.5 dt 2 pt 6"
+            colour = colours[len(plots) % len(colours)]
+            plots.append("'%s' using 1:2:3:4 with yerrorlines %s lc rgb '%s' "
+                         "title '%s'" % (path, style, colour, s.name))
+        if not plots:
+            continue
+        gp = os.path.join(cfg.out, png.replace(".png", ".gp"))
+        with open(gp, "w") as f:
+            f.write("set terminal pngcairo noenhanced size 1400,860 "
+                    "font 'sans,11'\n")
+            f.write("set output '%s'\n" % os.path.join(cfg.out, png))
+            f.write("set title '%s%s'\n" % (title, " (BENCH_QUICK)"
+                                            if cfg.quick else ""))
+            f.write("set logscale xy\nset grid\n"
+                    "set key outside right top Left reverse\n")
+            f.write("set xlabel 'message size (bytes)'\nset ylabel '%s'\n"
+                    % ylabel)
+            f.write("set xtics ('8' 8, '64' 64, '512' 512, '4K' 4096, "
+                    "'32K' 32768, '256K' 262144, '1M' 1048576, "
+                    "'4M' 4194304)\n")
+            f.write("plot " + ", \\\n     ".join(plots) + "\n")
+        res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+        if res.returncode != 0:
+            print("bench: gnuplot failed on %s: %s" % (gp, res.stderr.strip()),
+                  file=sys.stderr)
+            continue
+        made.append(png)
+    return made
+
+
+def estimate(cfg, series, rows):
+    """Extrapolate a full run from this run's wall times: mean wall time per
+    run of each series (corrected for fixed-length tools) times the number of
+    runs a full run makes."""
+    total = 0.0
+    for s in series:
+        walls = [r["wall"] for r in rows if r["series"] == s.name and
+                 r["metric"] == s.metrics[0]]
+        if not walls:
+            continue
+        per_run = statistics.mean(walls)
+        if s.length is not None:
+            per_run += Config.lengths(False)[s.length] - cfg.length[s.length]
+        total += per_run * len(s.sizes(cfg, full=True)) * 3
+    return total
+
+
+# --------------------------------------------------------------------------
+
+
+def tool_versions():
+    out = []
+    for pkg in ("perftest", "ucx-utils", "libfabric-bin", "iperf3",
+                "sockperf", "gnuplot-nox"):
+        v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg],
+                           capture_output=True, text=True).stdout.strip()
+        out.append("%s %s" % (pkg, v or "?"))
+    return ", ".join(out)
+
+
+def host_info(cfg):
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    rev = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip()
+    return [("date", datetime.datetime.now().astimezone().strftime(
+                "%Y-%m-%d %H:%M:%S %z")),
+            ("softverbs", rev or "?"),
+            ("host", "%s, kernel %s, %d CPUs: %s" % (platform.node(),
+                                                      platform.release(),
+                                                      os.cpu_count(), cpu)),
+            ("tools", tool_versions()),
+            ("load average at start", " ".join("%.2f" % x
+                                               for x in os.getloadavg()))]
+
+
+def run_plan(plan, runner, rows, timed_out):
+    # Repeats are whole passes over every series, so slow drift in the
+    # machine's state spreads over all figures instead of biasing one.
+    for i, (rep, s, z) in enumerate(plan, 1):
+        tag = "%s.%d.r%d" % (slug(s.name), z, rep)
+        t0 = time.monotonic()
+        vals, cmds, err = None, [], "?"
+        runner.commands = []
+        if timed_out.get((s.name, rep), z) < z:
+            # A larger message will not be faster: do not wait again.
+            err = "skipped: %s timed out in this pass" % fmt_size(
+                timed_out[(s.name, rep)])
+        else:
+            for attempt in (1, 2):  # one retry: a port taken meanwhile, say
+                runner.commands = []
+                try:
+                    vals, cmds = s.run(runner, z, tag)
+                    break
+                except RunTimeout as e:
+                    err = "%s" % e
+                    timed_out[(s.name, rep)] = z
+                    break
+                except (RunError, OSError, ValueError, KeyError,
+                        IndexError) as e:
+                    err = "%s" % e
+        wall = time.monotonic() - t0
+        cmds = runner.commands if vals is None else cmds
+        for m in s.metrics:
+            ok = vals is not None and m in vals
+            rows.append({"series": s.name, "size": z, "run": rep, "metric": m,
+                         "value": vals[m] if ok else None,
+                         "status": "ok" if ok else err if
+                         err.startswith("skipped") else "failed: " + err,
+                         "wall": wall, "commands": cmds})
+        shown = ", ".join("%s %s %s" % (m, num(vals[m]), UNITS[m])
+                          for m in s.metrics if m in vals) if vals else \
+            "FAILED: " + err
+        print("[%3d/%d] %-38s %8s run %d: %s (%.1f s)"
+              % (i, len(plan), s.name, fmt_size(z), rep, shown, wall),
+              flush=True)
+
+
+def summarize(cfg, series, rows, info):
+    """Write the results and print the tables."""
+    agg, rat, ks = write_results(cfg, series, rows, info)
+
+    print("\nsoftverbs against its anchors (ratio of medians):")
+    for t in rat:
+        label, a, b, bname, cmp, target, met, r = t
+        print("  %-72s %6s  %s" % (label, "%.2f" % r if r is not None else "n/a",
+                                   "(target %s %.1f: %s)" % (cmp, target, met)
+                                   if target is not None else ""))
+    for metric in ("bw", "rate", "lat"):
+        names = [s.name for s in series if metric in s.metrics]
+        if not names:
+            continue
+        print("\n%-40s" % ("%s (%s)" % (metric, UNITS[metric])) +
+              "".join("%22s" % fmt_size(z) for z in ks))
+        for n in names:
+            print("%-40s" % n[:40] + "".join("%22s" % key_cell(agg, n, metric, z)
+                                             for z in ks))
+    failed = sum(1 for r in rows if r["status"] != "ok")
+    print("\nbench: %d run(s), %d failed figure(s); results in %s "
+          "(results.md, results.csv, runs.csv, commands.txt, *.png)"
+          % (len({(r["series"], r["size"], r["run"]) for r in rows}), failed,
+             cfg.out))
+
+
+def read_runs(cfg):
+    """The rows and host information of a finished run, from its files."""
+    rows = []
+    with open(os.path.join(cfg.out, "runs.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            rows.append({"series": r["series"], "size": int(r["size"]),
+                         "run": int(r["run"]), "metric": r["metric"],
+                         "value": float(r["value"]) if r["value"] else None,
+                         "status": r["status"], "wall": float(r["wall_s"]),
+                         "commands": r["commands"].split(" ; ")
+                         if r["commands"] else []})
+    try:
+        with open(os.path.join(cfg.out, "info.csv"), newline="") as f:
+            info = [tuple(r) for r in csv.reader(f)]
+    except OSError:
+        info = [("host", "not recorded")]
+    return rows, info
+
+
+def main():
+    report_only = sys.argv[1:2] == ["--report"]
+    if report_only:
+        del sys.argv[1]
+    if len(sys.argv) != 3:
+        print("usage: bench.py [--report] BUILD_DIR HELPER_BIN_DIR\n"
+              "  --report: rewrite the tables and plots of the last run in the "
+              "output directory, from its runs.csv", file=sys.stderr)
+        return 2
+    cfg = Config(sys.argv[1], sys.argv[2])
+    if not os.access(cfg.softverbs, os.X_OK):
+        print("bench: %s not found: build first (make)" % cfg.softverbs,
+              file=sys.stderr)
+        return 1
+    gid = gid_index(cfg)
+    series = perftest_series(cfg, gid) + ucx_series(cfg) + other_series(cfg)
+    if cfg.only:
+        series = [s for s in series if any(w in s.name for w in cfg.only)]
+    if report_only:
+        rows, info = read_runs(cfg)
+        names = {r["series"] for r in rows}
+        series = [s for s in series if s.name in names]
+        summarize(cfg, series, rows, info)
+        return 0
+    os.makedirs(os.path.join(cfg.out, "raw"), exist_ok=True)
+    runner = Runner(cfg)
+    info = host_info(cfg)
+    info.append(("softverbs loopback GID index", gid))
+    knobs = ["%s=%s" % (k, os.environ[k]) for k in
+             ("BENCH_REPEATS", "BENCH_SIZES", "BENCH_ONLY", "BENCH_CPUS")
+             if os.environ.get(k)]
+    info.append(("mode", ("BENCH_QUICK (pipeline check)" if cfg.quick
+                          else "full") + (", " + ", ".join(knobs)
+                                          if knobs else "")))
+
+    plan = [(rep, s, z) for rep in range(1, cfg.repeats + 1)
+            for s in series for z in s.sizes(cfg)]
+    print("bench: %d runs (%d series, %d repeat(s)); output in %s"
+          % (len(plan), len(series), cfg.repeats, cfg.out), flush=True)
+    rows = []
+    start = time.monotonic()
+    timed_out = {}  # (series, repeat) -> the size that timed out
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        run_plan(plan, runner, rows, timed_out)
+    except KeyboardInterrupt:
+        runner.end_all()
+        print("bench: interrupted; no results written", file=sys.stderr)
+        return 130
+    runner.end_all()
+
+    info.append(("load average at end", " ".join("%.2f" % x
+                                                 for x in os.getloadavg())))
+    info.append(("suite wall time", "%.0f s" % (time.monotonic() - start)))
+    summarize(cfg, series, rows, info)
+    if cfg.quick:
+        print("bench: a full run (all sizes, 3 repeats) would take about "
+              "%.0f minutes on this machine" % (estimate(cfg, series, rows) / 60))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

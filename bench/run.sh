@@ -1,0 +1,28 @@
+#!/bin/bash
+# `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
+# Builds our two small measuring programs (memcpy_bw, pvm_bw) into
+# BUILD_DIR/bench/, then runs bench/bench.py, which runs perftest through
+# softverbs and every anchor, and writes bench/results/.
+# BENCH_QUICK=1 runs a small subset to check the pipeline (bench/results/quick/);
+# the other knobs are described at the top of bench/bench.py.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-build}" && pwd)
+if [ ! -x "$build/bin/softverbs" ]; then
+	echo "bench: $build/bin/softverbs not found: build first (make)" >&2
+	exit 1
+fi
+if [ "$(nproc)" -lt 2 ]; then
+	echo "bench: needs two cores to pin each pair of processes" >&2
+	exit 1
+fi
+
+mkdir -p "$build/bench"
+for prog in memcpy_bw pvm_bw; do
+	if [ ! -x "$build/bench/$prog" ] || [ "$here/$prog.c" -nt "$build/bench/$prog" ]; then
+		${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$build/bench/$prog" "$here/$prog.c"
+	fi
+done
+
+exec python3 "$here/bench.py" "$build" "$build/bench"
