@@ -4,15 +4,15 @@
  *
  * comp.psn is the oldest PSN not yet acknowledged and comp.idx the oldest
  * WQE not yet completed.  Responses are handled by kind:
- *   ACK             everything through its PSN is done (IBA 9.7.5.1.1);
+ *   ACK             everything through its PSN is done (IBA);
  *   RNR NAK         wait the responder's RNR time, resend (rnr_retry, 7 =
  *                   forever, then IBV_WC_RNR_RETRY_EXC_ERR);
- *   PSN seq. NAK    go back N to its PSN (IBA 9.7.5.1.2);
+ *   PSN seq. NAK    go back N to its PSN (IBA);
  *   other NAKs      the WQE at its PSN fails (remote access, invalid
  *                   request, remote operational error) and the QP errs;
  *   READ responses  placed into the READ WQE's SGEs in PSN order; a gap
  *                   or an ACK beyond an unanswered READ/ATOMIC means a
- *                   response was lost ("implied NAK", IBA 9.7.5.1.5):
+ *                   response was lost ("implied NAK", IBA):
  *                   resend from comp.psn;
  *   ATOMIC ACK      the original value goes to the WQE's SGE.
  * The ACK timer (timeout, retry_cnt, then IBV_WC_RETRY_EXC_ERR) resends
@@ -26,11 +26,11 @@
 
 #include "util/log.h"
 
-/* IBA 9.7.5.2.8 Table 45: RNR NAK timer field -> microseconds * 100. */
+/* IBA: RNR NAK timer field -> microseconds * 100. */
 static const uint32_t rnr_cus[32] = {
-	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
-	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
-	24576, 32768, 49152,
+	65536, 1,    2,	   3,	 4,    6,     8,     12,    16,	   24,	  32,
+	48,    64,   96,   128,	 192,  256,   384,   512,   768,   1024,  1536,
+	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
 static bool is_rdat(const struct sv_send_wqe *w)
@@ -109,12 +109,13 @@ static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 
 void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
 {
-	qe->ssthresh = qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
+	qe->ssthresh =
+		qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
 	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
 	qe->cwnd_acc = 0;
 }
 
-/* Forward progress: the retry counters start over (IBA 9.7.6.1.3) and
+/* Forward progress: the retry counters start over (IBA) and
  * the timer restarts if anything is still outstanding. */
 static void progress_from(struct sv_qp_engine *qe, uint32_t before)
 {
@@ -232,10 +233,12 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 		if (is_rdat(w)) {
 			/* Acknowledged no further than what it got back. */
 			lost = true;
-			upto = sv_psn_add(w->first_psn, (uint32_t)(w->read_done / qe->pmtu));
+			upto = sv_psn_add(w->first_psn,
+					  (uint32_t)(w->read_done / qe->pmtu));
 			break;
 		}
-		if (w->state != SV_WQE_SENT || sv_psn_diff(psn, w->last_psn) < 0)
+		if (w->state != SV_WQE_SENT ||
+		    sv_psn_diff(psn, w->last_psn) < 0)
 			break; /* partly acknowledged */
 		w->state = SV_WQE_DONE;
 	}
@@ -253,14 +256,16 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 {
 	if (sv_log_level >= SV_LOG_DBG) {
-		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn, why,
-		       psn, qe->comp.retry_left);
+		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn,
+		       why, psn, qe->comp.retry_left);
 		sv_qp_dump(qe, stderr);
 	}
 	if (!qe->comp.retry_left) {
 		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
 
 		SV_STAT(qe->eng, retry_exceeded_err);
+		if (sv_log_level >= SV_LOG_DBG)
+			sv_stats_print(qe->eng, stderr);
 		if (qe->comp.idx != sq_tail(qe))
 			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
 		return;
@@ -352,7 +357,8 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 			 * (its NAK or our resend was lost).  Resend now
 			 * rather than at the timeout, unless we just did. */
 			if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
-			    qe->eng->now - qe->comp.last_rewind > dupack_guard(qe)) {
+			    qe->eng->now - qe->comp.last_rewind >
+				    dupack_guard(qe)) {
 				SV_STAT(qe->eng, fast_retransmit);
 				retry(qe, qe->comp.psn, "duplicate ACK");
 			}
@@ -384,12 +390,12 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 			qe->comp.rnr_left--;
 		}
 		/* Resend from the refused PSN once the responder's RNR time
-		 * (IBA 9.7.5.2.8) has passed; the ACK timer is off meanwhile. */
+		 * (IBA) has passed; the ACK timer is off meanwhile. */
 		sv_req_rewind(qe, psn);
 		qe->comp.deadline = 0;
 		qe->comp.probe = 0;
-		qe->comp.rnr_until = qe->eng->now +
-				     (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
+		qe->comp.rnr_until =
+			qe->eng->now + (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
 		sv_timer_note(qe->eng, qe->comp.rnr_until);
 		break;
 	case SV_AETH_NAK:
@@ -433,7 +439,8 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 {
 	struct sv_send_wqe *w;
 
-	if (sv_psn_diff(psn, qe->comp.psn) < 0 || sv_psn_diff(psn, qe->req.max_psn) >= 0) {
+	if (sv_psn_diff(psn, qe->comp.psn) < 0 ||
+	    sv_psn_diff(psn, qe->req.max_psn) >= 0) {
 		SV_STAT(qe->eng, drop_stale_resp);
 		return NULL;
 	}
@@ -445,7 +452,8 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 	if (sv_psn_diff(w->first_psn, qe->comp.psn) > 0) {
 		uint32_t before = qe->comp.psn;
 
-		bool lost = ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK));
+		bool lost =
+			ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK));
 
 		if (qe->comp.psn != before)
 			progress_from(qe, before);
@@ -471,7 +479,8 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 
 	if (!w || w->opcode != IBV_WR_RDMA_READ)
 		return;
-	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) * qe->pmtu;
+	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) *
+	      qe->pmtu;
 	rest = w->length > off ? w->length - off : 0;
 	want = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
 	/* The response must be exactly the next piece of the WQE.  Where
@@ -490,7 +499,8 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	w->read_done += want;
 	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
 	cc_acked(qe, 1);
-	if (w->read_done == w->length && (w->length || (pkt->mask & SV_M_END))) {
+	if (w->read_done == w->length &&
+	    (w->length || (pkt->mask & SV_M_END))) {
 		w->state = SV_WQE_DONE;
 		qe->req.rd_atomic--;
 		sv_comp_retire(qe);
@@ -531,7 +541,8 @@ void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 {
 	int state = atomic_load(&qe->state);
 
-	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD && state != IBV_QPS_SQE) {
+	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD &&
+	    state != IBV_QPS_SQE) {
 		SV_STAT(qe->eng, drop_qp_state);
 		return;
 	}

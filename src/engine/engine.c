@@ -82,7 +82,8 @@ void sv_timer_note(struct sv_engine *eng, uint64_t deadline)
 	uint64_t cur = atomic_load(&eng->next_deadline);
 
 	while ((!cur || deadline < cur) &&
-	       !atomic_compare_exchange_weak(&eng->next_deadline, &cur, deadline))
+	       !atomic_compare_exchange_weak(&eng->next_deadline, &cur,
+					     deadline))
 		;
 	if (deadline < atomic_load(&eng->sleep_until))
 		bell_ring(eng);
@@ -96,8 +97,9 @@ static void run_timers(struct sv_engine *eng)
 	if (!dl || eng->now < dl)
 		return;
 	atomic_store(&eng->next_deadline, 0);
-	list_for_each_safe(&eng->qps, it, tmp) {
-		struct sv_qp_engine *qe = list_entry(it, struct sv_qp_engine, node);
+	list_for_each_safe (&eng->qps, it, tmp) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, node);
 
 		sv_qp_timers(qe, eng->now, &next);
 	}
@@ -121,8 +123,9 @@ static void take_kicks(struct sv_engine *eng)
 	struct list_node *it, *tmp;
 
 	pthread_mutex_lock(&eng->kick_lock);
-	list_for_each_safe(&eng->kicked, it, tmp) {
-		struct sv_qp_engine *qe = list_entry(it, struct sv_qp_engine, kick_node);
+	list_for_each_safe (&eng->kicked, it, tmp) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, kick_node);
 
 		list_del(it);
 		qe->kicked = false;
@@ -141,11 +144,11 @@ static void run_work(struct sv_engine *eng)
 	 * for the next round or pass, so one busy QP cannot starve others. */
 	for (rounds = 0; rounds < 4 && !list_empty(&eng->work); rounds++) {
 		list_head_init(&batch);
-		list_for_each_safe(&eng->work, it, tmp) {
+		list_for_each_safe (&eng->work, it, tmp) {
 			list_del(it);
 			list_add_tail(&batch, it);
 		}
-		list_for_each_safe(&batch, it, tmp) {
+		list_for_each_safe (&batch, it, tmp) {
 			struct sv_qp_engine *qe =
 				list_entry(it, struct sv_qp_engine, work_node);
 
@@ -202,7 +205,8 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
-		n = epoll_wait(busy ? eng->bell_epfd : eng->epfd, ev, 8, timeout);
+		n = epoll_wait(busy ? eng->bell_epfd : eng->epfd, ev, 8,
+			       timeout);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
 			if (ev[i].data.ptr == NULL)
@@ -309,7 +313,7 @@ void sv_engine_close(struct sv_context *ctx)
 	}
 	if (sv_stats_on)
 		sv_engine_stats_dump(ctx, stderr);
-	list_for_each_safe(&eng->socks, it, tmp) {
+	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
 		sv_udp_close(&s->udp);
@@ -335,7 +339,8 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 
 	if (!eng || list_empty(&eng->socks))
 		return;
-	atomic_store_explicit(&eng->last_hint, sv_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&eng->last_hint, sv_now_ns(),
+			      memory_order_relaxed);
 	if (pthread_mutex_trylock(&eng->lock))
 		return; /* someone is making progress right now */
 	sv_engine_pass(eng, true);

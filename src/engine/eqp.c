@@ -36,8 +36,8 @@ static int sock_open(struct sv_engine *eng, struct sv_sock **out)
 		free(s);
 		return err;
 	}
-	if (!getsockopt(s->udp.fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) && rcv > 0 &&
-	    (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
+	if (!getsockopt(s->udp.fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) &&
+	    rcv > 0 && (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
 		eng->rcvbuf = (uint32_t)rcv;
 	list_add_tail(&eng->socks, &s->node);
 	*out = s;
@@ -92,7 +92,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	if (!qe)
 		return ENOMEM;
 	qe->resp.wqe = calloc(1, sizeof(struct sv_recv_wqe) +
-				     SV_MAX_SGE * sizeof(struct ibv_sge));
+					 SV_MAX_SGE * sizeof(struct ibv_sge));
 	qe->resp.res = calloc(SV_MAX_RD_ATOMIC, sizeof(*qe->resp.res));
 	if (!qe->resp.wqe || !qe->resp.res) {
 		err = ENOMEM;
@@ -173,7 +173,7 @@ static uint64_t timeout_ns(uint8_t t)
 	uint64_t ns;
 
 	if (!t)
-		return 0; /* IBA 9.7.6.1.3: 0 means infinite */
+		return 0; /* IBA: 0 means infinite */
 	/* 4.096 us * 2^timeout, with a floor: a software peer can be
 	 * descheduled far longer than a HCA takes to answer. */
 	ns = 4096ull << (t > 31 ? 31 : t);
@@ -208,8 +208,9 @@ static void set_path(struct sv_qp_engine *qe)
 	if (ah->is_global && ah->grh.sgid_index < n) {
 		struct sv_ipaddr s;
 
-		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[ah->grh.sgid_index].addr,
-				      &s, NULL);
+		sv_sockaddr_to_ipaddr(
+			(struct sockaddr *)&tab[ah->grh.sgid_index].addr, &s,
+			NULL);
 		if (s.family == dst.family) {
 			src = s;
 			scope = tab[ah->grh.sgid_index].ifindex;
@@ -217,10 +218,12 @@ static void set_path(struct sv_qp_engine *qe)
 	}
 	if (!src.family && sv_udp_route_src(&dst, &src))
 		src = dst; /* unroutable: the kernel will refuse our sends */
-	if (dst.family != AF_INET6 || !(dst.addr[0] == 0xfe && (dst.addr[1] & 0xc0) == 0x80))
+	if (dst.family != AF_INET6 ||
+	    !(dst.addr[0] == 0xfe && (dst.addr[1] & 0xc0) == 0x80))
 		scope = 0; /* only link-local addresses need a scope */
 	qe->dest_qpn = qp->attr.dest_qp_num & SV_PSN_MASK;
-	sv_ipaddr_to_sin6(&dst, (uint16_t)(qe->dest_qpn >> 8), scope, &qe->peer);
+	sv_ipaddr_to_sin6(&dst, (uint16_t)(qe->dest_qpn >> 8), scope,
+			  &qe->peer);
 	qe->flow.src = src;
 	qe->flow.dst = dst;
 	qe->flow.sport = qe->sock->udp.port;
@@ -234,7 +237,9 @@ static void set_window(struct sv_qp_engine *qe)
 	uint32_t rcv = qe->eng->rcvbuf ? qe->eng->rcvbuf : 212992;
 	uint32_t w = rcv / (2 * qe->pmtu + 1024);
 
-	qe->window = w > SV_WINDOW_MAX ? SV_WINDOW_MAX : w < SV_WINDOW_MIN ? SV_WINDOW_MIN : w;
+	qe->window = w > SV_WINDOW_MAX ? SV_WINDOW_MAX :
+		     w < SV_WINDOW_MIN ? SV_WINDOW_MIN :
+					 w;
 	qe->cwnd = qe->ssthresh = qe->window;
 	qe->cwnd_acc = 0;
 }
@@ -269,8 +274,9 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	pthread_mutex_lock(&eng->lock);
 	eng->now = sv_now_ns();
 	/* The engine may have moved the QP to ERR on its own meanwhile: only
-	 * RESET (or ERR again) leaves that (IBA 10.3.1). */
-	if (atomic_load(&qe->state) == IBV_QPS_ERR && new_state != IBV_QPS_RESET) {
+	 * RESET (or ERR again) leaves that (IBA). */
+	if (atomic_load(&qe->state) == IBV_QPS_ERR &&
+	    new_state != IBV_QPS_RESET) {
 		a->qp_state = IBV_QPS_ERR;
 		qe->state_dirty = false;
 		pthread_mutex_unlock(&eng->lock);
@@ -302,9 +308,12 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		qe->max_rd_atomic = a->max_rd_atomic;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
-		qe->max_dest_rd_atomic = a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC ?
-					 SV_MAX_RD_ATOMIC : a->max_dest_rd_atomic;
-		qe->resp.nres = qe->max_dest_rd_atomic ? qe->max_dest_rd_atomic : 1;
+		qe->max_dest_rd_atomic =
+			a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC ?
+				SV_MAX_RD_ATOMIC :
+				a->max_dest_rd_atomic;
+		qe->resp.nres =
+			qe->max_dest_rd_atomic ? qe->max_dest_rd_atomic : 1;
 	}
 	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))
 		set_path(qe);
@@ -365,13 +374,14 @@ enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode)
 	}
 }
 
-/* A CQ overrun takes every QP using that CQ to ERR (IBA 11.4.2.1). */
+/* A CQ overrun takes every QP using that CQ to ERR (IBA). */
 static void cq_overrun(struct sv_engine *eng, struct sv_cq *cq)
 {
 	struct list_node *it, *tmp;
 
-	list_for_each_safe(&eng->qps, it, tmp) {
-		struct sv_qp_engine *o = list_entry(it, struct sv_qp_engine, node);
+	list_for_each_safe (&eng->qps, it, tmp) {
+		struct sv_qp_engine *o =
+			list_entry(it, struct sv_qp_engine, node);
 
 		if (o->qp->scq == cq || o->qp->rcq == cq)
 			sv_qp_to_error(o, IBV_EVENT_QP_FATAL);
@@ -446,7 +456,7 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 		}
 		copy_recv_wqe(qe, sv_wq_at(&srq->rq, head));
 		atomic_store(&srq->rq.head, head + 1);
-		/* IBA 10.2.9.4 (o10-...): the limit event fires once when the
+		/* IBA: the limit event fires once when the
 		 * WQE count drops below the armed limit, then disarms. */
 		if (srq->srq_limit && sv_wq_used(&srq->rq) < srq->srq_limit) {
 			srq->srq_limit = 0;
@@ -524,16 +534,19 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 static void flush(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t tail =
+		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	struct ibv_wc wc;
 
 	/* Send queue: the failed WQE with its status, every other
-	 * outstanding one with FLUSH_ERR, signaled or not (IBA 10.8.3.2). */
+	 * outstanding one with FLUSH_ERR, signaled or not (IBA). */
 	while (qe->comp.idx != tail) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
 
-		sv_push_send_cqe(qe, w, w->state == SV_WQE_ERROR ?
-				 (enum ibv_wc_status)w->status : IBV_WC_WR_FLUSH_ERR);
+		sv_push_send_cqe(qe, w,
+				 w->state == SV_WQE_ERROR ?
+					 (enum ibv_wc_status)w->status :
+					 IBV_WC_WR_FLUSH_ERR);
 		qe->comp.idx++;
 	}
 	qe->req.idx = tail;
@@ -552,7 +565,8 @@ static void flush(struct sv_qp_engine *qe)
 	}
 	if (!qp->srq) {
 		uint32_t h = atomic_load(&qp->rq.head);
-		uint32_t t = atomic_load_explicit(&qp->rq.tail, memory_order_acquire);
+		uint32_t t = atomic_load_explicit(&qp->rq.tail,
+						  memory_order_acquire);
 
 		for (; h != t; h++) {
 			struct sv_recv_wqe *r = sv_wq_at(&qp->rq, h);
@@ -562,7 +576,7 @@ static void flush(struct sv_qp_engine *qe)
 		}
 		atomic_store_explicit(&qp->rq.head, t, memory_order_release);
 	} else if (!qe->last_wqe_sent) {
-		/* IBA 11.6.3: a QP on an SRQ tells when its last WQE is
+		/* IBA: a QP on an SRQ tells when its last WQE is
 		 * done, so the consumer knows it may destroy it. */
 		struct ibv_async_event ev = {
 			.element.qp = &qp->qpx.qp_base,
@@ -605,7 +619,7 @@ void sv_qp_run(struct sv_qp_engine *qe)
 		if (atomic_load(&qe->state) == IBV_QPS_ERR)
 			return flush(qe);
 	}
-	/* IBA 10.3.1.2: SQD is "drained" once nothing is outstanding. */
+	/* IBA: SQD is "drained" once nothing is outstanding. */
 	if (atomic_load(&qe->state) == IBV_QPS_SQD && qe->sqd_pending &&
 	    qe->comp.idx == qe->req.idx &&
 	    (qe->req.idx == atomic_load(&qe->qp->sq.tail) ||

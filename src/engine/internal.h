@@ -31,24 +31,25 @@
 #include "util/list.h"
 
 #define SV_SLOTS_PER_SOCK 256
-#define SV_TX_BATCH 64           /* packets built before a sendmmsg */
-#define SV_RX_BATCH 64           /* datagrams per recvmmsg */
-#define SV_RX_BUDGET 512         /* datagrams per socket per pass */
-#define SV_REQ_BUDGET 128        /* packets per QP per requester run */
-#define SV_REPLY_BUDGET 128      /* read response packets per QP per run */
-#define SV_WINDOW_MAX 256        /* un-ACKed packets in flight per QP */
+#define SV_TX_BATCH 64 /* packets built before a sendmmsg */
+#define SV_RX_BATCH 64 /* datagrams per recvmmsg */
+#define SV_RX_BUDGET 512 /* datagrams per socket per pass */
+#define SV_REQ_BUDGET 128 /* packets per QP per requester run */
+#define SV_REPLY_BUDGET 128 /* read response packets per QP per run */
+#define SV_WINDOW_MAX 256 /* un-ACKed packets in flight per QP */
 #define SV_WINDOW_MIN 8
 /* Floor of the IBA ACK timer.  A software peer can be descheduled for
  * tens of milliseconds on a loaded host; the timer decides when to give
  * up (retry_cnt), so it must not fire for that.  Fast recovery from loss
  * is the probe timer's job (comp.c), which spends no retries. */
 #define SV_MIN_TIMEOUT_NS (100ull * 1000 * 1000)
-#define SV_HINT_HOLD_NS (2ull * 1000 * 1000)   /* "app is busy-polling" */
-#define SV_PROBE_MIN_NS (500ull * 1000)        /* early resend: floor */
-#define SV_PROBE_NS (2ull * 1000 * 1000)       /* ... before an RTT sample */
+#define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
+#define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
+#define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
 
 /* ---- counters (named like rxe's where rxe has one) ----------------------- */
 
+/* clang-format off */
 #define SV_COUNTERS(X)                                                       \
 	X(sent_pkts, "packets sent")                                         \
 	X(rcvd_pkts, "packets received")                                     \
@@ -87,6 +88,7 @@
 	X(resp_inv_req, "invalid requests detected")                         \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
 	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")
+/* clang-format on */
 
 struct sv_stats {
 #define X(name, desc) uint64_t name;
@@ -102,8 +104,8 @@ struct sv_sock {
 	struct sv_udp_sock udp;
 	struct sv_qp_engine *slot[SV_SLOTS_PER_SOCK];
 	unsigned int used;
-	unsigned int next_slot;      /* round-robin allocation cursor */
-	struct list_node node;       /* sv_engine.socks */
+	unsigned int next_slot; /* round-robin allocation cursor */
+	struct list_node node; /* sv_engine.socks */
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */
@@ -119,51 +121,51 @@ struct sv_tx {
 /* ---- per-WQE states (sv_send_wqe.state) --------------------------------- */
 
 enum sv_wqe_state {
-	SV_WQE_PENDING = 0,          /* not started */
-	SV_WQE_ACTIVE,               /* some packets sent */
-	SV_WQE_SENT,                 /* all requests sent, awaiting responses */
-	SV_WQE_DONE,                 /* complete (successful) */
-	SV_WQE_ERROR,                /* the requester found a local error */
+	SV_WQE_PENDING = 0, /* not started */
+	SV_WQE_ACTIVE, /* some packets sent */
+	SV_WQE_SENT, /* all requests sent, awaiting responses */
+	SV_WQE_DONE, /* complete (successful) */
+	SV_WQE_ERROR, /* the requester found a local error */
 };
 
-/* ---- responder resources (IBA 9.7.5.1: one per READ/ATOMIC in flight) ---- */
+/* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
 
 enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };
 
 struct sv_resp_res {
 	enum sv_res_type type;
-	uint32_t psn;                /* first PSN of the request */
-	uint32_t npkts;              /* PSNs the responses occupy */
+	uint32_t psn; /* first PSN of the request */
+	uint32_t npkts; /* PSNs the responses occupy */
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t len;
-	uint64_t orig;               /* ATOMIC: the value returned (replay) */
+	uint64_t orig; /* ATOMIC: the value returned (replay) */
 };
 
 /* A reply being generated: a READ's response packets or an ATOMIC ACK. */
 struct sv_reply {
 	enum sv_res_type type;
-	uint32_t psn;                /* PSN of the next packet */
-	uint32_t first_psn;          /* PSN of the first packet */
-	uint64_t va;                 /* of the next packet */
+	uint32_t psn; /* PSN of the next packet */
+	uint32_t first_psn; /* PSN of the first packet */
+	uint64_t va; /* of the next packet */
 	uint32_t rkey;
-	uint32_t resid;              /* bytes still to send */
+	uint32_t resid; /* bytes still to send */
 	uint32_t total;
 	uint64_t orig;
 	uint32_t msn;
-	bool dup;                    /* answers a duplicate request */
+	bool dup; /* answers a duplicate request */
 };
 
-#define SV_REPLY_Q 256           /* >= SV_MAX_RD_ATOMIC */
+#define SV_REPLY_Q 256 /* >= SV_MAX_RD_ATOMIC */
 
 /* ---- engine state of a QP ------------------------------------------------ */
 
 enum sv_work {
-	SV_WORK_REQ = 1 << 0,        /* the requester may be able to send */
-	SV_WORK_FLUSH = 1 << 1,      /* the QP is in ERR: flush the queues */
-	SV_WORK_REPLY = 1 << 2,      /* read responses to generate */
-	SV_WORK_ACK = 1 << 3,        /* an ACK/NAK is pending */
-	SV_WORK_STATE = 1 << 4,      /* qp->attr.qp_state needs syncing */
+	SV_WORK_REQ = 1 << 0, /* the requester may be able to send */
+	SV_WORK_FLUSH = 1 << 1, /* the QP is in ERR: flush the queues */
+	SV_WORK_REPLY = 1 << 2, /* read responses to generate */
+	SV_WORK_ACK = 1 << 3, /* an ACK/NAK is pending */
+	SV_WORK_STATE = 1 << 4, /* qp->attr.qp_state needs syncing */
 };
 
 struct sv_qp_engine {
@@ -171,26 +173,26 @@ struct sv_qp_engine {
 	struct sv_engine *eng;
 	struct sv_sock *sock;
 	uint32_t qpn;
-	_Atomic int state;           /* enum ibv_qp_state: the data path's view */
+	_Atomic int state; /* enum ibv_qp_state: the data path's view */
 	enum ibv_qp_type type;
-	struct list_node node;       /* sv_engine.qps */
-	struct list_node work_node;  /* sv_engine.work */
+	struct list_node node; /* sv_engine.qps */
+	struct list_node work_node; /* sv_engine.work */
 	bool on_work;
-	uint32_t work;               /* SV_WORK_* */
-	struct list_node kick_node;  /* sv_engine.kicked (kick_lock) */
-	bool kicked;                 /* kick_lock */
+	uint32_t work; /* SV_WORK_* */
+	struct list_node kick_node; /* sv_engine.kicked (kick_lock) */
+	bool kicked; /* kick_lock */
 
 	/* path, set at RTR */
 	struct sockaddr_in6 peer;
-	struct sv_flow flow;         /* our packets: src = us, dst = peer */
+	struct sv_flow flow; /* our packets: src = us, dst = peer */
 	uint32_t dest_qpn;
 	uint32_t pmtu;
-	uint32_t window;             /* packets: the receiver's buffer allows */
-	uint32_t cwnd;               /* packets: congestion window (<= window) */
+	uint32_t window; /* packets: the receiver's buffer allows */
+	uint32_t cwnd; /* packets: congestion window (<= window) */
 	uint32_t ssthresh;
-	uint32_t cwnd_acc;           /* PSNs acknowledged towards cwnd + 1 */
+	uint32_t cwnd_acc; /* PSNs acknowledged towards cwnd + 1 */
 	uint32_t qkey;
-	uint32_t access;             /* qp_access_flags */
+	uint32_t access; /* qp_access_flags */
 	uint8_t min_rnr_timer;
 	uint8_t timeout;
 	uint8_t retry_cnt;
@@ -198,10 +200,10 @@ struct sv_qp_engine {
 	uint32_t max_rd_atomic;
 	uint32_t max_dest_rd_atomic;
 	bool sqd_notify;
-	bool sqd_pending;            /* drained event still to raise */
-	bool state_dirty;            /* qp->attr.qp_state lags state */
-	bool comm_est;               /* IBV_EVENT_COMM_EST raised */
-	bool last_wqe_sent;          /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+	bool sqd_pending; /* drained event still to raise */
+	bool state_dirty; /* qp->attr.qp_state lags state */
+	bool comm_est; /* IBV_EVENT_COMM_EST raised */
+	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
 
 	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
 	struct {
@@ -214,54 +216,54 @@ struct sv_qp_engine {
 
 	/* requester */
 	struct {
-		uint32_t psn;        /* next PSN to send */
-		uint32_t max_psn;    /* next PSN never sent */
-		uint32_t idx;        /* the WQE holding req.psn */
-		uint32_t rd_atomic;  /* READ/ATOMIC WQEs started, not done */
+		uint32_t psn; /* next PSN to send */
+		uint32_t max_psn; /* next PSN never sent */
+		uint32_t idx; /* the WQE holding req.psn */
+		uint32_t rd_atomic; /* READ/ATOMIC WQEs started, not done */
 		uint32_t since_ackreq;
-		bool blocked;        /* a WQE failed locally: send nothing more */
-		bool probing;        /* sending a probe: ask for an ACK */
+		bool blocked; /* a WQE failed locally: send nothing more */
+		bool probing; /* sending a probe: ask for an ACK */
 	} req;
 
 	/* completer */
 	struct {
-		uint32_t psn;        /* oldest PSN not acknowledged */
-		uint32_t idx;        /* oldest WQE not completed */
+		uint32_t psn; /* oldest PSN not acknowledged */
+		uint32_t idx; /* oldest WQE not completed */
 		uint8_t retry_left;
 		uint8_t rnr_left;
 		uint64_t timeout_ns; /* 0 = infinite */
-		uint64_t deadline;   /* ACK timer (IBA timeout), 0 = off */
-		uint64_t probe;      /* early resend timer, 0 = off */
-		uint64_t probe_ns;   /* its current interval (backs off) */
-		uint64_t rnr_until;  /* RNR wait, 0 = none */
+		uint64_t deadline; /* ACK timer (IBA timeout), 0 = off */
+		uint64_t probe; /* early resend timer, 0 = off */
+		uint64_t probe_ns; /* its current interval (backs off) */
+		uint64_t rnr_until; /* RNR wait, 0 = none */
 		uint32_t rnr_psn;
-		uint32_t retried_psn;/* implied-NAK retry already issued here */
+		uint32_t retried_psn; /* implied-NAK retry already issued here */
 		bool retried;
-		uint64_t last_rewind;/* ns: duplicate ACKs older than this are stale */
-		uint64_t srtt;       /* ns, smoothed round trip (0: no sample yet) */
-		uint64_t rtt_t;      /* ns: when rtt_psn was sent, 0 = none timed */
+		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
+		uint64_t srtt; /* ns, smoothed round trip (0: no sample yet) */
+		uint64_t rtt_t; /* ns: when rtt_psn was sent, 0 = none timed */
 		uint32_t rtt_psn;
 	} comp;
 
 	/* responder */
 	struct {
-		uint32_t psn;        /* expected PSN */
+		uint32_t psn; /* expected PSN */
 		uint32_t msn;
-		uint32_t in_msg;     /* 0, SV_M_SEND or SV_M_WRITE */
-		bool nak_sent;       /* until the expected PSN arrives */
-		bool drop_msg;       /* UC: discard until the next FIRST/ONLY */
+		uint32_t in_msg; /* 0, SV_M_SEND or SV_M_WRITE */
+		bool nak_sent; /* until the expected PSN arrives */
+		bool drop_msg; /* UC: discard until the next FIRST/ONLY */
 		/* the receive WQE being filled (copied out of the queue) */
 		bool have_wqe;
 		bool wqe_srq;
 		struct sv_recv_wqe *wqe; /* SV_MAX_SGE sges */
-		uint64_t wqe_len;    /* sum of its SGE lengths */
-		uint64_t offset;     /* bytes placed so far */
+		uint64_t wqe_len; /* sum of its SGE lengths */
+		uint64_t offset; /* bytes placed so far */
 		/* the RDMA WRITE being placed */
 		uint64_t va;
 		uint32_t rkey;
 		uint64_t resid;
-		uint64_t length;     /* of the whole write (byte_len) */
-		uint32_t imm;        /* network order */
+		uint64_t length; /* of the whole write (byte_len) */
+		uint32_t imm; /* network order */
 		bool solicited;
 		/* the pending ACK/NAK (coalesced) */
 		bool ack_pending;
@@ -279,16 +281,16 @@ struct sv_qp_engine {
 
 struct sv_engine {
 	struct sv_context *ctx;
-	pthread_mutex_t lock;        /* the progress lock */
+	pthread_mutex_t lock; /* the progress lock */
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
-	int epfd;                    /* sockets + doorbell */
-	int bell_epfd;               /* doorbell only (while the app polls) */
-	int bellfd;                  /* eventfd */
-	_Atomic uint64_t last_hint;  /* ns of the last poll hint */
+	int epfd; /* sockets + doorbell */
+	int bell_epfd; /* doorbell only (while the app polls) */
+	int bellfd; /* eventfd */
+	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
-	_Atomic uint64_t sleep_until;   /* the thread sleeps until (ns), 0 awake */
+	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 
 	struct list_head socks;
 	struct list_head qps;
@@ -297,15 +299,15 @@ struct sv_engine {
 	pthread_mutex_t kick_lock;
 	struct list_head kicked;
 
-	uint64_t now;                /* ns, refreshed every pass */
-	struct sv_tx *tx;            /* SV_TX_BATCH */
+	uint64_t now; /* ns, refreshed every pass */
+	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
 	uint8_t *rxmem;
 	struct sv_udp_rx rx[SV_RX_BATCH];
-	uint32_t rcvbuf;             /* bytes of our receive buffers */
+	uint32_t rcvbuf; /* bytes of our receive buffers */
 
 	struct sv_stats stats;
-	uint64_t rng;                /* SOFTVERBS_LOSS */
+	uint64_t rng; /* SOFTVERBS_LOSS */
 };
 
 /* Registered memory is shared with the application the way a HCA shares
@@ -323,14 +325,18 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);  \
 		AnnotateIgnoreWritesBegin(__FILE__, __LINE__); \
 	} while (0)
-#define SV_DMA_END()                                           \
-	do {                                                   \
-		AnnotateIgnoreWritesEnd(__FILE__, __LINE__);   \
-		AnnotateIgnoreReadsEnd(__FILE__, __LINE__);    \
+#define SV_DMA_END()                                         \
+	do {                                                 \
+		AnnotateIgnoreWritesEnd(__FILE__, __LINE__); \
+		AnnotateIgnoreReadsEnd(__FILE__, __LINE__);  \
 	} while (0)
 #else
-#define SV_DMA_BEGIN() do { } while (0)
-#define SV_DMA_END() do { } while (0)
+#define SV_DMA_BEGIN() \
+	do {           \
+	} while (0)
+#define SV_DMA_END() \
+	do {         \
+	} while (0)
 #endif
 
 static inline void sv_dma_copy(void *dst, const void *src, size_t n)
@@ -359,8 +365,8 @@ int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
 
 /* eqp.c */
 /* sv_qp_to_error's event: an ibv_event_type, or one of these. */
-#define SV_ERR_BY_USER (-1)      /* modify_qp to ERR: no event, state set */
-#define SV_ERR_NO_EVENT (-2)     /* reported by a completion only */
+#define SV_ERR_BY_USER (-1) /* modify_qp to ERR: no event, state set */
+#define SV_ERR_NO_EVENT (-2) /* reported by a completion only */
 void sv_qp_to_error(struct sv_qp_engine *qe, int event);
 void sv_qp_run(struct sv_qp_engine *qe);
 int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
@@ -403,7 +409,8 @@ void sv_resp_reset(struct sv_qp_engine *qe);
 
 /* ud.c */
 int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
-		  struct sv_ipaddr *dst, struct sv_ipaddr *src, uint32_t *scope);
+		  struct sv_ipaddr *dst, struct sv_ipaddr *src,
+		  uint32_t *scope);
 void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	      const struct sv_flow *flow);
 
@@ -420,5 +427,6 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		  uint32_t len, const char *why);
 const char *sv_qp_state_name(int state);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
+void sv_stats_print(struct sv_engine *eng, FILE *f);
 
 #endif

@@ -95,13 +95,14 @@ void sv_tx_flush(struct sv_engine *eng)
 			n++;
 		}
 		if (n)
-			eng->stats.send_err += (uint64_t)sv_udp_send(&s->udp, batch, (int)n);
+			eng->stats.send_err +=
+				(uint64_t)sv_udp_send(&s->udp, batch, (int)n);
 		i += k;
 	}
 	eng->ntx = 0;
 }
 
-/* ACKNOWLEDGE carrying the responder's MSN (IBA 9.7.5.1.1). */
+/* ACKNOWLEDGE carrying the responder's MSN (IBA). */
 void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 {
 	struct sv_tx *t = sv_tx_get(qe->eng);
@@ -118,10 +119,14 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 /* ---- receive --------------------------------------------------------------- */
 
 static const char *const pkt_err_names[] = {
-	[SV_PKT_OK] = "ok",           [SV_PKT_SHORT] = "short",
-	[SV_PKT_LONG] = "oversized",  [SV_PKT_OPCODE] = "unknown opcode",
-	[SV_PKT_TVER] = "bad tver",   [SV_PKT_ALIGN] = "unaligned length",
-	[SV_PKT_PAD] = "bad pad",     [SV_PKT_PAYLOAD] = "payload on no-payload opcode",
+	[SV_PKT_OK] = "ok",
+	[SV_PKT_SHORT] = "short",
+	[SV_PKT_LONG] = "oversized",
+	[SV_PKT_OPCODE] = "unknown opcode",
+	[SV_PKT_TVER] = "bad tver",
+	[SV_PKT_ALIGN] = "unaligned length",
+	[SV_PKT_PAD] = "bad pad",
+	[SV_PKT_PAYLOAD] = "payload on no-payload opcode",
 	[SV_PKT_ICRC] = "bad ICRC",
 };
 
@@ -131,7 +136,8 @@ static void drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
 		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
 }
 
-static void rx_one(struct sv_engine *eng, struct sv_sock *s, struct sv_udp_rx *r)
+static void rx_one(struct sv_engine *eng, struct sv_sock *s,
+		   struct sv_udp_rx *r)
 {
 	struct sv_qp_engine *qe;
 	enum sv_pkt_err err;
@@ -148,7 +154,7 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s, struct sv_udp_rx *r
 		SV_STAT(eng, drop_malformed);
 		return drop(eng, r, pkt_err_names[err]);
 	}
-	/* IBA C9-4 (RoCE v2: Annex A17): the ICRC is checked before any
+	/* IBA (RoCE v2: Annex A17): the ICRC is checked before any
 	 * field is trusted. */
 	if (!r->flow.dst.family || !sv_icrc_check(&r->flow, r->buf, r->len)) {
 		SV_STAT(eng, drop_icrc);
@@ -160,19 +166,27 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s, struct sv_udp_rx *r
 		SV_STAT(eng, drop_no_qp);
 		return drop(eng, r, "no such QP");
 	}
-	/* IBA 10.9.3 (C9-42): our only P_Key is the default full-member
+	/* IBA: our only P_Key is the default full-member
 	 * key; a packet matches when the low 15 bits match. */
 	if ((sv_bth_pkey(pkt.hdr) & 0x7fff) != (SV_DEFAULT_PKEY & 0x7fff)) {
 		SV_STAT(eng, drop_pkey);
 		return drop(eng, r, "P_Key mismatch");
 	}
-	/* IBA 9.6.1 (header validation): the opcode must belong to the
+	/* IBA (header validation): the opcode must belong to the
 	 * QP's transport service. */
 	switch (qe->type) {
-	case IBV_QPT_RC: want = SV_M_RC; break;
-	case IBV_QPT_UC: want = SV_M_UC; break;
-	case IBV_QPT_UD: want = SV_M_UD; break;
-	default: want = 0; break;
+	case IBV_QPT_RC:
+		want = SV_M_RC;
+		break;
+	case IBV_QPT_UC:
+		want = SV_M_UC;
+		break;
+	case IBV_QPT_UD:
+		want = SV_M_UD;
+		break;
+	default:
+		want = 0;
+		break;
 	}
 	if (!(pkt.mask & want)) {
 		SV_STAT(eng, drop_transport);

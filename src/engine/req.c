@@ -11,12 +11,12 @@
  * implies, so an ACK for PSNs sent before the rewind still completes them.  Before a WQE starts, the
  * requester checks, in this order, the conditions that make it wait:
  *   drain (SQD starts nothing new), fence (IBV_SEND_FENCE waits for prior
- *   READ/ATOMIC, IBA 10.8.3.3), the max_rd_atomic limit on outstanding
- *   READ/ATOMIC (IBA 9.4.4), then its local SGEs (lkey, PD, bounds, local
+ *   READ/ATOMIC, IBA), the max_rd_atomic limit on outstanding
+ *   READ/ATOMIC (IBA), then its local SGEs (lkey, PD, bounds, local
  *   write for READ/ATOMIC results: IBV_WC_LOC_PROT_ERR when bad).
  * An ACTIVE WQE sends packets while the window of un-ACKed PSNs has room.
  * READs are requested in chunks (each chunk is an ordinary READ request
- * with its own VA and length, IBA 9.4.3), the next chunk once the
+ * with its own VA and length, IBA), the next chunk once the
  * previous one's responses are in, so a huge READ cannot flood the
  * requester's socket with responses.
  *
@@ -40,21 +40,24 @@ static bool is_rd_atomic(uint32_t op)
 	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-/* SEND/WRITE opcodes by position (IBA 9.2.1 Table 40); UC is RC + 0x20. */
+/* SEND/WRITE opcodes by position (IBA opcode table); UC is RC + 0x20. */
 static uint8_t data_opcode(struct sv_qp_engine *qe, uint32_t op, bool first,
 			   bool last)
 {
 	uint8_t base = qe->type == IBV_QPT_UC ? 0x20 : 0x00;
-	bool imm = op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool imm =
+		op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint8_t c;
 
 	if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
 		if (first && last)
-			c = imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE : SV_OP_RC_SEND_ONLY;
+			c = imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
+				  SV_OP_RC_SEND_ONLY;
 		else if (first)
 			c = SV_OP_RC_SEND_FIRST;
 		else if (last)
-			c = imm ? SV_OP_RC_SEND_LAST_WITH_IMMEDIATE : SV_OP_RC_SEND_LAST;
+			c = imm ? SV_OP_RC_SEND_LAST_WITH_IMMEDIATE :
+				  SV_OP_RC_SEND_LAST;
 		else
 			c = SV_OP_RC_SEND_MIDDLE;
 	} else {
@@ -79,8 +82,8 @@ static uint32_t in_flight(struct sv_qp_engine *qe)
 	return d > 0 ? (uint32_t)d : 0;
 }
 
-/* Start the ACK timer when the first un-ACKed packet leaves (IBA
- * 9.7.6.1.1: the timer runs while responses are outstanding). */
+/* Start the ACK timer when the first un-ACKed packet leaves (IBA: the
+ * timer runs while responses are outstanding). */
 static void arm_timer(struct sv_qp_engine *qe)
 {
 	if (qe->type != IBV_QPT_RC)
@@ -133,7 +136,8 @@ static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 /* Byte offset in the WQE of the packet with PSN req.psn. */
 static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 {
-	return (uint64_t)(uint32_t)sv_psn_diff(qe->req.psn, wqe->first_psn) * qe->pmtu;
+	return (uint64_t)(uint32_t)sv_psn_diff(qe->req.psn, wqe->first_psn) *
+	       qe->pmtu;
 }
 
 /* SEND and RDMA WRITE packets; false when the WQE could not finish. */
@@ -167,18 +171,21 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			sv_reth_set_len(h, wqe->length);
 		}
 		if (info->mask & SV_M_IMMDT)
-			memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
+			memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data,
+			       4);
 		if (pay) {
 			if (wqe->send_flags & IBV_SEND_INLINE)
-				memcpy(b + info->length, wqe->inline_data + off, pay);
-			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge, off,
-					     b + info->length, pay, false)) {
+				memcpy(b + info->length, wqe->inline_data + off,
+				       pay);
+			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge,
+					     off, b + info->length, pay,
+					     false)) {
 				/* The MR went away under the WQE. */
 				local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
 				return false;
 			}
 		}
-		/* IBA 9.2.3: Solicited Event on the last packet only. */
+		/* IBA: Solicited Event on the last packet only. */
 		if (last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
 		    (info->mask & (SV_M_SEND | SV_M_IMM)))
 			sv_bth_set_se(b, 1);
@@ -186,13 +193,15 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			qe->req.since_ackreq++;
 			/* Ask for an ACK at the end of a message and a few
 			 * times per window so the window keeps moving. */
-			if (last || qe->req.probing || qe->req.since_ackreq >= qe->cwnd / 4 ||
+			if (last || qe->req.probing ||
+			    qe->req.since_ackreq >= qe->cwnd / 4 ||
 			    in_flight(qe) + 1 >= qe->cwnd) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
 				/* Time one ACK at a time, never a resend
 				 * (Karn): its ACK could answer either copy. */
-				if (!qe->comp.rtt_t && qe->req.psn == qe->req.max_psn) {
+				if (!qe->comp.rtt_t &&
+				    qe->req.psn == qe->req.max_psn) {
 					qe->comp.rtt_t = qe->eng->now;
 					qe->comp.rtt_psn = qe->req.psn;
 				}
@@ -246,11 +255,13 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		room = max;
 	if (!room || !*budget)
 		return false;
-	rest = (wqe->rd_end > wqe->sent ? wqe->rd_end : wqe->length) - wqe->sent;
+	rest = (wqe->rd_end > wqe->sent ? wqe->rd_end : wqe->length) -
+	       wqe->sent;
 	pkts = npkts(rest, qe->pmtu);
 	if (pkts > room)
 		pkts = room;
-	len = rest < (uint64_t)pkts * qe->pmtu ? (uint32_t)rest : pkts * qe->pmtu;
+	len = rest < (uint64_t)pkts * qe->pmtu ? (uint32_t)rest :
+						 pkts * qe->pmtu;
 	t = sv_tx_get(qe->eng);
 	b = sv_tx_hdr(qe, t, SV_OP_RC_RDMA_READ_REQUEST, qe->req.psn, 0);
 	h = b + sv_opinfo[SV_OP_RC_RDMA_READ_REQUEST].offset[SV_HDR_RETH];
@@ -272,7 +283,8 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			unsigned int *budget)
 {
 	uint8_t op = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			     SV_OP_RC_COMPARE_SWAP : SV_OP_RC_FETCH_ADD;
+			     SV_OP_RC_COMPARE_SWAP :
+			     SV_OP_RC_FETCH_ADD;
 	struct sv_tx *t = sv_tx_get(qe->eng);
 	uint8_t *b = sv_tx_hdr(qe, t, op, qe->req.psn, 0);
 	uint8_t *h = b + sv_opinfo[op].offset[SV_HDR_ATMETH];
@@ -292,14 +304,15 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	arm_timer(qe);
 }
 
-/* One UD datagram (IBA 9.8.4): SEND ONLY with a DETH, to the address
+/* One UD datagram (IBA): SEND ONLY with a DETH, to the address
  * handle's GID and the port the destination QPN names; complete once
  * sent.  A message longer than the path MTU is a local length error. */
 static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		    unsigned int *budget)
 {
 	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM;
-	uint8_t op = imm ? SV_OP_UD_SEND_ONLY_WITH_IMMEDIATE : SV_OP_UD_SEND_ONLY;
+	uint8_t op =
+		imm ? SV_OP_UD_SEND_ONLY_WITH_IMMEDIATE : SV_OP_UD_SEND_ONLY;
 	const struct sv_opinfo *info = &sv_opinfo[op];
 	uint32_t rqpn = wqe->wr.ud.remote_qpn & SV_PSN_MASK, scope, pay;
 	struct sv_ipaddr dst, src;
@@ -323,9 +336,10 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
 	sv_bth_set_qpn(b, rqpn);
 	deth = b + info->offset[SV_HDR_DETH];
-	/* IBA 10.2.5: a Q_Key with the high bit set means "the QP's own". */
+	/* IBA: a Q_Key with the high bit set means "the QP's own". */
 	sv_deth_set_qkey(deth, (wqe->wr.ud.remote_qkey & 0x80000000u) ?
-			 qe->qkey : wqe->wr.ud.remote_qkey);
+				       qe->qkey :
+				       wqe->wr.ud.remote_qkey);
 	sv_deth_set_sqp(deth, qe->qpn);
 	if (imm)
 		memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
@@ -350,7 +364,8 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 }
 
 /* Conditions for starting a WQE; false: wait (or the WQE failed). */
-static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe, int state)
+static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		      int state)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t max_rd = qe->max_rd_atomic ? qe->max_rd_atomic : 1;
@@ -429,7 +444,9 @@ void sv_req_run(struct sv_qp_engine *qe)
 		if (wqe->state == SV_WQE_ERROR)
 			break;
 		if (wqe->state == SV_WQE_DONE) {
-			wqe_passed(qe, wqe); /* completed meanwhile (after a rewind) */
+			wqe_passed(
+				qe,
+				wqe); /* completed meanwhile (after a rewind) */
 			continue;
 		}
 		/* Never send a PSN outside the WQE it belongs to. */
@@ -451,13 +468,14 @@ void sv_req_run(struct sv_qp_engine *qe)
 		sv_work_add(qe, SV_WORK_REQ);
 }
 
-/* Go back N (IBA 9.7.6.1.3/9.7.5.1.2), or forward past PSNs an ACK
+/* Go back N (IBA), or forward past PSNs an ACK
  * covered: the next packet sent is psn, which lies in a started WQE (or is
  * the next PSN never sent). */
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t tail =
+		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	uint32_t idx;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
@@ -469,8 +487,9 @@ void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 		    sv_psn_diff(psn, w->last_psn) <= 0)
 			break;
 	}
-	if (idx == tail || ((struct sv_send_wqe *)sv_wq_at(&qp->sq, idx))->state ==
-				   SV_WQE_PENDING) {
+	if (idx == tail ||
+	    ((struct sv_send_wqe *)sv_wq_at(&qp->sq, idx))->state ==
+		    SV_WQE_PENDING) {
 		if (psn != qe->req.max_psn)
 			return; /* not a PSN of ours */
 	}
@@ -496,7 +515,8 @@ void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
 void sv_req_probe(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t tail =
+		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	uint32_t save_psn = qe->req.psn, save_idx = qe->req.idx;
 	uint32_t save_since = qe->req.since_ackreq;
 	unsigned int budget = 1;

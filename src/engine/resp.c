@@ -9,9 +9,9 @@
  * its own error state, and one table (resp_errors) maps it to what IBA
  * says to do: the NAK sent, the status of the receive WQE it ruins, the
  * async event, and whether the QP enters the error state.  Duplicates
- * (IBA 9.7.5.1.3) are acknowledged again, READs re-executed from the
+ * (IBA) are acknowledged again, READs re-executed from the
  * resources, ATOMICs answered from the cached result (never executed
- * twice).  UC has no ACKs: errors there discard the message (IBA 9.8.3).
+ * twice).  UC has no ACKs: errors there discard the message (IBA).
  *
  * Replies to READ and ATOMIC requests go through a queue, generated a
  * budget at a time; ACKs and NAKs wait until the queue is empty, because a
@@ -80,7 +80,7 @@ static const char *const resp_state_names[RESP_NUM_STATES] = {
 	[RESP_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
 };
 
-/* What each fatal responder error does (IBA 9.7.5.2.x, 9.9.3.1.2:
+/* What each fatal responder error does (IBA:
  * invalid requests and access violations are NAKed and put the responder
  * QP in the error state).  wc: status of the receive WQE being filled, if
  * any.  event: the affiliated async event, or SV_ERR_NO_EVENT when the
@@ -92,18 +92,23 @@ static const struct resp_error {
 } resp_errors[RESP_NUM_STATES] = {
 	[RESP_ERR_OP_SEQ] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
 			      IBV_EVENT_QP_REQ_ERR },
-	[RESP_ERR_UNSUPPORTED_OPCODE] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+	[RESP_ERR_UNSUPPORTED_OPCODE] = { SV_AETH_NAK_INVALID,
+					  IBV_WC_REM_INV_REQ_ERR,
 					  IBV_EVENT_QP_REQ_ERR },
 	[RESP_ERR_LENGTH] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
 			      IBV_EVENT_QP_REQ_ERR },
-	[RESP_ERR_TOO_MANY_RD_ATOMIC] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+	[RESP_ERR_TOO_MANY_RD_ATOMIC] = { SV_AETH_NAK_INVALID,
+					  IBV_WC_REM_INV_REQ_ERR,
 					  IBV_EVENT_QP_REQ_ERR },
-	[RESP_ERR_MISALIGNED_ATOMIC] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+	[RESP_ERR_MISALIGNED_ATOMIC] = { SV_AETH_NAK_INVALID,
+					 IBV_WC_REM_INV_REQ_ERR,
 					 IBV_EVENT_QP_REQ_ERR },
 	[RESP_ERR_ACCESS] = { SV_AETH_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR,
 			      IBV_EVENT_QP_ACCESS_ERR },
-	[RESP_ERR_LOC_LEN] = { SV_AETH_NAK_INVALID, IBV_WC_LOC_LEN_ERR, SV_ERR_NO_EVENT },
-	[RESP_ERR_LOC_PROT] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_PROT_ERR, SV_ERR_NO_EVENT },
+	[RESP_ERR_LOC_LEN] = { SV_AETH_NAK_INVALID, IBV_WC_LOC_LEN_ERR,
+			       SV_ERR_NO_EVENT },
+	[RESP_ERR_LOC_PROT] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_PROT_ERR,
+				SV_ERR_NO_EVENT },
 	[RESP_ERR_CQ_OVERFLOW] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_QP_OP_ERR,
 				   IBV_EVENT_QP_FATAL },
 };
@@ -149,7 +154,7 @@ static enum resp_state chk_psn(struct resp_ctx *c)
 
 	if (c->uc) {
 		/* UC: a gap loses the message in progress; resynchronise
-		 * on this packet (IBA 9.8.3, C9-192). */
+		 * on this packet (IBA). */
 		if (d) {
 			if (qe->resp.in_msg)
 				SV_STAT(qe->eng, drop_uc_msg);
@@ -166,7 +171,7 @@ static enum resp_state chk_psn(struct resp_ctx *c)
 	return d > 0 ? RESP_ERR_PSN_OUT_OF_SEQ : RESP_DUPLICATE;
 }
 
-/* IBA 9.8.3 / C9-28..30: FIRST, MIDDLE and LAST of one message in order. */
+/* IBA: FIRST, MIDDLE and LAST of one message in order. */
 static enum resp_state chk_op_seq(struct resp_ctx *c)
 {
 	uint32_t m = c->pkt->mask;
@@ -186,7 +191,7 @@ static enum resp_state chk_op_seq(struct resp_ctx *c)
 	return ok ? RESP_CHK_OP_VALID : RESP_ERR_OP_SEQ;
 }
 
-/* IBA 10.2.4 / C10-...: the QP must be enabled for the remote operation. */
+/* IBA: the QP must be enabled for the remote operation. */
 static enum resp_state chk_op_valid(struct resp_ctx *c)
 {
 	uint32_t m = c->pkt->mask, acc = c->qe->access;
@@ -202,7 +207,7 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 	return RESP_CHK_RESOURCE;
 }
 
-/* Requests being answered; duplicates do not count (IBA 9.5: a resent
+/* Requests being answered; duplicates do not count (IBA: a resent
  * request is not a new outstanding one). */
 static uint32_t replies_queued(struct sv_qp_engine *qe)
 {
@@ -219,22 +224,23 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 	uint32_t m = c->pkt->mask;
 
 	/* A SEND takes a receive WQE on its first packet, a WRITE with
-	 * immediate on its last; none posted: RNR (IBA 9.7.5.2.8). */
+	 * immediate on its last; none posted: RNR (IBA). */
 	if ((m & SV_M_RWR) && !qe->resp.have_wqe &&
 	    (((m & SV_M_SEND) && (m & SV_M_START)) ||
 	     ((m & SV_M_WRITE) && (m & SV_M_END)))) {
 		if (!sv_rq_get(qe))
 			return RESP_ERR_RNR;
 	}
-	/* IBA 9.5 (C9-?): at most max_dest_rd_atomic READ/ATOMIC requests
+	/* IBA: at most max_dest_rd_atomic READ/ATOMIC requests
 	 * being answered at once. */
 	if ((m & (SV_M_READ | SV_M_ATOMIC)) &&
-	    (!qe->max_dest_rd_atomic || replies_queued(qe) >= qe->max_dest_rd_atomic))
+	    (!qe->max_dest_rd_atomic ||
+	     replies_queued(qe) >= qe->max_dest_rd_atomic))
 		return RESP_ERR_TOO_MANY_RD_ATOMIC;
 	return RESP_CHK_LENGTH;
 }
 
-/* IBA 9.7.4.1.x (C9-...): FIRST and MIDDLE carry exactly one PMTU, LAST
+/* IBA: FIRST and MIDDLE carry exactly one PMTU, LAST
  * 1..PMTU, ONLY 0..PMTU; a write never exceeds its DMA length. */
 static enum resp_state chk_length(struct resp_ctx *c)
 {
@@ -250,7 +256,8 @@ static enum resp_state chk_length(struct resp_ctx *c)
 		return RESP_ERR_LENGTH;
 	if (m & SV_M_WRITE) {
 		if (m & SV_M_RETH) {
-			uint32_t len = (uint32_t)sv_reth_len(sv_pkt_h(p, SV_HDR_RETH));
+			uint32_t len =
+				(uint32_t)sv_reth_len(sv_pkt_h(p, SV_HDR_RETH));
 
 			if (len > SV_MAX_MSG_SIZE ||
 			    ((m & SV_M_END) ? pay != len : len <= pay))
@@ -264,15 +271,15 @@ static enum resp_state chk_length(struct resp_ctx *c)
 		if (sv_reth_len(sv_pkt_h(p, SV_HDR_RETH)) > SV_MAX_MSG_SIZE)
 			return RESP_ERR_LENGTH;
 	}
-	/* The message must fit the receive WQE (IBA 9.7.5.2.4: a local
+	/* The message must fit the receive WQE (IBA: a local
 	 * length error at the responder, an invalid request NAK). */
 	if ((m & SV_M_SEND) && qe->resp.offset + pay > qe->resp.wqe_len)
 		return RESP_ERR_LOC_LEN;
 	return RESP_CHK_RKEY;
 }
 
-/* R_Key, PD, access and bounds for the whole transfer (IBA 9.7.5.2.3,
- * 10.6.3.2); a zero-length transfer touches nothing and is not checked. */
+/* R_Key, PD, access and bounds for the whole transfer (IBA memory
+ * protection); a zero-length transfer touches nothing and is not checked. */
 static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 		    uint64_t len, unsigned int access)
 {
@@ -300,8 +307,9 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		uint32_t rkey = (uint32_t)sv_reth_rkey(h);
 		uint32_t len = (uint32_t)sv_reth_len(h);
 
-		if (!rkey_ok(qe, rkey, va, len, (m & SV_M_WRITE) ?
-			     IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ))
+		if (!rkey_ok(qe, rkey, va, len,
+			     (m & SV_M_WRITE) ? IBV_ACCESS_REMOTE_WRITE :
+						IBV_ACCESS_REMOTE_READ))
 			return RESP_ERR_ACCESS;
 		if (m & SV_M_WRITE) {
 			qe->resp.va = va;
@@ -314,7 +322,7 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		uint8_t *h = sv_pkt_h(p, SV_HDR_ATMETH);
 		uint64_t va = sv_atmeth_va(h);
 
-		/* IBA 9.4.5 (C9-...): atomics need an 8-byte aligned VA. */
+		/* IBA: atomics need an 8-byte aligned VA. */
 		if (va & 7)
 			return RESP_ERR_MISALIGNED_ATOMIC;
 		if (!rkey_ok(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
@@ -411,7 +419,8 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	uint8_t *h = sv_pkt_h(c->pkt, SV_HDR_ATMETH);
 	uint64_t va = sv_atmeth_va(h), orig;
 	struct sv_mr *mr = sv_mr_get_by_rkey((uint32_t)sv_atmeth_rkey(h));
-	uint64_t *p = sv_mr_check(mr, qe->qp->pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	uint64_t *p =
+		sv_mr_check(mr, qe->qp->pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
 	struct sv_resp_res *res;
 	struct sv_reply r;
 
@@ -425,10 +434,12 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	SV_DMA_BEGIN();
 	if (c->pkt->opcode == SV_OP_RC_COMPARE_SWAP) {
 		orig = sv_atmeth_compare(h);
-		__atomic_compare_exchange_n(p, &orig, sv_atmeth_swap_add(h), false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		__atomic_compare_exchange_n(p, &orig, sv_atmeth_swap_add(h),
+					    false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 	} else {
-		orig = __atomic_fetch_add(p, sv_atmeth_swap_add(h), __ATOMIC_SEQ_CST);
+		orig = __atomic_fetch_add(p, sv_atmeth_swap_add(h),
+					  __ATOMIC_SEQ_CST);
 	}
 	SV_DMA_END();
 	sv_mr_put(mr);
@@ -485,13 +496,14 @@ static enum resp_state complete(struct resp_ctx *c)
 static enum resp_state acknowledge(struct resp_ctx *c)
 {
 	/* Coalesced: one ACK for the newest PSN asked for, sent after the
-	 * batch of received packets (IBA 9.7.5.1.1 allows it). */
+	 * batch of received packets (IBA allows it). */
 	if (!c->uc && sv_bth_ackreq(c->pkt->hdr))
-		set_ack(c->qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID, c->pkt->psn);
+		set_ack(c->qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID,
+			c->pkt->psn);
 	return RESP_DONE;
 }
 
-/* IBA 9.7.5.1.3 (C9-104..110): duplicates are answered, never
+/* IBA: duplicates are answered, never
  * re-executed except READs, which are side-effect free. */
 static enum resp_state duplicate(struct resp_ctx *c)
 {
@@ -511,7 +523,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 		struct sv_reply r;
 		uint32_t j;
 
-		if (res->type == SV_RES_NONE || off < 0 || (uint32_t)off >= res->npkts)
+		if (res->type == SV_RES_NONE || off < 0 ||
+		    (uint32_t)off >= res->npkts)
 			continue;
 		/* Already being answered: those responses will come. */
 		for (j = qe->resp.reply_head; j != qe->resp.reply_tail; j++) {
@@ -526,7 +539,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 		r.dup = true;
 		if (qe->resp.reply_tail - qe->resp.reply_head >= SV_REPLY_Q)
 			return RESP_DONE; /* the queue is full: the resend comes back */
-		if ((p->mask & SV_M_ATOMIC) && res->type == SV_RES_ATOMIC && off == 0) {
+		if ((p->mask & SV_M_ATOMIC) && res->type == SV_RES_ATOMIC &&
+		    off == 0) {
 			r.type = SV_RES_ATOMIC;
 			r.psn = r.first_psn = p->psn;
 			r.orig = res->orig;
@@ -536,17 +550,19 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			uint32_t len = (uint32_t)sv_reth_len(h);
 			uint32_t end = sv_psn_add(p->psn, npkts(len, qe->pmtu));
 
-			/* A retried READ may start mid-way (IBA 9.4.3) and be
+			/* A retried READ may start mid-way (IBA) and be
 			 * cut differently from the original, and may even
 			 * reach past the PSNs we have seen (the request we
 			 * saw was itself a shorter retry): the part past
 			 * them is new, and the expected PSN moves on. */
 			if (len > SV_MAX_MSG_SIZE ||
-			    !rkey_ok(qe, (uint32_t)sv_reth_rkey(h), sv_reth_va(h), len,
+			    !rkey_ok(qe, (uint32_t)sv_reth_rkey(h),
+				     sv_reth_va(h), len,
 				     IBV_ACCESS_REMOTE_READ))
 				return RESP_DONE;
 			if (sv_psn_diff(end, qe->resp.psn) > 0) {
-				res->npkts = (uint32_t)sv_psn_diff(end, res->psn);
+				res->npkts =
+					(uint32_t)sv_psn_diff(end, res->psn);
 				qe->resp.psn = end;
 				qe->resp.nak_sent = false;
 			}
@@ -580,7 +596,7 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	}
 	if (c->uc && st != RESP_ERR_LOC_LEN && st != RESP_ERR_LOC_PROT &&
 	    st != RESP_ERR_CQ_OVERFLOW) {
-		/* UC: discard the message, keep going (IBA 9.8.3). */
+		/* UC: discard the message, keep going (IBA). */
 		SV_STAT(qe->eng, drop_uc_msg);
 		qe->resp.in_msg = 0;
 		qe->resp.offset = 0;
@@ -626,7 +642,7 @@ static void resp_error(struct resp_ctx *c, enum resp_state st)
 
 	switch (st) {
 	case RESP_ERR_PSN_OUT_OF_SEQ:
-		/* IBA 9.7.5.1.2 (C9-100): one NAK per gap, then silence
+		/* IBA: one NAK per gap, then silence
 		 * until the expected PSN shows up. */
 		SV_STAT(qe->eng, out_of_seq_request);
 		if (!qe->resp.nak_sent) {
@@ -668,31 +684,27 @@ static void resp_error(struct resp_ctx *c, enum resp_state st)
 typedef enum resp_state (*resp_fn)(struct resp_ctx *c);
 
 static const resp_fn resp_states[RESP_NUM_STATES] = {
-	[RESP_CHK_PSN] = chk_psn,
-	[RESP_CHK_OP_SEQ] = chk_op_seq,
-	[RESP_CHK_OP_VALID] = chk_op_valid,
-	[RESP_CHK_RESOURCE] = chk_resource,
-	[RESP_CHK_LENGTH] = chk_length,
-	[RESP_CHK_RKEY] = chk_rkey,
-	[RESP_EXECUTE] = execute,
-	[RESP_READ_REPLY] = read_reply,
-	[RESP_ATOMIC_REPLY] = atomic_reply,
-	[RESP_COMPLETE] = complete,
-	[RESP_ACKNOWLEDGE] = acknowledge,
-	[RESP_DUPLICATE] = duplicate,
+	[RESP_CHK_PSN] = chk_psn,	    [RESP_CHK_OP_SEQ] = chk_op_seq,
+	[RESP_CHK_OP_VALID] = chk_op_valid, [RESP_CHK_RESOURCE] = chk_resource,
+	[RESP_CHK_LENGTH] = chk_length,	    [RESP_CHK_RKEY] = chk_rkey,
+	[RESP_EXECUTE] = execute,	    [RESP_READ_REPLY] = read_reply,
+	[RESP_ATOMIC_REPLY] = atomic_reply, [RESP_COMPLETE] = complete,
+	[RESP_ACKNOWLEDGE] = acknowledge,   [RESP_DUPLICATE] = duplicate,
 };
 
 void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		const struct sv_flow *flow)
 {
-	struct resp_ctx c = { .qe = qe, .pkt = pkt, .flow = flow,
-			      .uc = qe->type == IBV_QPT_UC };
+	struct resp_ctx c = {
+		.qe = qe, .pkt = pkt, .flow = flow, .uc = qe->type == IBV_QPT_UC
+	};
 	int state = atomic_load(&qe->state);
 	enum resp_state s;
 
-	/* IBA 10.3.1: requests are accepted from RTR on; RESET, INIT and
+	/* IBA: requests are accepted from RTR on; RESET, INIT and
 	 * ERR drop them silently. */
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_ERR) {
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
+	    state == IBV_QPS_ERR) {
 		SV_STAT(qe->eng, drop_qp_state);
 		return;
 	}
@@ -726,9 +738,9 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 		uint32_t pay = r->resid > qe->pmtu ? qe->pmtu : r->resid;
 		bool first = r->psn == r->first_psn, last = pay == r->resid;
 		uint8_t op = first && last ? SV_OP_RC_RDMA_READ_RESPONSE_ONLY :
-			     first ? SV_OP_RC_RDMA_READ_RESPONSE_FIRST :
-			     last ? SV_OP_RC_RDMA_READ_RESPONSE_LAST :
-				    SV_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+			     first	   ? SV_OP_RC_RDMA_READ_RESPONSE_FIRST :
+			     last	   ? SV_OP_RC_RDMA_READ_RESPONSE_LAST :
+					     SV_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 		const struct sv_opinfo *info = &sv_opinfo[op];
 		struct sv_tx *t = sv_tx_get(qe->eng);
 		uint8_t *b = sv_tx_hdr(qe, t, op, r->psn, pay);
@@ -736,7 +748,8 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 		if (info->mask & SV_M_AETH) {
 			uint8_t *h = b + info->offset[SV_HDR_AETH];
 
-			sv_aeth_set_syndrome(h, SV_AETH_ACK | SV_AETH_CREDIT_INVALID);
+			sv_aeth_set_syndrome(h, SV_AETH_ACK |
+							SV_AETH_CREDIT_INVALID);
 			sv_aeth_set_msn(h, r->msn);
 		}
 		if (pay) {
@@ -775,17 +788,22 @@ void sv_resp_reply_run(struct sv_qp_engine *qe)
 	unsigned int budget = SV_REPLY_BUDGET;
 
 	while (qe->resp.reply_head != qe->resp.reply_tail && budget) {
-		struct sv_reply *r = &qe->resp.replies[qe->resp.reply_head % SV_REPLY_Q];
+		struct sv_reply *r =
+			&qe->resp.replies[qe->resp.reply_head % SV_REPLY_Q];
 
 		if (r->type == SV_RES_ATOMIC) {
 			struct sv_tx *t = sv_tx_get(qe->eng);
-			uint8_t *b = sv_tx_hdr(qe, t, SV_OP_RC_ATOMIC_ACKNOWLEDGE, r->psn, 0);
-			const struct sv_opinfo *info = &sv_opinfo[SV_OP_RC_ATOMIC_ACKNOWLEDGE];
+			uint8_t *b = sv_tx_hdr(
+				qe, t, SV_OP_RC_ATOMIC_ACKNOWLEDGE, r->psn, 0);
+			const struct sv_opinfo *info =
+				&sv_opinfo[SV_OP_RC_ATOMIC_ACKNOWLEDGE];
 
 			sv_aeth_set_syndrome(b + info->offset[SV_HDR_AETH],
-					     SV_AETH_ACK | SV_AETH_CREDIT_INVALID);
+					     SV_AETH_ACK |
+						     SV_AETH_CREDIT_INVALID);
 			sv_aeth_set_msn(b + info->offset[SV_HDR_AETH], r->msn);
-			sv_atmack_set_orig(b + info->offset[SV_HDR_ATMACK], r->orig);
+			sv_atmack_set_orig(b + info->offset[SV_HDR_ATMACK],
+					   r->orig);
 			sv_tx_finish(qe, t);
 			qe->resp.reply_head++;
 			budget--;

@@ -11,8 +11,8 @@
 
 static const char *const qp_state_names[] = {
 	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
-	[IBV_QPS_RTR] = "RTR",     [IBV_QPS_RTS] = "RTS",
-	[IBV_QPS_SQD] = "SQD",     [IBV_QPS_SQE] = "SQE",
+	[IBV_QPS_RTR] = "RTR",	   [IBV_QPS_RTS] = "RTS",
+	[IBV_QPS_SQD] = "SQD",	   [IBV_QPS_SQE] = "SQE",
 	[IBV_QPS_ERR] = "ERR",
 };
 
@@ -26,10 +26,14 @@ const char *sv_qp_state_name(int state)
 static const char *qp_type_name(enum ibv_qp_type t)
 {
 	switch (t) {
-	case IBV_QPT_RC: return "RC";
-	case IBV_QPT_UC: return "UC";
-	case IBV_QPT_UD: return "UD";
-	default: return "other";
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	default:
+		return "other";
 	}
 }
 
@@ -50,12 +54,14 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		} else if (info->mask & SV_M_RETH) {
 			const uint8_t *r = hdr + info->offset[SV_HDR_RETH];
 
-			snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x dlen %u",
+			snprintf(extra, sizeof(extra),
+				 " va 0x%" PRIx64 " rkey 0x%x dlen %u",
 				 sv_reth_va(r), (unsigned int)sv_reth_rkey(r),
 				 (unsigned int)sv_reth_len(r));
 		}
 	}
-	fprintf(stderr, "softverbs trace: %d/%p %s %s qpn 0x%06x psn %u len %u%s%s%s%s%s\n",
+	fprintf(stderr,
+		"softverbs trace: %d/%p %s %s qpn 0x%06x psn %u len %u%s%s%s%s%s\n",
 		(int)getpid(), (void *)eng->ctx, dir, sv_opcode_name(op),
 		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_qpn(hdr) : 0,
 		len >= SV_BTH_BYTES ? (unsigned int)sv_bth_psn(hdr) : 0, len,
@@ -66,19 +72,22 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 
 static const char *const wqe_state_names[] = {
 	[SV_WQE_PENDING] = "PENDING", [SV_WQE_ACTIVE] = "ACTIVE",
-	[SV_WQE_SENT] = "SENT",       [SV_WQE_DONE] = "DONE",
+	[SV_WQE_SENT] = "SENT",	      [SV_WQE_DONE] = "DONE",
 	[SV_WQE_ERROR] = "ERROR",
 };
 
-static void wqe_dump(struct sv_qp_engine *qe, const char *what, uint32_t idx, FILE *f)
+static void wqe_dump(struct sv_qp_engine *qe, const char *what, uint32_t idx,
+		     FILE *f)
 {
 	struct sv_send_wqe *w;
 
 	if (idx == atomic_load(&qe->qp->sq.tail) || !qe->qp->sq.size)
 		return;
 	w = sv_wq_at(&qe->qp->sq, idx);
-	fprintf(f, "    %s wqe %u: op %u %s psn %u..%u len %" PRIu64 " sent %" PRIu64
-		" read_done %" PRIu64 "\n", what, idx, w->opcode,
+	fprintf(f,
+		"    %s wqe %u: op %u %s psn %u..%u len %" PRIu64
+		" sent %" PRIu64 " read_done %" PRIu64 "\n",
+		what, idx, w->opcode,
 		w->state <= SV_WQE_ERROR ? wqe_state_names[w->state] : "?",
 		w->first_psn, w->last_psn, w->length, w->sent, w->read_done);
 }
@@ -87,18 +96,19 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 {
 	struct sv_qp *qp = qe->qp;
 
-	fprintf(f, "qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
+	fprintf(f,
+		"qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
 		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
 		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u\n",
 		qe->qpn, qp_type_name(qe->type),
 		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn,
-		qe->flow.sport, qe->flow.dport, qe->pmtu,
-		qe->window, qe->cwnd, qe->req.psn, qe->req.max_psn, qe->req.idx,
-		qe->req.rd_atomic,
+		qe->flow.sport, qe->flow.dport, qe->pmtu, qe->window, qe->cwnd,
+		qe->req.psn, qe->req.max_psn, qe->req.idx, qe->req.rd_atomic,
 		qe->req.blocked ? " BLOCKED" : "", qe->comp.psn, qe->comp.idx,
 		qe->comp.retry_left, qe->comp.rnr_left,
-		qe->comp.deadline ? " TIMER" : "", qe->comp.rnr_until ? " RNR-WAIT" : "",
-		qe->resp.psn, qe->resp.msn, qe->resp.in_msg ? " IN-MSG" : "",
+		qe->comp.deadline ? " TIMER" : "",
+		qe->comp.rnr_until ? " RNR-WAIT" : "", qe->resp.psn,
+		qe->resp.msn, qe->resp.in_msg ? " IN-MSG" : "",
 		qe->resp.nak_sent ? " NAKED" : "",
 		qe->resp.reply_tail - qe->resp.reply_head,
 		atomic_load(&qp->sq.head), atomic_load(&qp->sq.tail),
@@ -108,22 +118,28 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		wqe_dump(qe, "req", qe->req.idx, f);
 }
 
+/* The engine lock is held. */
+void sv_stats_print(struct sv_engine *eng, FILE *f)
+{
+	struct sv_stats st = eng->stats;
+
+	fprintf(f, "softverbs stats: context %p\n", (void *)eng->ctx);
+#define X(name, desc) \
+	if (st.name)  \
+		fprintf(f, "  %-24s %12" PRIu64 "  %s\n", #name, st.name, desc);
+	SV_COUNTERS(X)
+#undef X
+}
+
 void sv_engine_stats_dump(struct sv_context *ctx, FILE *f)
 {
 	struct sv_engine *eng = ctx->engine;
-	struct sv_stats st;
 	struct list_node *it;
 
 	if (!eng)
 		return;
 	pthread_mutex_lock(&eng->lock);
-	st = eng->stats;
-	fprintf(f, "softverbs stats: context %p\n", (void *)ctx);
-#define X(name, desc)                                                        \
-	if (st.name)                                                         \
-		fprintf(f, "  %-24s %12" PRIu64 "  %s\n", #name, st.name, desc);
-	SV_COUNTERS(X)
-#undef X
+	sv_stats_print(eng, f);
 	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
 		fprintf(f, "  ");
 		sv_qp_dump(list_entry(it, struct sv_qp_engine, node), f);

@@ -3,7 +3,7 @@
  * the requester, and the UD responder.
  *
  * A UD message is one SEND ONLY packet with a DETH (Q_Key and source QP,
- * IBA 9.8.4).  The receiver checks the Q_Key (a mismatch drops it),
+ * IBA).  The receiver checks the Q_Key (a mismatch drops it),
  * takes a receive WQE (none: the message is silently dropped, UD has no
  * RNR), and places the 40-byte GRH area first, as RoCE v2 does: for IPv4
  * the IPv4 header in its second half, for IPv6 the IPv6 header (what
@@ -29,15 +29,18 @@ int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
 	if (qe->ud.ah == ah && qe->ud.sgid_index == sgid &&
 	    !memcmp(&qe->ud.dgid, &ah->attr.grh.dgid, sizeof(qe->ud.dgid)))
 		goto out;
-	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &qe->ud.dst, NULL);
+	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &qe->ud.dst,
+			      NULL);
 	memset(&qe->ud.src, 0, sizeof(qe->ud.src));
 	qe->ud.scope = 0;
 	n = sv_gid_table(tab, SV_MAX_GIDS);
 	if (sgid < n) {
-		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[sgid].addr, &qe->ud.src, NULL);
+		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[sgid].addr,
+				      &qe->ud.src, NULL);
 		if (qe->ud.src.family != qe->ud.dst.family)
 			memset(&qe->ud.src, 0, sizeof(qe->ud.src));
-		else if (qe->ud.dst.family == AF_INET6 && qe->ud.dst.addr[0] == 0xfe &&
+		else if (qe->ud.dst.family == AF_INET6 &&
+			 qe->ud.dst.addr[0] == 0xfe &&
 			 (qe->ud.dst.addr[1] & 0xc0) == 0x80)
 			qe->ud.scope = tab[sgid].ifindex;
 	}
@@ -65,8 +68,9 @@ static uint16_t ip_checksum(const uint8_t *p, size_t n)
 	return (uint16_t)~sum;
 }
 
-/* The GRH area of a received datagram (IBA 11.4.1.2, RoCE v2 Annex A17). */
-static void build_grh(uint8_t grh[40], const struct sv_flow *flow, uint32_t udplen)
+/* The GRH area of a received datagram (IBA, RoCE v2 Annex A17). */
+static void build_grh(uint8_t grh[40], const struct sv_flow *flow,
+		      uint32_t udplen)
 {
 	memset(grh, 0, 40);
 	if (flow->src.family == AF_INET) {
@@ -74,17 +78,17 @@ static void build_grh(uint8_t grh[40], const struct sv_flow *flow, uint32_t udpl
 
 		ip[0] = 0x45;
 		sv_store_be16(ip + 2, 20 + udplen);
-		sv_store_be16(ip + 6, 0x4000);     /* DF */
-		ip[8] = 64;                        /* TTL */
-		ip[9] = 17;                        /* UDP */
+		sv_store_be16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64; /* TTL */
+		ip[9] = 17; /* UDP */
 		memcpy(ip + 12, flow->src.addr, 4);
 		memcpy(ip + 16, flow->dst.addr, 4);
 		sv_store_be16(ip + 10, ip_checksum(ip, 20));
 	} else {
-		grh[0] = 0x60;                     /* version 6 */
-		sv_store_be16(grh + 4, udplen);    /* payload length */
-		grh[6] = 17;                       /* next header: UDP */
-		grh[7] = 64;                       /* hop limit */
+		grh[0] = 0x60; /* version 6 */
+		sv_store_be16(grh + 4, udplen); /* payload length */
+		grh[6] = 17; /* next header: UDP */
+		grh[7] = 64; /* hop limit */
 		memcpy(grh + 8, flow->src.addr, 16);
 		memcpy(grh + 24, flow->dst.addr, 16);
 	}
@@ -99,7 +103,7 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	uint8_t grh[40];
 	struct sv_pd *pd;
 
-	/* IBA 10.2.5 (C10-15): a datagram's Q_Key must match the QP's. */
+	/* IBA: a datagram's Q_Key must match the QP's. */
 	if (sv_deth_qkey(deth) != qe->qkey) {
 		SV_STAT(qe->eng, drop_qkey);
 		return;
@@ -127,8 +131,9 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		 * WQE; the QP stays usable (a datagram service). */
 		wc.status = IBV_WC_LOC_LEN_ERR;
 	} else if (sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh, 40, true) ||
-		   (pkt->paylen && sv_sgl_copy(pd, w->sge, w->num_sge, 40,
-					       pkt->payload, pkt->paylen, true))) {
+		   (pkt->paylen &&
+		    sv_sgl_copy(pd, w->sge, w->num_sge, 40, pkt->payload,
+				pkt->paylen, true))) {
 		wc.status = IBV_WC_LOC_PROT_ERR;
 	} else {
 		wc.status = IBV_WC_SUCCESS;

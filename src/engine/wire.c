@@ -1,7 +1,7 @@
 /*
  * The opcode table, the packet parser and the RoCE v2 invariant CRC.
  *
- * ICRC coverage (RoCE v2, IBA Annex A17.3.3): the CRC-32 of
+ * ICRC coverage (RoCE v2, IBA Annex A17): the CRC-32 of
  *   8 bytes of 0xff (the masked LRH of IB)
  *   + the IP header with its variant fields set to all ones
  *     (IPv4: TOS, TTL, header checksum; IPv6: traffic class, flow label,
@@ -37,7 +37,7 @@
 #define SV_OFFSET(m, k) (SV_HAS(m, k) ? SV_OFF_##k(m) : 0)
 
 const struct sv_opinfo sv_opinfo[256] = {
-#define X(val, nm, m)                                                 \
+#define X(val, nm, m) \
 	[val] = {                                                     \
 		.name = #nm,                                          \
 		.mask = (m) | SV_M_BTH,                               \
@@ -78,13 +78,13 @@ enum sv_pkt_err sv_pkt_parse(struct sv_pkt *pkt, uint8_t *buf, uint32_t len)
 
 	if (len < SV_BTH_BYTES + SV_ICRC_BYTES)
 		return SV_PKT_SHORT;
-	/* IBA 9.2: every packet is a whole number of 4-byte words. */
+	/* IBA: every packet is a whole number of 4-byte words. */
 	if (len & 3)
 		return SV_PKT_ALIGN;
 	info = &sv_opinfo[sv_bth_opcode(buf)];
 	if (!info->name)
 		return SV_PKT_OPCODE;
-	/* IBA C9-2: a transport header version we do not know is dropped. */
+	/* IBA: a transport header version we do not know is dropped. */
 	if (sv_bth_tver(buf) != 0)
 		return SV_PKT_TVER;
 	if (len < (uint32_t)info->length + SV_ICRC_BYTES)
@@ -130,24 +130,25 @@ uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 	n = 8;
 	memcpy(ph + n, ip, iplen);
 	if (iplen == 20) {
-		ph[n + 1] = 0xff;                  /* TOS */
-		ph[n + 8] = 0xff;                  /* TTL */
-		ph[n + 10] = ph[n + 11] = 0xff;    /* header checksum */
+		ph[n + 1] = 0xff; /* TOS */
+		ph[n + 8] = 0xff; /* TTL */
+		ph[n + 10] = ph[n + 11] = 0xff; /* header checksum */
 	} else {
-		ph[n] |= 0x0f;                     /* traffic class, */
+		ph[n] |= 0x0f; /* traffic class, */
 		ph[n + 1] = ph[n + 2] = ph[n + 3] = 0xff; /* flow label */
-		ph[n + 7] = 0xff;                  /* hop limit */
+		ph[n + 7] = 0xff; /* hop limit */
 	}
 	n += iplen;
 	memcpy(ph + n, udp, 8);
-	ph[n + 6] = ph[n + 7] = 0xff;              /* UDP checksum */
+	ph[n + 6] = ph[n + 7] = 0xff; /* UDP checksum */
 	n += 8;
 	memcpy(ph + n, pkt, SV_BTH_BYTES);
-	ph[n + 4] = 0xff;                          /* FECN, BECN, resv6a */
+	ph[n + 4] = 0xff; /* FECN, BECN, resv6a */
 	n += SV_BTH_BYTES;
 
 	crc = crc32(0, ph, (uInt)n);
-	crc = crc32(crc, pkt + SV_BTH_BYTES, len - SV_BTH_BYTES - SV_ICRC_BYTES);
+	crc = crc32(crc, pkt + SV_BTH_BYTES,
+		    len - SV_BTH_BYTES - SV_ICRC_BYTES);
 	return (uint32_t)crc;
 }
 
@@ -163,10 +164,10 @@ uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
 		ip[0] = 0x45;
 		ip[1] = 0;
 		sv_store_be16(ip + 2, 20 + udplen); /* total length */
-		sv_store_be16(ip + 4, 0);          /* ID */
-		sv_store_be16(ip + 6, 0x4000);     /* DF, offset 0 */
+		sv_store_be16(ip + 4, 0); /* ID */
+		sv_store_be16(ip + 6, 0x4000); /* DF, offset 0 */
 		ip[8] = 0;
-		ip[9] = 17;                        /* UDP */
+		ip[9] = 17; /* UDP */
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, flow->src.addr, 4);
 		memcpy(ip + 16, flow->dst.addr, 4);
@@ -174,8 +175,8 @@ uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
 		iplen = 40;
 		ip[0] = 0x60;
 		ip[1] = ip[2] = ip[3] = 0;
-		sv_store_be16(ip + 4, udplen);     /* payload length */
-		ip[6] = 17;                        /* next header: UDP */
+		sv_store_be16(ip + 4, udplen); /* payload length */
+		ip[6] = 17; /* next header: UDP */
 		ip[7] = 0;
 		memcpy(ip + 8, flow->src.addr, 16);
 		memcpy(ip + 24, flow->dst.addr, 16);

@@ -6,7 +6,7 @@
  * Everything here is data: one table describes each opcode (its name, the
  * headers it carries, its length and the offset of each header, and its
  * class bits), and the header field accessors are generated from one list
- * of fields.  All multi-byte fields are big-endian on the wire (IBA 5.2.2).
+ * of fields.  All multi-byte fields are big-endian on the wire (IBA).
  */
 #ifndef SV_ENGINE_WIRE_H
 #define SV_ENGINE_WIRE_H
@@ -20,23 +20,23 @@
 
 /* ---- headers ------------------------------------------------------------ */
 
-/* Headers in the order they appear on the wire (IBA 9.2, RoCE v2 has no
+/* Headers in the order they appear on the wire (IBA; RoCE v2 has no
  * LRH/GRH inside the UDP payload; RDETH is RD only and not supported). */
-#define SV_HEADERS(X)                \
-	X(BTH, 12)                   \
-	X(DETH, 8)                   \
-	X(RETH, 16)                  \
-	X(ATMETH, 28)                \
-	X(AETH, 4)                   \
-	X(ATMACK, 8)                 \
-	X(IMMDT, 4)                  \
+#define SV_HEADERS(X) \
+	X(BTH, 12)    \
+	X(DETH, 8)    \
+	X(RETH, 16)   \
+	X(ATMETH, 28) \
+	X(AETH, 4)    \
+	X(ATMACK, 8)  \
+	X(IMMDT, 4)   \
 	X(IETH, 4)
 
 enum sv_hdr_id {
 #define X(name, size) SV_HDR_##name,
 	SV_HEADERS(X)
 #undef X
-	SV_NUM_HDRS
+		SV_NUM_HDRS
 };
 
 enum sv_hdr_size {
@@ -49,8 +49,9 @@ enum sv_hdr_size {
 #define SV_MAX_PMTU 4096
 /* The largest packet we ever build or accept: BTH, the largest header set,
  * a full MTU of payload, pad and ICRC. */
-#define SV_MAX_PKT (SV_BTH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES + \
-		    SV_DETH_BYTES + SV_MAX_PMTU + SV_ICRC_BYTES)
+#define SV_MAX_PKT                                                       \
+	(SV_BTH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES + SV_DETH_BYTES + \
+	 SV_MAX_PMTU + SV_ICRC_BYTES)
 
 /* ---- opcode classes ----------------------------------------------------- */
 
@@ -65,22 +66,22 @@ enum sv_op_mask {
 	SV_M_IMMDT = 1u << SV_HDR_IMMDT,
 	SV_M_IETH = 1u << SV_HDR_IETH,
 	/* classes */
-	SV_M_REQ = 1u << 8,       /* a request: handled by the responder */
-	SV_M_RESP = 1u << 9,      /* a response: handled by the completer */
+	SV_M_REQ = 1u << 8, /* a request: handled by the responder */
+	SV_M_RESP = 1u << 9, /* a response: handled by the completer */
 	SV_M_SEND = 1u << 10,
 	SV_M_WRITE = 1u << 11,
-	SV_M_READ = 1u << 12,     /* RDMA READ request */
+	SV_M_READ = 1u << 12, /* RDMA READ request */
 	SV_M_READ_RESP = 1u << 13,
-	SV_M_ATOMIC = 1u << 14,   /* compare-swap / fetch-add request */
-	SV_M_ACK = 1u << 15,      /* ACKNOWLEDGE / ATOMIC ACKNOWLEDGE */
-	SV_M_START = 1u << 16,    /* first packet of a message (or only) */
+	SV_M_ATOMIC = 1u << 14, /* compare-swap / fetch-add request */
+	SV_M_ACK = 1u << 15, /* ACKNOWLEDGE / ATOMIC ACKNOWLEDGE */
+	SV_M_START = 1u << 16, /* first packet of a message (or only) */
 	SV_M_MIDDLE = 1u << 17,
-	SV_M_END = 1u << 18,      /* last packet of a message (or only) */
-	SV_M_COMP = 1u << 19,     /* the packet completes a request message */
-	SV_M_PAYLOAD = 1u << 20,  /* may carry payload */
+	SV_M_END = 1u << 18, /* last packet of a message (or only) */
+	SV_M_COMP = 1u << 19, /* the packet completes a request message */
+	SV_M_PAYLOAD = 1u << 20, /* may carry payload */
 	SV_M_IMM = 1u << 21,
 	SV_M_INV = 1u << 22,
-	SV_M_RWR = 1u << 23,      /* consumes a receive WQE at the responder */
+	SV_M_RWR = 1u << 23, /* consumes a receive WQE at the responder */
 	SV_M_RC = 1u << 24,
 	SV_M_UC = 1u << 25,
 	SV_M_UD = 1u << 26,
@@ -90,8 +91,9 @@ enum sv_op_mask {
 /* Shorthands for the table below. */
 #define SV_ONLY (SV_M_START | SV_M_END)
 
-/* IBA 9.2.1 Table 40, the opcodes of the RC, UC and UD transports:
+/* The IBA opcodes of the RC, UC and UD transports:
  * X(value, NAME, headers and classes). */
+/* clang-format off */
 #define SV_OPCODES(X)                                                          \
 	X(0x00, RC_SEND_FIRST, SV_M_RC | SV_M_REQ | SV_M_SEND | SV_M_START |   \
 	  SV_M_PAYLOAD | SV_M_RWR)                                             \
@@ -178,6 +180,7 @@ enum sv_op_mask {
 	X(0x65, UD_SEND_ONLY_WITH_IMMEDIATE, SV_M_UD | SV_M_REQ | SV_M_SEND |  \
 	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_IMM |           \
 	  SV_M_DETH | SV_M_IMMDT)
+/* clang-format on */
 
 enum sv_opcode {
 #define X(val, name, mask) SV_OP_##name = val,
@@ -186,9 +189,9 @@ enum sv_opcode {
 };
 
 struct sv_opinfo {
-	const char *name;          /* NULL: not an opcode we know */
-	uint32_t mask;             /* SV_M_* (always includes SV_M_BTH) */
-	uint8_t length;            /* bytes of all headers, BTH included */
+	const char *name; /* NULL: not an opcode we know */
+	uint32_t mask; /* SV_M_* (always includes SV_M_BTH) */
+	uint8_t length; /* bytes of all headers, BTH included */
 	uint8_t offset[SV_NUM_HDRS]; /* from the start of the BTH */
 };
 
@@ -203,7 +206,10 @@ static inline const char *sv_opcode_name(uint8_t op)
 
 /* ---- field accessors ---------------------------------------------------- */
 
-static inline uint64_t sv_load_be8(const uint8_t *p) { return p[0]; }
+static inline uint64_t sv_load_be8(const uint8_t *p)
+{
+	return p[0];
+}
 static inline uint64_t sv_load_be16(const uint8_t *p)
 {
 	uint16_t v;
@@ -225,7 +231,10 @@ static inline uint64_t sv_load_be64(const uint8_t *p)
 	memcpy(&v, p, 8);
 	return be64toh(v);
 }
-static inline void sv_store_be8(uint8_t *p, uint64_t v) { p[0] = (uint8_t)v; }
+static inline void sv_store_be8(uint8_t *p, uint64_t v)
+{
+	p[0] = (uint8_t)v;
+}
 static inline void sv_store_be16(uint8_t *p, uint64_t v)
 {
 	uint16_t x = htobe16((uint16_t)v);
@@ -247,7 +256,8 @@ static inline void sv_store_be64(uint8_t *p, uint64_t v)
 
 /* X(header, field, byte offset, load width in bits, shift, mask)
  * value = (load_be<width>(hdr + offset) >> shift) & mask
- * (IBA 9.2-9.3 and Annex A17 for the RoCE v2 use of BTH byte 4). */
+ * (IBA transport headers; RoCE v2, Annex A17, for BTH byte 4). */
+/* clang-format off */
 #define SV_FIELDS(X)                                          \
 	X(bth, opcode, 0, 8, 0, 0xffu)                        \
 	X(bth, se, 1, 8, 7, 0x1u)                             \
@@ -276,36 +286,37 @@ static inline void sv_store_be64(uint8_t *p, uint64_t v)
 	X(atmack, orig, 0, 64, 0, ~0ull)                      \
 	X(immdt, imm, 0, 32, 0, 0xffffffffu)                  \
 	X(ieth, rkey, 0, 32, 0, 0xffffffffu)
+/* clang-format on */
 
-#define X(hdr, field, off, width, shift, mask)                                 \
-	static inline uint64_t sv_##hdr##_##field(const uint8_t *h)            \
-	{                                                                      \
-		return (sv_load_be##width(h + (off)) >> (shift)) & (mask);     \
-	}                                                                      \
-	static inline void sv_##hdr##_set_##field(uint8_t *h, uint64_t v)      \
-	{                                                                      \
-		uint64_t old = sv_load_be##width(h + (off));                   \
-		uint64_t m = (uint64_t)(mask) << (shift);                      \
-		sv_store_be##width(h + (off),                                  \
-				   (old & ~m) | ((v << (shift)) & m));         \
+#define X(hdr, field, off, width, shift, mask)                             \
+	static inline uint64_t sv_##hdr##_##field(const uint8_t *h)        \
+	{                                                                  \
+		return (sv_load_be##width(h + (off)) >> (shift)) & (mask); \
+	}                                                                  \
+	static inline void sv_##hdr##_set_##field(uint8_t *h, uint64_t v)  \
+	{                                                                  \
+		uint64_t old = sv_load_be##width(h + (off));               \
+		uint64_t m = (uint64_t)(mask) << (shift);                  \
+		sv_store_be##width(h + (off),                              \
+				   (old & ~m) | ((v << (shift)) & m));     \
 	}
 SV_FIELDS(X)
 #undef X
 
-/* ---- AETH syndromes (IBA 9.7.5.2.1) ------------------------------------- */
+/* ---- AETH syndromes (IBA) ------------------------------------- */
 
 #define SV_AETH_TYPE_MASK 0xe0
-#define SV_AETH_ACK       0x00   /* low 5 bits: credit count */
-#define SV_AETH_RNR_NAK   0x20   /* low 5 bits: RNR timer code */
-#define SV_AETH_NAK       0x60   /* low 5 bits: NAK code */
-#define SV_AETH_NAK_PSN_SEQ    0x60
-#define SV_AETH_NAK_INVALID    0x61
+#define SV_AETH_ACK 0x00 /* low 5 bits: credit count */
+#define SV_AETH_RNR_NAK 0x20 /* low 5 bits: RNR timer code */
+#define SV_AETH_NAK 0x60 /* low 5 bits: NAK code */
+#define SV_AETH_NAK_PSN_SEQ 0x60
+#define SV_AETH_NAK_INVALID 0x61
 #define SV_AETH_NAK_REM_ACCESS 0x62
-#define SV_AETH_NAK_REM_OP     0x63
-#define SV_AETH_NAK_INV_RD     0x64
-#define SV_AETH_CREDIT_INVALID 0x1f  /* "no end-to-end credits" */
+#define SV_AETH_NAK_REM_OP 0x63
+#define SV_AETH_NAK_INV_RD 0x64
+#define SV_AETH_CREDIT_INVALID 0x1f /* "no end-to-end credits" */
 
-/* ---- PSN arithmetic (24 bits, wrapping; IBA 9.7.1) ---------------------- */
+/* ---- PSN arithmetic (24 bits, wrapping; IBA) ---------------------- */
 
 #define SV_PSN_MASK 0xffffffu
 
@@ -324,20 +335,20 @@ static inline int32_t sv_psn_diff(uint32_t a, uint32_t b)
 
 /* An IP address as the ICRC pseudo-header and the trace need it. */
 struct sv_ipaddr {
-	sa_family_t family;      /* AF_INET or AF_INET6 */
-	uint8_t addr[16];        /* 4 bytes for AF_INET */
+	sa_family_t family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* 4 bytes for AF_INET */
 };
 
 /* The UDP/IP flow a packet travels on: everything the RoCE v2 ICRC covers
  * besides the IB headers and payload. */
 struct sv_flow {
 	struct sv_ipaddr src, dst;
-	uint16_t sport, dport;   /* host order */
+	uint16_t sport, dport; /* host order */
 };
 
 struct sv_pkt {
-	uint8_t *hdr;            /* start of the BTH (UDP payload) */
-	uint32_t len;            /* UDP payload length, ICRC included */
+	uint8_t *hdr; /* start of the BTH (UDP payload) */
+	uint32_t len; /* UDP payload length, ICRC included */
 	const struct sv_opinfo *info;
 	uint32_t mask;
 	uint8_t opcode;
@@ -345,19 +356,19 @@ struct sv_pkt {
 	uint32_t qpn;
 	uint32_t psn;
 	uint8_t *payload;
-	uint32_t paylen;         /* payload bytes, pad excluded */
+	uint32_t paylen; /* payload bytes, pad excluded */
 };
 
 /* Why a packet was refused by the parser or the ICRC check. */
 enum sv_pkt_err {
 	SV_PKT_OK = 0,
-	SV_PKT_SHORT,            /* shorter than its headers + ICRC */
-	SV_PKT_LONG,             /* payload longer than the largest MTU */
-	SV_PKT_OPCODE,           /* opcode not in the table */
-	SV_PKT_TVER,             /* transport header version not 0 */
-	SV_PKT_ALIGN,            /* length not a multiple of 4 */
-	SV_PKT_PAD,              /* pad count on a packet without payload */
-	SV_PKT_PAYLOAD,          /* payload on an opcode that has none */
+	SV_PKT_SHORT, /* shorter than its headers + ICRC */
+	SV_PKT_LONG, /* payload longer than the largest MTU */
+	SV_PKT_OPCODE, /* opcode not in the table */
+	SV_PKT_TVER, /* transport header version not 0 */
+	SV_PKT_ALIGN, /* length not a multiple of 4 */
+	SV_PKT_PAD, /* pad count on a packet without payload */
+	SV_PKT_PAYLOAD, /* payload on an opcode that has none */
 	SV_PKT_ICRC,
 };
 
@@ -378,7 +389,8 @@ uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
 uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 		     const uint8_t *pkt, uint32_t len);
 void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
-bool sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt, uint32_t len);
+bool sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
+		   uint32_t len);
 
 /* IB MTU enum -> bytes. */
 static inline uint32_t sv_mtu_bytes(int mtu)

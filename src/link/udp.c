@@ -15,7 +15,8 @@
  * otherwise the kernel caps at net.core.[rw]mem_max. */
 #define SV_UDP_BUFSZ (8 << 20)
 
-static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0,    0,
+					     0, 0, 0, 0, 0xff, 0xff };
 
 static void set_buf(int fd, int force_opt, int opt, int size)
 {
@@ -27,7 +28,8 @@ static void set_buf(int fd, int force_opt, int opt, int size)
 
 int sv_udp_open(struct sv_udp_sock *s)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_ANY_INIT };
 	socklen_t alen = sizeof(a);
 	int fd, off = 0, on = 1, pmtu;
 	int err;
@@ -46,7 +48,8 @@ int sv_udp_open(struct sv_udp_sock *s)
 	if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)))
 		goto fail;
 	pmtu = IPV6_PMTUDISC_DO;
-	if (setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)))
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu,
+		       sizeof(pmtu)))
 		goto fail;
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, SV_UDP_BUFSZ);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, SV_UDP_BUFSZ);
@@ -85,7 +88,8 @@ void sv_sockaddr_to_ipaddr(const struct sockaddr *sa, struct sv_ipaddr *ip,
 
 		if (!memcmp(&in6->sin6_addr, v4mapped_prefix, 12)) {
 			ip->family = AF_INET;
-			memcpy(ip->addr, (const uint8_t *)&in6->sin6_addr + 12, 4);
+			memcpy(ip->addr, (const uint8_t *)&in6->sin6_addr + 12,
+			       4);
 		} else {
 			ip->family = AF_INET6;
 			memcpy(ip->addr, &in6->sin6_addr, 16);
@@ -141,8 +145,9 @@ int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
 /* ---- receive ----------------------------------------------------------- */
 
 #define SV_UDP_BATCH 64
-#define SV_CMSG_SPACE (CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
-		       CMSG_SPACE(sizeof(struct in_pktinfo)))
+#define SV_CMSG_SPACE                             \
+	(CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
+	 CMSG_SPACE(sizeof(struct in_pktinfo)))
 
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 {
@@ -181,7 +186,8 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		memset(&r->flow.dst, 0, sizeof(r->flow.dst));
 		r->flow.dst.family = r->flow.src.family;
 		for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			if (c->cmsg_level == IPPROTO_IP &&
+			    c->cmsg_type == IP_PKTINFO) {
 				struct in_pktinfo pi;
 
 				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
@@ -190,7 +196,8 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 			} else if (c->cmsg_level == IPPROTO_IPV6 &&
 				   c->cmsg_type == IPV6_PKTINFO) {
 				struct in6_pktinfo pi;
-				struct sockaddr_in6 tmp = { .sin6_family = AF_INET6 };
+				struct sockaddr_in6 tmp = { .sin6_family =
+								    AF_INET6 };
 
 				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
 				tmp.sin6_addr = pi.ipi6_addr;

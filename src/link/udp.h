@@ -25,7 +25,7 @@
 
 struct sv_udp_sock {
 	int fd;
-	uint16_t port;                 /* host order */
+	uint16_t port; /* host order */
 };
 
 /* Open a socket with an ephemeral port.  0 or errno. */
@@ -34,10 +34,10 @@ void sv_udp_close(struct sv_udp_sock *s);
 
 /* One datagram of a receive batch. */
 struct sv_udp_rx {
-	uint8_t *buf;                  /* caller-provided, SV_UDP_RXBUF bytes */
+	uint8_t *buf; /* caller-provided, SV_UDP_RXBUF bytes */
 	uint32_t len;
 	bool truncated;
-	struct sv_flow flow;           /* src = sender, dst = us */
+	struct sv_flow flow; /* src = sender, dst = us */
 };
 
 /* Receive up to n datagrams without blocking; returns the count (0 when

@@ -3,7 +3,7 @@
  * into the queue (the caller's WR, SGE list and inline data may be reused
  * as soon as the call returns), then kick the engine.
  *
- * Rules (man ibv_post_send, IBA 11.4.1.1): the WRs before a bad one stay
+ * Rules (man ibv_post_send, IBA): the WRs before a bad one stay
  * posted and *bad_wr points at the bad one; EINVAL for a WR the QP cannot
  * carry (opcode not valid for its transport, too many SGEs, too much
  * inline data, a message above 2^31 bytes, an atomic whose result SGE
@@ -148,7 +148,8 @@ static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
-		uint32_t tail = atomic_load_explicit(&sq->tail, memory_order_relaxed);
+		uint32_t tail =
+			atomic_load_explicit(&sq->tail, memory_order_relaxed);
 		uint64_t len;
 
 		err = check_send_wr(qp, wr, &len);
@@ -160,7 +161,8 @@ static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		}
 		fill_send_wqe(qp, sv_wq_at(sq, tail), wr, len);
 		/* Publish the WQE before the engine can see the new tail. */
-		atomic_store_explicit(&sq->tail, tail + 1, memory_order_release);
+		atomic_store_explicit(&sq->tail, tail + 1,
+				      memory_order_release);
 		posted++;
 	}
 out:
@@ -187,7 +189,8 @@ static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
-		uint32_t tail = atomic_load_explicit(&rq->tail, memory_order_relaxed);
+		uint32_t tail =
+			atomic_load_explicit(&rq->tail, memory_order_relaxed);
 		struct sv_recv_wqe *w;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge ||
@@ -205,7 +208,8 @@ static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list,
 			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
-		atomic_store_explicit(&rq->tail, tail + 1, memory_order_release);
+		atomic_store_explicit(&rq->tail, tail + 1,
+				      memory_order_release);
 		posted++;
 	}
 out:
