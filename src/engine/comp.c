@@ -47,7 +47,7 @@ static struct sv_send_wqe *wqe_at(struct sv_qp_engine *qe, uint32_t idx)
 
 static uint32_t sq_tail(struct sv_qp_engine *qe)
 {
-	return atomic_load_explicit(&qe->qp->sq.tail, memory_order_acquire);
+	return sv_sq_tail(qe);
 }
 
 /* Complete DONE WQEs from comp.idx; report an ERROR WQE and fail the QP. */

@@ -534,8 +534,7 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 static void flush(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail =
-		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t tail = sv_sq_tail(qe);
 	struct ibv_wc wc;
 
 	/* Send queue: the failed WQE with its status, every other
@@ -622,7 +621,7 @@ void sv_qp_run(struct sv_qp_engine *qe)
 	/* IBA: SQD is "drained" once nothing is outstanding. */
 	if (atomic_load(&qe->state) == IBV_QPS_SQD && qe->sqd_pending &&
 	    qe->comp.idx == qe->req.idx &&
-	    (qe->req.idx == atomic_load(&qe->qp->sq.tail) ||
+	    (qe->req.idx == sv_sq_tail(qe) ||
 	     ((struct sv_send_wqe *)sv_wq_at(&qe->qp->sq, qe->req.idx))->state ==
 		     SV_WQE_PENDING)) {
 		struct ibv_async_event ev = {

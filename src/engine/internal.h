@@ -346,6 +346,17 @@ static inline void sv_dma_copy(void *dst, const void *src, size_t n)
 	SV_DMA_END();
 }
 
+/* The send queue's tail as the engine may use it.  The verbs layer empties
+ * the rings (modify to RESET) just before telling the engine; until it
+ * has, a tail that is not within one ring of comp.idx means "nothing". */
+static inline uint32_t sv_sq_tail(struct sv_qp_engine *qe)
+{
+	uint32_t tail = atomic_load_explicit(&qe->qp->sq.tail,
+					     memory_order_acquire);
+
+	return tail - qe->comp.idx > qe->qp->sq.size ? qe->comp.idx : tail;
+}
+
 static inline void list_node_init(struct list_node *n)
 {
 	n->next = n->prev = n;

@@ -434,7 +434,7 @@ void sv_req_run(struct sv_qp_engine *qe)
 		qe->req.idx = qe->comp.idx;
 	if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
 		qe->req.psn = qe->comp.psn;
-	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	tail = sv_sq_tail(qe);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
 		bool done;
@@ -475,7 +475,7 @@ void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t tail =
-		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+		sv_sq_tail(qe);
 	uint32_t idx;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
@@ -516,7 +516,7 @@ void sv_req_probe(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t tail =
-		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+		sv_sq_tail(qe);
 	uint32_t save_psn = qe->req.psn, save_idx = qe->req.idx;
 	uint32_t save_since = qe->req.since_ackreq;
 	unsigned int budget = 1;
