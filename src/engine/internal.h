@@ -417,6 +417,7 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 void sv_resp_reply_run(struct sv_qp_engine *qe);
 void sv_resp_ack_flush(struct sv_qp_engine *qe);
 void sv_resp_reset(struct sv_qp_engine *qe);
+const char *sv_resp_state_name(int s);
 
 /* ud.c */
 int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
