@@ -61,22 +61,19 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 		bool sig;
 
 		if (w->state == SV_WQE_ERROR) {
-			sv_push_send_cqe(qe, w, (enum ibv_wc_status)w->status);
-			qe->comp.idx++;
-			atomic_store_explicit(&qp->sq.head, qe->comp.idx,
-					      memory_order_release);
+			sv_complete_send(qe, (enum ibv_wc_status)w->status);
 			sv_qp_to_error(qe, SV_ERR_NO_EVENT);
 			return;
 		}
 		if (w->state != SV_WQE_DONE)
 			break;
 		sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
-		if (sig && sv_push_send_cqe(qe, w, IBV_WC_SUCCESS))
+		if (!sig) {
+			qe->comp.idx++; /* keeps its slot until a later CQE */
+			continue;
+		}
+		if (sv_complete_send(qe, IBV_WC_SUCCESS))
 			return; /* CQ overrun: the QP is in error now */
-		qe->comp.idx++;
-		if (sig)
-			atomic_store_explicit(&qp->sq.head, qe->comp.idx,
-					      memory_order_release);
 	}
 	/* The requester never looks at a WQE already completed (its slot
 	 * may be reused once retired). */
@@ -327,8 +324,7 @@ static void on_nak_error(struct sv_qp_engine *qe, uint32_t psn,
 
 		w->state = SV_WQE_ERROR;
 		w->status = IBV_WC_WR_FLUSH_ERR;
-		sv_push_send_cqe(qe, w, IBV_WC_WR_FLUSH_ERR);
-		qe->comp.idx++;
+		sv_complete_send(qe, IBV_WC_WR_FLUSH_ERR);
 	}
 	if (qe->comp.idx != tail)
 		fail_wqe(qe, target, st);
@@ -476,6 +472,7 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	struct sv_send_wqe *w = rdat_for(qe, pkt->psn);
 	uint64_t off, rest;
 	uint32_t want;
+	bool more;
 
 	if (!w || w->opcode != IBV_WR_RDMA_READ)
 		return;
@@ -499,6 +496,8 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 	w->read_done += want;
 	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
 	cc_acked(qe, 1);
+	/* Decided before the WQE completes: its slot may be reused then. */
+	more = (pkt->mask & SV_M_END) || w->read_done >= w->sent;
 	if (w->read_done == w->length &&
 	    (w->length || (pkt->mask & SV_M_END))) {
 		w->state = SV_WQE_DONE;
@@ -506,7 +505,7 @@ static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		sv_comp_retire(qe);
 	}
 	progress(qe);
-	if ((pkt->mask & SV_M_END) || w->read_done >= w->sent)
+	if (more)
 		sv_work_add(qe, SV_WORK_REQ); /* next chunk, fence, limit */
 }
 

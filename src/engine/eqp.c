@@ -388,9 +388,14 @@ static void cq_overrun(struct sv_engine *eng, struct sv_cq *cq)
 	}
 }
 
-int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-		     enum ibv_wc_status status)
+/* Complete the send WQE at comp.idx: its completion is read out of the
+ * slot first, then the slot is given back (sq.head moves up to and
+ * including it, retiring unsignaled WQEs before it), and only then is the
+ * completion made visible, so that an application which polls it may post
+ * into the slot at once (what perftest's bandwidth loops do). */
+int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status)
 {
+	struct sv_send_wqe *wqe = sv_wq_at(&qe->qp->sq, qe->comp.idx);
 	struct ibv_wc wc;
 	int err;
 
@@ -406,6 +411,9 @@ int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	wc.qp_num = qe->qpn;
 	wc.src_qp = qe->dest_qpn;
 	wc.vendor_err = status == IBV_WC_SUCCESS ? 0 : status;
+	qe->comp.idx++;
+	atomic_store_explicit(&qe->qp->sq.head, qe->comp.idx,
+			      memory_order_release);
 	err = sv_cq_push(qe->qp->scq, &wc, false);
 	if (err == ENOSPC)
 		cq_overrun(qe->eng, qe->qp->scq);
@@ -542,15 +550,12 @@ static void flush(struct sv_qp_engine *qe)
 	while (qe->comp.idx != tail) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
 
-		sv_push_send_cqe(qe, w,
-				 w->state == SV_WQE_ERROR ?
-					 (enum ibv_wc_status)w->status :
-					 IBV_WC_WR_FLUSH_ERR);
-		qe->comp.idx++;
+		sv_complete_send(qe, w->state == SV_WQE_ERROR ?
+					     (enum ibv_wc_status)w->status :
+					     IBV_WC_WR_FLUSH_ERR);
 	}
 	qe->req.idx = tail;
 	qe->req.rd_atomic = 0;
-	atomic_store_explicit(&qp->sq.head, tail, memory_order_release);
 
 	memset(&wc, 0, sizeof(wc));
 	wc.status = IBV_WC_WR_FLUSH_ERR;

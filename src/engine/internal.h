@@ -380,8 +380,7 @@ int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
 #define SV_ERR_NO_EVENT (-2) /* reported by a completion only */
 void sv_qp_to_error(struct sv_qp_engine *qe, int event);
 void sv_qp_run(struct sv_qp_engine *qe);
-int sv_push_send_cqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-		     enum ibv_wc_status status);
+int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status);
 int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		     bool solicited);
 bool sv_rq_get(struct sv_qp_engine *qe);
