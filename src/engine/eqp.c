@@ -7,6 +7,8 @@
  */
 #include "engine/internal.h"
 
+#include "core/mw.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -155,6 +157,10 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	pthread_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
 	pthread_mutex_unlock(&eng->lock);
+	/* No packet reaches the QP any more: the type 2 windows bound to
+	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
+	 * so too). */
+	sv_mw_qp_gone(qp);
 	qp->eng = NULL;
 	free(qe->resp.wqe);
 	free(qe->resp.res);
@@ -369,6 +375,10 @@ enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}

@@ -221,6 +221,7 @@ struct sv_qp_engine {
 		uint32_t idx; /* the WQE holding req.psn */
 		uint32_t rd_atomic; /* READ/ATOMIC WQEs started, not done */
 		uint32_t since_ackreq;
+		bool local_done; /* a local operation is ready to retire */
 		bool blocked; /* a WQE failed locally: send nothing more */
 		bool probing; /* sending a probe: ask for an ACK */
 	} req;

@@ -27,11 +27,19 @@
  */
 #include "engine/internal.h"
 
+#include "core/mw.h"
+
 #include "util/log.h"
 
 static uint32_t npkts(uint64_t len, uint32_t pmtu)
 {
 	return len ? (uint32_t)((len + pmtu - 1) / pmtu) : 1;
+}
+
+/* Operations of the send queue that send nothing (memory windows). */
+static bool is_local_op(uint32_t op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
 }
 
 static bool is_rd_atomic(uint32_t op)
@@ -49,7 +57,13 @@ static uint8_t data_opcode(struct sv_qp_engine *qe, uint32_t op, bool first,
 		op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint8_t c;
 
-	if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
+	/* SEND with Invalidate exists for RC only (post_send refuses it on
+	 * UC): the IETH rides on its last packet. */
+	if (op == IBV_WR_SEND_WITH_INV && last)
+		return first ? SV_OP_RC_SEND_ONLY_WITH_INVALIDATE :
+			       SV_OP_RC_SEND_LAST_WITH_INVALIDATE;
+	if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+	    op == IBV_WR_SEND_WITH_INV) {
 		if (first && last)
 			c = imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
 				  SV_OP_RC_SEND_ONLY;
@@ -173,6 +187,9 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		if (info->mask & SV_M_IMMDT)
 			memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data,
 			       4);
+		if (info->mask & SV_M_IETH)
+			sv_ieth_set_rkey(b + info->offset[SV_HDR_IETH],
+					 wqe->invalidate_rkey);
 		if (pay) {
 			if (wqe->send_flags & IBV_SEND_INLINE)
 				memcpy(b + info->length, wqe->inline_data + off,
@@ -363,6 +380,34 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	return true;
 }
 
+/* BIND_MW and LOCAL_INV execute when the requester reaches them, so
+ * in send queue order: a SEND posted after a bind may carry the new R_Key
+ * (man ibv_bind_mw), and an operation posted before an invalidation is on
+ * its way first.  They take no PSN (an empty range at req.psn, which no
+ * ACK or go-back-N ever matches) and complete in order through the
+ * completer, once every earlier WQE has.  A failure is a memory window
+ * bind error (IBA), a completion error like any other. */
+static bool run_local_op(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
+{
+	enum ibv_wc_status st;
+
+	if (wqe->opcode == IBV_WR_BIND_MW)
+		st = sv_mw_bind(qe->qp, wqe);
+	else
+		st = sv_mw_local_inv(qe->qp, wqe->invalidate_rkey);
+	wqe->first_psn = qe->req.psn;
+	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
+	wqe->sent = 0;
+	wqe->read_done = 0;
+	if (st != IBV_WC_SUCCESS) {
+		local_error(qe, wqe, st);
+		return false;
+	}
+	wqe->state = SV_WQE_DONE;
+	qe->req.local_done = true;
+	return true;
+}
+
 /* Conditions for starting a WQE; false: wait (or the WQE failed). */
 static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		      int state)
@@ -377,6 +422,8 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		return false;
 	if (rdat && qe->req.rd_atomic >= max_rd)
 		return false;
+	if (is_local_op(wqe->opcode))
+		return run_local_op(qe, wqe);
 	if (!(wqe->send_flags & IBV_SEND_INLINE) &&
 	    sv_sgl_validate(qp->pd, wqe->sge, wqe->num_sge,
 			    rdat ? IBV_ACCESS_LOCAL_WRITE : 0)) {
@@ -462,8 +509,10 @@ void sv_req_run(struct sv_qp_engine *qe)
 			break;
 		wqe_sent(qe, wqe);
 	}
-	if (qe->type != IBV_QPT_RC)
+	if (qe->type != IBV_QPT_RC || qe->req.local_done) {
+		qe->req.local_done = false;
 		sv_comp_retire(qe);
+	}
 	if (!budget)
 		sv_work_add(qe, SV_WORK_REQ);
 }
@@ -474,8 +523,7 @@ void sv_req_run(struct sv_qp_engine *qe)
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail =
-		sv_sq_tail(qe);
+	uint32_t tail = sv_sq_tail(qe);
 	uint32_t idx;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
@@ -515,8 +563,7 @@ void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn)
 void sv_req_probe(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail =
-		sv_sq_tail(qe);
+	uint32_t tail = sv_sq_tail(qe);
 	uint32_t save_psn = qe->req.psn, save_idx = qe->req.idx;
 	uint32_t save_since = qe->req.since_ackreq;
 	unsigned int budget = 1;

@@ -21,6 +21,7 @@
 #include "engine/internal.h"
 
 #include "core/mr.h"
+#include "core/mw.h"
 #include "util/log.h"
 #include "verbs/verbs.h"
 
@@ -50,6 +51,7 @@ enum resp_state {
 	RESP_ERR_TOO_MANY_RD_ATOMIC,
 	RESP_ERR_MISALIGNED_ATOMIC,
 	RESP_ERR_CQ_OVERFLOW,
+	RESP_ERR_INV_RKEY,
 	RESP_NUM_STATES
 };
 
@@ -78,6 +80,7 @@ static const char *const resp_state_names[RESP_NUM_STATES] = {
 	[RESP_ERR_TOO_MANY_RD_ATOMIC] = "ERR_TOO_MANY_RD_ATOMIC",
 	[RESP_ERR_MISALIGNED_ATOMIC] = "ERR_MISALIGNED_ATOMIC",
 	[RESP_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
+	[RESP_ERR_INV_RKEY] = "ERR_INV_RKEY",
 };
 
 /* What each fatal responder error does (IBA:
@@ -111,6 +114,10 @@ static const struct resp_error {
 				SV_ERR_NO_EVENT },
 	[RESP_ERR_CQ_OVERFLOW] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_QP_OP_ERR,
 				   IBV_EVENT_QP_FATAL },
+	/* The IETH of a SEND with Invalidate names no type 2 window bound
+	 * to this QP (IBA 10.6.7, o10-37.2.x): an invalid request. */
+	[RESP_ERR_INV_RKEY] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
+				IBV_EVENT_QP_REQ_ERR },
 };
 
 struct resp_ctx {
@@ -196,8 +203,6 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 {
 	uint32_t m = c->pkt->mask, acc = c->qe->access;
 
-	if (m & SV_M_INV)
-		return RESP_ERR_UNSUPPORTED_OPCODE; /* no remote invalidation */
 	if (!(m & SV_M_START))
 		return RESP_CHK_RESOURCE;
 	if (((m & SV_M_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
@@ -289,7 +294,7 @@ static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 	if (!len)
 		return true;
 	mr = sv_mr_get_by_rkey(rkey);
-	ptr = sv_mr_check(mr, qe->qp->pd, va, len, access);
+	ptr = sv_mr_check_qp(mr, qe->qp, va, len, access);
 	if (mr)
 		sv_mr_put(mr);
 	return ptr != NULL;
@@ -352,8 +357,8 @@ static enum resp_state execute(struct resp_ctx *c)
 		qe->resp.offset += pay;
 	} else if (pay) {
 		struct sv_mr *mr = sv_mr_get_by_rkey(qe->resp.rkey);
-		uint8_t *dst = sv_mr_check(mr, qe->qp->pd, qe->resp.va, pay,
-					   IBV_ACCESS_REMOTE_WRITE);
+		uint8_t *dst = sv_mr_check_qp(mr, qe->qp, qe->resp.va, pay,
+					      IBV_ACCESS_REMOTE_WRITE);
 
 		if (!dst) {
 			if (mr)
@@ -420,7 +425,7 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	uint64_t va = sv_atmeth_va(h), orig;
 	struct sv_mr *mr = sv_mr_get_by_rkey((uint32_t)sv_atmeth_rkey(h));
 	uint64_t *p =
-		sv_mr_check(mr, qe->qp->pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+		sv_mr_check_qp(mr, qe->qp, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
 	struct sv_resp_res *res;
 	struct sv_reply r;
 
@@ -483,6 +488,17 @@ static enum resp_state complete(struct resp_ctx *c)
 	if (p->mask & SV_M_IMM) {
 		wc.imm_data = qe->resp.imm;
 		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (p->mask & SV_M_IETH) {
+		/* The message is placed; its window is invalidated before
+		 * the receive completes, so the completion proves it. */
+		uint32_t rkey =
+			(uint32_t)sv_ieth_rkey(sv_pkt_h(p, SV_HDR_IETH));
+
+		if (sv_mw_remote_inv(qe->qp, rkey))
+			return RESP_ERR_INV_RKEY;
+		wc.invalidated_rkey = rkey;
+		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
 	wc.qp_num = qe->qpn;
 	wc.src_qp = qe->dest_qpn;
@@ -754,8 +770,8 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 		}
 		if (pay) {
 			struct sv_mr *mr = sv_mr_get_by_rkey(r->rkey);
-			uint8_t *src = sv_mr_check(mr, qe->qp->pd, r->va, pay,
-						   IBV_ACCESS_REMOTE_READ);
+			uint8_t *src = sv_mr_check_qp(mr, qe->qp, r->va, pay,
+						      IBV_ACCESS_REMOTE_READ);
 
 			if (!src) {
 				/* Deregistered since the request was

@@ -58,6 +58,10 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 				 " va 0x%" PRIx64 " rkey 0x%x dlen %u",
 				 sv_reth_va(r), (unsigned int)sv_reth_rkey(r),
 				 (unsigned int)sv_reth_len(r));
+		} else if (info->mask & SV_M_IETH) {
+			snprintf(extra, sizeof(extra), " inv rkey 0x%x",
+				 (unsigned int)sv_ieth_rkey(
+					 hdr + info->offset[SV_HDR_IETH]));
 		}
 	}
 	fprintf(stderr,

@@ -17,9 +17,19 @@
  * cannot be stored is an invalid WR), and use the first 8 bytes otherwise.
  * A misaligned remote address is not refused here: the responder NAKs it
  * (Invalid Request) as on the wire, which is what an HCA reports.
+ *
+ * Memory windows: BIND_MW (type 2 windows; type 1 windows are bound by
+ * ibv_bind_mw, which posts the same WQE) and LOCAL_INV on RC and UC,
+ * SEND_WITH_INV on RC only - IBA has no UC opcode carrying an IETH, so
+ * although man ibv_post_send lists UC, the WR is refused (EINVAL) rather
+ * than sent as something else.  Their gather lists are ignored.  Whether
+ * the bind or invalidation is allowed (keys, PD, rights, range) is decided
+ * when the WQE executes, in send queue order: a failure completes it with
+ * IBV_WC_MW_BIND_ERR, as on an HCA.
  */
 #include "verbs/verbs.h"
 
+#include "core/mw.h"
 #include "engine/engine.h"
 
 static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
@@ -34,22 +44,51 @@ static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
 		return type == IBV_QPT_RC;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	default:
-		/* SEND_WITH_INV, LOCAL_INV, BIND_MW, TSO, ATOMIC_WRITE,
-		 * FLUSH: no memory windows or invalidation here. */
+		/* TSO, ATOMIC_WRITE, FLUSH, DRIVER1: not offered. */
 		return false;
 	}
 }
 
+static bool is_local_op(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
+
+/* type1: the WR comes from ibv_bind_mw, which binds type 1 windows only;
+ * ibv_post_send binds type 2 windows only. */
+static int check_bind_wr(const struct ibv_send_wr *wr, bool type1)
+{
+	const struct ibv_mw *mw = wr->bind_mw.mw;
+	const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+
+	if (!mw || mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
+		return EINVAL;
+	/* A binding needs a region; only a type 1 unbind (length 0) has
+	 * none. */
+	if (!bi->mr && (bi->addr || bi->length))
+		return EINVAL;
+	return 0;
+}
+
 static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
-			 uint64_t *len_out)
+			 uint64_t *len_out, bool type1)
 {
 	uint64_t len = 0;
 	int i;
 
 	if (!opcode_ok(qp->type, wr->opcode))
 		return EINVAL;
+	if (is_local_op(wr->opcode)) {
+		*len_out = 0;
+		return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(wr, type1) :
+						      0;
+	}
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
 	if (wr->num_sge && !wr->sg_list)
@@ -90,6 +129,28 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	w->imm_data = wr->imm_data;
 	w->length = len;
 	switch (wr->opcode) {
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+		struct sv_mw *mw = to_sv_mw(wr->bind_mw.mw);
+
+		w->wr.bind.mw = mw;
+		w->wr.bind.index = mw->index;
+		w->wr.bind.rkey = wr->bind_mw.rkey;
+		w->wr.bind.addr = bi->addr;
+		w->wr.bind.length = bi->length;
+		w->wr.bind.mr_lkey = bi->mr ? bi->mr->lkey : 0;
+		w->wr.bind.access = bi->mw_access_flags;
+		w->send_flags &= ~(uint32_t)IBV_SEND_INLINE;
+		return; /* no gather list */
+	}
+	case IBV_WR_LOCAL_INV:
+		w->invalidate_rkey = wr->invalidate_rkey;
+		w->send_flags &= ~(uint32_t)IBV_SEND_INLINE;
+		return;
+	case IBV_WR_SEND_WITH_INV:
+		w->invalidate_rkey = wr->invalidate_rkey;
+		w->imm_data = 0;
+		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		w->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
@@ -133,8 +194,8 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	}
 }
 
-static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad_wr)
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr, bool type1)
 {
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_wq *sq = &qp->sq;
@@ -152,7 +213,7 @@ static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			atomic_load_explicit(&sq->tail, memory_order_relaxed);
 		uint64_t len;
 
-		err = check_send_wr(qp, wr, &len);
+		err = check_send_wr(qp, wr, &len, type1);
 		if (err)
 			break;
 		if (sv_wq_used(sq) >= sq->max_wr) {
@@ -171,6 +232,36 @@ out:
 		*bad_wr = wr;
 	if (posted)
 		sv_engine_kick(qp);
+	return err;
+}
+
+static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr)
+{
+	return post_send(ibqp, wr, bad_wr, false);
+}
+
+/* ibv_bind_mw (type 1 windows): the bind is a WQE of the send queue like
+ * a type 2 BIND_MW; the window's new R_Key (next tag) is returned in
+ * mw->rkey at once (man ibv_bind_mw), the bind itself is done when its
+ * completion says so.  ibv_bind_mw's inline part has checked the window
+ * type, the region and their PDs. */
+static int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr, *bad;
+	int err;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	err = post_send(qp, &wr, &bad, true);
+	if (!err)
+		mw->rkey = wr.bind_mw.rkey;
 	return err;
 }
 
@@ -228,4 +319,5 @@ void sv_engine_install_ops(struct sv_context *ctx)
 {
 	ctx->vctx.context.ops.post_send = sv_post_send;
 	ctx->vctx.context.ops.post_recv = sv_post_recv;
+	ctx->vctx.context.ops.bind_mw = sv_bind_mw;
 }
