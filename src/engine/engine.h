@@ -48,4 +48,8 @@ void sv_engine_stats_dump(struct sv_context *ctx, FILE *f);
  * make progress itself instead of waiting for the progress thread. */
 void sv_engine_poll_hint(struct sv_context *ctx);
 
+/* UD (ud.c): the largest UD message the port carries (its active MTU,
+ * in bytes), for the post-time check. */
+uint32_t sv_engine_port_mtu(struct sv_context *ctx);
+
 #endif

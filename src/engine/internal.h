@@ -296,6 +296,7 @@ struct sv_engine {
 	struct list_head socks;
 	struct list_head qps;
 	struct list_head work;
+	_Atomic uint32_t port_mtu;   /* bytes: the largest UD message */
 
 	pthread_mutex_t kick_lock;
 	struct list_head kicked;

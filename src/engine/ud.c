@@ -148,3 +148,17 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	if (wc.status == IBV_WC_LOC_PROT_ERR)
 		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
 }
+
+/* The port MTU, computed on first use (it walks the interfaces) and kept
+ * current by the address monitor. */
+uint32_t sv_engine_port_mtu(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+	uint32_t m = atomic_load_explicit(&eng->port_mtu, memory_order_relaxed);
+
+	if (!m) {
+		m = sv_mtu_bytes(sv_port_active_mtu());
+		atomic_store(&eng->port_mtu, m);
+	}
+	return m;
+}

@@ -113,8 +113,18 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 			return EINVAL;
 		len = 8;
 	}
-	/* UD: one packet per message, at most the path MTU (checked by the
-	 * engine, which knows the MTU of the address). */
+	if (qp->type == IBV_QPT_UD) {
+		/* The destination is in the WR.  A UD message is one packet,
+		 * at most the port MTU.  IBA C10-93.1.1 lets a CI send
+		 * nothing and report nothing for a larger one (rxe completes
+		 * it successfully without sending it); we refuse it here so
+		 * that the application learns at once instead of losing the
+		 * message silently. */
+		if (!wr->wr.ud.ah)
+			return EINVAL;
+		if (len > sv_engine_port_mtu(qp->ctx))
+			return EINVAL;
+	}
 	*len_out = len;
 	return 0;
 }
