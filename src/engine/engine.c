@@ -168,6 +168,8 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
 	if (rx)
 		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
 			sv_rx_sock(eng, list_entry(it, struct sv_sock, node));
+	if (rx && eng->mcast)
+		sv_mcast_rx(eng);
 	run_work(eng);
 	run_timers(eng);
 	run_work(eng);
@@ -319,6 +321,7 @@ void sv_engine_close(struct sv_context *ctx)
 		sv_udp_close(&s->udp);
 		free(s);
 	}
+	sv_mcast_close(eng);
 	close(eng->bellfd);
 	close(eng->epfd);
 	close(eng->bell_epfd);

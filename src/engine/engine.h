@@ -52,4 +52,10 @@ void sv_engine_poll_hint(struct sv_context *ctx);
  * in bytes), for the post-time check. */
 uint32_t sv_engine_port_mtu(struct sv_context *ctx);
 
+/* Multicast (mcast.c): a UD QP joins or leaves a group; the verbs layer
+ * keeps the QP's list and its rules and calls these with the QP's state
+ * lock held.  attach: 0 or errno. */
+int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid);
+void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid);
+
 #endif

@@ -297,6 +297,7 @@ struct sv_engine {
 	struct list_head qps;
 	struct list_head work;
 	_Atomic uint32_t port_mtu;   /* bytes: the largest UD message */
+	struct sv_mcast *mcast;      /* multicast groups (mcast.c), or NULL */
 
 	pthread_mutex_t kick_lock;
 	struct list_head kicked;
@@ -441,5 +442,11 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 const char *sv_qp_state_name(int state);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
+
+/* mcast.c: receive on the multicast socket (each pass), join groups on
+ * interfaces that came up (address monitor), release at close. */
+void sv_mcast_rx(struct sv_engine *eng);
+void sv_mcast_refresh(struct sv_engine *eng);
+void sv_mcast_close(struct sv_engine *eng);
 
 #endif

@@ -342,8 +342,9 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		local_error(qe, wqe, IBV_WC_LOC_LEN_ERR);
 		return false;
 	}
-	/* Multicast (QPN 0xffffff) needs group addressing: not yet. */
-	if (!wqe->wr.ud.ah || rqpn == SV_PSN_MASK ||
+	/* The multicast QPN 0xffffff is UDP port 65535 like any other QPN's
+	 * port (mcast.c): a multicast AH needs nothing else here. */
+	if (!wqe->wr.ud.ah ||
 	    sv_ud_resolve(qe, to_sv_ah(wqe->wr.ud.ah), &dst, &src, &scope)) {
 		local_error(qe, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return false;

@@ -40,8 +40,10 @@ int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
 		if (qe->ud.src.family != qe->ud.dst.family)
 			memset(&qe->ud.src, 0, sizeof(qe->ud.src));
 		else if (qe->ud.dst.family == AF_INET6 &&
-			 qe->ud.dst.addr[0] == 0xfe &&
-			 (qe->ud.dst.addr[1] & 0xc0) == 0x80)
+			 ((qe->ud.dst.addr[0] == 0xfe &&
+			   (qe->ud.dst.addr[1] & 0xc0) == 0x80) ||
+			  qe->ud.dst.addr[0] == 0xff))
+			/* link-local and multicast: the source's interface */
 			qe->ud.scope = tab[sgid].ifindex;
 	}
 	if (!qe->ud.src.family && sv_udp_route_src(&qe->ud.dst, &qe->ud.src))
@@ -54,6 +56,15 @@ out:
 	*src = qe->ud.src;
 	*scope = qe->ud.scope;
 	return 0;
+}
+
+#define SV_MCAST_QPN 0xffffffu
+
+static bool ip_is_multicast(const struct sv_ipaddr *ip)
+{
+	if (ip->family == AF_INET)
+		return (ip->addr[0] & 0xf0) == 0xe0;
+	return ip->addr[0] == 0xff;
 }
 
 static uint16_t ip_checksum(const uint8_t *p, size_t n)
@@ -103,6 +114,12 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	uint8_t grh[40];
 	struct sv_pd *pd;
 
+	/* IBA: a multicast datagram is addressed to QPN 0xffffff, and
+	 * only a multicast datagram may be (mcast.c delivers those). */
+	if (ip_is_multicast(&flow->dst) != (pkt->qpn == SV_MCAST_QPN)) {
+		SV_STAT(qe->eng, drop_no_qp);
+		return;
+	}
 	/* IBA: a datagram's Q_Key must match the QP's. */
 	if (sv_deth_qkey(deth) != qe->qkey) {
 		SV_STAT(qe->eng, drop_qkey);

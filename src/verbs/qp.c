@@ -13,8 +13,11 @@
  */
 #include "verbs/verbs.h"
 
+#include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/cq.h"
 #include "engine/engine.h"
@@ -200,6 +203,16 @@ static bool transition_ok(struct sv_qp *qp, enum ibv_qp_state cur,
 	return !(mask & ~(req | opt | IBV_QP_STATE));
 }
 
+static bool has_cap_net_raw(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[CAP_NET_RAW / 32].effective & (1u << (CAP_NET_RAW % 32));
+}
+
 /* Range checks of the attributes present in the mask (the kernel's and
  * rxe's, and the widths of the IBA fields). */
 static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -238,6 +251,12 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_PATH_MIG_STATE) &&
 	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
 		return EINVAL;
+	/* A Q_Key with the high bit set is privileged (IBA 10.2.5): a WR
+	 * naming such a key sends with the QP's own key instead, so only a
+	 * privileged process may give its QP one (the kernel's rule:
+	 * CAP_NET_RAW, else EPERM). */
+	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u) && !has_cap_net_raw())
+		return EPERM;
 	/* QPNs are 24 bits on the wire. */
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
 		return EINVAL;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine.h"
+
 /* ---- SRQ ---------------------------------------------------------------- */
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -465,7 +467,7 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 	struct sv_mcast_attach *m;
 	struct list_node *it, *tmp;
 	struct sv_qp *qp;
-	int n = 0;
+	int n = 0, err;
 
 	if (!ibqp || !gid || !gid_is_multicast(gid))
 		return EINVAL;
@@ -490,6 +492,14 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 		pthread_mutex_unlock(&qp->state_lock);
 		return ENOMEM;
 	}
+	/* The engine joins the IP multicast group and steers its datagrams
+	 * to this QP (engine/mcast.c). */
+	err = sv_engine_mcast_attach(qp, gid);
+	if (err) {
+		pthread_mutex_unlock(&qp->state_lock);
+		free(m);
+		return err;
+	}
 	m->gid = *gid;
 	m->lid = lid;
 	list_add_tail(&qp->mcast, &m->node);
@@ -510,8 +520,10 @@ SV_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 		return EINVAL;
 	pthread_mutex_lock(&qp->state_lock);
 	m = mcast_find(qp, gid);
-	if (m)
+	if (m) {
 		list_del(&m->node);
+		sv_engine_mcast_detach(qp, gid);
+	}
 	pthread_mutex_unlock(&qp->state_lock);
 	if (!m)
 		return EINVAL; /* not attached (the kernel answers EINVAL too) */

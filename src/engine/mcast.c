@@ -1,0 +1,431 @@
+/*
+ * UD multicast over IP multicast.
+ *
+ * A multicast GID is an IP multicast address (ff00::/8, or IPv4-mapped
+ * 224.0.0.0/4), and a multicast datagram is addressed to QPN 0xffffff
+ * (IBA 10.5.1).  Addressing follows the rule of every QPN (port << 8 |
+ * slot): QPN 0xffffff is UDP port 65535, which no engine ever takes for
+ * its QPs (eqp.c).  So a UD send with a multicast AH and the multicast QPN
+ * goes to (group address, 65535), with nothing special on the send side,
+ * and the IP network delivers it to every host that joined the group.
+ *
+ * Receive side: the first attach of a context opens one socket bound to
+ * [::]:65535 with SO_REUSEADDR, so every context of every process on the
+ * host has its own socket on that port and the kernel hands each of them
+ * a copy of every datagram of the groups it joined.  IP_MULTICAST_ALL and
+ * IPV6_MULTICAST_ALL are off, so a socket sees only its own groups.  A
+ * group is joined on every interface that is up (loopback included: a
+ * namespace with only lo works for IPv4-mapped groups), and joined again
+ * on interfaces that come up later (the address monitor, netmon.c, calls
+ * sv_mcast_refresh).  A received datagram is checked like any other
+ * (parse, ICRC over the group address, P_Key, UD opcode, QPN 0xffffff) and
+ * handed to the UD responder of every QP of this context attached to the
+ * group, each consuming its own receive WQE.  Senders rely on the kernel's
+ * defaults: IP_MULTICAST_LOOP on (local receivers get a copy), TTL 1 (the
+ * local link), and the interface of the AH's source address.
+ *
+ * Lock contract: everything here is guarded by the engine lock; attach and
+ * detach come from the verbs layer with the QP's state_lock held (which
+ * comes before the engine lock).
+ */
+#include "engine/internal.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/device.h"
+#include "util/log.h"
+
+#define SV_MCAST_QPN 0xffffffu
+#define SV_MCAST_PORT 0xffffu
+#define SV_MCAST_MAX_IFS 64
+
+struct sv_mgroup {
+	struct list_node node;
+	union ibv_gid gid;
+	struct sv_ipaddr ip;
+	struct sv_qp_engine **qps;   /* attached QPs of this context */
+	uint32_t nqps, cap;
+	uint32_t ifs[SV_MCAST_MAX_IFS]; /* interfaces joined on */
+	uint32_t nifs;
+};
+
+struct sv_mcast {
+	struct sv_udp_sock udp;
+	struct list_head groups;
+};
+
+/* ---- the socket ------------------------------------------------------------ */
+
+static int mc_socket(struct sv_udp_sock *u)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+				  .sin6_port = htons(SV_MCAST_PORT) };
+	int fd, off = 0, on = 1, size = 4 << 20, err;
+
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return errno;
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)))
+		goto fail;
+	/* Only the groups this socket joined, not every group of the host
+	 * (both default to on; IPV6_MULTICAST_ALL needs Linux 4.20). */
+	if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof(off)))
+		goto fail;
+	(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &off, sizeof(off));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		goto fail;
+	u->fd = fd;
+	u->port = SV_MCAST_PORT;
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	return err;
+}
+
+static struct sv_mcast *mc_get(struct sv_engine *eng, int *err)
+{
+	struct sv_mcast *mc = eng->mcast;
+
+	if (mc)
+		return mc;
+	mc = calloc(1, sizeof(*mc));
+	if (!mc) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	list_head_init(&mc->groups);
+	*err = mc_socket(&mc->udp);
+	if (!*err) {
+		*err = sv_engine_watch(eng, mc->udp.fd, mc);
+		if (*err)
+			sv_udp_close(&mc->udp);
+	}
+	if (*err) {
+		sv_warn("multicast: cannot open UDP port %u: %s", SV_MCAST_PORT,
+			strerror(*err));
+		free(mc);
+		return NULL;
+	}
+	eng->mcast = mc;
+	return mc;
+}
+
+static void mc_put(struct sv_engine *eng)
+{
+	struct sv_mcast *mc = eng->mcast;
+
+	if (!mc || !list_empty(&mc->groups))
+		return;
+	sv_udp_close(&mc->udp); /* leaves every group, leaves the epoll set */
+	free(mc);
+	eng->mcast = NULL;
+}
+
+/* ---- memberships ------------------------------------------------------------ */
+
+static int join_op(struct sv_mcast *mc, struct sv_mgroup *g, uint32_t ifindex,
+		   bool join)
+{
+	struct group_req gr;
+	int level;
+
+	memset(&gr, 0, sizeof(gr));
+	gr.gr_interface = ifindex;
+	if (g->ip.family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&gr.gr_group;
+
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, g->ip.addr, 4);
+		level = IPPROTO_IP;
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&gr.gr_group;
+
+		in6->sin6_family = AF_INET6;
+		memcpy(&in6->sin6_addr, g->ip.addr, 16);
+		level = IPPROTO_IPV6;
+	}
+	if (setsockopt(mc->udp.fd, level, join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP,
+		       &gr, sizeof(gr)))
+		return errno;
+	return 0;
+}
+
+/* The interfaces that are up now. */
+static uint32_t up_ifs(uint32_t *ifs, uint32_t max)
+{
+	struct ifaddrs *ifa, *it;
+	uint32_t n = 0, i;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (it = ifa; it; it = it->ifa_next) {
+		uint32_t idx;
+
+		if (!(it->ifa_flags & IFF_UP) || !(it->ifa_flags & IFF_RUNNING))
+			continue;
+		idx = if_nametoindex(it->ifa_name);
+		if (!idx)
+			continue;
+		for (i = 0; i < n && ifs[i] != idx; i++)
+			;
+		if (i == n && n < max)
+			ifs[n++] = idx;
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+/* Join the group on every interface that is up and not joined yet; forget
+ * interfaces that went away (the kernel dropped those memberships). */
+static void group_sync(struct sv_mcast *mc, struct sv_mgroup *g,
+		       const uint32_t *ifs, uint32_t nifs)
+{
+	uint32_t i, j;
+
+	for (j = 0; j < g->nifs;) {
+		for (i = 0; i < nifs && ifs[i] != g->ifs[j]; i++)
+			;
+		if (i == nifs) {
+			(void)join_op(mc, g, g->ifs[j], false);
+			g->ifs[j] = g->ifs[--g->nifs];
+		} else {
+			j++;
+		}
+	}
+	for (i = 0; i < nifs; i++) {
+		int err;
+
+		for (j = 0; j < g->nifs && g->ifs[j] != ifs[i]; j++)
+			;
+		if (j < g->nifs || g->nifs == SV_MCAST_MAX_IFS)
+			continue;
+		err = join_op(mc, g, ifs[i], true);
+		if (!err || err == EADDRINUSE)
+			g->ifs[g->nifs++] = ifs[i];
+		else
+			sv_dbg("multicast: join on interface %u: %s", ifs[i],
+			       strerror(err));
+	}
+}
+
+void sv_mcast_refresh(struct sv_engine *eng)
+{
+	uint32_t ifs[SV_MCAST_MAX_IFS], n;
+	struct list_node *it;
+
+	pthread_mutex_lock(&eng->lock);
+	if (eng->mcast) {
+		n = up_ifs(ifs, SV_MCAST_MAX_IFS);
+		for (it = eng->mcast->groups.n.next; it != &eng->mcast->groups.n;
+		     it = it->next)
+			group_sync(eng->mcast, list_entry(it, struct sv_mgroup, node),
+				   ifs, n);
+	}
+	pthread_mutex_unlock(&eng->lock);
+}
+
+static struct sv_mgroup *group_find(struct sv_mcast *mc, const union ibv_gid *gid)
+{
+	struct list_node *it;
+
+	for (it = mc->groups.n.next; it != &mc->groups.n; it = it->next) {
+		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
+
+		if (!memcmp(g->gid.raw, gid->raw, 16))
+			return g;
+	}
+	return NULL;
+}
+
+int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng = qe->eng;
+	struct sv_mcast *mc;
+	struct sv_mgroup *g;
+	int err = 0;
+
+	pthread_mutex_lock(&eng->lock);
+	mc = mc_get(eng, &err);
+	if (!mc)
+		goto out;
+	g = group_find(mc, gid);
+	if (!g) {
+		struct sockaddr_storage ss;
+		uint32_t ifs[SV_MCAST_MAX_IFS], n;
+
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			err = ENOMEM;
+			goto out_put;
+		}
+		g->gid = *gid;
+		sv_gid_to_sockaddr(gid, &ss);
+		sv_sockaddr_to_ipaddr((struct sockaddr *)&ss, &g->ip, NULL);
+		list_add_tail(&mc->groups, &g->node);
+		n = up_ifs(ifs, SV_MCAST_MAX_IFS);
+		group_sync(mc, g, ifs, n);
+	}
+	/* Device limit: max_mcast_qp_attach QPs per group. */
+	if (g->nqps >= SV_MAX_MCAST_QP_ATTACH) {
+		err = ENOMEM;
+	} else if (g->nqps == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 4;
+		struct sv_qp_engine **q = realloc(g->qps, cap * sizeof(*q));
+
+		if (!q)
+			err = ENOMEM;
+		else {
+			g->qps = q;
+			g->cap = cap;
+		}
+	}
+	if (!err) {
+		g->qps[g->nqps++] = qe;
+	} else if (!g->nqps) {
+		list_del(&g->node);
+		free(g->qps);
+		free(g);
+	}
+out_put:
+	mc_put(eng);
+out:
+	pthread_mutex_unlock(&eng->lock);
+	return err;
+}
+
+void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng = qe->eng;
+	struct sv_mgroup *g;
+	uint32_t i;
+
+	pthread_mutex_lock(&eng->lock);
+	g = eng->mcast ? group_find(eng->mcast, gid) : NULL;
+	if (g) {
+		for (i = 0; i < g->nqps; i++)
+			if (g->qps[i] == qe) {
+				g->qps[i] = g->qps[--g->nqps];
+				break;
+			}
+		if (!g->nqps) {
+			for (i = 0; i < g->nifs; i++)
+				(void)join_op(eng->mcast, g, g->ifs[i], false);
+			list_del(&g->node);
+			free(g->qps);
+			free(g);
+			mc_put(eng);
+		}
+	}
+	pthread_mutex_unlock(&eng->lock);
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+static struct sv_mgroup *group_by_ip(struct sv_mcast *mc, const struct sv_ipaddr *ip)
+{
+	struct list_node *it;
+
+	for (it = mc->groups.n.next; it != &mc->groups.n; it = it->next) {
+		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
+
+		if (sv_ipaddr_eq(&g->ip, ip))
+			return g;
+	}
+	return NULL;
+}
+
+static void mc_drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
+{
+	if (sv_trace_on)
+		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
+}
+
+static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
+{
+	struct sv_mgroup *g;
+	struct sv_pkt pkt;
+	uint32_t i;
+
+	SV_STAT(eng, rcvd_pkts);
+	if (r->truncated || r->len > SV_MAX_PKT || sv_pkt_parse(&pkt, r->buf, r->len)) {
+		SV_STAT(eng, drop_malformed);
+		return mc_drop(eng, r, "malformed");
+	}
+	if (!r->flow.dst.family || !sv_icrc_check(&r->flow, r->buf, r->len)) {
+		SV_STAT(eng, drop_icrc);
+		return mc_drop(eng, r, "bad ICRC");
+	}
+	/* IBA 10.5.1: multicast is UD, to QPN 0xffffff, to a group this
+	 * context has QPs attached to. */
+	g = group_by_ip(eng->mcast, &r->flow.dst);
+	if (pkt.qpn != SV_MCAST_QPN || !g) {
+		SV_STAT(eng, drop_no_qp);
+		return mc_drop(eng, r, "not a multicast datagram of ours");
+	}
+	if ((sv_bth_pkey(pkt.hdr) & 0x7fff) != (SV_DEFAULT_PKEY & 0x7fff)) {
+		SV_STAT(eng, drop_pkey);
+		return mc_drop(eng, r, "P_Key mismatch");
+	}
+	if (!(pkt.mask & SV_M_UD)) {
+		SV_STAT(eng, drop_transport);
+		return mc_drop(eng, r, "not a UD opcode");
+	}
+	if (sv_trace_on)
+		sv_trace_pkt(eng, "rx-mcast", r->buf, r->len, NULL);
+	for (i = 0; i < g->nqps; i++) {
+		struct sv_qp_engine *qe = g->qps[i];
+		int st = atomic_load(&qe->state);
+
+		/* IBA 10.3.1: UD receives from RTR on. */
+		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) {
+			SV_STAT(eng, drop_qp_state);
+			continue;
+		}
+		sv_ud_rx(qe, &pkt, &r->flow);
+	}
+}
+
+void sv_mcast_rx(struct sv_engine *eng)
+{
+	unsigned int budget = SV_RX_BUDGET;
+
+	while (eng->mcast && budget) {
+		int i, n = sv_udp_recv(&eng->mcast->udp, eng->rx, SV_RX_BATCH);
+
+		for (i = 0; i < n; i++)
+			mc_rx_one(eng, &eng->rx[i]);
+		if (n < SV_RX_BATCH)
+			break;
+		budget -= (unsigned int)n < budget ? (unsigned int)n : budget;
+	}
+}
+
+/* Context close: whatever is still attached goes (a QP attached to a
+ * group cannot be destroyed, but a context can be closed with QPs). */
+void sv_mcast_close(struct sv_engine *eng)
+{
+	struct list_node *it, *tmp;
+
+	if (!eng->mcast)
+		return;
+	list_for_each_safe(&eng->mcast->groups, it, tmp) {
+		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
+
+		list_del(it);
+		free(g->qps);
+		free(g);
+	}
+	mc_put(eng);
+}
