@@ -47,6 +47,20 @@ int xq_connect_qp(struct hx_ep *ep, struct ibv_qp *qp, uint32_t peer_qpn,
  * unless keep) when seen, else 0. */
 int xq_wait_event(struct ibv_context *ctx, enum ibv_event_type want,
 		  int timeout_ms, struct ibv_async_event *out, bool keep);
+/* Assert that an event wait succeeded; evaluates to its result. */
+#define CHECK_EV(expr)                                                       \
+	({                                                                   \
+		int _e = (expr);                                             \
+		if (_e) {                                                    \
+			check_passed++;                                      \
+		} else {                                                     \
+			check_failed++;                                      \
+			fprintf(stderr, "%s:%d: [%s] event not seen: %s\n",  \
+				__FILE__, __LINE__, hx_role, #expr);         \
+		}                                                            \
+		_e;                                                          \
+	})
+
 /* Count the events of type `want` arriving within ms (all acked). */
 int xq_count_events(struct ibv_context *ctx, enum ibv_event_type want, int ms);
 
