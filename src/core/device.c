@@ -276,8 +276,14 @@ void sv_device_attr(struct ibv_device_attr *a)
 
 void sv_port_attr(struct ibv_port_attr *a)
 {
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	/* The port is up while the host has an address to carry RoCE: no
+	 * interface up with an address means no GID and no traffic (the
+	 * address monitor raises PORT_ERR / PORT_ACTIVE on the change). */
+	bool up = sv_gid_table(tab, SV_MAX_GIDS) > 0;
+
 	memset(a, 0, sizeof(*a));
-	a->state = IBV_PORT_ACTIVE;
+	a->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = sv_port_active_mtu();
 	a->gid_tbl_len = SV_MAX_GIDS;
@@ -295,7 +301,7 @@ void sv_port_attr(struct ibv_port_attr *a)
 	a->init_type_reply = 0;
 	a->active_width = 2; /* 4X */
 	a->active_speed = 32; /* EDR (25 Gb/s per lane): a software link has no fixed rate */
-	a->phys_state = 5;    /* LinkUp */
+	a->phys_state = up ? 5 : 3; /* LinkUp, Disabled */
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	a->flags = 0;
 	a->port_cap_flags2 = 0;

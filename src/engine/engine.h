@@ -52,6 +52,12 @@ void sv_engine_poll_hint(struct sv_context *ctx);
  * in bytes), for the post-time check. */
 uint32_t sv_engine_port_mtu(struct sv_context *ctx);
 
+/* The address monitor (netmon.c): while registered, a context receives
+ * IBV_EVENT_PORT_ACTIVE / PORT_ERR / GID_CHANGE when the host's addresses
+ * change.  Called by ibv_open_device / ibv_close_device. */
+void sv_engine_netmon_add(struct sv_context *ctx);
+void sv_engine_netmon_del(struct sv_context *ctx);
+
 /* Multicast (mcast.c): a UD QP joins or leaves a group; the verbs layer
  * keeps the QP's list and its rules and calls these with the QP's state
  * lock held.  attach: 0 or errno. */

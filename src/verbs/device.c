@@ -105,6 +105,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		free(ctx);
 		return sv_null_errno(err);
 	}
+	sv_engine_netmon_add(ctx);
 	return &v->context;
 }
 
@@ -113,6 +114,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct sv_context *ctx = to_sv_ctx(context);
 	struct list_node *it, *tmp;
 
+	sv_engine_netmon_del(ctx);
 	sv_engine_close(ctx);
 	list_for_each_safe(&ctx->async_events, it, tmp)
 		free(list_entry(it, struct sv_async_event, node));
