@@ -199,8 +199,45 @@ static void stop(void)
 	nm.running = false;
 }
 
+/* fork(): the child has no monitor thread and none of the parent's
+ * contexts are usable there (as with rdma-core); it starts afresh if it
+ * opens a device.  The locks are held across fork so that the child's
+ * copy of the state is consistent. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&nm.life);
+	pthread_mutex_lock(&nm.lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&nm.lock);
+	pthread_mutex_unlock(&nm.life);
+}
+
+static void atfork_child(void)
+{
+	if (nm.running) {
+		close(nm.nlfd);
+		close(nm.stopfd);
+	}
+	nm.nlfd = nm.stopfd = -1;
+	nm.running = false;
+	nm.nctx = 0;
+	pthread_mutex_unlock(&nm.lock);
+	pthread_mutex_unlock(&nm.life);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_init(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
 void sv_engine_netmon_add(struct sv_context *ctx)
 {
+	pthread_once(&atfork_once, atfork_init);
 	pthread_mutex_lock(&nm.life);
 	pthread_mutex_lock(&nm.lock);
 	if (nm.nctx == nm.cap) {

@@ -628,6 +628,88 @@ static void no_wqe_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* ---- wr_api: UD through ibv_create_qp_ex and the ibv_wr_* calls -------- */
+
+static void wr_api_a(int fd)
+{
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp_attr a;
+	struct ibv_qp_ex *qx;
+	struct ibv_ah *ah;
+	struct hx_ep ep;
+
+	open_ud(&ep, fd, NULL);
+	CHECK(ibv_destroy_qp(ep.qp) == 0);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ep.scq;
+	ia.recv_cq = ep.rcq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.pd = ep.pd;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	ep.qp = ibv_create_qp_ex(ep.ctx, &ia);
+	REQUIRE(ep.qp != NULL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = XQ_QKEY;
+	REQUIRE(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_QKEY) == 0);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	ah = xq_ah(&ep, &ep.peer.gid);
+	qx = ibv_qp_to_qp_ex(ep.qp);
+	REQUIRE(qx != NULL);
+	hx_sync(fd);
+	hx_fill(ep.buf, 500, 71);
+	hx_fill(ep.buf + SLOT, 600, 72);
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_ud_addr(qx, ah, ep.peer.qpn, XQ_QKEY);
+	ibv_wr_set_sge(qx, ep.mr->lkey, (uintptr_t)ep.buf, 500);
+	qx->wr_id = 2;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qx, htonl(0xfeed));
+	ibv_wr_set_ud_addr(qx, ah, ep.peer.qpn, XQ_QKEY);
+	ibv_wr_set_sge(qx, ep.mr->lkey, (uintptr_t)(ep.buf + SLOT), 600);
+	HX_CHECK_RC(ibv_wr_complete(qx), 0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 500);
+	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 600);
+	hx_sync(fd);
+	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
+static void wr_api_b(int fd)
+{
+	struct hx_ep ep;
+	struct ibv_wc wc;
+
+	open_ud(&ep, fd, NULL);
+	REQUIRE(xq_post_recv(ep.qp, 1, ep.buf, SLOT, ep.mr->lkey) == 0);
+	REQUIRE(xq_post_recv(ep.qp, 2, ep.buf + SLOT, SLOT, ep.mr->lkey) == 0);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	hx_sync(fd);
+	if (HX_EXPECT(ep.rcq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 500)) {
+		CHECK_EQ(wc.src_qp, ep.peer.qpn);
+		HX_CHECK_PATTERN(ep.buf + XQ_GRH, 500, 71);
+	}
+	if (HX_EXPECT(ep.rcq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 600)) {
+		CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+		CHECK_EQ(ntohl(wc.imm_data), 0xfeed);
+		HX_CHECK_PATTERN(ep.buf + SLOT + XQ_GRH, 600, 72);
+	}
+	hx_sync(fd);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(send_recv, 30),
 	HX_CASE(ah_from_wc, 30),
@@ -639,6 +721,7 @@ static const struct hx_case cases[] = {
 	HX_CASE(many_senders, 30),
 	HX_CASE(srq, 30),
 	HX_CASE(no_wqe, 30),
+	HX_CASE(wr_api, 30),
 	{ NULL, NULL, NULL, 0 },
 };
 
