@@ -66,6 +66,7 @@ static void stream_a(int fd)
 	int r, n = rounds();
 
 	open_side(&ep, fd, "HX_NETNS_A", "HX_ADDR_A");
+	hx_sync(fd); /* B posted its receives */
 	for (r = 0; r < n; r++) {
 		int i;
 
@@ -102,6 +103,7 @@ static void stream_b(int fd)
 	/* wr_id = receive buffer slot. */
 	for (i = 0; i < NSLOT; i++)
 		REQUIRE(hx_post_recv(&ep, i, ep.buf + (size_t)i * MSG, MSG, ep.mr->lkey) == 0);
+	hx_sync(fd);
 	for (r = 0; r < n; r++) {
 		hx_sync(fd);
 		/* Drain until nothing more comes for a while. */
