@@ -259,7 +259,24 @@ static void resp_errors_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
-/* ---- cq_overrun: CQ_ERR and QP_FATAL ------------------------------------ */
+/* Destroys an object in another thread and notes when it returned. */
+struct destroyer {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int rc;
+	uint64_t done_ms;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct destroyer *d = arg;
+
+	d->rc = d->qp ? ibv_destroy_qp(d->qp) : ibv_destroy_cq(d->cq);
+	d->done_ms = hx_now_ms();
+	return NULL;
+}
+
+/* ---- cq_overrun: CQ_ERR and QP_FATAL, destroy_cq waits for the ack ------ */
 
 static void cq_overrun_a(int fd)
 {
@@ -291,31 +308,39 @@ static void cq_overrun_b(int fd)
 	for (i = 0; i < 8; i++)
 		REQUIRE(hx_post_recv(&ep, i, ep.buf + i * 64, 64, ep.mr->lkey) == 0);
 	hx_sync(fd);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_CQ_ERR, 5000, &ev, false)))
-		CHECK(ev.element.cq == ep.scq);
+	struct ibv_async_event cq_ev;
+	struct destroyer d;
+	pthread_t t;
+	uint64_t acked;
+	bool have;
+
+	have = CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_CQ_ERR, 5000, &cq_ev, true));
+	if (have)
+		CHECK(cq_ev.element.cq == ep.scq);
 	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_FATAL, 5000, &ev, false)))
 		CHECK(ev.element.qp == ep.qp);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
+	CHECK(ibv_destroy_qp(ep.qp) == 0);
+	ep.qp = NULL;
+	if (have) {
+		/* The CQ_ERR event is read but not acked: destroy_cq waits. */
+		memset(&d, 0, sizeof(d));
+		d.cq = ep.scq;
+		REQUIRE(pthread_create(&t, NULL, destroy_thread, &d) == 0);
+		hx_msleep(300);
+		CHECK_EQ(d.done_ms, 0);
+		acked = hx_now_ms();
+		ibv_ack_async_event(&cq_ev);
+		pthread_join(t, NULL);
+		CHECK_EQ(d.rc, 0);
+		CHECK(d.done_ms >= acked);
+		ep.scq = ep.rcq = NULL;
+	}
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
 /* ---- destroy_waits: destroy blocks until the events are acked ----------- */
-
-struct destroyer {
-	struct ibv_qp *qp;
-	int rc;
-	uint64_t done_ms;
-};
-
-static void *destroy_thread(void *arg)
-{
-	struct destroyer *d = arg;
-
-	d->rc = ibv_destroy_qp(d->qp);
-	d->done_ms = hx_now_ms();
-	return NULL;
-}
 
 static void destroy_waits_a(int fd)
 {

@@ -8,6 +8,7 @@
  * access error; resizing with WQEs posted; destroy refused while in use.
  */
 #include <arpa/inet.h>
+#include <pthread.h>
 
 #include "xqp.h"
 
@@ -430,12 +431,82 @@ static void resize_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* ---- destroy_waits: destroy_srq waits for its events to be acked -------- */
+
+struct srq_destroyer {
+	struct ibv_srq *srq;
+	int rc;
+	uint64_t done_ms;
+};
+
+static void *srq_destroy_thread(void *arg)
+{
+	struct srq_destroyer *d = arg;
+
+	d->rc = ibv_destroy_srq(d->srq);
+	d->done_ms = hx_now_ms();
+	return NULL;
+}
+
+static void destroy_waits_a(int fd)
+{
+	struct hx_ep ep;
+	uint64_t id = 0;
+
+	open_ep(&ep, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	send_n(&ep, 1, &id);
+	hx_sync(fd);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
+static void destroy_waits_b(int fd)
+{
+	struct ibv_async_event ev;
+	struct srq_destroyer d;
+	struct ibv_srq_attr at;
+	struct ibv_srq *srq;
+	struct hx_ep ep;
+	pthread_t t;
+	uint64_t acked;
+
+	open_ep(&ep, fd);
+	srq = new_srq(&ep, 4);
+	xq_new_qp(&ep, IBV_QPT_RC, srq);
+	hx_ep_connect(&ep);
+	REQUIRE(xq_post_srq_recv(srq, 1, ep.buf, 64, ep.mr->lkey) == 0);
+	REQUIRE(xq_post_srq_recv(srq, 2, ep.buf + 64, 64, ep.mr->lkey) == 0);
+	at.srq_limit = 2;
+	REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT) == 0);
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+	if (!CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 3000, &ev, true)))
+		hx_die("no event to hold");
+	hx_sync(fd);
+	CHECK(ibv_destroy_qp(ep.qp) == 0);
+	ep.qp = NULL;
+	/* Read, not acked: the destroy waits for the ack. */
+	memset(&d, 0, sizeof(d));
+	d.srq = srq;
+	REQUIRE(pthread_create(&t, NULL, srq_destroy_thread, &d) == 0);
+	hx_msleep(300);
+	CHECK_EQ(d.done_ms, 0);
+	acked = hx_now_ms();
+	ibv_ack_async_event(&ev);
+	pthread_join(t, NULL);
+	CHECK_EQ(d.rc, 0);
+	CHECK(d.done_ms >= acked);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(shared_rc, 30),
 	HX_CASE(mixed, 30),
 	HX_CASE(limit, 30),
 	HX_CASE(last_wqe, 30),
 	HX_CASE(resize, 30),
+	HX_CASE(destroy_waits, 30),
 	{ NULL, NULL, NULL, 0 },
 };
 
