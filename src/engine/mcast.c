@@ -3,7 +3,7 @@
  *
  * A multicast GID is an IP multicast address (ff00::/8, or IPv4-mapped
  * 224.0.0.0/4), and a multicast datagram is addressed to QPN 0xffffff
- * (IBA 10.5.1).  Addressing follows the rule of every QPN (port << 8 |
+ * (IBA).  Addressing follows the rule of every QPN (port << 8 |
  * slot): QPN 0xffffff is UDP port 65535, which no engine ever takes for
  * its QPs (eqp.c).  So a UD send with a multicast AH and the multicast QPN
  * goes to (group address, 65535), with nothing special on the send side,
@@ -47,7 +47,7 @@ struct sv_mgroup {
 	struct list_node node;
 	union ibv_gid gid;
 	struct sv_ipaddr ip;
-	struct sv_qp_engine **qps;   /* attached QPs of this context */
+	struct sv_qp_engine **qps; /* attached QPs of this context */
 	uint32_t nqps, cap;
 	uint32_t ifs[SV_MCAST_MAX_IFS]; /* interfaces joined on */
 	uint32_t nifs;
@@ -62,7 +62,8 @@ struct sv_mcast {
 
 static int mc_socket(struct sv_udp_sock *u)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_ANY_INIT,
 				  .sin6_port = htons(SV_MCAST_PORT) };
 	int fd, off = 0, on = 1, size = 4 << 20, err;
 
@@ -78,9 +79,11 @@ static int mc_socket(struct sv_udp_sock *u)
 	 * (both default to on; IPV6_MULTICAST_ALL needs Linux 4.20). */
 	if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof(off)))
 		goto fail;
-	(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &off, sizeof(off));
+	(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &off,
+			 sizeof(off));
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size,
+				 sizeof(size));
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	u->fd = fd;
@@ -154,8 +157,9 @@ static int join_op(struct sv_mcast *mc, struct sv_mgroup *g, uint32_t ifindex,
 		memcpy(&in6->sin6_addr, g->ip.addr, 16);
 		level = IPPROTO_IPV6;
 	}
-	if (setsockopt(mc->udp.fd, level, join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP,
-		       &gr, sizeof(gr)))
+	if (setsockopt(mc->udp.fd, level,
+		       join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP, &gr,
+		       sizeof(gr)))
 		return errno;
 	return 0;
 }
@@ -226,15 +230,17 @@ void sv_mcast_refresh(struct sv_engine *eng)
 	pthread_mutex_lock(&eng->lock);
 	if (eng->mcast) {
 		n = up_ifs(ifs, SV_MCAST_MAX_IFS);
-		for (it = eng->mcast->groups.n.next; it != &eng->mcast->groups.n;
-		     it = it->next)
-			group_sync(eng->mcast, list_entry(it, struct sv_mgroup, node),
-				   ifs, n);
+		for (it = eng->mcast->groups.n.next;
+		     it != &eng->mcast->groups.n; it = it->next)
+			group_sync(eng->mcast,
+				   list_entry(it, struct sv_mgroup, node), ifs,
+				   n);
 	}
 	pthread_mutex_unlock(&eng->lock);
 }
 
-static struct sv_mgroup *group_find(struct sv_mcast *mc, const union ibv_gid *gid)
+static struct sv_mgroup *group_find(struct sv_mcast *mc,
+				    const union ibv_gid *gid)
 {
 	struct list_node *it;
 
@@ -333,7 +339,8 @@ void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid)
 
 /* ---- receive ---------------------------------------------------------------- */
 
-static struct sv_mgroup *group_by_ip(struct sv_mcast *mc, const struct sv_ipaddr *ip)
+static struct sv_mgroup *group_by_ip(struct sv_mcast *mc,
+				     const struct sv_ipaddr *ip)
 {
 	struct list_node *it;
 
@@ -359,7 +366,8 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 	uint32_t i;
 
 	SV_STAT(eng, rcvd_pkts);
-	if (r->truncated || r->len > SV_MAX_PKT || sv_pkt_parse(&pkt, r->buf, r->len)) {
+	if (r->truncated || r->len > SV_MAX_PKT ||
+	    sv_pkt_parse(&pkt, r->buf, r->len)) {
 		SV_STAT(eng, drop_malformed);
 		return mc_drop(eng, r, "malformed");
 	}
@@ -367,7 +375,7 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 		SV_STAT(eng, drop_icrc);
 		return mc_drop(eng, r, "bad ICRC");
 	}
-	/* IBA 10.5.1: multicast is UD, to QPN 0xffffff, to a group this
+	/* IBA: multicast is UD, to QPN 0xffffff, to a group this
 	 * context has QPs attached to. */
 	g = group_by_ip(eng->mcast, &r->flow.dst);
 	if (pkt.qpn != SV_MCAST_QPN || !g) {
@@ -388,8 +396,9 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 		struct sv_qp_engine *qe = g->qps[i];
 		int st = atomic_load(&qe->state);
 
-		/* IBA 10.3.1: UD receives from RTR on. */
-		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) {
+		/* IBA: UD receives from RTR on. */
+		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT ||
+		    st == IBV_QPS_ERR) {
 			SV_STAT(eng, drop_qp_state);
 			continue;
 		}
@@ -420,7 +429,7 @@ void sv_mcast_close(struct sv_engine *eng)
 
 	if (!eng->mcast)
 		return;
-	list_for_each_safe(&eng->mcast->groups, it, tmp) {
+	list_for_each_safe (&eng->mcast->groups, it, tmp) {
 		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
 
 		list_del(it);

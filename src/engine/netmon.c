@@ -63,14 +63,16 @@ static bool table_differs(const struct sv_gid_entry *a, int na,
 	if (na != nb)
 		return true;
 	for (i = 0; i < na; i++)
-		if (memcmp(a[i].gid.raw, b[i].gid.raw, 16) || a[i].ifindex != b[i].ifindex)
+		if (memcmp(a[i].gid.raw, b[i].gid.raw, 16) ||
+		    a[i].ifindex != b[i].ifindex)
 			return true;
 	return false;
 }
 
 static void post_port_event(struct sv_context *ctx, enum ibv_event_type t)
 {
-	struct ibv_async_event ev = { .element.port_num = SV_PORT, .event_type = t };
+	struct ibv_async_event ev = { .element.port_num = SV_PORT,
+				      .event_type = t };
 
 	sv_async_post(ctx, &ev);
 }
@@ -92,12 +94,14 @@ static void rescan(void)
 			sv_mcast_refresh(ctx->engine);
 		}
 		if (was_up != up)
-			post_port_event(ctx, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+			post_port_event(ctx, up ? IBV_EVENT_PORT_ACTIVE :
+						  IBV_EVENT_PORT_ERR);
 		if (changed)
 			post_port_event(ctx, IBV_EVENT_GID_CHANGE);
 	}
 	if (changed)
-		sv_dbg("netmon: GID table changed (%d -> %d entries)", nm.ntab, n);
+		sv_dbg("netmon: GID table changed (%d -> %d entries)", nm.ntab,
+		       n);
 	memcpy(nm.tab, tab, sizeof(tab[0]) * (size_t)n);
 	nm.ntab = n;
 }
@@ -128,7 +132,8 @@ static void *netmon_main(void *arg)
 			struct pollfd q = { .fd = nm.nlfd, .events = POLLIN };
 
 			for (;;) {
-				ssize_t r = recv(nm.nlfd, buf, sizeof(buf), MSG_DONTWAIT);
+				ssize_t r = recv(nm.nlfd, buf, sizeof(buf),
+						 MSG_DONTWAIT);
 
 				if (r > 0 || (r < 0 && errno == ENOBUFS)) {
 					got = true;
@@ -152,12 +157,14 @@ static void *netmon_main(void *arg)
 static int start(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR |
+				  .nl_groups = RTMGRP_LINK |
+					       RTMGRP_IPV4_IFADDR |
 					       RTMGRP_IPV6_IFADDR };
 	sigset_t all, old;
 	int err;
 
-	nm.nlfd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	nm.nlfd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			 NETLINK_ROUTE);
 	if (nm.nlfd < 0)
 		return errno;
 	if (bind(nm.nlfd, (struct sockaddr *)&sa, sizeof(sa)))
@@ -242,7 +249,8 @@ void sv_engine_netmon_add(struct sv_context *ctx)
 	pthread_mutex_lock(&nm.lock);
 	if (nm.nctx == nm.cap) {
 		int cap = nm.cap ? 2 * nm.cap : 4;
-		struct sv_context **c = realloc(nm.ctx, (size_t)cap * sizeof(*c));
+		struct sv_context **c =
+			realloc(nm.ctx, (size_t)cap * sizeof(*c));
 
 		if (!c) {
 			pthread_mutex_unlock(&nm.lock);
@@ -259,7 +267,8 @@ void sv_engine_netmon_add(struct sv_context *ctx)
 		int err = start();
 
 		if (err)
-			sv_warn("netmon: no port or GID events: %s", strerror(err));
+			sv_warn("netmon: no port or GID events: %s",
+				strerror(err));
 	}
 	pthread_mutex_unlock(&nm.life);
 }

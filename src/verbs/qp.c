@@ -251,7 +251,7 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_PATH_MIG_STATE) &&
 	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
 		return EINVAL;
-	/* A Q_Key with the high bit set is privileged (IBA 10.2.5): a WR
+	/* A Q_Key with the high bit set is privileged (IBA): a WR
 	 * naming such a key sends with the QP's own key instead, so only a
 	 * privileged process may give its QP one (the kernel's rule:
 	 * CAP_NET_RAW, else EPERM). */

@@ -46,8 +46,9 @@ static void comm_est_a_(int fd, enum ibv_qp_type t)
 	REQUIRE(hx_post_recv(&ep, 9, ep.buf + 4096, 4096, ep.mr->lkey) == 0);
 	hx_sync(fd); /* B is in RTR with a receive posted */
 	hx_fill(ep.buf, 2000, 1);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 2000,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 2000, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 2000);
 	/* B, now in RTS, answers. */
 	if (HX_EXPECT(ep.rcq, NULL, 9, IBV_WC_SUCCESS, IBV_WC_RECV, 100))
@@ -82,13 +83,15 @@ static void comm_est_b_(int fd, enum ibv_qp_type t)
 	REQUIRE(ibv_modify_qp(ep.qp, &a,
 			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				      (t == IBV_QPT_RC ? IBV_QP_MAX_DEST_RD_ATOMIC |
-							       IBV_QP_MIN_RNR_TIMER
-						       : 0)) == 0);
+				      (t == IBV_QPT_RC ?
+					       IBV_QP_MAX_DEST_RD_ATOMIC |
+						       IBV_QP_MIN_RNR_TIMER :
+					       0)) == 0);
 	hx_sync(fd);
 	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, 2000))
 		HX_CHECK_PATTERN(ep.buf, 2000, 1);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_COMM_EST, 3000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_COMM_EST, 3000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
 	/* The consumer goes on to RTS and sends. */
 	memset(&a, 0, sizeof(a));
@@ -100,13 +103,16 @@ static void comm_est_b_(int fd, enum ibv_qp_type t)
 	a.max_rd_atomic = 1;
 	REQUIRE(ibv_modify_qp(ep.qp, &a,
 			      IBV_QP_STATE | IBV_QP_SQ_PSN |
-				      (t == IBV_QPT_RC ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-							       IBV_QP_RNR_RETRY |
-							       IBV_QP_MAX_QP_RD_ATOMIC
-						       : 0)) == 0);
+				      (t == IBV_QPT_RC ?
+					       IBV_QP_TIMEOUT |
+						       IBV_QP_RETRY_CNT |
+						       IBV_QP_RNR_RETRY |
+						       IBV_QP_MAX_QP_RD_ATOMIC :
+					       0)) == 0);
 	hx_fill(ep.buf + 8192, 100, 2);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3, ep.buf + 8192,
-				 100, ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3,
+				 ep.buf + 8192, 100, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_SEND, 100);
 	/* Once only. */
 	CHECK_EQ(xq_count_events(ep.ctx, IBV_EVENT_COMM_EST, 200), 0);
@@ -114,10 +120,22 @@ static void comm_est_b_(int fd, enum ibv_qp_type t)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
-static void comm_est_rc_a(int fd) { comm_est_a_(fd, IBV_QPT_RC); }
-static void comm_est_rc_b(int fd) { comm_est_b_(fd, IBV_QPT_RC); }
-static void comm_est_uc_a(int fd) { comm_est_a_(fd, IBV_QPT_UC); }
-static void comm_est_uc_b(int fd) { comm_est_b_(fd, IBV_QPT_UC); }
+static void comm_est_rc_a(int fd)
+{
+	comm_est_a_(fd, IBV_QPT_RC);
+}
+static void comm_est_rc_b(int fd)
+{
+	comm_est_b_(fd, IBV_QPT_RC);
+}
+static void comm_est_uc_a(int fd)
+{
+	comm_est_a_(fd, IBV_QPT_UC);
+}
+static void comm_est_uc_b(int fd)
+{
+	comm_est_b_(fd, IBV_QPT_UC);
+}
 
 /* ---- sq_drained: RTS -> SQD -> RTS -------------------------------------- */
 
@@ -131,7 +149,9 @@ static void sqd(struct hx_ep *ep, bool notify)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_SQD;
 	a.en_sqd_async_notify = notify;
-	HX_CHECK_RC(ibv_modify_qp(ep->qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
+	HX_CHECK_RC(ibv_modify_qp(ep->qp, &a,
+				  IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY),
+		    0);
 }
 
 static void sq_drained_a(int fd)
@@ -147,23 +167,31 @@ static void sq_drained_a(int fd)
 	hx_sync(fd);
 	for (i = 0; i < NW; i++) {
 		hx_fill(ep.buf + (size_t)i * WLEN, WLEN, 500 + i);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, i,
-					 ep.buf + (size_t)i * WLEN, WLEN, ep.mr->lkey,
-					 ep.peer.addr + (size_t)i * WLEN, ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+					 IBV_SEND_SIGNALED, i,
+					 ep.buf + (size_t)i * WLEN, WLEN,
+					 ep.mr->lkey,
+					 ep.peer.addr + (size_t)i * WLEN,
+					 ep.peer.rkey, 0),
+			    0);
 	}
 	sqd(&ep, true);
 	CHECK_EQ(hx_qp_state(ep.qp), IBV_QPS_SQD);
 	/* Posting in SQD is allowed; the WR waits. */
 	hx_fill(ep.buf + (size_t)NW * WLEN, 1000, 99);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 100,
-				 ep.buf + (size_t)NW * WLEN, 1000, ep.mr->lkey, 0, 0, 0), 0);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SQ_DRAINED, 10000, &ev, false)))
+				 ep.buf + (size_t)NW * WLEN, 1000, ep.mr->lkey,
+				 0, 0, 0),
+		    0);
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SQ_DRAINED, 10000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
 	/* Drained: what was in progress is complete, in order. */
 	n1 = hx_poll(ep.scq, wc, NW + 1, 200);
 	hx_log("%d of %d WRITEs were in progress when the drain began", n1, NW);
 	for (i = 0; i < n1; i++)
-		CHECK(wc[i].wr_id == (uint64_t)i && wc[i].status == IBV_WC_SUCCESS);
+		CHECK(wc[i].wr_id == (uint64_t)i &&
+		      wc[i].status == IBV_WC_SUCCESS);
 	CHECK(n1 < NW + 1);
 	hx_sync(fd); /* B checks nothing more arrives */
 	hx_sync(fd);
@@ -173,7 +201,8 @@ static void sq_drained_a(int fd)
 	a.qp_state = IBV_QPS_RTS;
 	HX_CHECK_RC(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE), 0);
 	for (i = n1; i < NW; i++)
-		HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, WLEN);
+		HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_WRITE, WLEN);
 	HX_EXPECT(ep.scq, NULL, 100, IBV_WC_SUCCESS, IBV_WC_SEND, 1000);
 	hx_sync(fd);
 	/* Without en_sqd_async_notify: SQD, but no event. */
@@ -192,7 +221,8 @@ static void sq_drained_b(int fd)
 
 	open_ep(&ep, fd, IBV_QPT_RC);
 	to_rts(&ep);
-	REQUIRE(hx_post_recv(&ep, 1, ep.buf + (size_t)NW * WLEN, 4096, ep.mr->lkey) == 0);
+	REQUIRE(hx_post_recv(&ep, 1, ep.buf + (size_t)NW * WLEN, 4096,
+			     ep.mr->lkey) == 0);
 	hx_sync(fd);
 	hx_sync(fd);
 	/* A is drained: its SEND must not have come. */
@@ -217,8 +247,10 @@ static void resp_errors_a(int fd)
 	to_rts(&ep);
 	hx_sync(fd);
 	/* A wrong R_Key: remote access error. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf, 64,
-				 ep.mr->lkey, ep.peer.addr, ep.peer.rkey ^ 0x77, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 64, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey ^ 0x77, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_ACCESS_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	/* The requester learns from its completion: no async event here. */
@@ -229,8 +261,10 @@ static void resp_errors_a(int fd)
 	hx_ep_exchange(&ep);
 	to_rts(&ep);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED, 2,
-				   ep.buf, ep.mr->lkey, ep.peer.addr + 4, ep.peer.rkey, 1, 0), 0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 2, ep.buf, ep.mr->lkey,
+				   ep.peer.addr + 4, ep.peer.rkey, 1, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -244,7 +278,8 @@ static void resp_errors_b(int fd)
 	open_ep(&ep, fd, IBV_QPT_RC);
 	to_rts(&ep);
 	hx_sync(fd);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -252,7 +287,8 @@ static void resp_errors_b(int fd)
 	hx_ep_exchange(&ep);
 	to_rts(&ep);
 	hx_sync(fd);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_REQ_ERR, 5000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_REQ_ERR, 5000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -287,8 +323,9 @@ static void cq_overrun_a(int fd)
 	to_rts(&ep);
 	hx_sync(fd);
 	for (i = 0; i < 8; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i, ep.buf, 16,
-					 ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+					 ep.buf, 16, ep.mr->lkey, 0, 0, 0),
+			    0);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
 }
@@ -300,13 +337,14 @@ static void cq_overrun_b(int fd)
 	struct hx_ep ep;
 	int i;
 
-	o.send_cqe = 1;      /* one CQ for both queues, room for very little */
+	o.send_cqe = 1; /* one CQ for both queues, room for very little */
 	o.max_recv_wr = 16;
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_exchange(&ep);
 	to_rts(&ep);
 	for (i = 0; i < 8; i++)
-		REQUIRE(hx_post_recv(&ep, i, ep.buf + i * 64, 64, ep.mr->lkey) == 0);
+		REQUIRE(hx_post_recv(&ep, i, ep.buf + i * 64, 64,
+				     ep.mr->lkey) == 0);
 	hx_sync(fd);
 	struct ibv_async_event cq_ev;
 	struct destroyer d;
@@ -314,10 +352,12 @@ static void cq_overrun_b(int fd)
 	uint64_t acked;
 	bool have;
 
-	have = CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_CQ_ERR, 5000, &cq_ev, true));
+	have = CHECK_EV(
+		xq_wait_event(ep.ctx, IBV_EVENT_CQ_ERR, 5000, &cq_ev, true));
 	if (have)
 		CHECK(cq_ev.element.cq == ep.scq);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_FATAL, 5000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_FATAL, 5000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -350,8 +390,10 @@ static void destroy_waits_a(int fd)
 	to_rts(&ep);
 	hx_sync(fd);
 	/* B's receive queue is empty: an access error reaches its QP. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf, 8,
-				 ep.mr->lkey, ep.peer.addr, ep.peer.rkey ^ 1, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 8, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey ^ 1, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_ACCESS_ERR, -1, -1);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -368,7 +410,8 @@ static void destroy_waits_b(int fd)
 	open_ep(&ep, fd, IBV_QPT_RC);
 	to_rts(&ep);
 	hx_sync(fd);
-	if (!CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev, true)))
+	if (!CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev,
+				    true)))
 		hx_die("no event to hold");
 	/* Event read, not acked: destroy must wait for the ack. */
 	memset(&d, 0, sizeof(d));
@@ -395,8 +438,10 @@ static void nonblock_a(int fd)
 	open_ep(&ep, fd, IBV_QPT_RC);
 	to_rts(&ep);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf, 8,
-				 ep.mr->lkey, ep.peer.addr, ep.peer.rkey ^ 1, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 8, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey ^ 1, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_ACCESS_ERR, -1, -1);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -422,7 +467,8 @@ static void nonblock_b(int fd)
 		if (rc)
 			hx_msleep(5);
 	} while (rc && errno == EAGAIN && hx_now_ms() < end);
-	CHECK(rc == 0 && ev.event_type == IBV_EVENT_QP_ACCESS_ERR && ev.element.qp == ep.qp);
+	CHECK(rc == 0 && ev.event_type == IBV_EVENT_QP_ACCESS_ERR &&
+	      ev.element.qp == ep.qp);
 	if (!rc)
 		ibv_ack_async_event(&ev);
 	errno = 0;
@@ -431,6 +477,7 @@ static void nonblock_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(comm_est_rc, 30),
 	HX_CASE(comm_est_uc, 30),
@@ -441,5 +488,6 @@ static const struct hx_case cases[] = {
 	HX_CASE(nonblock, 30),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

@@ -42,8 +42,8 @@ static void open_role(struct hx_ep *ep, int fd, char role, bool v6)
 {
 	struct hx_opts o = hx_opts_default();
 	const char *ns = env(role == 'B' ? "HX_NETNS_B" : "HX_NETNS_A");
-	const char *addr = env(role == 'B' ? (v6 ? "HX_ADDR6_B" : "HX_ADDR_B")
-				      : (v6 ? "HX_ADDR6_A" : "HX_ADDR_A"));
+	const char *addr = env(role == 'B' ? (v6 ? "HX_ADDR6_B" : "HX_ADDR_B") :
+					     (v6 ? "HX_ADDR6_A" : "HX_ADDR_A"));
 
 	if (ns)
 		hx_enter_netns(ns);
@@ -93,10 +93,11 @@ static void send_group(struct hx_ep *ep, struct ibv_ah *ah, int first, int n)
 		uint32_t len = msg_len(ep, i);
 
 		hx_fill(ep->buf + (size_t)(i % 64) * SLOT, len, 900 + i);
-		HX_CHECK_RC(xq_ud_send(ep->qp, ah, XQ_MCAST_QPN, XQ_QKEY, IBV_WR_SEND,
-				       IBV_SEND_SIGNALED, i,
+		HX_CHECK_RC(xq_ud_send(ep->qp, ah, XQ_MCAST_QPN, XQ_QKEY,
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, i,
 				       ep->buf + (size_t)(i % 64) * SLOT, len,
-				       ep->mr->lkey, 0), 0);
+				       ep->mr->lkey, 0),
+			    0);
 		HX_EXPECT(ep->scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, len);
 	}
 }
@@ -113,21 +114,23 @@ static void recv_group(struct hx_ep *ep, struct ibv_qp *qp, int first, int n,
 		uint8_t *b = ep->buf + (size_t)(i % 64) * SLOT;
 		struct ibv_wc wc;
 
-		if (!HX_EXPECT(ep->rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV,
-			       XQ_GRH + len))
+		if (!HX_EXPECT(ep->rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, XQ_GRH + len))
 			continue;
 		CHECK_EQ(wc.qp_num, qp->qp_num);
 		CHECK_EQ(wc.src_qp, src_qpn);
 		CHECK(wc.wc_flags & IBV_WC_GRH);
 		HX_CHECK_PATTERN(b + XQ_GRH, len, 900 + i);
 		if (grp->raw[0] == 0xff) {
-			CHECK(xq_grh_ipv6_ok(b, src_gid, grp, 12 + 8 + ((len + 3) & ~3u) + 4));
+			CHECK(xq_grh_ipv6_ok(b, src_gid, grp,
+					     12 + 8 + ((len + 3) & ~3u) + 4));
 		} else {
 			char s[INET_ADDRSTRLEN], d[INET_ADDRSTRLEN];
 
 			inet_ntop(AF_INET, src_gid->raw + 12, s, sizeof(s));
 			inet_ntop(AF_INET, grp->raw + 12, d, sizeof(d));
-			CHECK(xq_grh_ipv4_ok(b, s, d, 12 + 8 + ((len + 3) & ~3u) + 4));
+			CHECK(xq_grh_ipv4_ok(b, s, d,
+					     12 + 8 + ((len + 3) & ~3u) + 4));
 		}
 	}
 }
@@ -137,8 +140,9 @@ static void post_recvs(struct hx_ep *ep, struct ibv_qp *qp, int first, int n)
 	int i;
 
 	for (i = first; i < first + n; i++)
-		REQUIRE(xq_post_recv(qp, (uint64_t)i, ep->buf + (size_t)(i % 64) * SLOT,
-				     SLOT, ep->mr->lkey) == 0);
+		REQUIRE(xq_post_recv(qp, (uint64_t)i,
+				     ep->buf + (size_t)(i % 64) * SLOT, SLOT,
+				     ep->mr->lkey) == 0);
 }
 
 /* ---- two_procs: B and C, in two other processes, each get everything -- */
@@ -147,7 +151,7 @@ struct grp_msg {
 	union ibv_gid grp;
 	union ibv_gid src_gid;
 	uint32_t src_qpn;
-	uint32_t qkey;        /* the receiver's QP Q_Key */
+	uint32_t qkey; /* the receiver's QP Q_Key */
 };
 
 static void receiver(int fd, char role, bool v6)
@@ -175,9 +179,18 @@ static void receiver(int fd, char role, bool v6)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
-static void c_v4(int fd) { receiver(fd, 'C', false); }
-static void c_v6(int fd) { receiver(fd, 'C', true); }
-static void c_v4_badkey(int fd) { receiver(fd, 'C', false); }
+static void c_v4(int fd)
+{
+	receiver(fd, 'C', false);
+}
+static void c_v6(int fd)
+{
+	receiver(fd, 'C', true);
+}
+static void c_v4_badkey(int fd)
+{
+	receiver(fd, 'C', false);
+}
 
 static void sender(int fd_b, void (*c_fn)(int), bool v6, uint32_t c_qkey)
 {
@@ -216,12 +229,24 @@ static void sender(int fd_b, void (*c_fn)(int), bool v6, uint32_t c_qkey)
 	close(fd_c);
 }
 
-static void two_procs_a(int fd) { sender(fd, c_v4, false, XQ_QKEY); }
-static void two_procs_b(int fd) { receiver(fd, 'B', false); }
+static void two_procs_a(int fd)
+{
+	sender(fd, c_v4, false, XQ_QKEY);
+}
+static void two_procs_b(int fd)
+{
+	receiver(fd, 'B', false);
+}
 
 /* C's QP has another Q_Key: the group's datagrams are not for it. */
-static void qkey_a(int fd) { sender(fd, c_v4_badkey, false, 0x22222222); }
-static void qkey_b(int fd) { receiver(fd, 'B', false); }
+static void qkey_a(int fd)
+{
+	sender(fd, c_v4_badkey, false, 0x22222222);
+}
+static void qkey_b(int fd)
+{
+	receiver(fd, 'B', false);
+}
 
 /* IPv6 groups need an interface the kernel does IPv6 multicast on: the
  * veth of the namespace set-up (loopback does not loop IPv6 multicast). */
@@ -260,13 +285,13 @@ static void two_qps_a(int fd)
 	hx_send(fd, &m, sizeof(m));
 	ah = xq_ah(&ep, &m.grp);
 	hx_sync(fd);
-	send_group(&ep, ah, 0, 4);   /* to QP 1 and QP 2 */
+	send_group(&ep, ah, 0, 4); /* to QP 1 and QP 2 */
 	hx_sync(fd);
-	hx_sync(fd);                 /* B detached QP 2 */
-	send_group(&ep, ah, 4, 4);   /* to QP 1 only */
+	hx_sync(fd); /* B detached QP 2 */
+	send_group(&ep, ah, 4, 4); /* to QP 1 only */
 	hx_sync(fd);
-	hx_sync(fd);                 /* B detached QP 1 */
-	send_group(&ep, ah, 8, 2);   /* to nobody */
+	hx_sync(fd); /* B detached QP 1 */
+	send_group(&ep, ah, 8, 2); /* to nobody */
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -290,12 +315,14 @@ static void two_qps_b(int fd)
 		/* wr_id 100 * QP + message; buffers apart per QP. */
 		for (int k = 0; k < 10; k++)
 			REQUIRE(xq_post_recv(q[i], (uint64_t)(100 * i + k),
-					     ep.buf + (size_t)(20 * i + k) * SLOT, SLOT,
-					     ep.mr->lkey) == 0);
+					     ep.buf + (size_t)(20 * i + k) *
+							      SLOT,
+					     SLOT, ep.mr->lkey) == 0);
 	}
 	HX_CHECK_RC(ibv_attach_mcast(q[0], &m.grp, 0), 0);
 	HX_CHECK_RC(ibv_attach_mcast(q[1], &m.grp, 0), 0);
-	HX_CHECK_RC(ibv_attach_mcast(q[1], &m.grp, 0), 0); /* twice: still one */
+	HX_CHECK_RC(ibv_attach_mcast(q[1], &m.grp, 0),
+		    0); /* twice: still one */
 	hx_sync(fd);
 	hx_sync(fd);
 	/* 4 datagrams x 2 attached QPs, each QP its own copy. */
@@ -326,11 +353,12 @@ static void two_qps_b(int fd)
 	hx_sync(fd);
 	hx_sync(fd);
 	for (i = 4; i < 8; i++) {
-		if (!HX_EXPECT(ep.rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV,
-			       XQ_GRH + msg_len(&ep, i)))
+		if (!HX_EXPECT(ep.rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, XQ_GRH + msg_len(&ep, i)))
 			continue;
 		CHECK_EQ(wc.qp_num, q[0]->qp_num);
-		HX_CHECK_PATTERN(ep.buf + (size_t)i * SLOT + XQ_GRH, msg_len(&ep, i), 900 + i);
+		HX_CHECK_PATTERN(ep.buf + (size_t)i * SLOT + XQ_GRH,
+				 msg_len(&ep, i), 900 + i);
 	}
 	HX_EXPECT_NONE(ep.rcq, 200);
 	HX_CHECK_RC(ibv_detach_mcast(q[0], &m.grp, 0), 0);
@@ -342,6 +370,7 @@ static void two_qps_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(two_procs, 30),
 	HX_CASE(qkey, 30),
@@ -349,5 +378,6 @@ static const struct hx_case cases[] = {
 	HX_CASE(two_qps, 30),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

@@ -78,8 +78,10 @@ static void shared_rc_a(int fd)
 	hx_sync(fd); /* B posted to its SRQ */
 	for (k = 0; k < 4; k++)
 		for (i = 0; i < NQP; i++) {
-			uint32_t tag = (uint32_t)(100 * i + k), len = 1000 + 1500 * k;
-			struct ibv_sge sge = { (uintptr_t)(ep.buf + tag * SLOT), len, ep.mr->lkey };
+			uint32_t tag = (uint32_t)(100 * i + k),
+				 len = 1000 + 1500 * k;
+			struct ibv_sge sge = { (uintptr_t)(ep.buf + tag * SLOT),
+					       len, ep.mr->lkey };
 			struct ibv_send_wr wr, *bad;
 
 			hx_fill(ep.buf + tag * SLOT, len, tag);
@@ -91,7 +93,8 @@ static void shared_rc_a(int fd)
 			wr.send_flags = IBV_SEND_SIGNALED;
 			wr.imm_data = htonl(tag);
 			HX_CHECK_RC(ibv_post_send(qp[i], &wr, &bad), 0);
-			HX_EXPECT(ep.scq, NULL, tag, IBV_WC_SUCCESS, IBV_WC_SEND, len);
+			HX_EXPECT(ep.scq, NULL, tag, IBV_WC_SUCCESS,
+				  IBV_WC_SEND, len);
 		}
 	hx_sync(fd);
 	for (i = 1; i < NQP; i++)
@@ -114,7 +117,8 @@ static void shared_rc_b(int fd)
 		qp[i] = xq_create(&ep, IBV_QPT_RC, srq);
 	connect_n(&ep, qp, NQP);
 	for (i = 0; i < 4 * NQP; i++)
-		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i, ep.buf + (size_t)i * SLOT, SLOT,
+		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i,
+					 ep.buf + (size_t)i * SLOT, SLOT,
 					 ep.mr->lkey) == 0);
 	/* A QP on an SRQ has no receive queue of its own. */
 	HX_CHECK_RC(xq_post_recv(qp[0], 99, ep.buf, 64, ep.mr->lkey), EINVAL);
@@ -170,11 +174,14 @@ static void mixed_a(int fd)
 	hx_sync(fd);
 	hx_fill(ep.buf, 3000, 1);
 	hx_fill(ep.buf + SLOT, 700, 2);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 3000,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 3000, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 3000);
-	HX_CHECK_RC(xq_ud_send(ud, ah, peer_ud, XQ_QKEY, IBV_WR_SEND, IBV_SEND_SIGNALED,
-			       2, ep.buf + SLOT, 700, ep.mr->lkey, 0), 0);
+	HX_CHECK_RC(xq_ud_send(ud, ah, peer_ud, XQ_QKEY, IBV_WR_SEND,
+			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 700,
+			       ep.mr->lkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 700);
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -198,7 +205,8 @@ static void mixed_b(int fd)
 	(void)hx_recv_u64(fd);
 	hx_send_u64(fd, ud->qp_num);
 	REQUIRE(xq_post_srq_recv(srq, 0, ep.buf, SLOT, ep.mr->lkey) == 0);
-	REQUIRE(xq_post_srq_recv(srq, 1, ep.buf + SLOT, SLOT, ep.mr->lkey) == 0);
+	REQUIRE(xq_post_srq_recv(srq, 1, ep.buf + SLOT, SLOT, ep.mr->lkey) ==
+		0);
 	hx_sync(fd);
 	for (n = 0; n < 2; n++) {
 		struct ibv_wc wc;
@@ -235,8 +243,10 @@ static void mixed_b(int fd)
 static void send_n(struct hx_ep *ep, int n, uint64_t *id)
 {
 	for (int i = 0; i < n; i++, (*id)++) {
-		HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND, IBV_SEND_SIGNALED, *id, ep->buf,
-					 64, ep->mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+					 *id, ep->buf, 64, ep->mr->lkey, 0, 0,
+					 0),
+			    0);
 		HX_EXPECT(ep->scq, NULL, *id, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
 	}
 }
@@ -271,7 +281,8 @@ static void limit_b(int fd)
 	xq_new_qp(&ep, IBV_QPT_RC, srq);
 	hx_ep_connect(&ep);
 	for (i = 0; i < 10; i++, wr++)
-		REQUIRE(xq_post_srq_recv(srq, wr, ep.buf + (wr % 64) * 64, 64, ep.mr->lkey) == 0);
+		REQUIRE(xq_post_srq_recv(srq, wr, ep.buf + (wr % 64) * 64, 64,
+					 ep.mr->lkey) == 0);
 	/* A limit above the queue size is refused. */
 	at.srq_limit = 17;
 	HX_CHECK_RC(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT), EINVAL);
@@ -283,31 +294,37 @@ static void limit_b(int fd)
 	hx_send_u64(fd, 4);
 	hx_sync(fd);
 	for (i = 0; i < 4; i++)
-		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_RECV, 64);
 	CHECK_EQ(xq_count_events(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 300), 0);
 	/* 6 -> 4: below the limit: one event, for our SRQ, now disarmed. */
 	hx_send_u64(fd, 2);
 	hx_sync(fd);
 	for (i = 4; i < 6; i++)
-		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 3000, &ev, false)))
+		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_RECV, 64);
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 3000,
+				   &ev, false)))
 		CHECK(ev.element.srq == srq);
 	CHECK(ibv_query_srq(srq, &at) == 0 && at.srq_limit == 0);
 	/* 4 -> 2: disarmed, nothing. */
 	hx_send_u64(fd, 2);
 	hx_sync(fd);
 	for (i = 6; i < 8; i++)
-		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_RECV, 64);
 	CHECK_EQ(xq_count_events(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 300), 0);
 	/* Armed again at 6 with 8 posted; 3 more messages: 5 < 6, event. */
 	for (i = 0; i < 6; i++, wr++)
-		REQUIRE(xq_post_srq_recv(srq, wr, ep.buf + (wr % 64) * 64, 64, ep.mr->lkey) == 0);
+		REQUIRE(xq_post_srq_recv(srq, wr, ep.buf + (wr % 64) * 64, 64,
+					 ep.mr->lkey) == 0);
 	at.srq_limit = 6;
 	HX_CHECK_RC(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT), 0);
 	hx_send_u64(fd, 3);
 	hx_sync(fd);
 	for (i = 8; i < 11; i++)
-		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+		HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_RECV, 64);
 	CHECK_EQ(xq_count_events(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 500), 1);
 	hx_send_u64(fd, 0);
 	CHECK(ibv_destroy_qp(ep.qp) == 0);
@@ -330,8 +347,10 @@ static void last_wqe_a(int fd)
 	hx_ep_new_qp(&ep);
 	hx_ep_connect(&ep);
 	rkey = ep.peer.rkey ^ 0x5a5a5a;
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf, 64,
-				 ep.mr->lkey, ep.peer.addr, rkey, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 64, ep.mr->lkey, ep.peer.addr, rkey,
+				 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_ACCESS_ERR, -1, -1);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -353,7 +372,8 @@ static void last_wqe_b(int fd)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	HX_CHECK_RC(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE), 0);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 3000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 3000,
+				   &ev, false)))
 		CHECK(ev.element.qp == ep.qp);
 	/* The SRQ's WQE is not flushed: it belongs to the SRQ, not the QP. */
 	HX_EXPECT_NONE(ep.rcq, 200);
@@ -361,9 +381,11 @@ static void last_wqe_b(int fd)
 	/* By the transport: a remote access error. */
 	xq_new_qp(&ep, IBV_QPT_RC, srq);
 	hx_ep_connect(&ep);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_ACCESS_ERR, 5000, &ev,
+				   false)))
 		CHECK(ev.element.qp == ep.qp);
-	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 3000, &ev, false)))
+	if (CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 3000,
+				   &ev, false)))
 		CHECK(ev.element.qp == ep.qp);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -386,8 +408,10 @@ static void resize_a(int fd)
 	hx_sync(fd);
 	for (i = 0; i < 40; i++) {
 		hx_fill(ep.buf + (size_t)i * 256, 256, 300 + i);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, id,
-					 ep.buf + (size_t)i * 256, 256, ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+					 id, ep.buf + (size_t)i * 256, 256,
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, id, IBV_WC_SUCCESS, IBV_WC_SEND, 256);
 		id++;
 	}
@@ -408,22 +432,27 @@ static void resize_b(int fd)
 	hx_ep_connect(&ep);
 	CHECK(ibv_query_srq(srq, &at) == 0);
 	for (i = 0; i < (int)at.max_wr; i++)
-		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i, ep.buf + (size_t)i * SLOT, SLOT,
+		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i,
+					 ep.buf + (size_t)i * SLOT, SLOT,
 					 ep.mr->lkey) == 0);
 	/* Full: ENOMEM. */
-	HX_CHECK_RC(xq_post_srq_recv(srq, 999, ep.buf, SLOT, ep.mr->lkey), ENOMEM);
+	HX_CHECK_RC(xq_post_srq_recv(srq, 999, ep.buf, SLOT, ep.mr->lkey),
+		    ENOMEM);
 	/* Grow with the WQEs in place, then fill up to 40. */
 	at.max_wr = 64;
 	HX_CHECK_RC(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR), 0);
 	CHECK(ibv_query_srq(srq, &at) == 0 && at.max_wr >= 64);
 	for (; i < 40; i++)
-		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i, ep.buf + (size_t)i * SLOT, SLOT,
+		REQUIRE(xq_post_srq_recv(srq, (uint64_t)i,
+					 ep.buf + (size_t)i * SLOT, SLOT,
 					 ep.mr->lkey) == 0);
 	hx_sync(fd);
 	/* Consumed in posting order across the resize. */
 	for (i = 0; i < 40; i++)
-		if (HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 256))
-			HX_CHECK_PATTERN(ep.buf + (size_t)i * SLOT, 256, 300 + i);
+		if (HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			      IBV_WC_RECV, 256))
+			HX_CHECK_PATTERN(ep.buf + (size_t)i * SLOT, 256,
+					 300 + i);
 	hx_sync(fd);
 	CHECK(ibv_destroy_qp(ep.qp) == 0);
 	ep.qp = NULL;
@@ -481,7 +510,8 @@ static void destroy_waits_b(int fd)
 	REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT) == 0);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
-	if (!CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 3000, &ev, true)))
+	if (!CHECK_EV(xq_wait_event(ep.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 3000,
+				    &ev, true)))
 		hx_die("no event to hold");
 	hx_sync(fd);
 	CHECK(ibv_destroy_qp(ep.qp) == 0);
@@ -500,6 +530,7 @@ static void destroy_waits_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(shared_rc, 30),
 	HX_CASE(mixed, 30),
@@ -509,5 +540,6 @@ static const struct hx_case cases[] = {
 	HX_CASE(destroy_waits, 30),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

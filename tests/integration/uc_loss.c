@@ -3,7 +3,7 @@
  * veth pair, nftables in B's dropping a share of UDP packets): A streams
  * multi-packet SEND_WITH_IMM and RDMA_WRITE_WITH_IMM messages, each
  * carrying its sequence number as immediate data and a pattern of its
- * own.  UC has no ACKs and no retransmission (IBA 9.8.3): a message that
+ * own.  UC has no ACKs and no retransmission (IBA): a message that
  * loses any packet is dropped whole by the responder, which discards until
  * the next FIRST or ONLY packet; every message that does complete must be
  * byte-exact, in order, and later messages keep arriving after losses.
@@ -18,9 +18,9 @@
 
 #include "xqp.h"
 
-#define MSG 8192          /* 8 packets of a 1024-byte path MTU */
+#define MSG 8192 /* 8 packets of a 1024-byte path MTU */
 #define PER_ROUND 32
-#define NSLOT 64          /* receive buffers / write slots at B */
+#define NSLOT 64 /* receive buffers / write slots at B */
 
 static int rounds(void)
 {
@@ -76,11 +76,18 @@ static void stream_a(int fd)
 
 			hx_fill(src, MSG, seed_of(seq));
 			/* WRITEs land in B's write slot of this sequence. */
-			HX_CHECK_RC(hx_post_send(&ep, write ? IBV_WR_RDMA_WRITE_WITH_IMM
-							    : IBV_WR_SEND_WITH_IMM,
-						 IBV_SEND_SIGNALED, seq, src, MSG, ep.mr->lkey,
-						 ep.peer.addr + (size_t)(NSLOT + seq % NSLOT) * MSG,
-						 ep.peer.rkey, seq), 0);
+			HX_CHECK_RC(
+				hx_post_send(
+					&ep,
+					write ? IBV_WR_RDMA_WRITE_WITH_IMM :
+						IBV_WR_SEND_WITH_IMM,
+					IBV_SEND_SIGNALED, seq, src, MSG,
+					ep.mr->lkey,
+					ep.peer.addr +
+						(size_t)(NSLOT + seq % NSLOT) *
+							MSG,
+					ep.peer.rkey, seq),
+				0);
 			HX_EXPECT(ep.scq, NULL, seq, IBV_WC_SUCCESS, -1, MSG);
 		}
 		hx_sync(fd); /* round sent */
@@ -102,7 +109,8 @@ static void stream_b(int fd)
 	open_side(&ep, fd, "HX_NETNS_B", "HX_ADDR_B");
 	/* wr_id = receive buffer slot. */
 	for (i = 0; i < NSLOT; i++)
-		REQUIRE(hx_post_recv(&ep, i, ep.buf + (size_t)i * MSG, MSG, ep.mr->lkey) == 0);
+		REQUIRE(hx_post_recv(&ep, i, ep.buf + (size_t)i * MSG, MSG,
+				     ep.mr->lkey) == 0);
 	hx_sync(fd);
 	for (r = 0; r < n; r++) {
 		hx_sync(fd);
@@ -117,41 +125,47 @@ static void stream_b(int fd)
 			if (wc.status != IBV_WC_SUCCESS || wc.byte_len != MSG ||
 			    !(wc.wc_flags & IBV_WC_WITH_IMM)) {
 				hx_log("bad completion: status %s len %u flags 0x%x",
-				       ibv_wc_status_str(wc.status), wc.byte_len,
-				       wc.wc_flags);
+				       ibv_wc_status_str(wc.status),
+				       wc.byte_len, wc.wc_flags);
 				bad++;
 				break;
 			}
 			seq = ntohl(wc.imm_data);
 			/* In order, never twice. */
 			if (seq < next_min) {
-				hx_log("message %u after %u", seq, next_min - 1);
+				hx_log("message %u after %u", seq,
+				       next_min - 1);
 				bad++;
 			}
 			next_min = seq + 1;
 			if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM)
-				data = ep.buf + (size_t)(NSLOT + seq % NSLOT) * MSG;
+				data = ep.buf +
+				       (size_t)(NSLOT + seq % NSLOT) * MSG;
 			else
 				data = ep.buf + (size_t)wc.wr_id * MSG;
 			if (hx_verify(data, MSG, seed_of(seq)) >= 0) {
 				hx_log("message %u (%s) corrupted", seq,
-				       wc.opcode == IBV_WC_RECV ? "SEND" : "WRITE");
+				       wc.opcode == IBV_WC_RECV ? "SEND" :
+								  "WRITE");
 				bad++;
 			}
-			if (wc.opcode != (seq % 3 == 2 ? IBV_WC_RECV_RDMA_WITH_IMM
-						       : IBV_WC_RECV)) {
+			if (wc.opcode != (seq % 3 == 2 ?
+						  IBV_WC_RECV_RDMA_WITH_IMM :
+						  IBV_WC_RECV)) {
 				hx_log("message %u: opcode %d", seq, wc.opcode);
 				bad++;
 			}
 			got++;
-			REQUIRE(hx_post_recv(&ep, wc.wr_id, ep.buf + (size_t)wc.wr_id * MSG,
+			REQUIRE(hx_post_recv(&ep, wc.wr_id,
+					     ep.buf + (size_t)wc.wr_id * MSG,
 					     MSG, ep.mr->lkey) == 0);
 		}
 		hx_sync(fd);
 	}
 	sent = (uint32_t)hx_recv_u64(fd);
-	hx_log("%u of %u messages arrived (%u lost) in %.1f s; last one seen: %u", got,
-	       sent, sent - got, (hx_now_ms() - t0) / 1000.0, next_min ? next_min - 1 : 0);
+	hx_log("%u of %u messages arrived (%u lost) in %.1f s; last one seen: %u",
+	       got, sent, sent - got, (hx_now_ms() - t0) / 1000.0,
+	       next_min ? next_min - 1 : 0);
 	CHECK_EQ(bad, 0);
 	CHECK(got > 0);
 	/* Losses never stop the stream: messages of the last round arrive. */
@@ -164,9 +178,11 @@ static void stream_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(stream, 170),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

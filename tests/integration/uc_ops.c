@@ -3,7 +3,7 @@
  * RDMA_WRITE_WITH_IMM, single- and multi-packet, bytes compared; READ,
  * atomics and the other opcodes UC does not have refused at post with
  * EINVAL; no ACKs, so a message without a receive WQE, or violating the
- * responder's access rights, is dropped (IBA 9.8.3: UC has no NAK) while the
+ * responder's access rights, is dropped (IBA: UC has no NAK) while the
  * QP stays in RTS and later messages arrive; SRQs are not for UC.
  */
 #include <arpa/inet.h>
@@ -46,9 +46,12 @@ static void ops_a(int fd)
 		bool imm = i & 1;
 
 		hx_fill(ep.buf + i * 65536, len, 10 + i);
-		HX_CHECK_RC(hx_post_send(&ep, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-					 IBV_SEND_SIGNALED, i, ep.buf + i * 65536, len,
-					 ep.mr->lkey, 0, 0, 0x5000 + i), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep,
+				     imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+				     IBV_SEND_SIGNALED, i, ep.buf + i * 65536,
+				     len, ep.mr->lkey, 0, 0, 0x5000 + i),
+			0);
 		/* UC completes once the message is on the wire. */
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, len);
 	}
@@ -56,12 +59,15 @@ static void ops_a(int fd)
 	hx_fill(ep.buf + WOFF, 262144, 77);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 100,
 				 ep.buf + WOFF, 262144, ep.mr->lkey,
-				 ep.peer.addr + WOFF, ep.peer.rkey, 0), 0);
+				 ep.peer.addr + WOFF, ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 100, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 262144);
 	hx_fill(ep.buf + WOFF + 262144, 10000, 78);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED,
-				 101, ep.buf + WOFF + 262144, 10000, ep.mr->lkey,
-				 ep.peer.addr + WOFF + 262144, ep.peer.rkey, 0xabcd), 0);
+	HX_CHECK_RC(hx_post_send(
+			    &ep, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED,
+			    101, ep.buf + WOFF + 262144, 10000, ep.mr->lkey,
+			    ep.peer.addr + WOFF + 262144, ep.peer.rkey, 0xabcd),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 101, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 10000);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -75,12 +81,14 @@ static void ops_b(int fd)
 
 	open_uc(&ep, fd, IBV_ACCESS_REMOTE_WRITE);
 	for (i = 0; i < NSS + 1; i++)
-		REQUIRE(hx_post_recv(&ep, i, ep.buf + i * 65536, 65536, ep.mr->lkey) == 0);
+		REQUIRE(hx_post_recv(&ep, i, ep.buf + i * 65536, 65536,
+				     ep.mr->lkey) == 0);
 	hx_sync(fd);
 	for (i = 0; i < NSS; i++) {
 		uint32_t len = send_sizes[i];
 
-		if (!HX_EXPECT(ep.rcq, &wc, i, IBV_WC_SUCCESS, IBV_WC_RECV, len))
+		if (!HX_EXPECT(ep.rcq, &wc, i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       len))
 			continue;
 		CHECK_EQ(!!(wc.wc_flags & IBV_WC_WITH_IMM), i & 1);
 		if (i & 1)
@@ -90,7 +98,8 @@ static void ops_b(int fd)
 	}
 	/* The WRITE with immediate consumes a receive WQE; plain WRITEs do
 	 * not, so this is the only other completion. */
-	if (HX_EXPECT(ep.rcq, &wc, NSS, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 10000))
+	if (HX_EXPECT(ep.rcq, &wc, NSS, IBV_WC_SUCCESS,
+		      IBV_WC_RECV_RDMA_WITH_IMM, 10000))
 		CHECK_EQ(ntohl(wc.imm_data), 0xabcd);
 	HX_CHECK_PATTERN(ep.buf + WOFF, 262144, 77);
 	HX_CHECK_PATTERN(ep.buf + WOFF + 262144, 10000, 78);
@@ -104,8 +113,12 @@ static void ops_b(int fd)
 static void refused_a(int fd)
 {
 	static const enum ibv_wr_opcode bad_ops[] = {
-		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
-		IBV_WR_SEND_WITH_INV, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW,
+		IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_CMP_AND_SWP,
+		IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_SEND_WITH_INV,
+		IBV_WR_LOCAL_INV,
+		IBV_WR_BIND_MW,
 	};
 	struct ibv_send_wr wr[2], *bad;
 	struct ibv_sge sge;
@@ -133,7 +146,8 @@ static void refused_a(int fd)
 		bad = NULL;
 		HX_CHECK_RC(ibv_post_send(ep.qp, wr, &bad), EINVAL);
 		CHECK(bad == &wr[1]);
-		HX_EXPECT(ep.scq, NULL, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 8);
+		HX_EXPECT(ep.scq, NULL, 1000 + i, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_WRITE, 8);
 	}
 	HX_EXPECT_NONE(ep.scq, 100);
 	hx_sync(fd);
@@ -178,18 +192,21 @@ static void drops_a(int fd)
 	hx_fill(ep.buf + 8192, 5000, 2);
 	hx_fill(ep.buf + 16384, 3000, 3);
 	/* 1: a 5-packet SEND while B has no receive WQE: dropped whole. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 5000,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 5000, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 5000);
 	hx_sync(fd); /* B saw nothing and posted one receive */
 	/* 2: an RDMA WRITE the QP has no right to: dropped, no NAK. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED, 2,
-				 ep.buf + 8192, 5000, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 2), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM,
+				 IBV_SEND_SIGNALED, 2, ep.buf + 8192, 5000,
+				 ep.mr->lkey, ep.peer.addr, ep.peer.rkey, 2),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 5000);
 	/* 3: a SEND: arrives in the one receive WQE. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3, ep.buf + 16384,
-				 3000, ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3,
+				 ep.buf + 16384, 3000, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_SEND, 3000);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -218,11 +235,13 @@ static void drops_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(ops, 30),
 	HX_CASE(refused, 30),
 	HX_CASE(drops, 30),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

@@ -72,8 +72,11 @@ static void send_recv_a(int fd)
 		HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY,
 				       imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
 				       IBV_SEND_SIGNALED |
-					       (i == NSIZES - 1 ? IBV_SEND_SOLICITED : 0),
-				       i, ep.buf + i * SLOT, len, ep.mr->lkey, 0x1000 + i),
+					       (i == NSIZES - 1 ?
+							IBV_SEND_SOLICITED :
+							0),
+				       i, ep.buf + i * SLOT, len, ep.mr->lkey,
+				       0x1000 + i),
 			    0);
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, len);
 	}
@@ -89,7 +92,8 @@ static void send_recv_b(int fd)
 
 	open_ud(&ep, fd, NULL);
 	for (i = 0; i < NSIZES; i++)
-		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT, ep.mr->lkey) == 0);
+		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT,
+				     ep.mr->lkey) == 0);
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	hx_sync(fd);
@@ -98,7 +102,8 @@ static void send_recv_b(int fd)
 		bool imm = i & 1;
 		struct ibv_wc wc;
 
-		if (!HX_EXPECT(ep.rcq, &wc, i, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + len))
+		if (!HX_EXPECT(ep.rcq, &wc, i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       XQ_GRH + len))
 			continue;
 		CHECK(wc.wc_flags & IBV_WC_GRH);
 		CHECK_EQ(!!(wc.wc_flags & IBV_WC_WITH_IMM), imm);
@@ -109,8 +114,8 @@ static void send_recv_b(int fd)
 		CHECK_EQ(wc.slid, 0);
 		CHECK_EQ(wc.sl, 0);
 		CHECK_EQ(wc.pkey_index, 0);
-		CHECK(xq_grh_ipv4_ok(ep.buf + i * SLOT, "127.0.0.1", "127.0.0.1",
-				     udp_len(len, imm)));
+		CHECK(xq_grh_ipv4_ok(ep.buf + i * SLOT, "127.0.0.1",
+				     "127.0.0.1", udp_len(len, imm)));
 		HX_CHECK_PATTERN(ep.buf + i * SLOT + XQ_GRH, len, 100 + i);
 	}
 	hx_sync(fd);
@@ -133,15 +138,18 @@ static void round_trip_a(int fd, const char *addr, bool v6)
 	hx_sync(fd);
 	hx_fill(ep.buf, 256, 5);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 1, ep.buf, 256, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 1, ep.buf, 256, ep.mr->lkey,
+			       0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 256);
 	/* B answers through an AH made from our datagram's GRH. */
-	if (HX_EXPECT(ep.rcq, &wc, 77, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 512)) {
+	if (HX_EXPECT(ep.rcq, &wc, 77, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 512)) {
 		CHECK_EQ(wc.src_qp, ep.peer.qpn);
 		HX_CHECK_PATTERN(ep.buf + SLOT + XQ_GRH, 512, 6);
 		if (v6)
-			CHECK(xq_grh_ipv6_ok(ep.buf + SLOT, &ep.peer.gid, &ep.gid,
-					     udp_len(512, false)));
+			CHECK(xq_grh_ipv6_ok(ep.buf + SLOT, &ep.peer.gid,
+					     &ep.gid, udp_len(512, false)));
 	}
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -160,16 +168,19 @@ static void round_trip_b(int fd, const char *addr, bool v6)
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	hx_sync(fd);
-	if (!HX_EXPECT(ep.rcq, &wc, 9, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 256))
+	if (!HX_EXPECT(ep.rcq, &wc, 9, IBV_WC_SUCCESS, IBV_WC_RECV,
+		       XQ_GRH + 256))
 		hx_die("no datagram to answer");
 	HX_CHECK_PATTERN(ep.buf + XQ_GRH, 256, 5);
 	if (v6)
-		CHECK(xq_grh_ipv6_ok(ep.buf, &ep.peer.gid, &ep.gid, udp_len(256, false)));
+		CHECK(xq_grh_ipv6_ok(ep.buf, &ep.peer.gid, &ep.gid,
+				     udp_len(256, false)));
 	else
 		CHECK(xq_grh_ipv4_ok(ep.buf, "127.0.0.1", "127.0.0.1",
 				     udp_len(256, false)));
 	/* What rdma-core's consumers do with a UD receive. */
-	CHECK(ibv_init_ah_from_wc(ep.ctx, 1, &wc, (struct ibv_grh *)ep.buf, &aa) == 0);
+	CHECK(ibv_init_ah_from_wc(ep.ctx, 1, &wc, (struct ibv_grh *)ep.buf,
+				  &aa) == 0);
 	CHECK_EQ(aa.is_global, 1);
 	CHECK_EQ(aa.port_num, 1);
 	CHECK_EQ(aa.grh.sgid_index, ep.gid_index);
@@ -178,9 +189,10 @@ static void round_trip_b(int fd, const char *addr, bool v6)
 	CHECK(ah != NULL);
 	if (ah) {
 		hx_fill(ep.buf + SLOT, 512, 6);
-		HX_CHECK_RC(xq_ud_send(ep.qp, ah, wc.src_qp, XQ_QKEY, IBV_WR_SEND,
-				       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 512,
-				       ep.mr->lkey, 0), 0);
+		HX_CHECK_RC(xq_ud_send(ep.qp, ah, wc.src_qp, XQ_QKEY,
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, 2,
+				       ep.buf + SLOT, 512, ep.mr->lkey, 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 512);
 	}
 	hx_sync(fd);
@@ -189,20 +201,32 @@ static void round_trip_b(int fd, const char *addr, bool v6)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
-static void ah_from_wc_a(int fd) { round_trip_a(fd, NULL, false); }
-static void ah_from_wc_b(int fd) { round_trip_b(fd, NULL, false); }
-static void ipv6_a(int fd) { round_trip_a(fd, "::1", true); }
-static void ipv6_b(int fd) { round_trip_b(fd, "::1", true); }
+static void ah_from_wc_a(int fd)
+{
+	round_trip_a(fd, NULL, false);
+}
+static void ah_from_wc_b(int fd)
+{
+	round_trip_b(fd, NULL, false);
+}
+static void ipv6_a(int fd)
+{
+	round_trip_a(fd, "::1", true);
+}
+static void ipv6_b(int fd)
+{
+	round_trip_b(fd, "::1", true);
+}
 
 /* ---- qkey: mismatch dropped, privileged Q_Key ------------------------- */
 
 static void qkey_a(int fd)
 {
 	static const uint32_t keys[] = {
-		0x22222222,               /* wrong: dropped */
-		0x80000000u | 0x1234,     /* privileged: the QP's own (right) key */
-		XQ_QKEY,                  /* right */
-		0x11111110,               /* wrong by one bit: dropped */
+		0x22222222, /* wrong: dropped */
+		0x80000000u | 0x1234, /* privileged: the QP's own (right) key */
+		XQ_QKEY, /* right */
+		0x11111110, /* wrong by one bit: dropped */
 	};
 	struct hx_ep ep;
 	struct ibv_ah *ah;
@@ -215,9 +239,10 @@ static void qkey_a(int fd)
 	hx_sync(fd);
 	for (i = 0; i < 4; i++) {
 		hx_fill(ep.buf + i * SLOT, 64, 40 + i);
-		HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, keys[i], IBV_WR_SEND,
-				       IBV_SEND_SIGNALED, i, ep.buf + i * SLOT, 64,
-				       ep.mr->lkey, 0), 0);
+		HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, keys[i],
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+				       ep.buf + i * SLOT, 64, ep.mr->lkey, 0),
+			    0);
 		/* UD completes locally whether or not the peer takes it. */
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
 	}
@@ -248,15 +273,18 @@ static void qkey_b(int fd)
 
 	open_ud(&ep, fd, NULL);
 	for (i = 0; i < 4; i++)
-		REQUIRE(xq_post_recv(ep.qp, 10 + i, ep.buf + i * SLOT, SLOT, ep.mr->lkey) == 0);
+		REQUIRE(xq_post_recv(ep.qp, 10 + i, ep.buf + i * SLOT, SLOT,
+				     ep.mr->lkey) == 0);
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	hx_sync(fd);
 	/* Only messages 1 and 2 carry our Q_Key: they take the first two
 	 * receive WQEs; the mismatches consumed nothing. */
-	if (HX_EXPECT(ep.rcq, &wc, 10, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 64))
+	if (HX_EXPECT(ep.rcq, &wc, 10, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 64))
 		HX_CHECK_PATTERN(ep.buf + XQ_GRH, 64, 41);
-	if (HX_EXPECT(ep.rcq, &wc, 11, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 64))
+	if (HX_EXPECT(ep.rcq, &wc, 11, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 64))
 		HX_CHECK_PATTERN(ep.buf + SLOT + XQ_GRH, 64, 42);
 	HX_EXPECT_NONE(ep.rcq, 300);
 	hx_sync(fd);
@@ -273,8 +301,10 @@ static void qkey_b(int fd)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qkey = 0x80000001;
-	HX_CHECK_RC(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					   IBV_QP_PORT | IBV_QP_QKEY), 0);
+	HX_CHECK_RC(ibv_modify_qp(qp2, &a,
+				  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					  IBV_QP_PORT | IBV_QP_QKEY),
+		    0);
 	HX_CHECK_RC(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_QKEY), 0);
 	REQUIRE(drop_cap_net_raw() == 0);
 	HX_CHECK_RC(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_QKEY), EPERM);
@@ -334,7 +364,9 @@ static void refusals_a(int fd)
 	/* Exactly the MTU goes. */
 	hx_fill(ep.buf, mtu, 9);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 51, ep.buf, mtu, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 51, ep.buf, mtu, ep.mr->lkey,
+			       0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 51, IBV_WC_SUCCESS, IBV_WC_SEND, mtu);
 	HX_EXPECT_NONE(ep.scq, 100);
 	hx_send_u64(fd, mtu);
@@ -354,7 +386,8 @@ static void refusals_b(int fd)
 	ready(&ep);
 	hx_sync(fd);
 	mtu = (uint32_t)hx_recv_u64(fd);
-	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + mtu))
+	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + mtu))
 		HX_CHECK_PATTERN(ep.buf + XQ_GRH, mtu, 9);
 	HX_EXPECT_NONE(ep.rcq, 200);
 	hx_sync(fd);
@@ -375,12 +408,16 @@ static void small_buf_a(int fd)
 	hx_sync(fd);
 	hx_fill(ep.buf, 100, 1);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 1, ep.buf, 100, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 1, ep.buf, 100, ep.mr->lkey,
+			       0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 100);
 	hx_sync(fd); /* B saw the length error */
 	hx_fill(ep.buf + SLOT, 50, 2);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 50, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 50,
+			       ep.mr->lkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 50);
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -402,7 +439,8 @@ static void small_buf_b(int fd)
 	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_LOC_LEN_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
 	hx_sync(fd);
-	if (HX_EXPECT(ep.rcq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 50))
+	if (HX_EXPECT(ep.rcq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 50))
 		HX_CHECK_PATTERN(ep.buf + SLOT + XQ_GRH, 50, 2);
 	hx_sync(fd);
 	CHECK(hx_ep_close(&ep) == 0);
@@ -422,12 +460,16 @@ static void states_a(int fd)
 	hx_sync(fd); /* B is in INIT */
 	hx_fill(ep.buf, 32, 1);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 1, ep.buf, 32, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 1, ep.buf, 32, ep.mr->lkey,
+			       0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 32);
 	hx_sync(fd); /* B is in RTR */
 	hx_fill(ep.buf + SLOT, 32, 2);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 32, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 32,
+			       ep.mr->lkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 32);
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -446,11 +488,13 @@ static void states_b(int fd)
 	HX_EXPECT_NONE(ep.rcq, 300); /* INIT: dropped */
 	REQUIRE(xq_ud_rtr(ep.qp) == 0);
 	ah = xq_ah(&ep, &ep.peer.gid);
-	/* RTR receives but does not send (IBA 10.3.1). */
-	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND, 0, 9,
-			       ep.buf, 8, ep.mr->lkey, 0), EINVAL);
+	/* RTR receives but does not send (IBA). */
+	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND, 0,
+			       9, ep.buf, 8, ep.mr->lkey, 0),
+		    EINVAL);
 	hx_sync(fd);
-	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 32))
+	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 32))
 		HX_CHECK_PATTERN(ep.buf + XQ_GRH, 32, 2);
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -482,9 +526,10 @@ static void many_senders_a(int fd)
 	hx_sync(fd);
 	for (i = 0; i < NSEND; i++) {
 		hx_fill(ep.buf + i * SLOT, 200, qp[i]->qp_num);
-		HX_CHECK_RC(xq_ud_send(qp[i], ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-				       IBV_SEND_SIGNALED, i, ep.buf + i * SLOT, 200,
-				       ep.mr->lkey, 0), 0);
+		HX_CHECK_RC(xq_ud_send(qp[i], ah, ep.peer.qpn, XQ_QKEY,
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+				       ep.buf + i * SLOT, 200, ep.mr->lkey, 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, 200);
 	}
 	hx_sync(fd);
@@ -502,7 +547,8 @@ static void many_senders_b(int fd)
 
 	open_ud(&ep, fd, NULL);
 	for (i = 0; i < NSEND; i++)
-		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT, ep.mr->lkey) == 0);
+		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT,
+				     ep.mr->lkey) == 0);
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	for (i = 0; i < NSEND; i++)
@@ -511,8 +557,8 @@ static void many_senders_b(int fd)
 	for (i = 0; i < NSEND; i++) {
 		struct ibv_wc wc;
 
-		if (!HX_EXPECT(ep.rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV,
-			       XQ_GRH + 200))
+		if (!HX_EXPECT(ep.rcq, &wc, (uint64_t)i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, XQ_GRH + 200))
 			continue;
 		for (j = 0; j < NSEND && qpn[j] != wc.src_qp; j++)
 			;
@@ -520,7 +566,8 @@ static void many_senders_b(int fd)
 		if (j < NSEND) {
 			seen |= 1u << j;
 			/* The payload is the one that QP sent. */
-			HX_CHECK_PATTERN(ep.buf + i * SLOT + XQ_GRH, 200, qpn[j]);
+			HX_CHECK_PATTERN(ep.buf + i * SLOT + XQ_GRH, 200,
+					 qpn[j]);
 		}
 	}
 	CHECK_EQ(seen, (1u << NSEND) - 1);
@@ -544,9 +591,12 @@ static void srq_a(int fd)
 	for (i = 0; i < 4; i++) {
 		hx_fill(ep.buf + i * SLOT, 300 + i, 60 + i);
 		HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY,
-				       IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED, i,
-				       ep.buf + i * SLOT, 300 + i, ep.mr->lkey, i), 0);
-		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, 300 + i);
+				       IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED,
+				       i, ep.buf + i * SLOT, 300 + i,
+				       ep.mr->lkey, i),
+			    0);
+		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND,
+			  300 + i);
 	}
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -576,8 +626,8 @@ static void srq_b(int fd)
 	for (i = 0; i < 4; i++) {
 		struct ibv_wc wc;
 
-		if (!HX_EXPECT(ep.rcq, &wc, 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
-			       XQ_GRH + 300 + i))
+		if (!HX_EXPECT(ep.rcq, &wc, 100 + i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, XQ_GRH + 300 + i))
 			continue;
 		CHECK_EQ(wc.qp_num, ep.qp->qp_num);
 		CHECK_EQ(ntohl(wc.imm_data), i);
@@ -606,12 +656,16 @@ static void no_wqe_a(int fd)
 	hx_sync(fd);
 	hx_fill(ep.buf, 64, 1);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 1, ep.buf, 64, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 1, ep.buf, 64, ep.mr->lkey,
+			       0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
 	hx_sync(fd); /* B posted a receive now */
 	hx_fill(ep.buf + SLOT, 64, 2);
 	HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY, IBV_WR_SEND,
-			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 64, ep.mr->lkey, 0), 0);
+			       IBV_SEND_SIGNALED, 2, ep.buf + SLOT, 64,
+			       ep.mr->lkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
 	hx_sync(fd);
 	CHECK(ibv_destroy_ah(ah) == 0);
@@ -629,7 +683,8 @@ static void no_wqe_b(int fd)
 	hx_msleep(300); /* the first datagram arrives and finds no WQE */
 	REQUIRE(xq_post_recv(ep.qp, 5, ep.buf, SLOT, ep.mr->lkey) == 0);
 	hx_sync(fd);
-	if (HX_EXPECT(ep.rcq, NULL, 5, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 64))
+	if (HX_EXPECT(ep.rcq, NULL, 5, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 64))
 		HX_CHECK_PATTERN(ep.buf + XQ_GRH, 64, 2);
 	HX_EXPECT_NONE(ep.rcq, 200);
 	hx_sync(fd);
@@ -665,8 +720,9 @@ static void wr_api_a(int fd)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qkey = XQ_QKEY;
-	REQUIRE(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_QKEY) == 0);
+	REQUIRE(ibv_modify_qp(ep.qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_QKEY) == 0);
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	ah = xq_ah(&ep, &ep.peer.gid);
@@ -705,11 +761,13 @@ static void wr_api_b(int fd)
 	hx_ep_exchange(&ep);
 	ready(&ep);
 	hx_sync(fd);
-	if (HX_EXPECT(ep.rcq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 500)) {
+	if (HX_EXPECT(ep.rcq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 500)) {
 		CHECK_EQ(wc.src_qp, ep.peer.qpn);
 		HX_CHECK_PATTERN(ep.buf + XQ_GRH, 500, 71);
 	}
-	if (HX_EXPECT(ep.rcq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RECV, XQ_GRH + 600)) {
+	if (HX_EXPECT(ep.rcq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 600)) {
 		CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
 		CHECK_EQ(ntohl(wc.imm_data), 0xfeed);
 		HX_CHECK_PATTERN(ep.buf + SLOT + XQ_GRH, 600, 72);
@@ -718,6 +776,7 @@ static void wr_api_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(send_recv, 30),
 	HX_CASE(ah_from_wc, 30),
@@ -732,5 +791,6 @@ static const struct hx_case cases[] = {
 	HX_CASE(wr_api, 30),
 	{ NULL, NULL, NULL, 0 },
 };
+/* clang-format on */
 
 HX_MAIN(cases)

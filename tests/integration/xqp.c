@@ -41,7 +41,8 @@ struct ibv_qp *xq_create(struct hx_ep *ep, enum ibv_qp_type type,
 	}
 	rc = ibv_modify_qp(qp, &a, mask);
 	if (rc)
-		hx_die("modify_qp RESET->INIT (type %d): %s", type, strerror(rc));
+		hx_die("modify_qp RESET->INIT (type %d): %s", type,
+		       strerror(rc));
 	return qp;
 }
 
@@ -154,8 +155,9 @@ int xq_connect_qp(struct hx_ep *ep, struct ibv_qp *qp, uint32_t peer_qpn,
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = ep->mtu < (enum ibv_mtu)ep->peer.mtu ? ep->mtu
-						      : (enum ibv_mtu)ep->peer.mtu;
+	a.path_mtu = ep->mtu < (enum ibv_mtu)ep->peer.mtu ?
+			     ep->mtu :
+			     (enum ibv_mtu)ep->peer.mtu;
 	if (ep->o.path_mtu)
 		a.path_mtu = ep->o.path_mtu;
 	ep->mtu_bytes = hx_mtu_bytes(a.path_mtu);
@@ -212,7 +214,8 @@ int xq_wait_event(struct ibv_context *ctx, enum ibv_event_type want,
 			return 1;
 		}
 		hx_log("async event %s while waiting for %s",
-		       ibv_event_type_str(ev.event_type), ibv_event_type_str(want));
+		       ibv_event_type_str(ev.event_type),
+		       ibv_event_type_str(want));
 		ibv_ack_async_event(&ev);
 	}
 }
@@ -254,10 +257,12 @@ bool xq_grh_ipv4_ok(const uint8_t *grh, const char *src, const char *dst,
 	const uint8_t *ip = grh + 20;
 	struct in_addr s, d;
 
-	if (inet_pton(AF_INET, src, &s) != 1 || inet_pton(AF_INET, dst, &d) != 1)
+	if (inet_pton(AF_INET, src, &s) != 1 ||
+	    inet_pton(AF_INET, dst, &d) != 1)
 		hx_die("bad address %s / %s", src, dst);
 	if (ip[0] != 0x45 || ip[9] != 17) {
-		hx_log("GRH: not an IPv4/UDP header (0x%02x, proto %u)", ip[0], ip[9]);
+		hx_log("GRH: not an IPv4/UDP header (0x%02x, proto %u)", ip[0],
+		       ip[9]);
 		return false;
 	}
 	if (!ipv4_sum_ok(ip)) {
@@ -269,8 +274,8 @@ bool xq_grh_ipv4_ok(const uint8_t *grh, const char *src, const char *dst,
 		return false;
 	}
 	if ((uint32_t)(ip[2] << 8 | ip[3]) != 28 + udp_payload) {
-		hx_log("GRH: IPv4 total length %u, expected %u", ip[2] << 8 | ip[3],
-		       28 + udp_payload);
+		hx_log("GRH: IPv4 total length %u, expected %u",
+		       ip[2] << 8 | ip[3], 28 + udp_payload);
 		return false;
 	}
 	return true;
@@ -285,13 +290,14 @@ bool xq_grh_ipv6_ok(const uint8_t *grh, const union ibv_gid *src,
 		hx_log("GRH: not an IPv6/UDP header");
 		return false;
 	}
-	if (memcmp(g->sgid.raw, src->raw, 16) || memcmp(g->dgid.raw, dst->raw, 16)) {
+	if (memcmp(g->sgid.raw, src->raw, 16) ||
+	    memcmp(g->dgid.raw, dst->raw, 16)) {
 		hx_log("GRH: IPv6 addresses differ");
 		return false;
 	}
 	if (be16toh(g->paylen) != 8 + udp_payload) {
-		hx_log("GRH: IPv6 payload length %u, expected %u", be16toh(g->paylen),
-		       8 + udp_payload);
+		hx_log("GRH: IPv6 payload length %u, expected %u",
+		       be16toh(g->paylen), 8 + udp_payload);
 		return false;
 	}
 	return true;

@@ -9,7 +9,7 @@
 
 #include "harness.h"
 
-#define XQ_QKEY 0x11111111u      /* ibv_ud_pingpong's */
+#define XQ_QKEY 0x11111111u /* ibv_ud_pingpong's */
 #define XQ_MCAST_QPN 0xffffffu
 #define XQ_GRH 40
 
@@ -48,17 +48,17 @@ int xq_connect_qp(struct hx_ep *ep, struct ibv_qp *qp, uint32_t peer_qpn,
 int xq_wait_event(struct ibv_context *ctx, enum ibv_event_type want,
 		  int timeout_ms, struct ibv_async_event *out, bool keep);
 /* Assert that an event wait succeeded; evaluates to its result. */
-#define CHECK_EV(expr)                                                       \
-	({                                                                   \
-		int _e = (expr);                                             \
-		if (_e) {                                                    \
-			check_passed++;                                      \
-		} else {                                                     \
-			check_failed++;                                      \
-			fprintf(stderr, "%s:%d: [%s] event not seen: %s\n",  \
-				__FILE__, __LINE__, hx_role, #expr);         \
-		}                                                            \
-		_e;                                                          \
+#define CHECK_EV(expr)                                                      \
+	({                                                                  \
+		int _e = (expr);                                            \
+		if (_e) {                                                   \
+			check_passed++;                                     \
+		} else {                                                    \
+			check_failed++;                                     \
+			fprintf(stderr, "%s:%d: [%s] event not seen: %s\n", \
+				__FILE__, __LINE__, hx_role, #expr);        \
+		}                                                           \
+		_e;                                                         \
 	})
 
 /* Count the events of type `want` arriving within ms (all acked). */
