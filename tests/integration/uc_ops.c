@@ -1,7 +1,7 @@
 /*
  * UC between two processes: SEND, SEND_WITH_IMM, RDMA_WRITE and
  * RDMA_WRITE_WITH_IMM, single- and multi-packet, bytes compared; READ,
- * atomics and the other opcodes UC does not have refused at post with
+ * atomics and SEND_WITH_INV, which UC does not have, refused at post with
  * EINVAL; no ACKs, so a message without a receive WQE, or violating the
  * responder's access rights, is dropped (IBA: UC has no NAK) while the
  * QP stays in RTS and later messages arrive; SRQs are not for UC.
@@ -112,13 +112,13 @@ static void ops_b(int fd)
 
 static void refused_a(int fd)
 {
+	/* SEND_WITH_INV: IBA has no UC opcode carrying an IETH.  (Memory
+	 * window operations, LOCAL_INV and BIND_MW, are valid on UC.) */
 	static const enum ibv_wr_opcode bad_ops[] = {
 		IBV_WR_RDMA_READ,
 		IBV_WR_ATOMIC_CMP_AND_SWP,
 		IBV_WR_ATOMIC_FETCH_AND_ADD,
 		IBV_WR_SEND_WITH_INV,
-		IBV_WR_LOCAL_INV,
-		IBV_WR_BIND_MW,
 	};
 	struct ibv_send_wr wr[2], *bad;
 	struct ibv_sge sge;
