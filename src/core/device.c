@@ -4,6 +4,7 @@
  * host's IP addresses.
  */
 #include "core/device.h"
+#include "core/mw.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -240,7 +241,14 @@ void sv_device_attr(struct ibv_device_attr *a)
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
-			      IBV_DEVICE_CHANGE_PHY_PORT;
+			      IBV_DEVICE_CHANGE_PHY_PORT |
+			      /* core/mw.c: windows of type 1 and 2B (bound to
+			       * a QP, checked against its PD and number),
+			       * local and remote invalidation: the memory
+			       * management extensions a user can reach (fast
+			       * registration has no user verb). */
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = SV_MAX_CQ;
@@ -257,7 +265,7 @@ void sv_device_attr(struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
-	a->max_mw = 0;
+	a->max_mw = SV_MAX_MW;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
 	a->max_mcast_grp = SV_MAX_MCAST_GRP;

@@ -95,6 +95,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sv_qp_ex_install_ops(ctx);
 	sv_qp_install_ops(ctx);
 	sv_srq_install_ops(ctx);
+	sv_mw_install_ops(ctx);
 	sv_engine_install_ops(ctx);
 
 	if (sv_engine_open(ctx)) {

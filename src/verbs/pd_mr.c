@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/mr.h"
+#include "core/mw.h"
 
 /* Access bits a registration may carry.  Bits of the optional range are
  * hints (relaxed ordering...) that a device may ignore, as rdma-core
@@ -226,6 +227,12 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		return IBV_REREG_MR_ERR_CMD;
 	}
 
+	/* Windows bound to the region would keep pointing at the old
+	 * translation: refused, as the kernel does while windows use it. */
+	if (sv_mw_mr_retire(mr)) {
+		errno = EBUSY;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	/* Remove the old keys and wait out in-flight users before the
 	 * region changes under them. */
 	sv_mr_unpublish(mr);
@@ -255,6 +262,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (!ibmr)
 		return EINVAL;
 	mr = to_sv_mr(ibmr);
+	/* man ibv_alloc_mw: deregistration fails while a window is bound
+	 * to the region. */
+	if (sv_mw_mr_retire(mr))
+		return EBUSY;
 	sv_mr_unpublish(mr);
 	sv_pd_put(mr->pd);
 	free(mr);

@@ -591,12 +591,15 @@ static uint64_t ops_supported(enum ibv_qp_type type)
 		return ops;
 	ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	if (da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS)
-		ops |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+		ops |= IBV_QP_EX_WITH_LOCAL_INV;
 	if (da.device_cap_flags &
 	    (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))
 		ops |= IBV_QP_EX_WITH_BIND_MW;
 	if (type != IBV_QPT_RC)
 		return ops;
+	/* IBA 9.2.1: SEND with Invalidate exists on RC only. */
+	if (da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS)
+		ops |= IBV_QP_EX_WITH_SEND_WITH_INV;
 	ops |= IBV_QP_EX_WITH_RDMA_READ;
 	if (da.atomic_cap != IBV_ATOMIC_NONE)
 		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |

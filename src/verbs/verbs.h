@@ -53,6 +53,7 @@ void sv_qp_ex_install_ops(struct sv_context *ctx);
 void sv_qp_wr_free(struct sv_qp *qp);
 void sv_qp_install_ops(struct sv_context *ctx);
 void sv_srq_install_ops(struct sv_context *ctx);
+void sv_mw_install_ops(struct sv_context *ctx);
 
 /* PD users: every object created on a PD holds a use (EBUSY on dealloc). */
 static inline void sv_pd_get(struct sv_pd *pd)

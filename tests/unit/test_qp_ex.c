@@ -289,6 +289,7 @@ static void test_create_rules(void)
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_READ },
@@ -666,7 +667,7 @@ static void test_batch_errors(void)
 	BATCH(xs, EINVAL, ibv_wr_send_imm(xs, 1));
 	BATCH(xs, EINVAL, ibv_wr_rdma_read(xs, 1, 2));
 	BATCH(xs, EINVAL, ibv_wr_atomic_fetch_add(xs, 1, 2, 3));
-	/* memory windows and invalidation: not asked for (nor offered) */
+	/* memory windows and invalidation: not asked for at creation */
 	BATCH(x, EINVAL, ibv_wr_send_inv(x, 5));
 	BATCH(x, EINVAL, ibv_wr_local_inv(x, 5));
 	BATCH(x, EINVAL, ibv_wr_bind_mw(x, NULL, 5, &bi));
