@@ -27,7 +27,8 @@
 #define SV_SZ(m, k) (SV_HAS(m, k) * SV_##k##_BYTES)
 /* Offset where header k sits (headers come in enum order). */
 #define SV_OFF_DETH(m) SV_BTH_BYTES
-#define SV_OFF_RETH(m) (SV_OFF_DETH(m) + SV_SZ(m, DETH))
+#define SV_OFF_XRCETH(m) (SV_OFF_DETH(m) + SV_SZ(m, DETH))
+#define SV_OFF_RETH(m) (SV_OFF_XRCETH(m) + SV_SZ(m, XRCETH))
 #define SV_OFF_ATMETH(m) (SV_OFF_RETH(m) + SV_SZ(m, RETH))
 #define SV_OFF_AETH(m) (SV_OFF_ATMETH(m) + SV_SZ(m, ATMETH))
 #define SV_OFF_ATMACK(m) (SV_OFF_AETH(m) + SV_SZ(m, AETH))
@@ -45,6 +46,7 @@ const struct sv_opinfo sv_opinfo[256] = {
 		.offset = {                                           \
 			[SV_HDR_BTH] = 0,                             \
 			[SV_HDR_DETH] = SV_OFFSET(m, DETH),           \
+			[SV_HDR_XRCETH] = SV_OFFSET(m, XRCETH),       \
 			[SV_HDR_RETH] = SV_OFFSET(m, RETH),           \
 			[SV_HDR_ATMETH] = SV_OFFSET(m, ATMETH),       \
 			[SV_HDR_AETH] = SV_OFFSET(m, AETH),           \

@@ -21,10 +21,12 @@
 /* ---- headers ------------------------------------------------------------ */
 
 /* Headers in the order they appear on the wire (IBA; RoCE v2 has no
- * LRH/GRH inside the UDP payload; RDETH is RD only and not supported). */
+ * LRH/GRH inside the UDP payload; RDETH is RD only and not supported;
+ * XRCETH follows the BTH of XRC requests, IBA Annex A14). */
 #define SV_HEADERS(X) \
 	X(BTH, 12)    \
 	X(DETH, 8)    \
+	X(XRCETH, 4)  \
 	X(RETH, 16)   \
 	X(ATMETH, 28) \
 	X(AETH, 4)    \
@@ -65,27 +67,29 @@ enum sv_op_mask {
 	SV_M_ATMACK = 1u << SV_HDR_ATMACK,
 	SV_M_IMMDT = 1u << SV_HDR_IMMDT,
 	SV_M_IETH = 1u << SV_HDR_IETH,
+	SV_M_XRCETH = 1u << SV_HDR_XRCETH,
 	/* classes */
-	SV_M_REQ = 1u << 8, /* a request: handled by the responder */
-	SV_M_RESP = 1u << 9, /* a response: handled by the completer */
-	SV_M_SEND = 1u << 10,
-	SV_M_WRITE = 1u << 11,
-	SV_M_READ = 1u << 12, /* RDMA READ request */
-	SV_M_READ_RESP = 1u << 13,
-	SV_M_ATOMIC = 1u << 14, /* compare-swap / fetch-add request */
-	SV_M_ACK = 1u << 15, /* ACKNOWLEDGE / ATOMIC ACKNOWLEDGE */
-	SV_M_START = 1u << 16, /* first packet of a message (or only) */
-	SV_M_MIDDLE = 1u << 17,
-	SV_M_END = 1u << 18, /* last packet of a message (or only) */
-	SV_M_COMP = 1u << 19, /* the packet completes a request message */
-	SV_M_PAYLOAD = 1u << 20, /* may carry payload */
-	SV_M_IMM = 1u << 21,
-	SV_M_INV = 1u << 22,
-	SV_M_RWR = 1u << 23, /* consumes a receive WQE at the responder */
-	SV_M_RC = 1u << 24,
-	SV_M_UC = 1u << 25,
-	SV_M_UD = 1u << 26,
-	SV_M_HDRS = 0xff,
+	SV_M_REQ = 1u << 9, /* a request: handled by the responder */
+	SV_M_RESP = 1u << 10, /* a response: handled by the completer */
+	SV_M_SEND = 1u << 11,
+	SV_M_WRITE = 1u << 12,
+	SV_M_READ = 1u << 13, /* RDMA READ request */
+	SV_M_READ_RESP = 1u << 14,
+	SV_M_ATOMIC = 1u << 15, /* compare-swap / fetch-add request */
+	SV_M_ACK = 1u << 16, /* ACKNOWLEDGE / ATOMIC ACKNOWLEDGE */
+	SV_M_START = 1u << 17, /* first packet of a message (or only) */
+	SV_M_MIDDLE = 1u << 18,
+	SV_M_END = 1u << 19, /* last packet of a message (or only) */
+	SV_M_COMP = 1u << 20, /* the packet completes a request message */
+	SV_M_PAYLOAD = 1u << 21, /* may carry payload */
+	SV_M_IMM = 1u << 22,
+	SV_M_INV = 1u << 23,
+	SV_M_RWR = 1u << 24, /* consumes a receive WQE at the responder */
+	SV_M_RC = 1u << 25,
+	SV_M_UC = 1u << 26,
+	SV_M_UD = 1u << 27,
+	SV_M_XRC = 1u << 28,
+	SV_M_HDRS = 0x1ff,
 };
 
 /* Shorthands for the table below. */
@@ -179,7 +183,69 @@ enum sv_op_mask {
 	  SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_DETH)                     \
 	X(0x65, UD_SEND_ONLY_WITH_IMMEDIATE, SV_M_UD | SV_M_REQ | SV_M_SEND |  \
 	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_IMM |           \
-	  SV_M_DETH | SV_M_IMMDT)
+	  SV_M_DETH | SV_M_IMMDT)                                              \
+	SV_XRC_OPCODES(X)
+
+/* The XRC transport (IBA Annex A14): each opcode is its RC twin plus
+ * 0xa0 with the same headers, and requests carry the XRCETH (the target
+ * XRC SRQ) right after the BTH. */
+#define SV_XRC_REQ (SV_M_XRC | SV_M_REQ | SV_M_XRCETH)
+#define SV_XRC_RESP (SV_M_XRC | SV_M_RESP)
+#define SV_XRC_OPCODES(X)                                                      \
+	X(0xa0, XRC_SEND_FIRST, SV_XRC_REQ | SV_M_SEND | SV_M_START |          \
+	  SV_M_PAYLOAD | SV_M_RWR)                                             \
+	X(0xa1, XRC_SEND_MIDDLE, SV_XRC_REQ | SV_M_SEND | SV_M_MIDDLE |        \
+	  SV_M_PAYLOAD | SV_M_RWR)                                             \
+	X(0xa2, XRC_SEND_LAST, SV_XRC_REQ | SV_M_SEND | SV_M_END | SV_M_COMP | \
+	  SV_M_PAYLOAD | SV_M_RWR)                                             \
+	X(0xa3, XRC_SEND_LAST_WITH_IMMEDIATE, SV_XRC_REQ | SV_M_SEND |         \
+	  SV_M_END | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_IMM |          \
+	  SV_M_IMMDT)                                                          \
+	X(0xa4, XRC_SEND_ONLY, SV_XRC_REQ | SV_M_SEND | SV_ONLY | SV_M_COMP |  \
+	  SV_M_PAYLOAD | SV_M_RWR)                                             \
+	X(0xa5, XRC_SEND_ONLY_WITH_IMMEDIATE, SV_XRC_REQ | SV_M_SEND |         \
+	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_IMM |           \
+	  SV_M_IMMDT)                                                          \
+	X(0xa6, XRC_RDMA_WRITE_FIRST, SV_XRC_REQ | SV_M_WRITE | SV_M_START |   \
+	  SV_M_PAYLOAD | SV_M_RETH)                                            \
+	X(0xa7, XRC_RDMA_WRITE_MIDDLE, SV_XRC_REQ | SV_M_WRITE | SV_M_MIDDLE | \
+	  SV_M_PAYLOAD)                                                        \
+	X(0xa8, XRC_RDMA_WRITE_LAST, SV_XRC_REQ | SV_M_WRITE | SV_M_END |      \
+	  SV_M_COMP | SV_M_PAYLOAD)                                            \
+	X(0xa9, XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE, SV_XRC_REQ | SV_M_WRITE |  \
+	  SV_M_END | SV_M_COMP | SV_M_PAYLOAD | SV_M_IMM | SV_M_IMMDT |        \
+	  SV_M_RWR)                                                            \
+	X(0xaa, XRC_RDMA_WRITE_ONLY, SV_XRC_REQ | SV_M_WRITE | SV_ONLY |       \
+	  SV_M_COMP | SV_M_PAYLOAD | SV_M_RETH)                                \
+	X(0xab, XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, SV_XRC_REQ | SV_M_WRITE |  \
+	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RETH | SV_M_IMM |          \
+	  SV_M_IMMDT | SV_M_RWR)                                               \
+	X(0xac, XRC_RDMA_READ_REQUEST, SV_XRC_REQ | SV_M_READ | SV_ONLY |      \
+	  SV_M_COMP | SV_M_RETH)                                               \
+	X(0xad, XRC_RDMA_READ_RESPONSE_FIRST, SV_XRC_RESP | SV_M_READ_RESP |   \
+	  SV_M_START | SV_M_PAYLOAD | SV_M_AETH)                               \
+	X(0xae, XRC_RDMA_READ_RESPONSE_MIDDLE, SV_XRC_RESP | SV_M_READ_RESP |  \
+	  SV_M_MIDDLE | SV_M_PAYLOAD)                                          \
+	X(0xaf, XRC_RDMA_READ_RESPONSE_LAST, SV_XRC_RESP | SV_M_READ_RESP |    \
+	  SV_M_END | SV_M_PAYLOAD | SV_M_AETH)                                 \
+	X(0xb0, XRC_RDMA_READ_RESPONSE_ONLY, SV_XRC_RESP | SV_M_READ_RESP |    \
+	  SV_ONLY | SV_M_PAYLOAD | SV_M_AETH)                                  \
+	X(0xb1, XRC_ACKNOWLEDGE, SV_XRC_RESP | SV_M_ACK | SV_ONLY | SV_M_AETH) \
+	X(0xb2, XRC_ATOMIC_ACKNOWLEDGE, SV_XRC_RESP | SV_M_ACK | SV_ONLY |     \
+	  SV_M_AETH | SV_M_ATMACK)                                             \
+	X(0xb3, XRC_COMPARE_SWAP, SV_XRC_REQ | SV_M_ATOMIC | SV_ONLY |         \
+	  SV_M_COMP | SV_M_ATMETH)                                             \
+	X(0xb4, XRC_FETCH_ADD, SV_XRC_REQ | SV_M_ATOMIC | SV_ONLY |            \
+	  SV_M_COMP | SV_M_ATMETH)                                             \
+	X(0xb6, XRC_SEND_LAST_WITH_INVALIDATE, SV_XRC_REQ | SV_M_SEND |        \
+	  SV_M_END | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_INV |          \
+	  SV_M_IETH)                                                           \
+	X(0xb7, XRC_SEND_ONLY_WITH_INVALIDATE, SV_XRC_REQ | SV_M_SEND |        \
+	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_INV |           \
+	  SV_M_IETH)
+
+/* An XRC opcode is its RC twin plus this. */
+#define SV_XRC_OP_BASE 0xa0
 /* clang-format on */
 
 enum sv_opcode {
@@ -274,6 +340,7 @@ static inline void sv_store_be64(uint8_t *p, uint64_t v)
 	X(bth, psn, 8, 32, 0, 0xffffffu)                      \
 	X(deth, qkey, 0, 32, 0, 0xffffffffu)                  \
 	X(deth, sqp, 4, 32, 0, 0xffffffu)                     \
+	X(xrceth, srqn, 0, 32, 0, 0xffffffu)                  \
 	X(reth, va, 0, 64, 0, ~0ull)                          \
 	X(reth, rkey, 8, 32, 0, 0xffffffffu)                  \
 	X(reth, len, 12, 32, 0, 0xffffffffu)                  \

@@ -53,6 +53,31 @@ static const struct {
 	{ 0x2b, "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", SV_M_RETH | SV_M_IMMDT },
 	{ 0x64, "UD_SEND_ONLY", SV_M_DETH },
 	{ 0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", SV_M_DETH | SV_M_IMMDT },
+	/* XRC (IBA Annex A14): requests carry the XRCETH */
+	{ 0xa0, "XRC_SEND_FIRST", SV_M_XRCETH },
+	{ 0xa1, "XRC_SEND_MIDDLE", SV_M_XRCETH },
+	{ 0xa2, "XRC_SEND_LAST", SV_M_XRCETH },
+	{ 0xa3, "XRC_SEND_LAST_WITH_IMMEDIATE", SV_M_XRCETH | SV_M_IMMDT },
+	{ 0xa4, "XRC_SEND_ONLY", SV_M_XRCETH },
+	{ 0xa5, "XRC_SEND_ONLY_WITH_IMMEDIATE", SV_M_XRCETH | SV_M_IMMDT },
+	{ 0xa6, "XRC_RDMA_WRITE_FIRST", SV_M_XRCETH | SV_M_RETH },
+	{ 0xa7, "XRC_RDMA_WRITE_MIDDLE", SV_M_XRCETH },
+	{ 0xa8, "XRC_RDMA_WRITE_LAST", SV_M_XRCETH },
+	{ 0xa9, "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE", SV_M_XRCETH | SV_M_IMMDT },
+	{ 0xaa, "XRC_RDMA_WRITE_ONLY", SV_M_XRCETH | SV_M_RETH },
+	{ 0xab, "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+	  SV_M_XRCETH | SV_M_RETH | SV_M_IMMDT },
+	{ 0xac, "XRC_RDMA_READ_REQUEST", SV_M_XRCETH | SV_M_RETH },
+	{ 0xad, "XRC_RDMA_READ_RESPONSE_FIRST", SV_M_AETH },
+	{ 0xae, "XRC_RDMA_READ_RESPONSE_MIDDLE", 0 },
+	{ 0xaf, "XRC_RDMA_READ_RESPONSE_LAST", SV_M_AETH },
+	{ 0xb0, "XRC_RDMA_READ_RESPONSE_ONLY", SV_M_AETH },
+	{ 0xb1, "XRC_ACKNOWLEDGE", SV_M_AETH },
+	{ 0xb2, "XRC_ATOMIC_ACKNOWLEDGE", SV_M_AETH | SV_M_ATMACK },
+	{ 0xb3, "XRC_COMPARE_SWAP", SV_M_XRCETH | SV_M_ATMETH },
+	{ 0xb4, "XRC_FETCH_ADD", SV_M_XRCETH | SV_M_ATMETH },
+	{ 0xb6, "XRC_SEND_LAST_WITH_INVALIDATE", SV_M_XRCETH | SV_M_IETH },
+	{ 0xb7, "XRC_SEND_ONLY_WITH_INVALIDATE", SV_M_XRCETH | SV_M_IETH },
 };
 
 #define N_EXPECTED (sizeof(expected) / sizeof(expected[0]))
@@ -64,7 +89,7 @@ static bool has(const char *name, const char *word)
 
 static void test_table(void)
 {
-	static const int hsize[SV_NUM_HDRS] = { 12, 8, 16, 28, 4, 8, 4, 4 };
+	static const int hsize[SV_NUM_HDRS] = { 12, 8, 4, 16, 28, 4, 8, 4, 4 };
 	unsigned int i, known = 0;
 
 	for (i = 0; i < SV_NUM_HDRS; i++)
@@ -101,11 +126,24 @@ static void test_table(void)
 		CHECK_EQ(o->length, off);
 
 		/* Transport from the opcode's top 3 bits (IBA 9.2.1). */
+#define TRANSPORTS (SV_M_RC | SV_M_UC | SV_M_UD | SV_M_XRC)
 		switch (expected[i].op >> 5) {
-		case 0: CHECK((m & (SV_M_RC | SV_M_UC | SV_M_UD)) == SV_M_RC); break;
-		case 1: CHECK((m & (SV_M_RC | SV_M_UC | SV_M_UD)) == SV_M_UC); break;
-		case 3: CHECK((m & (SV_M_RC | SV_M_UC | SV_M_UD)) == SV_M_UD); break;
+		case 0: CHECK((m & TRANSPORTS) == SV_M_RC); break;
+		case 1: CHECK((m & TRANSPORTS) == SV_M_UC); break;
+		case 3: CHECK((m & TRANSPORTS) == SV_M_UD); break;
+		case 5: CHECK((m & TRANSPORTS) == SV_M_XRC); break;
 		default: CHECK(0);
+		}
+		/* An XRC opcode is its RC twin + 0xa0, same class bits. */
+		if (m & SV_M_XRC) {
+			const struct sv_opinfo *rc = &sv_opinfo[expected[i].op - 0xa0];
+
+			REQUIRE(rc->name);
+			CHECK(!strcmp(rc->name + 2, n + 3)); /* "RC_x" / "XRC_x" */
+			CHECK_EQ(rc->mask & ~(SV_M_RC | SV_M_HDRS),
+				 m & ~(SV_M_XRC | SV_M_HDRS));
+			CHECK_EQ(m & SV_M_HDRS & ~SV_M_XRCETH, rc->mask & SV_M_HDRS);
+			CHECK(!!(m & SV_M_XRCETH) == !!(m & SV_M_REQ));
 		}
 		/* Class bits agree with the name. */
 		CHECK(!!(m & SV_M_REQ) != !!(m & SV_M_RESP));
