@@ -255,12 +255,12 @@ void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 	return (void *)(mr->va + (uintptr_t)(iova - mr->iova));
 }
 
-void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, uint64_t iova,
-		     uint64_t len, unsigned int access)
+void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, struct sv_pd *pd,
+		     uint64_t iova, uint64_t len, unsigned int access)
 {
 	if (mr && mr->bound_qp && mr->bound_qp != qp)
 		return NULL;
-	return sv_mr_check(mr, qp->pd, iova, len, access);
+	return sv_mr_check(mr, pd, iova, len, access);
 }
 
 /* ---- memory window keys --------------------------------------------------- */

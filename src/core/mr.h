@@ -29,10 +29,11 @@ void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 		  uint64_t len, unsigned int access);
 
 /* The check of a remote access arriving on qp (R_Key of a region or of
- * a window): sv_mr_check with the QP's PD, and a type 2 window answers
- * only the QP it is bound to (IBA 10.6.7.2.x, type 2B windows). */
-void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, uint64_t iova,
-		     uint64_t len, unsigned int access);
+ * a window): sv_mr_check with pd (the QP's, or for an XRC target the
+ * SRQ's), and a type 2 window answers only the QP it is bound to (IBA
+ * 10.6.7.2.x, type 2B windows). */
+void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, struct sv_pd *pd,
+		     uint64_t iova, uint64_t len, unsigned int access);
 
 /*
  * Memory window keys.  A window's R_Key is (index << 8) | tag: the index

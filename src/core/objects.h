@@ -32,6 +32,7 @@ struct sv_engine;
 struct sv_qp_engine;
 struct sv_wr_batch;
 struct sv_mw;
+struct sv_xrcd;
 
 /* ---- limits the implementation really has (reported by query_device) ---- */
 #define SV_MAX_QP         65536
@@ -249,6 +250,16 @@ struct sv_srq {
 	struct sv_pd *pd;
 	struct sv_context *ctx;
 	uint32_t async_events_reported; /* ctx->lock */
+	/* XRC SRQs (core/xrc.c): the domain, the CQ its receives complete
+	 * on, the number XRC requests name it by, and the references of
+	 * packets being handled (destroy waits for them). */
+	enum ibv_srq_type type;
+	struct sv_xrcd *xrcd;
+	struct sv_cq *cq;
+	uint32_t srq_num;
+	atomic_int xrc_refs;
+	atomic_bool xrc_dying;         /* being removed: wake it at refs 0 */
+	struct sv_srq *xrc_next;       /* number table chain */
 };
 
 /* ---- AH ----------------------------------------------------------------- */
@@ -296,6 +307,17 @@ struct sv_qp {
 	/* The ibv_wr_* batch of a QP created with send_ops_flags
 	 * (verbs/qp_ex.c); NULL for QPs without the ibv_qp_ex API. */
 	struct sv_wr_batch *wrx;
+
+	/* XRC (core/xrc.c).  A target QP (XRC_RECV) has no PD, CQ or SRQ of
+	 * its own: for each request the engine points pd, rcq and srq at
+	 * the XRC SRQ the request names (and keeps them, holding the SRQ,
+	 * while a message is half received: xrc_hold).  A handle from
+	 * ibv_open_qp is an sv_qp whose real is the target QP. */
+	struct sv_xrcd *xrcd;
+	struct sv_srq *xrc_hold;       /* engine lock */
+	struct sv_qp *real;            /* ibv_open_qp handles only */
+	int xrc_opens;                 /* handles open on this TGT QP */
+	struct list_node xrc_node;     /* the domain's TGT QPs */
 };
 
 /* A multicast group a UD QP is attached to (ibv_attach_mcast). */

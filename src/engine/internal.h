@@ -154,6 +154,9 @@ struct sv_reply {
 	uint64_t orig;
 	uint32_t msn;
 	bool dup; /* answers a duplicate request */
+	/* The PD the request was checked under (an XRC target's is its
+	 * SRQ's, request by request). */
+	struct sv_pd *pd;
 };
 
 #define SV_REPLY_Q 256 /* >= SV_MAX_RD_ATOMIC */
@@ -404,6 +407,17 @@ void sv_req_run(struct sv_qp_engine *qe);
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
 void sv_req_probe(struct sv_qp_engine *qe);
+
+/* xrc.c: XRC QPs run the RC machines; packets are translated at the
+ * edges (XRC opcode and XRCETH on the wire, their RC twins inside), and a
+ * target QP is pointed at the XRC SRQ each request names. */
+static inline bool sv_xrc_qp(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV;
+}
+void sv_xrc_tx(struct sv_qp_engine *qe, struct sv_tx *t);
+void sv_xrc_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+	       const struct sv_flow *flow);
 
 /* comp.c */
 void sv_cc_loss(struct sv_qp_engine *qe, bool timeout);

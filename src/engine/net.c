@@ -45,6 +45,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	struct sv_engine *eng = qe->eng;
 	struct sv_flow f;
 
+	if (sv_xrc_qp(qe->qp))
+		sv_xrc_tx(qe, t);
 	f.src = t->src;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
@@ -176,7 +178,7 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s,
 	 * QP's transport service. */
 	switch (qe->type) {
 	case IBV_QPT_RC:
-		want = SV_M_RC;
+		want = sv_xrc_qp(qe->qp) ? SV_M_XRC : SV_M_RC;
 		break;
 	case IBV_QPT_UC:
 		want = SV_M_UC;
@@ -202,7 +204,9 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s,
 	}
 	if (sv_trace_on)
 		sv_trace_pkt(eng, "rx", r->buf, r->len, NULL);
-	if (pkt.mask & SV_M_REQ)
+	if (want == SV_M_XRC)
+		sv_xrc_rx(qe, &pkt, &r->flow);
+	else if (pkt.mask & SV_M_REQ)
 		sv_resp_rx(qe, &pkt, &r->flow);
 	else
 		sv_comp_rx(qe, &pkt);

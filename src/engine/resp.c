@@ -294,7 +294,7 @@ static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 	if (!len)
 		return true;
 	mr = sv_mr_get_by_rkey(rkey);
-	ptr = sv_mr_check_qp(mr, qe->qp, va, len, access);
+	ptr = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, va, len, access);
 	if (mr)
 		sv_mr_put(mr);
 	return ptr != NULL;
@@ -357,8 +357,9 @@ static enum resp_state execute(struct resp_ctx *c)
 		qe->resp.offset += pay;
 	} else if (pay) {
 		struct sv_mr *mr = sv_mr_get_by_rkey(qe->resp.rkey);
-		uint8_t *dst = sv_mr_check_qp(mr, qe->qp, qe->resp.va, pay,
-					      IBV_ACCESS_REMOTE_WRITE);
+		uint8_t *dst =
+			sv_mr_check_qp(mr, qe->qp, qe->qp->pd, qe->resp.va, pay,
+				       IBV_ACCESS_REMOTE_WRITE);
 
 		if (!dst) {
 			if (mr)
@@ -410,6 +411,7 @@ static enum resp_state read_reply(struct resp_ctx *c)
 	r.psn = r.first_psn = res->psn;
 	r.va = res->va;
 	r.rkey = res->rkey;
+	r.pd = qe->qp->pd;
 	r.resid = r.total = res->len;
 	r.msn = qe->resp.msn;
 	queue_reply(qe, &r);
@@ -424,8 +426,8 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	uint8_t *h = sv_pkt_h(c->pkt, SV_HDR_ATMETH);
 	uint64_t va = sv_atmeth_va(h), orig;
 	struct sv_mr *mr = sv_mr_get_by_rkey((uint32_t)sv_atmeth_rkey(h));
-	uint64_t *p =
-		sv_mr_check_qp(mr, qe->qp, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	uint64_t *p = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, va, 8,
+				     IBV_ACCESS_REMOTE_ATOMIC);
 	struct sv_resp_res *res;
 	struct sv_reply r;
 
@@ -586,6 +588,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			r.psn = r.first_psn = p->psn;
 			r.va = sv_reth_va(h);
 			r.rkey = (uint32_t)sv_reth_rkey(h);
+			r.pd = qe->qp->pd;
 			r.resid = r.total = len;
 			queue_reply(qe, &r);
 		}
@@ -770,8 +773,9 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 		}
 		if (pay) {
 			struct sv_mr *mr = sv_mr_get_by_rkey(r->rkey);
-			uint8_t *src = sv_mr_check_qp(mr, qe->qp, r->va, pay,
-						      IBV_ACCESS_REMOTE_READ);
+			uint8_t *src =
+				sv_mr_check_qp(mr, qe->qp, r->pd, r->va, pay,
+					       IBV_ACCESS_REMOTE_READ);
 
 			if (!src) {
 				/* Deregistered since the request was

@@ -52,7 +52,7 @@ static bool reach(uint32_t rkey, struct sv_qp *q, uint64_t iova, uint64_t len,
 		  unsigned int access, void **where)
 {
 	struct sv_mr *m = sv_mr_get_by_rkey(rkey);
-	void *p = sv_mr_check_qp(m, q, iova, len, access);
+	void *p = sv_mr_check_qp(m, q, q->pd, iova, len, access);
 
 	if (m)
 		sv_mr_put(m);
@@ -339,7 +339,7 @@ static void *race_reader(void *arg)
 		struct sv_mr *m = sv_mr_get_by_rkey(k);
 
 		if (m) {
-			char *p = sv_mr_check_qp(m, &qp, 0, 64, IBV_ACCESS_REMOTE_WRITE);
+			char *p = sv_mr_check_qp(m, &qp, qp.pd, 0, 64, IBV_ACCESS_REMOTE_WRITE);
 
 			/* Refused (the invalidation began after the lookup:
 			 * the window is already unusable) or exactly the

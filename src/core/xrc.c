@@ -1,0 +1,345 @@
+/*
+ * XRC domains, XRC SRQ numbers and target QP lists (see xrc.h).
+ */
+#include "core/xrc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t xrc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head domains = LIST_HEAD_INIT(domains);
+
+/* ---- domains -------------------------------------------------------------- */
+
+int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
+{
+	struct sv_xrcd *dom = NULL;
+	struct list_node *it;
+	struct stat st;
+
+	if (fd != -1 && fstat(fd, &st))
+		return EBADF;
+	pthread_mutex_lock(&xrc_lock);
+	if (fd != -1) {
+		for (it = domains.n.next; it != &domains.n; it = it->next) {
+			struct sv_xrcd *d = list_entry(it, struct sv_xrcd, node);
+
+			if (d->by_inode && d->dev == st.st_dev &&
+			    d->ino == st.st_ino) {
+				dom = d;
+				break;
+			}
+		}
+		/* The kernel's rules: no domain for the file and no
+		 * O_CREAT -> EAGAIN; one exists and O_EXCL -> EINVAL. */
+		if (!dom && !(oflags & O_CREAT)) {
+			pthread_mutex_unlock(&xrc_lock);
+			return EAGAIN;
+		}
+		if (dom && (oflags & O_EXCL)) {
+			pthread_mutex_unlock(&xrc_lock);
+			return EINVAL;
+		}
+	}
+	if (!dom) {
+		dom = calloc(1, sizeof(*dom));
+		if (!dom) {
+			pthread_mutex_unlock(&xrc_lock);
+			return ENOMEM;
+		}
+		if (fd != -1) {
+			dom->by_inode = true;
+			dom->dev = st.st_dev;
+			dom->ino = st.st_ino;
+		}
+		list_head_init(&dom->tgt_qps);
+		list_add_tail(&domains, &dom->node);
+	}
+	dom->opens++;
+	pthread_mutex_unlock(&xrc_lock);
+	*dom_out = dom;
+	return 0;
+}
+
+int sv_xrcd_close(struct sv_xrcd *dom)
+{
+	pthread_mutex_lock(&xrc_lock);
+	/* The last open goes only when nothing uses the domain (EBUSY, as
+	 * ib_dealloc_xrcd with users). */
+	if (dom->opens == 1 && dom->users) {
+		pthread_mutex_unlock(&xrc_lock);
+		return EBUSY;
+	}
+	if (--dom->opens == 0) {
+		list_del(&dom->node);
+		free(dom);
+	}
+	pthread_mutex_unlock(&xrc_lock);
+	return 0;
+}
+
+void sv_xrcd_use(struct sv_xrcd *dom)
+{
+	pthread_mutex_lock(&xrc_lock);
+	dom->users++;
+	pthread_mutex_unlock(&xrc_lock);
+}
+
+void sv_xrcd_unuse(struct sv_xrcd *dom)
+{
+	pthread_mutex_lock(&xrc_lock);
+	dom->users--;
+	pthread_mutex_unlock(&xrc_lock);
+}
+
+/* ---- XRC SRQ numbers -------------------------------------------------------- */
+
+/*
+ * XRC SRQ numbers are unique on the host, not only in the process: a
+ * request naming another process's SRQ (that process shares the domain
+ * file, but not its objects) must find nothing here and be refused,
+ * never land in an SRQ of ours that happens to have the same number.
+ * As for QP numbers, the kernel's UDP port allocation provides that
+ * without a daemon: a number is (port << 8) | index, the port one this
+ * process holds bound for the purpose, 256 numbers per port.
+ */
+struct num_block {
+	int fd;
+	uint16_t port;
+	unsigned int used;
+	uint8_t busy[256 / 8];
+	struct num_block *next;
+};
+
+#define SRQ_BUCKETS 1024
+
+static struct sv_srq *srq_tab[SRQ_BUCKETS];
+static pthread_rwlock_t srq_tab_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct num_block *blocks; /* srq_tab_lock (write) */
+static unsigned int srq_count;
+static pthread_mutex_t srq_drain_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t srq_drain_cond = PTHREAD_COND_INITIALIZER;
+
+static struct sv_srq **bucket(uint32_t n)
+{
+	return &srq_tab[(n * 0x9E3779B1u) >> 22];
+}
+
+static struct sv_srq *find_num(uint32_t n)
+{
+	struct sv_srq *s;
+
+	for (s = *bucket(n); s; s = s->xrc_next)
+		if (s->srq_num == n)
+			return s;
+	return NULL;
+}
+
+static void link_srq(struct sv_srq *srq)
+{
+	struct sv_srq **b = bucket(srq->srq_num);
+
+	srq->xrc_next = *b;
+	*b = srq;
+}
+
+static void unlink_srq(struct sv_srq *srq)
+{
+	struct sv_srq **p;
+
+	for (p = bucket(srq->srq_num); *p; p = &(*p)->xrc_next) {
+		if (*p == srq) {
+			*p = srq->xrc_next;
+			srq->xrc_next = NULL;
+			return;
+		}
+	}
+}
+
+static struct num_block *block_new(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	struct num_block *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (b->fd < 0 || bind(b->fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    getsockname(b->fd, (struct sockaddr *)&sin, &len)) {
+		if (b->fd >= 0)
+			close(b->fd);
+		free(b);
+		return NULL;
+	}
+	b->port = ntohs(sin.sin_port);
+	b->next = blocks;
+	blocks = b;
+	return b;
+}
+
+/* A free number (srq_tab_lock held for writing), 0 if none. */
+static uint32_t num_alloc(void)
+{
+	struct num_block *b;
+	unsigned int i;
+
+	for (b = blocks; b && b->used == 256; b = b->next)
+		;
+	if (!b && !(b = block_new()))
+		return 0;
+	for (i = 0; i < 256 && (b->busy[i / 8] & (1u << (i % 8))); i++)
+		;
+	b->busy[i / 8] |= (uint8_t)(1u << (i % 8));
+	b->used++;
+	return ((uint32_t)b->port << 8) | i;
+}
+
+static void num_free(uint32_t n)
+{
+	struct num_block **pb, *b;
+	unsigned int i = n & 0xff;
+
+	for (pb = &blocks; (b = *pb); pb = &b->next) {
+		if (b->port != n >> 8)
+			continue;
+		b->busy[i / 8] &= (uint8_t)~(1u << (i % 8));
+		if (--b->used == 0) {
+			*pb = b->next;
+			close(b->fd);
+			free(b);
+		}
+		return;
+	}
+}
+
+int sv_xrc_srq_add(struct sv_srq *srq)
+{
+	pthread_rwlock_wrlock(&srq_tab_lock);
+	/* 24-bit numbers (the XRCETH field), never 0, unique on the host. */
+	if (srq_count >= SV_MAX_SRQ || !(srq->srq_num = num_alloc())) {
+		pthread_rwlock_unlock(&srq_tab_lock);
+		return ENOMEM;
+	}
+	atomic_init(&srq->xrc_refs, 0);
+	atomic_init(&srq->xrc_dying, false);
+	link_srq(srq);
+	srq_count++;
+	pthread_rwlock_unlock(&srq_tab_lock);
+	return 0;
+}
+
+int sv_xrc_srq_remove(struct sv_srq *srq)
+{
+	pthread_rwlock_wrlock(&srq_tab_lock);
+	unlink_srq(srq);
+	atomic_store(&srq->xrc_dying, true);
+	pthread_rwlock_unlock(&srq_tab_lock);
+
+	/* No packet can find it now; wait for those that did. */
+	pthread_mutex_lock(&srq_drain_lock);
+	while (atomic_load(&srq->xrc_refs) > 0)
+		pthread_cond_wait(&srq_drain_cond, &srq_drain_lock);
+	pthread_mutex_unlock(&srq_drain_lock);
+
+	/* A target QP in the middle of a message from this SRQ holds it (a
+	 * hold is only taken under a reference, so none can appear now). */
+	if (atomic_load(&srq->users)) {
+		pthread_rwlock_wrlock(&srq_tab_lock);
+		atomic_store(&srq->xrc_dying, false);
+		link_srq(srq);
+		pthread_rwlock_unlock(&srq_tab_lock);
+		return EBUSY;
+	}
+	pthread_rwlock_wrlock(&srq_tab_lock);
+	num_free(srq->srq_num);
+	srq_count--;
+	pthread_rwlock_unlock(&srq_tab_lock);
+	return 0;
+}
+
+struct sv_srq *sv_xrc_srq_get(struct sv_xrcd *dom, uint32_t srqn)
+{
+	struct sv_srq *srq;
+
+	pthread_rwlock_rdlock(&srq_tab_lock);
+	srq = find_num(srqn);
+	/* IBA A14: the SRQ must belong to the target QP's domain. */
+	if (srq && srq->xrcd != dom)
+		srq = NULL;
+	if (srq)
+		atomic_fetch_add(&srq->xrc_refs, 1);
+	pthread_rwlock_unlock(&srq_tab_lock);
+	return srq;
+}
+
+void sv_xrc_srq_put(struct sv_srq *srq)
+{
+	if (atomic_fetch_sub(&srq->xrc_refs, 1) == 1 &&
+	    atomic_load(&srq->xrc_dying)) {
+		pthread_mutex_lock(&srq_drain_lock);
+		pthread_cond_broadcast(&srq_drain_cond);
+		pthread_mutex_unlock(&srq_drain_lock);
+	}
+}
+
+/* ---- target QPs ------------------------------------------------------------------ */
+
+void sv_xrc_tgt_add(struct sv_qp *qp)
+{
+	pthread_mutex_lock(&xrc_lock);
+	list_add_tail(&qp->xrcd->tgt_qps, &qp->xrc_node);
+	qp->xrcd->users++;
+	pthread_mutex_unlock(&xrc_lock);
+}
+
+void sv_xrc_tgt_del(struct sv_qp *qp)
+{
+	pthread_mutex_lock(&xrc_lock);
+	list_del(&qp->xrc_node);
+	qp->xrcd->users--;
+	pthread_mutex_unlock(&xrc_lock);
+}
+
+struct sv_qp *sv_xrc_tgt_open(struct sv_xrcd *dom, uint32_t qpn)
+{
+	struct sv_qp *found = NULL;
+	struct list_node *it;
+
+	pthread_mutex_lock(&xrc_lock);
+	for (it = dom->tgt_qps.n.next; it != &dom->tgt_qps.n; it = it->next) {
+		struct sv_qp *qp = list_entry(it, struct sv_qp, xrc_node);
+
+		if (qp->qpx.qp_base.qp_num == qpn) {
+			found = qp;
+			found->xrc_opens++;
+			dom->users++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&xrc_lock);
+	return found;
+}
+
+void sv_xrc_tgt_close(struct sv_qp *real)
+{
+	pthread_mutex_lock(&xrc_lock);
+	real->xrc_opens--;
+	real->xrcd->users--;
+	pthread_mutex_unlock(&xrc_lock);
+}
+
+int sv_xrc_tgt_busy(struct sv_qp *qp)
+{
+	int busy;
+
+	pthread_mutex_lock(&xrc_lock);
+	busy = qp->xrc_opens;
+	pthread_mutex_unlock(&xrc_lock);
+	return busy ? EBUSY : 0;
+}
