@@ -96,6 +96,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sv_qp_install_ops(ctx);
 	sv_srq_install_ops(ctx);
 	sv_mw_install_ops(ctx);
+	sv_xrc_install_ops(ctx);
 	sv_engine_install_ops(ctx);
 
 	if (sv_engine_open(ctx)) {

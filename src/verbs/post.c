@@ -34,6 +34,12 @@
 
 static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
+	/* An XRC initiator carries what RC carries (IBA Annex A14); an
+	 * XRC target sends nothing. */
+	if (type == IBV_QPT_XRC_SEND)
+		type = IBV_QPT_RC;
+	else if (type == IBV_QPT_XRC_RECV)
+		return false;
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -138,6 +144,9 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	w->send_flags = (uint32_t)wr->send_flags;
 	w->imm_data = wr->imm_data;
 	w->length = len;
+	/* XRC: the target's XRC SRQ, carried in each request's XRCETH. */
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn & 0xffffff;
 	switch (wr->opcode) {
 	case IBV_WR_BIND_MW: {
 		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
@@ -284,8 +293,10 @@ static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	pthread_mutex_lock(&qp->rq_lock);
 	state = sv_engine_qp_state(qp);
-	/* A QP on an SRQ has no receive queue of its own. */
-	if (state == IBV_QPS_RESET || qp->srq) {
+	/* A QP on an SRQ has no receive queue of its own, nor has either
+	 * end of XRC (the target receives through XRC SRQs). */
+	if (state == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_SEND ||
+	    qp->type == IBV_QPT_XRC_RECV || qp->srq) {
 		err = EINVAL;
 		goto out;
 	}

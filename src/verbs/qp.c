@@ -20,11 +20,14 @@
 #include <unistd.h>
 
 #include "core/cq.h"
+#include "core/xrc.h"
 #include "engine/engine.h"
 
 /* ---- the state machine -------------------------------------------------- */
 
-enum { T_RC, T_UC, T_UD, T_NUM };
+/* Columns of the table: the kernel's qp_state_table has XRC_INI (our
+ * XRC_SEND) and XRC_TGT (XRC_RECV) columns beside RC, UC and UD. */
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_NUM };
 
 struct qp_transition {
 	bool valid;
@@ -43,6 +46,8 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_RC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 				[T_UC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 				[T_UD] = Q(PKEY_INDEX) | Q(PORT) | Q(QKEY),
+				[T_XI] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_XT] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 			},
 		},
 	},
@@ -55,6 +60,8 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_RC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 				[T_UC] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 				[T_UD] = Q(PKEY_INDEX) | Q(PORT) | Q(QKEY),
+				[T_XI] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
+				[T_XT] = Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS),
 			},
 		},
 		[IBV_QPS_RTR] = {
@@ -63,11 +70,16 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_RC] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN) |
 					 Q(MAX_DEST_RD_ATOMIC) | Q(MIN_RNR_TIMER),
 				[T_UC] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN),
+				[T_XI] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN),
+				[T_XT] = Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN) |
+					 Q(MAX_DEST_RD_ATOMIC) | Q(MIN_RNR_TIMER),
 			},
 			.opt = {
 				[T_RC] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
 				[T_UC] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
 				[T_UD] = Q(PKEY_INDEX) | Q(QKEY),
+				[T_XI] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
+				[T_XT] = Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX),
 			},
 		},
 	},
@@ -81,6 +93,9 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 					 Q(SQ_PSN) | Q(MAX_QP_RD_ATOMIC),
 				[T_UC] = Q(SQ_PSN),
 				[T_UD] = Q(SQ_PSN),
+				[T_XI] = Q(TIMEOUT) | Q(RETRY_CNT) | Q(RNR_RETRY) |
+					 Q(SQ_PSN) | Q(MAX_QP_RD_ATOMIC),
+				[T_XT] = Q(TIMEOUT) | Q(SQ_PSN),
 			},
 			.opt = {
 				[T_RC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
@@ -88,6 +103,10 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
 					 Q(PATH_MIG_STATE),
 				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+				[T_XI] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PATH_MIG_STATE),
+				[T_XT] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -102,6 +121,10 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) |
 					 Q(PATH_MIG_STATE),
 				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+				[T_XI] = Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) |
+					 Q(PATH_MIG_STATE),
+				[T_XT] = Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) |
+					 Q(PATH_MIG_STATE) | Q(MIN_RNR_TIMER),
 			},
 		},
 		[IBV_QPS_SQD] = {
@@ -110,6 +133,8 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_RC] = Q(EN_SQD_ASYNC_NOTIFY),
 				[T_UC] = Q(EN_SQD_ASYNC_NOTIFY),
 				[T_UD] = Q(EN_SQD_ASYNC_NOTIFY),
+				[T_XI] = Q(EN_SQD_ASYNC_NOTIFY),
+				[T_XT] = Q(EN_SQD_ASYNC_NOTIFY),
 			},
 		},
 	},
@@ -124,6 +149,10 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
 					 Q(PATH_MIG_STATE),
 				[T_UD] = Q(CUR_STATE) | Q(QKEY),
+				[T_XI] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PATH_MIG_STATE),
+				[T_XT] = Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
 			},
 		},
 		[IBV_QPS_SQD] = {
@@ -137,6 +166,14 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = Q(AV) | Q(ALT_PATH) | Q(ACCESS_FLAGS) |
 					 Q(PKEY_INDEX) | Q(PATH_MIG_STATE),
 				[T_UD] = Q(PKEY_INDEX) | Q(QKEY),
+				[T_XI] = Q(PORT) | Q(AV) | Q(TIMEOUT) | Q(RETRY_CNT) |
+					 Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC) |
+					 Q(ALT_PATH) | Q(ACCESS_FLAGS) |
+					 Q(PKEY_INDEX) | Q(PATH_MIG_STATE),
+				[T_XT] = Q(PORT) | Q(AV) | Q(TIMEOUT) |
+					 Q(MAX_DEST_RD_ATOMIC) | Q(ALT_PATH) |
+					 Q(ACCESS_FLAGS) | Q(PKEY_INDEX) |
+					 Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -166,6 +203,10 @@ static int type_index(enum ibv_qp_type type)
 		return T_RC;
 	case IBV_QPT_UC:
 		return T_UC;
+	case IBV_QPT_XRC_SEND:
+		return T_XI;
+	case IBV_QPT_XRC_RECV:
+		return T_XT;
 	default:
 		return T_UD;
 	}
@@ -312,6 +353,18 @@ static void apply_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	qp->attr_mask_set |= mask;
 }
 
+/* Drop the QP's completions from the CQs it was created with (an XRC
+ * target has none: its receives complete on its SRQs' CQs). */
+static void clean_cqs(struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->qpx.qp_base;
+
+	if (ibqp->send_cq)
+		sv_cq_clean(to_sv_cq(ibqp->send_cq), ibqp->qp_num);
+	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+		sv_cq_clean(to_sv_cq(ibqp->recv_cq), ibqp->qp_num);
+}
+
 /* IBA 10.3.1: entering Reset empties both work queues without
  * completions; completions already in the CQs are dropped too. */
 static void qp_reset_queues(struct sv_qp *qp)
@@ -324,9 +377,7 @@ static void qp_reset_queues(struct sv_qp *qp)
 	atomic_store(&qp->rq.head, 0);
 	atomic_store(&qp->rq.tail, 0);
 	pthread_mutex_unlock(&qp->rq_lock);
-	sv_cq_clean(qp->scq, qp->qpx.qp_base.qp_num);
-	if (qp->rcq != qp->scq)
-		sv_cq_clean(qp->rcq, qp->qpx.qp_base.qp_num);
+	clean_cqs(qp);
 }
 
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -339,6 +390,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (!ibqp || !attr)
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
+	if (qp->real)
+		qp = qp->real; /* a handle of ibv_open_qp: the target QP */
 	pthread_mutex_lock(&qp->state_lock);
 	cur = qp->attr.qp_state;
 	if (!transition_ok(qp, cur, attr, attr_mask)) {
@@ -355,6 +408,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp->attr.qp_state = next;
 	qp->attr.cur_qp_state = next;
 	ibqp->state = next;
+	qp->qpx.qp_base.state = next;
 	if (next == IBV_QPS_RESET)
 		qp_reset_queues(qp);
 	sv_engine_qp_modified(qp, attr_mask, cur);
@@ -370,6 +424,8 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (!ibqp || !attr || !init_attr)
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
+	if (qp->real)
+		qp = qp->real;
 	pthread_mutex_lock(&qp->state_lock);
 	/* Everything is returned whatever the mask, as the kernel does. */
 	*attr = qp->attr;
@@ -419,29 +475,37 @@ static int wq_alloc(struct sv_wq *wq, uint32_t max_wr, uint32_t stride,
 	return wq->buf ? 0 : ENOMEM;
 }
 
-static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia)
+/* The creation rules of each type, as the kernel's.  An XRC target
+ * (XRC_RECV) takes nothing but its domain: no PD, CQs, SRQ or queues; an
+ * XRC initiator (XRC_SEND) has a send queue only. */
+static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia,
+			bool have_xrcd)
 {
 	const struct ibv_qp_cap *cap = &ia->cap;
+	bool xrc_send = ia->qp_type == IBV_QPT_XRC_SEND;
 
 	switch (ia->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
 	case IBV_QPT_XRC_SEND:
+		break;
 	case IBV_QPT_XRC_RECV:
+		return have_xrcd ? 0 : EINVAL;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
 	default:
 		return EINVAL; /* not a type the kernel knows either */
 	}
-	if (!ia->send_cq || !ia->recv_cq)
+	if (!pd)
+		return EINVAL;
+	if (!ia->send_cq || (!xrc_send && !ia->recv_cq))
 		return EINVAL;
 	if (ia->send_cq->context != pd->context ||
-	    ia->recv_cq->context != pd->context)
+	    (!xrc_send && ia->recv_cq->context != pd->context))
 		return EINVAL;
-	if (ia->srq) {
+	if (ia->srq && !xrc_send) {
 		/* man ibv_create_qp: only RC and UD QPs take an SRQ. */
 		if (ia->qp_type == IBV_QPT_UC ||
 		    ia->srq->context != pd->context)
@@ -450,7 +514,7 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia)
 	if (cap->max_send_wr > SV_MAX_QP_WR || cap->max_send_sge > SV_MAX_SGE ||
 	    cap->max_inline_data > SV_MAX_INLINE)
 		return EINVAL;
-	if (!ia->srq &&
+	if (!ia->srq && !xrc_send &&
 	    (cap->max_recv_wr > SV_MAX_QP_WR || cap->max_recv_sge > SV_MAX_SGE))
 		return EINVAL;
 	return 0;
@@ -469,20 +533,25 @@ static void qp_free(struct sv_qp *qp)
 	free(qp);
 }
 
-SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
-				       struct ibv_qp_init_attr *ia)
+struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
+			    struct ibv_qp_init_attr *ia, struct sv_xrcd *xrcd)
 {
 	struct ibv_qp_cap *cap;
 	struct ibv_qp *ibqp;
 	struct sv_qp *qp;
 	uint32_t room, stride;
+	bool tgt, ini;
 	int err;
 
-	if (!pd || !ia)
+	if (!context || !ia)
 		return sv_null_errno(EINVAL);
-	err = check_create(pd, ia);
+	err = check_create(pd, ia, xrcd != NULL);
 	if (err)
 		return sv_null_errno(err);
+	if (pd && pd->context != context)
+		return sv_null_errno(EINVAL);
+	tgt = ia->qp_type == IBV_QPT_XRC_RECV;
+	ini = ia->qp_type == IBV_QPT_XRC_SEND;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return sv_null_errno(ENOMEM);
@@ -501,9 +570,14 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	if (cap->max_send_sge > SV_MAX_SGE)
 		cap->max_send_sge = SV_MAX_SGE;
 	cap->max_inline_data = room > SV_MAX_INLINE ? SV_MAX_INLINE : room;
-	err = wq_alloc(&qp->sq, ia->cap.max_send_wr, stride, cap->max_send_sge);
+	err = wq_alloc(&qp->sq, tgt ? 0 : ia->cap.max_send_wr, stride,
+		       cap->max_send_sge);
 	cap->max_send_wr = qp->sq.max_wr;
-	if (!err && !ia->srq) {
+	if (tgt)
+		memset(cap, 0, sizeof(*cap));
+	else if (ini)
+		wq_alloc(&qp->rq, 0, sizeof(struct sv_recv_wqe), 0);
+	if (!err && !ia->srq && !tgt && !ini) {
 		stride = sizeof(struct sv_recv_wqe) +
 			 ia->cap.max_recv_sge * sizeof(struct ibv_sge);
 		err = wq_alloc(&qp->rq, ia->cap.max_recv_wr, (stride + 7) & ~7u,
@@ -517,23 +591,24 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		return sv_null_errno(err);
 	}
 
-	ibqp->context = pd->context;
+	ibqp->context = context;
 	ibqp->qp_context = ia->qp_context;
-	ibqp->pd = pd;
-	ibqp->send_cq = ia->send_cq;
-	ibqp->recv_cq = ia->recv_cq;
-	ibqp->srq = ia->srq;
+	ibqp->pd = tgt ? NULL : pd;
+	ibqp->send_cq = tgt ? NULL : ia->send_cq;
+	ibqp->recv_cq = tgt || ini ? NULL : ia->recv_cq;
+	ibqp->srq = tgt || ini ? NULL : ia->srq;
 	ibqp->qp_type = ia->qp_type;
 	ibqp->state = IBV_QPS_RESET;
 	ibqp->events_completed = 0;
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);
 
-	qp->ctx = to_sv_ctx(pd->context);
-	qp->pd = to_sv_pd(pd);
-	qp->scq = to_sv_cq(ia->send_cq);
-	qp->rcq = to_sv_cq(ia->recv_cq);
-	qp->srq = ia->srq ? to_sv_srq(ia->srq) : NULL;
+	qp->ctx = to_sv_ctx(context);
+	qp->pd = ibqp->pd ? to_sv_pd(ibqp->pd) : NULL;
+	qp->scq = ibqp->send_cq ? to_sv_cq(ibqp->send_cq) : NULL;
+	qp->rcq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
+	qp->srq = ibqp->srq ? to_sv_srq(ibqp->srq) : NULL;
+	qp->xrcd = tgt ? xrcd : NULL;
 	qp->type = ia->qp_type;
 	qp->sq_sig_all = ia->sq_sig_all != 0;
 	pthread_mutex_init(&qp->sq_lock, NULL);
@@ -552,13 +627,26 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		qp_free(qp);
 		return sv_null_errno(err);
 	}
-	sv_pd_get(qp->pd);
-	atomic_fetch_add(&qp->scq->users, 1);
-	atomic_fetch_add(&qp->rcq->users, 1);
+	if (qp->pd)
+		sv_pd_get(qp->pd);
+	if (qp->scq)
+		atomic_fetch_add(&qp->scq->users, 1);
+	if (qp->rcq)
+		atomic_fetch_add(&qp->rcq->users, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
+	if (tgt)
+		sv_xrc_tgt_add(qp);
 	ia->cap = *cap;
 	return ibqp;
+}
+
+SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *ia)
+{
+	if (!pd || !ia)
+		return sv_null_errno(EINVAL);
+	return sv_qp_create(pd->context, pd, ia, NULL);
 }
 
 SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
@@ -569,6 +657,16 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (!ibqp)
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
+	if (qp->real) {
+		/* A handle of ibv_open_qp: closing it leaves the QP. */
+		sv_xrc_tgt_close(qp->real);
+		qp_free(qp);
+		return 0;
+	}
+	/* The kernel defers destroying a target QP others have opened;
+	 * here its creator's handle is the QP, so it waits for them. */
+	if (qp->type == IBV_QPT_XRC_RECV && sv_xrc_tgt_busy(qp))
+		return EBUSY;
 	/* man ibv_destroy_qp: fails while attached to a multicast group. */
 	pthread_mutex_lock(&qp->state_lock);
 	if (!list_empty(&qp->mcast)) {
@@ -580,20 +678,31 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	/* Unreachable from the network first; then no event can be raised
 	 * for it, and the ones handed out must be acked (rdma-core). */
 	sv_engine_qp_destroy(qp);
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/* Not findable by ibv_open_qp any more; the engine no longer
+		 * runs it, so the SRQ it may hold is released here. */
+		sv_xrc_tgt_del(qp);
+		if (qp->xrc_hold)
+			atomic_fetch_sub(&qp->xrc_hold->users, 1);
+		qp->xrc_hold = NULL;
+	}
 	reported = sv_async_purge(qp->ctx, &qp->async_events_reported);
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != reported)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 
-	sv_cq_clean(qp->scq, ibqp->qp_num);
-	if (qp->rcq != qp->scq)
-		sv_cq_clean(qp->rcq, ibqp->qp_num);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->users, 1);
-	atomic_fetch_sub(&qp->rcq->users, 1);
-	atomic_fetch_sub(&qp->scq->users, 1);
-	sv_pd_put(qp->pd);
+	clean_cqs(qp);
+	/* What creation counted: the public fields keep it (a target's
+	 * pd/rcq/srq pointers are the engine's, request by request). */
+	if (ibqp->srq)
+		atomic_fetch_sub(&to_sv_srq(ibqp->srq)->users, 1);
+	if (ibqp->recv_cq)
+		atomic_fetch_sub(&to_sv_cq(ibqp->recv_cq)->users, 1);
+	if (ibqp->send_cq)
+		atomic_fetch_sub(&to_sv_cq(ibqp->send_cq)->users, 1);
+	if (ibqp->pd)
+		sv_pd_put(to_sv_pd(ibqp->pd));
 	qp_free(qp);
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/xrc.h"
 #include "engine/engine.h"
 
 /* One WR of a batch.  Its gather list lives in the batch's sges[] (from
@@ -43,6 +44,7 @@ struct sv_wr_ent {
 	bool data_set; /* a DATA setter was called */
 	bool inl; /* sges[sge_first].addr is an offset into inl[] */
 	bool ud_set; /* wr_set_ud_addr was called */
+	bool xrc_set; /* wr_set_xrc_srqn was called */
 };
 
 struct sv_wr_batch {
@@ -459,13 +461,21 @@ static void sv_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	e->ud_set = true;
 }
 
-/* XRC_SEND QPs are not offered (ibv_create_qp_ex refuses them). */
+/* The XRC SRQ an XRC_SEND WR goes to (24 bits, as in the XRCETH). */
 static void sv_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 {
 	struct sv_wr_batch *b = batch_of(qpx);
+	struct sv_wr_ent *e = wr_last(b);
 
-	if (b)
-		batch_fail(b, EOPNOTSUPP);
+	if (!e)
+		return;
+	if (qpx_to_qp(qpx)->type != IBV_QPT_XRC_SEND ||
+	    remote_srqn > 0xffffff) {
+		batch_fail(b, EINVAL);
+		return;
+	}
+	e->wr.qp_type.xrc.remote_srqn = remote_srqn;
+	e->xrc_set = true;
 }
 
 /* ---- the critical region ------------------------------------------------ */
@@ -504,6 +514,8 @@ static int batch_check(struct sv_qp *qp, struct sv_wr_batch *b)
 		/* UD WRs need their destination (man ibv_wr_post: the QP
 		 * setter is mandatory), atomics their result buffer. */
 		if (qp->type == IBV_QPT_UD && !e->ud_set)
+			return EINVAL;
+		if (qp->type == IBV_QPT_XRC_SEND && !e->xrc_set)
 			return EINVAL;
 		if (is_atomic(e->wr.opcode) && !e->data_set)
 			return EINVAL;
@@ -587,6 +599,8 @@ static uint64_t ops_supported(enum ibv_qp_type type)
 	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 	sv_device_attr(&da);
+	if (type == IBV_QPT_XRC_RECV)
+		return 0; /* a target has no send queue */
 	if (type == IBV_QPT_UD)
 		return ops;
 	ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
@@ -595,9 +609,9 @@ static uint64_t ops_supported(enum ibv_qp_type type)
 	if (da.device_cap_flags &
 	    (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))
 		ops |= IBV_QP_EX_WITH_BIND_MW;
-	if (type != IBV_QPT_RC)
+	if (type != IBV_QPT_RC && type != IBV_QPT_XRC_SEND)
 		return ops;
-	/* IBA 9.2.1: SEND with Invalidate exists on RC only. */
+	/* IBA 9.2.1: SEND with Invalidate exists on RC (and XRC) only. */
 	if (da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS)
 		ops |= IBV_QP_EX_WITH_SEND_WITH_INV;
 	ops |= IBV_QP_EX_WITH_RDMA_READ;
@@ -614,15 +628,16 @@ static int check_create_ex(struct ibv_context *context,
 
 	if (mask & ~(uint32_t)SV_QP_INIT_ATTR_KNOWN)
 		return EINVAL;
-	/* XRC (domains, XRC_SEND/XRC_RECV QPs) is not offered yet. */
-	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV ||
-	    (mask & IBV_QP_INIT_ATTR_XRCD))
-		return EOPNOTSUPP;
-	/* Every other type takes its PD from the attributes (rdma-core). */
-	if (!(mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+	/* An XRC target takes its domain, and nothing else, from the
+	 * attributes (rdma-core); every other type its PD. */
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd ||
+		    a->xrcd->context != context)
+			return EINVAL;
+	} else if (!(mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
+		   a->pd->context != context) {
 		return EINVAL;
-	if (a->pd->context != context)
-		return EINVAL;
+	}
 	/* RSS indirection tables and TSO belong to raw packet QPs. */
 	if (mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
 		    IBV_QP_INIT_ATTR_MAX_TSO_HEADER))
@@ -638,6 +653,8 @@ static int check_create_ex(struct ibv_context *context,
 		case IBV_QPT_RC:
 		case IBV_QPT_UC:
 		case IBV_QPT_UD:
+		case IBV_QPT_XRC_SEND:
+		case IBV_QPT_XRC_RECV:
 			break;
 		default:
 			return EOPNOTSUPP; /* ibv_create_qp's answer follows */
@@ -729,7 +746,11 @@ static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	/* struct ibv_qp_init_attr is the prefix of the _ex one (the header's
 	 * own ibv_create_qp_ex relies on it): one creation path, which also
 	 * writes the granted caps back into a->cap. */
-	ibqp = ibv_create_qp(a->pd, (struct ibv_qp_init_attr *)a);
+	ibqp = sv_qp_create(context,
+			    a->qp_type == IBV_QPT_XRC_RECV ? NULL : a->pd,
+			    (struct ibv_qp_init_attr *)a,
+			    a->qp_type == IBV_QPT_XRC_RECV ? to_sv_xrcd(a->xrcd) :
+							      NULL);
 	if (!ibqp)
 		return NULL;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))

@@ -171,6 +171,12 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	/* man ibv_create_srq: fails while a QP is associated. */
 	if (atomic_load(&srq->users))
 		return EBUSY;
+	if (srq->type == IBV_SRQT_XRC) {
+		int err = sv_xrc_srq_release(srq);
+
+		if (err)
+			return err;
+	}
 	reported = sv_async_purge(srq->ctx, &srq->async_events_reported);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != reported)

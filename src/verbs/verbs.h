@@ -54,6 +54,16 @@ void sv_qp_wr_free(struct sv_qp *qp);
 void sv_qp_install_ops(struct sv_context *ctx);
 void sv_srq_install_ops(struct sv_context *ctx);
 void sv_mw_install_ops(struct sv_context *ctx);
+void sv_xrc_install_ops(struct sv_context *ctx);
+
+/* qp.c: the creation path of every QP (ibv_create_qp, ibv_create_qp_ex);
+ * xrcd is an XRC target's domain, NULL otherwise. */
+struct sv_xrcd;
+struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
+			    struct ibv_qp_init_attr *ia, struct sv_xrcd *xrcd);
+/* xrc.c: an XRC SRQ leaves its domain (EBUSY while a target QP holds
+ * it in the middle of a message); called by ibv_destroy_srq. */
+int sv_xrc_srq_release(struct sv_srq *srq);
 
 /* PD users: every object created on a PD holds a use (EBUSY on dealloc). */
 static inline void sv_pd_get(struct sv_pd *pd)
