@@ -248,7 +248,10 @@ void sv_device_attr(struct ibv_device_attr *a)
 			       * management extensions a user can reach (fast
 			       * registration has no user verb). */
 			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
-			      IBV_DEVICE_MEM_MGT_EXTENSIONS;
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS |
+			      /* core/xrc.c, engine/xrc.c: XRC domains, SRQs
+			       * and QPs (domains shared within a process). */
+			      IBV_DEVICE_XRC;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = SV_MAX_CQ;

@@ -74,6 +74,14 @@ static struct ibv_qp *ini_qp(void)
 	return ibv_create_qp_ex(ctx, &a);
 }
 
+static void test_caps(void)
+{
+	struct ibv_device_attr da;
+
+	CHECK_EQ(ibv_query_device(ctx, &da), 0);
+	CHECK(da.device_cap_flags & IBV_DEVICE_XRC);
+}
+
 static void test_xrcd(void)
 {
 	struct ibv_xrcd_init_attr a = { 0 };
@@ -575,6 +583,7 @@ int main(void)
 	snprintf(path, sizeof(path), "/tmp/sv-xrcd-%d", (int)getpid());
 	unlink(path);
 
+	test_caps();
 	test_xrcd();
 	test_srq();
 	test_qps();
