@@ -388,7 +388,8 @@ static void test_execute(void)
 	CHECK_EQ(ibv_dealloc_mw(m2), 0);
 }
 
-/* Deallocating a bound window releases its region. */
+/* Deallocating a bound window releases its region (which until then can
+ * be neither deregistered nor re-registered). */
 static void test_dealloc_bound(void)
 {
 	struct ibv_qp *q = mkqp(pd, IBV_QPT_RC);
@@ -405,7 +406,15 @@ static void test_dealloc_bound(void)
 	CHECK_EQ(ibv_bind_mw(q, m, &b), 0);
 	EXPECT_WC(51, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
 	CHECK_EQ(ibv_dereg_mr(mr), EBUSY);
+	/* re-registering would move the region under the window */
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      MR_ALL),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EBUSY);
 	CHECK_EQ(ibv_dealloc_mw(m), 0);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      MR_ALL), 0);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	CHECK_EQ(ibv_destroy_qp(q), 0);
 }
