@@ -380,6 +380,22 @@ static void qp_reset_queues(struct sv_qp *qp)
 	clean_cqs(qp);
 }
 
+/* The kernel drops the attributes an XRC QP ignores before it checks the
+ * table (uverbs' modify_qp_mask): an initiator has no responder, a target
+ * no requester.  perftest -c XRC sets them on both. */
+static int xrc_mask(enum ibv_qp_type type, int mask)
+{
+	switch (type) {
+	case IBV_QPT_XRC_SEND:
+		return mask & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	case IBV_QPT_XRC_RECV:
+		return mask & ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY);
+	default:
+		return mask;
+	}
+}
+
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			    int attr_mask)
 {
@@ -392,6 +408,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp = to_sv_qp(ibqp);
 	if (qp->real)
 		qp = qp->real; /* a handle of ibv_open_qp: the target QP */
+	attr_mask = xrc_mask(qp->type, attr_mask);
 	pthread_mutex_lock(&qp->state_lock);
 	cur = qp->attr.qp_state;
 	if (!transition_ok(qp, cur, attr, attr_mask)) {

@@ -14,6 +14,7 @@
 #                   until connected, and perftest's own listen race retried:
 #                   see cm_race below)
 #         uc / ud   -c UC / -c UD (UD: size = the MTU for bw tests)
+#         xrc       -c XRC (XRC domain, XRC SRQs, XRC_SEND/XRC_RECV QPs)
 #         big       -s 4194304 -n 100: 4 MiB messages, many of them
 #
 # Checks: both sides exit 0; no completion error is reported; every side
@@ -98,6 +99,7 @@ all) args=(-a -n "$all_iters"); runsecs=150 ;;
 rdma_cm) args=(-R) ;;
 uc) args=(-c UC) ;;
 ud) args=(-c UD) ;;
+xrc) args=(-c XRC) ;;
 big) args=(-s 4194304 -n 100) ;;
 *) echo "unknown mode $MODE"; exit 2 ;;
 esac

@@ -321,6 +321,8 @@ static void test_state_table(void)
 	const int rts_ini = Q(TIMEOUT) | Q(RETRY_CNT) | Q(RNR_RETRY) |
 			    Q(SQ_PSN) | Q(MAX_QP_RD_ATOMIC);
 	const int rts_tgt = Q(TIMEOUT) | Q(SQ_PSN);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
 
 	REQUIRE(x && ini && tgt);
 	/* the kernel's qp_state_table, XRC_INI and XRC_TGT columns */
@@ -328,31 +330,44 @@ static void test_state_table(void)
 	CHECK_EQ(modify(tgt, IBV_QPS_INIT, Q(PORT) | Q(ACCESS_FLAGS)), EINVAL);
 	CHECK_EQ(modify(ini, IBV_QPS_INIT, init), 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_INIT, init), 0);
-	/* an initiator has no responder: no responder resources or RNR
-	 * timer at RTR; a target needs them */
-	CHECK_EQ(modify(ini, IBV_QPS_RTR, rtr_tgt), EINVAL);
+	/* RTR: what each requires */
+	CHECK_EQ(modify(ini, IBV_QPS_RTR, rtr & ~Q(RQ_PSN)), EINVAL);
 	CHECK_EQ(modify(tgt, IBV_QPS_RTR, rtr), EINVAL);
+	CHECK_EQ(modify(tgt, IBV_QPS_RTR, rtr | Q(MAX_DEST_RD_ATOMIC)), EINVAL);
 	CHECK_EQ(modify(tgt, IBV_QPS_RTR, rtr | Q(MIN_RNR_TIMER)), EINVAL);
-	CHECK_EQ(modify(ini, IBV_QPS_RTR, rtr), 0);
+	/* an initiator has no responder: responder depth and RNR timer are
+	 * dropped before the table is checked (the kernel's modify_qp_mask),
+	 * and do not apply */
+	CHECK_EQ(modify(ini, IBV_QPS_RTR, rtr_tgt), 0);
+	CHECK_EQ(ibv_query_qp(ini, &qa, IBV_QP_MAX_DEST_RD_ATOMIC, &ia), 0);
+	CHECK_EQ(qa.max_dest_rd_atomic, 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_RTR, rtr_tgt), 0);
-	/* a target has no requester: no retry counts or READ depth */
+	CHECK_EQ(ibv_query_qp(tgt, &qa, IBV_QP_MAX_DEST_RD_ATOMIC, &ia), 0);
+	CHECK_EQ(qa.max_dest_rd_atomic, 1);
+	/* RTS: an initiator needs its retry counts and READ depth; a target
+	 * has no requester: those are dropped, and only TIMEOUT and SQ_PSN
+	 * are required */
+	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_ini & ~Q(RETRY_CNT)), EINVAL);
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_tgt), EINVAL);
-	CHECK_EQ(modify(tgt, IBV_QPS_RTS, rts_ini), EINVAL);
-	CHECK_EQ(modify(tgt, IBV_QPS_RTS, rts_tgt | Q(RETRY_CNT)), EINVAL);
+	CHECK_EQ(modify(tgt, IBV_QPS_RTS, Q(SQ_PSN) | Q(RETRY_CNT) |
+						  Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC)),
+		 EINVAL); /* no TIMEOUT once they are dropped */
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_ini), 0);
-	CHECK_EQ(modify(tgt, IBV_QPS_RTS, rts_tgt | Q(MIN_RNR_TIMER)), 0);
-	/* RTS -> RTS: MIN_RNR_TIMER is a target's option only */
-	CHECK_EQ(modify(ini, IBV_QPS_RTS, Q(MIN_RNR_TIMER)), EINVAL);
+	CHECK_EQ(modify(tgt, IBV_QPS_RTS, rts_ini | Q(MIN_RNR_TIMER)), 0);
+	CHECK_EQ(ibv_query_qp(tgt, &qa, IBV_QP_RETRY_CNT, &ia), 0);
+	CHECK_EQ(qa.retry_cnt, 0);
+	/* RTS -> RTS: a target may change its RNR timer, not a path it
+	 * does not have on RoCE */
 	CHECK_EQ(modify(tgt, IBV_QPS_RTS, Q(MIN_RNR_TIMER)), 0);
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, Q(ACCESS_FLAGS)), 0);
+	CHECK_EQ(modify(tgt, IBV_QPS_RTS, Q(PATH_MTU)), EINVAL);
 	/* SQD -> SQD: retry counts for an initiator, responder depth for a
 	 * target */
 	CHECK_EQ(modify(ini, IBV_QPS_SQD, 0), 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_SQD, 0), 0);
-	CHECK_EQ(modify(ini, IBV_QPS_SQD, Q(MAX_DEST_RD_ATOMIC)), EINVAL);
-	CHECK_EQ(modify(tgt, IBV_QPS_SQD, Q(RETRY_CNT)), EINVAL);
 	CHECK_EQ(modify(ini, IBV_QPS_SQD, Q(RETRY_CNT)), 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_SQD, Q(MAX_DEST_RD_ATOMIC)), 0);
+	CHECK_EQ(modify(ini, IBV_QPS_SQD, Q(PATH_MTU)), EINVAL);
 	CHECK_EQ(modify(ini, IBV_QPS_ERR, 0), 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_RESET, 0), 0);
 	CHECK_EQ(ibv_destroy_qp(ini), 0);
