@@ -238,20 +238,19 @@ void sv_device_attr(struct ibv_device_attr *a)
 	a->hw_ver = SV_HW_VER;
 	a->max_qp = SV_MAX_QP;
 	a->max_qp_wr = SV_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
-			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
-			      IBV_DEVICE_CHANGE_PHY_PORT |
-			      /* core/mw.c: windows of type 1 and 2B (bound to
-			       * a QP, checked against its PD and number),
-			       * local and remote invalidation: the memory
-			       * management extensions a user can reach (fast
-			       * registration has no user verb). */
-			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
-			      IBV_DEVICE_MEM_MGT_EXTENSIONS |
-			      /* core/xrc.c, engine/xrc.c: XRC domains, SRQs
-			       * and QPs (domains shared within a process). */
-			      IBV_DEVICE_XRC;
+	/* MEM_WINDOW, TYPE_2B, MEM_MGT_EXTENSIONS: core/mw.c's windows of
+	 * type 1 and 2B (bound to a QP, checked against its PD and number)
+	 * and local and remote invalidation, the memory management
+	 * extensions a user can reach (fast registration has no user verb).
+	 * XRC: core/xrc.c and engine/xrc.c (domains shared within a
+	 * process). */
+	a->device_cap_flags =
+		IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
+		IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT |
+		IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
+		IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_MEM_WINDOW |
+		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+		IBV_DEVICE_XRC;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = SV_MAX_CQ;

@@ -15,12 +15,12 @@ static struct list_head mw_all = LIST_HEAD_INIT(mw_all);
 static unsigned int mw_count;
 
 /* Rights a window may grant; the optional-range bits are hints. */
-#define SV_MW_ACCESS_KNOWN                                                  \
-	(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |                 \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED |                 \
+#define SV_MW_ACCESS_KNOWN                                  \
+	(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | \
 	 IBV_ACCESS_LOCAL_WRITE)
-#define SV_MW_ACCESS_REMOTE                                                 \
-	(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |                 \
+#define SV_MW_ACCESS_REMOTE                                 \
+	(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
 struct sv_mw *sv_mw_new(struct sv_pd *pd, enum ibv_mw_type type)

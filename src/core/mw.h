@@ -27,14 +27,14 @@
 #define SV_MAX_MW (1 << 20)
 
 struct sv_mw {
-	struct ibv_mw ibv;        /* first: what the application holds */
-	struct sv_mr view;        /* what the key table and data path see */
+	struct ibv_mw ibv; /* first: what the application holds */
+	struct sv_mr view; /* what the key table and data path see */
 	struct sv_pd *pd;
-	struct sv_mr *mr;         /* the bound region; NULL when unbound */
-	struct sv_qp *qp;         /* type 2: the QP it is bound to */
-	uint32_t index;           /* the key's fixed part: rkey >> 8 */
-	bool bound;               /* type 2: VALID rather than FREE */
-	struct list_node node;    /* every window of the process (mw_lock) */
+	struct sv_mr *mr; /* the bound region; NULL when unbound */
+	struct sv_qp *qp; /* type 2: the QP it is bound to */
+	uint32_t index; /* the key's fixed part: rkey >> 8 */
+	bool bound; /* type 2: VALID rather than FREE */
+	struct list_node node; /* every window of the process (mw_lock) */
 };
 
 static inline struct sv_mw *to_sv_mw(struct ibv_mw *m)

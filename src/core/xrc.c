@@ -27,7 +27,8 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 	pthread_mutex_lock(&xrc_lock);
 	if (fd != -1) {
 		for (it = domains.n.next; it != &domains.n; it = it->next) {
-			struct sv_xrcd *d = list_entry(it, struct sv_xrcd, node);
+			struct sv_xrcd *d =
+				list_entry(it, struct sv_xrcd, node);
 
 			if (d->by_inode && d->dev == st.st_dev &&
 			    d->ino == st.st_ino) {
@@ -208,7 +209,7 @@ static void num_free(uint32_t n)
 	for (pb = &blocks; (b = *pb); pb = &b->next) {
 		if (b->port != n >> 8)
 			continue;
-		b->busy[i / 8] &= (uint8_t)~(1u << (i % 8));
+		b->busy[i / 8] &= (uint8_t) ~(1u << (i % 8));
 		if (--b->used == 0) {
 			*pb = b->next;
 			close(b->fd);

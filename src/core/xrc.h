@@ -27,10 +27,10 @@ struct sv_xrcd {
 	bool by_inode;
 	dev_t dev;
 	ino_t ino;
-	int opens;                 /* ibv_xrcd handles on it */
-	int users;                 /* XRC SRQs and target QPs */
-	struct list_head tgt_qps;  /* struct sv_qp.xrc_node */
-	struct list_node node;     /* every domain (xrc_lock) */
+	int opens; /* ibv_xrcd handles on it */
+	int users; /* XRC SRQs and target QPs */
+	struct list_head tgt_qps; /* struct sv_qp.xrc_node */
+	struct list_node node; /* every domain (xrc_lock) */
 };
 
 /* What ibv_open_xrcd returns: one per open, all of a file's opens on one

@@ -21,8 +21,8 @@
 #include "util/log.h"
 
 /* The largest XRC packet still fits the transmit buffer. */
-_Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES +
-		       SV_IMMDT_BYTES + SV_MAX_PMTU + SV_ICRC_BYTES <=
+_Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES +
+			       SV_MAX_PMTU + SV_ICRC_BYTES <=
 		       SV_MAX_PKT,
 	       "XRC packets must fit SV_MAX_PKT");
 
@@ -32,7 +32,8 @@ _Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES +
 static const struct sv_send_wqe *wqe_of(struct sv_qp_engine *qe, uint32_t psn)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	uint32_t tail =
+		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	uint32_t try[2] = { qe->req.idx, qe->comp.idx }, idx;
 	int i;
 

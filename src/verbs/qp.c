@@ -387,7 +387,8 @@ static int xrc_mask(enum ibv_qp_type type, int mask)
 {
 	switch (type) {
 	case IBV_QPT_XRC_SEND:
-		return mask & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+		return mask &
+		       ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	case IBV_QPT_XRC_RECV:
 		return mask & ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
 				IBV_QP_RNR_RETRY);

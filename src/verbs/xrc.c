@@ -158,7 +158,8 @@ static struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = context;
 	ibqp->qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
-				   a->qp_context : NULL;
+				   a->qp_context :
+				   NULL;
 	ibqp->qp_num = real->qpx.qp_base.qp_num;
 	ibqp->qp_type = IBV_QPT_XRC_RECV;
 	ibqp->state = real->qpx.qp_base.state;
