@@ -130,6 +130,7 @@ static void progress(struct sv_qp_engine *qe)
 	qe->comp.retry_left = qe->retry_cnt;
 	qe->comp.rnr_left = qe->rnr_retry;
 	qe->comp.retried = false;
+	qe->comp.backoff = 0;
 	if (outstanding && qe->comp.timeout_ns) {
 		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
 		sv_timer_note(qe->eng, qe->comp.deadline);
@@ -248,6 +249,22 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 	return lost;
 }
 
+/* The wait before the next timeout.  IBA gives the Local ACK Timeout as
+ * a lower bound; over a host's scheduler rather than a fabric, a peer
+ * whose threads did not run for a while looks exactly like a dead one, so
+ * timeouts in a row without progress double the wait (as TCP's RTO does),
+ * up to SV_MAX_BACKOFF_NS: with retry_cnt 7 a QP gives up after about
+ * 5.5 s of silence instead of 0.8 s, and a loaded host's slow peer is not
+ * mistaken for a dead one. */
+static uint64_t retry_wait(struct sv_qp_engine *qe)
+{
+	uint64_t base = qe->comp.timeout_ns, cap, ns;
+
+	cap = base > SV_MAX_BACKOFF_NS ? base : SV_MAX_BACKOFF_NS;
+	ns = qe->comp.backoff < 32 ? base << qe->comp.backoff : cap;
+	return ns > cap || ns < base ? cap : ns;
+}
+
 /* Resend from comp.psn, spending a retry (shared by timeouts, sequence
  * NAKs and implied NAKs). */
 static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
@@ -271,7 +288,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 	sv_cc_loss(qe, false);
 	sv_req_rewind(qe, psn);
 	if (qe->comp.timeout_ns) {
-		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+		qe->comp.deadline = qe->eng->now + retry_wait(qe);
 		sv_timer_note(qe->eng, qe->comp.deadline);
 	}
 }
@@ -563,6 +580,8 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 		return; /* nothing outstanding */
 	SV_STAT(qe->eng, completer_retry_err);
 	qe->comp.retried = false;
+	if (qe->comp.backoff < 32)
+		qe->comp.backoff++;
 	sv_cc_loss(qe, true);
 	retry(qe, qe->comp.psn, "timeout");
 	sv_work_add(qe, SV_WORK_REQ);

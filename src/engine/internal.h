@@ -43,6 +43,9 @@
  * up (retry_cnt), so it must not fire for that.  Fast recovery from loss
  * is the probe timer's job (comp.c), which spends no retries. */
 #define SV_MIN_TIMEOUT_NS (100ull * 1000 * 1000)
+/* Consecutive timeouts double the wait, up to this (or the QP's own
+ * timeout when longer). */
+#define SV_MAX_BACKOFF_NS (1000ull * 1000 * 1000)
 #define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
 #define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
@@ -235,6 +238,7 @@ struct sv_qp_engine {
 		uint32_t idx; /* oldest WQE not completed */
 		uint8_t retry_left;
 		uint8_t rnr_left;
+		uint8_t backoff; /* timeouts in a row without progress */
 		uint64_t timeout_ns; /* 0 = infinite */
 		uint64_t deadline; /* ACK timer (IBA timeout), 0 = off */
 		uint64_t probe; /* early resend timer, 0 = off */
