@@ -14,10 +14,19 @@ Environment (all optional):
   BENCH_QUICK=1        a small subset (3 sizes, 1 repeat) to check the pipeline;
                        writes to bench/results/quick/ (never committed)
   BENCH_REPEATS=N      runs per figure (default 3, quick 1)
-  BENCH_SIZES=a,b,...  message sizes in bytes (default 8 B .. 4 MiB, powers of 2)
+  BENCH_SIZES=a,b,...  message sizes in bytes (default 8 B, then 64 B .. 4 MiB
+                       in powers of 4: 10 sizes, with 64 KiB and 1 MiB, the
+                       sizes the targets name)
   BENCH_ONLY=w1,w2     run only the series whose name contains one of the words
   BENCH_CPUS=A,B       the two cores (default 0,1)
   BENCH_OUT=DIR        output directory (default bench/results)
+  BENCH_BUDGET_MIN=M   stop starting new runs after M minutes (default 21) and
+                       report what was measured, the rest marked skipped: a
+                       broken transport (every run timing out) cannot make
+                       the suite run for hours
+
+Time: a full run takes about 12 minutes on the 2-core development machine
+(BENCH_QUICK=1 prints an estimate for the machine it runs on).
 
 Units: bandwidth in MiB/s (2^20 bytes/s: perftest's and ucx_perftest's
 "MB/s"; fi_pingpong's and iperf3's decimal figures are converted), latency in
@@ -53,6 +62,8 @@ class RunTimeout(RunError):
 
 
 def fmt_size(n):
+    if n == 0:  # a figure without a message size (the idle process)
+        return "-"
     for unit, shift in (("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
             return "%d %s" % (n >> shift, unit)
@@ -77,7 +88,7 @@ class Config:
         elif self.quick:
             self.sizes = [8, 64 << 10, 1 << 20]
         else:
-            self.sizes = [8 << i for i in range(20)]  # 8 B .. 4 MiB
+            self.sizes = full_sizes()
         self.only = [w for w in env.get("BENCH_ONLY", "").split(",") if w]
         cpus = env.get("BENCH_CPUS", "0,1").split(",")
         self.cpu_server, self.cpu_client = cpus[0], cpus[1]
@@ -90,18 +101,25 @@ class Config:
         # shorter but of the same kind, so their wall times predict a full
         # run (see estimate()).
         self.length = self.lengths(self.quick)
-        self.timeout = 60  # seconds a client may take
+        # Seconds a client may take: the longest normal run (ib_write_lat
+        # at 4 MiB over UDP, 100 iterations) takes under 10 s.
+        self.timeout = 30
+        self.budget = float(env.get("BENCH_BUDGET_MIN") or 21) * 60
 
     @staticmethod
     def lengths(quick):
-        return {"perftest": 2 if quick else 3,
+        return {"perftest": 2,  # perftest -D: measured seconds
                 "copy": 0.2 if quick else 0.5,
-                "iperf3": 1 if quick else 3,
-                "sockperf": 1 if quick else 2}
+                "iperf3": 1 if quick else 2,
+                "sockperf": 1,  # plus its 0.4 s warm-up and ~2 s exit
+                "idle": 2 if quick else 5}
 
 
 def full_sizes():
-    return [8 << i for i in range(20)]
+    """8 B, then 64 B to 4 MiB in powers of 4: the issue's range, with the
+    sizes its targets name (8 B, 64 KiB, 1 MiB), at half the runs of powers
+    of 2 (a full run must fit in about 20 minutes on two cores)."""
+    return [8] + [64 << (2 * i) for i in range(9)]
 
 
 # --------------------------------------------------------------------------
@@ -243,9 +261,9 @@ class Runner:
                            % (rc, src, tail(clog) or tail(slog)))
         return out, commands
 
-    def single(self, tag, cmd, env_add=None):
+    def single(self, tag, cmd, env_add=None, cpus=None):
         env_add = env_add or {}
-        cmd = ["taskset", "-c", self.cfg.cpu_server] + cmd
+        cmd = ["taskset", "-c", cpus or self.cfg.cpu_server] + cmd
         log = os.path.join(self.raw, tag + ".txt")
         self.commands = [cmd_str(cmd, env_add)]
         proc = self.start(cmd, env_add, log)
@@ -358,6 +376,15 @@ def parse_sockperf(out):
     return {"lat": float(m.group(1))}
 
 
+def parse_kv(out, key):
+    """The first line of key=value pairs holding key."""
+    for line in out.splitlines():
+        kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+        if key in kv:
+            return kv
+    raise RunError("no %s= line" % key)
+
+
 def parse_keyvalue(out):
     for line in out.splitlines():
         kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
@@ -371,7 +398,8 @@ def parse_keyvalue(out):
 # Series: one line on a plot, one figure per message size
 
 
-UNITS = {"bw": "MiB/s", "lat": "usec", "rate": "Mmsg/s"}
+UNITS = {"bw": "MiB/s", "lat": "usec", "rate": "Mmsg/s",
+         "cpu": "% of a core", "wake": "usec RTT"}
 
 
 class Series:
@@ -432,12 +460,39 @@ def perftest_series(cfg, gid):
     return s
 
 
+def idle_series(cfg, gid):
+    """The issue's "no CPU burned when idle": bench/idle_cpu.c connects two
+    processes (PD, MR, CQ, RC QP, one SEND each way), lets both sleep and
+    measures their CPU time over the idle window (every thread); cpu is the
+    busier process's figure in % of one core, wake the first round trip
+    after the window (progress threads must wake promptly)."""
+    def run(r, size, tag):
+        out, cmds = r.single(tag, [cfg.softverbs, "run", "--",
+                                   os.path.join(cfg.bindir, "idle_cpu"),
+                                   str(cfg.length["idle"]), gid],
+                             cpus="%s,%s" % (cfg.cpu_server, cfg.cpu_client))
+        kv = parse_kv(out, "cpu_pct")
+        return {"cpu": float(kv["cpu_pct"]),
+                "wake": float(kv["wake_rtt_us"])}, cmds
+
+    return [Series(IDLE, "idle", ["cpu", "wake"], run,
+                   sizes=lambda cfg, full=False: [0], length="idle",
+                   softverbs=True)]
+
+
+IDLE = "softverbs idle process (idle_cpu)"
+
+
 def ucx_series(cfg):
-    def make(test, bw, env_add, uct=()):
+    # Iterations: enough for a stable figure at every size, few enough that
+    # a run lasts well under a second (UCX over shared memory moves 8 B
+    # messages at ~20 Mmsg/s; over cma every message is a system call, ~2 us,
+    # hence the lower cap).
+    def make(test, bw, env_add, uct=(), max_bw_iters=500000):
         def run(r, size, tag):
             port = free_port()
             if bw:
-                n = clamp((4096 * MiB) // size, 1000, 500000)
+                n = clamp((4096 * MiB) // size, 1000, max_bw_iters)
             else:
                 n = clamp((256 * MiB) // size, 100, 100000)
             common = ["-p", str(port)]
@@ -464,7 +519,7 @@ def ucx_series(cfg):
     # zero-copy: exactly one process_vm_writev per put.
     uct = ["-x", "cma", "-d", "memory", "-D", "zcopy"]
     s.append(Series("ucx put_bw (cma, uct zcopy)", "bw", ["bw", "rate"],
-                    make("put_bw", True, {}, uct)))
+                    make("put_bw", True, {}, uct, max_bw_iters=100000)))
     s.append(Series("ucx put_lat (cma, uct zcopy)", "lat", ["lat"],
                     make("put_lat", False, {}, uct)))
     return s
@@ -524,11 +579,11 @@ def other_series(cfg):
             return quick_list if cfg.quick else full_list
         return sizes
 
-    iperf_sizes = socket_sizes([64, 1024, 16384, 65536, 262144, 1048576],
+    iperf_sizes = socket_sizes([64, 1024, 16384, 262144, 1048576],
                                [65536, 1048576], 1, 1 << 20)
-    # sockperf's messages are 14 bytes at least and one UDP datagram at most.
-    sock_sizes = socket_sizes([16, 64, 1024, 4096, 16384, 32768], [16], 14,
-                              32768)
+    # sockperf's messages are 14 bytes at least and one UDP datagram at most;
+    # each run costs ~2.4 s beyond its -t (warm-up, exit), so few sizes.
+    sock_sizes = socket_sizes([16, 1024, 16384], [16], 14, 32768)
     return [
         Series("libfabric fi_pingpong (shm)", "lat", ["lat", "bw"], fi_run),
         Series("iperf3 TCP loopback", "bw", ["bw"], iperf_run,
@@ -607,56 +662,129 @@ def key_cell(agg, name, metric, size):
     return cell(agg[(name, metric, small[0])]) + " @" + fmt_size(small[0])
 
 
-# (label, numerator, denominator(s), comparison, target).  The denominator
-# may be several figures: the best (largest) median among them is used.
-RATIOS = [
-    ("ib_write_bw / process_vm_writev, 1 MiB",
+# The issue's "done when" targets, each computed from this run's medians:
+# (label, softverbs figure, anchor figure(s), comparison, target).  With
+# several anchors the best (largest) median among them is the anchor.  A
+# figure is (series, metric, size); the unit is the metric's.
+DONE_WHEN = [
+    ("ib_write_bw 1 MiB vs the process_vm_writev limit 1 MiB",
      ("softverbs ib_write_bw", "bw", 1 << 20),
      [("process_vm_writev (one-copy limit)", "bw", 1 << 20)], ">=", 0.9),
-    ("ib_write_bw / UCX best of tag_bw (sm,self) and put_bw (cma), 1 MiB",
+    ("ib_write_bw 1 MiB vs UCX's best 1 MiB: tag_bw (sm,self), put_bw (cma)",
      ("softverbs ib_write_bw", "bw", 1 << 20),
      [("ucx tag_bw (sm,self)", "bw", 1 << 20),
       ("ucx put_bw (cma, uct zcopy)", "bw", 1 << 20)], ">=", 1.0),
-    ("ib_read_bw / process_vm_readv, 1 MiB",
+    ("ib_read_bw 1 MiB vs the process_vm_readv limit 1 MiB",
      ("softverbs ib_read_bw", "bw", 1 << 20),
      [("process_vm_readv (one-copy limit)", "bw", 1 << 20)], ">=", 0.9),
-    ("ib_write_lat / UCX put_lat (cma, zcopy), 8 B, typical one-way",
+    ("ib_write_lat 8 B (typical, one-way) vs UCX put_lat (cma, zcopy) 8 B",
      ("softverbs ib_write_lat", "lat", 8),
      [("ucx put_lat (cma, uct zcopy)", "lat", 8)], "<=", 1.0),
-    ("ib_send_lat / UCX ucp_am_lat (posix,self), 8 B",
+    ("ib_send_lat 8 B vs UCX ucp_am_lat (posix,self) 8 B",
      ("softverbs ib_send_lat", "lat", 8),
      [("ucx ucp_am_lat (posix,self)", "lat", 8)], "<=", 2.0),
-    ("ib_send_bw / UCX tag_bw (posix,self), message rate, 8 B",
+    ("ib_send_bw 8 B message rate vs UCX tag_bw (posix,self) 8 B",
      ("softverbs ib_send_bw", "rate", 8),
      [("ucx tag_bw (posix,self)", "rate", 8)], ">=", 1.0),
-    ("ib_write_bw / process_vm_writev, 64 KiB (for information)",
+]
+# Not targets: ratios worth reading next to them.
+INFO_RATIOS = [
+    ("ib_write_bw 64 KiB vs the process_vm_writev limit 64 KiB",
      ("softverbs ib_write_bw", "bw", 64 << 10),
      [("process_vm_writev (one-copy limit)", "bw", 64 << 10)], ">=", None),
-    ("ib_read_bw / process_vm_readv, 64 KiB (for information)",
+    ("ib_read_bw 64 KiB vs the process_vm_readv limit 64 KiB",
      ("softverbs ib_read_bw", "bw", 64 << 10),
      [("process_vm_readv (one-copy limit)", "bw", 64 << 10)], ">=", None),
+    ("ib_write_bw 4 MiB vs the process_vm_writev limit 4 MiB",
+     ("softverbs ib_write_bw", "bw", 4 << 20),
+     [("process_vm_writev (one-copy limit)", "bw", 4 << 20)], ">=", None),
+    ("ib_send_lat 8 B vs libfabric fi_pingpong (shm) 8 B",
+     ("softverbs ib_send_lat", "lat", 8),
+     [("libfabric fi_pingpong (shm)", "lat", 8)], "<=", None),
 ]
+IDLE_TARGET = 1.0  # % of one core ("well under 1% of a core")
+# What a run leaves in its output directory (the fifth target).
+RESULT_FILES = ["results.md", "results.csv", "runs.csv", "commands.txt",
+                "bandwidth.png", "latency.png"]
 
 
-def ratios(agg):
-    out = []
-    for label, numer, denoms, cmp, target in RATIOS:
-        a = agg.get(numer)
-        best, best_name = None, None
-        for d in denoms:
-            b = agg.get(d)
-            if b and b["median"] is not None and (best is None or
-                                                  b["median"] > best):
-                best, best_name = b["median"], d[0]
-        if not a or a["median"] is None or not best:
-            out.append((label, None, None, best_name, cmp, target, "n/a",
-                        None))
-            continue
-        r = a["median"] / best
-        met = "-" if target is None else \
-            ("yes" if (r >= target if cmp == ">=" else r <= target) else "no")
-        out.append((label, a["median"], best, best_name, cmp, target, met, r))
-    return out
+def compare(agg, label, numer, denoms, cmp, target):
+    """One row: softverbs' median, the (best) anchor's, their ratio, and
+    whether the target is met ("n/a" when a figure is missing)."""
+    a = agg.get(numer)
+    best, best_name = None, None
+    for d in denoms:
+        b = agg.get(d)
+        if b and b["median"] is not None and (best is None or
+                                              b["median"] > best):
+            best, best_name = b["median"], d[0]
+    row = {"target": label, "ours": None, "anchor": best,
+           "anchor_name": best_name or ", ".join(d[0] for d in denoms),
+           "unit": UNITS[numer[1]], "ratio": None,
+           "goal": "%s %.1fx" % (cmp, target) if target is not None else "-",
+           "met": "n/a" if target is not None else "-"}
+    if a and a["median"] is not None:
+        row["ours"] = a["median"]
+    if row["ours"] is None or not best:
+        return row
+    r = row["ours"] / best
+    row["ratio"] = r
+    if target is not None:
+        row["met"] = "yes" if (r >= target if cmp == ">=" else
+                               r <= target) else "no"
+    return row
+
+
+def done_when(agg, out, readme=False, writing=()):
+    """The issue's targets as rows (see DONE_WHEN), the idle-CPU one and
+    the results-files one.  readme: the rows are for the README section
+    bench/readme.py writes, which is itself part of the fifth target;
+    writing: result files being written by the caller (count as present)."""
+    rows = [compare(agg, *t) for t in DONE_WHEN]
+    a = agg.get((IDLE, "cpu", 0))
+    v = a["median"] if a else None
+    rows.append({"target": "idle process with open softverbs resources "
+                 "(PD, MR, CQ, connected RC QP), no traffic: CPU",
+                 "ours": v, "anchor": None,
+                 "anchor_name": "absolute (issue: well under 1% of a core)",
+                 "unit": UNITS["cpu"], "ratio": None,
+                 "goal": "< %g %%" % IDLE_TARGET,
+                 "met": "n/a" if v is None else
+                 "yes" if v < IDLE_TARGET else "no"})
+    have = [f for f in RESULT_FILES if f in writing or
+            os.path.exists(os.path.join(out, f))]
+    rows.append({"target": "figures, plots and commands in bench/results/" +
+                 ("; the README shows the table and a plot" if readme else
+                  " (README: bench/readme.py)"),
+                 "ours": None, "anchor": None,
+                 "anchor_name": "%d of %d files: %s" % (
+                     len(have), len(RESULT_FILES), ", ".join(RESULT_FILES)),
+                 "unit": "", "ratio": None, "goal": "all",
+                 "met": "yes" if len(have) == len(RESULT_FILES) else "no"})
+    return rows
+
+
+def info_ratios(agg):
+    return [compare(agg, *t) for t in INFO_RATIOS]
+
+
+def done_when_md(rows):
+    """The done-when table in markdown (results.md and the README)."""
+    md = ["| target | softverbs | anchor | ratio | goal | met |",
+          "|---|---|---|---|---|---|"]
+    for r in rows:
+        ours = "%s %s" % (num(r["ours"]), r["unit"]) \
+            if r["ours"] is not None else "-"
+        if r["anchor"] is not None:
+            anchor = "%s %s (%s)" % (num(r["anchor"]), r["unit"],
+                                     r["anchor_name"])
+        else:
+            anchor = r["anchor_name"]
+        md.append("| %s | %s | %s | %s | %s | %s |" % (
+            r["target"], ours, anchor,
+            "%.2f" % r["ratio"] if r["ratio"] is not None else "-",
+            r["goal"], "**%s**" % r["met"] if r["met"] != "-" else "-"))
+    return md
 
 
 def key_sizes(cfg):
@@ -707,9 +835,22 @@ def write_results(cfg, series, rows, info):
 
     plots = draw_plots(cfg, series, agg)
 
-    # The markdown report.
+    # The issue's targets, from this run's medians.
     ks = key_sizes(cfg)
-    rat = ratios(agg)
+    rat = done_when(agg, cfg.out, writing={"results.md"})
+    info_rat = info_ratios(agg)
+    with open(os.path.join(cfg.out, "done_when.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["target", "softverbs", "anchor", "anchor_name", "unit",
+                    "ratio", "goal", "met"])
+        for r in rat + info_rat:
+            w.writerow([r["target"]] + ["" if r[k] is None else
+                                        "%.6g" % r[k] if isinstance(r[k], float)
+                                        else r[k] for k in
+                                        ("ours", "anchor", "anchor_name",
+                                         "unit", "ratio", "goal", "met")])
+
+    # The markdown report.
     md = []
     md.append("# softverbs benchmark results%s\n" %
               (" (BENCH_QUICK: a pipeline check, not real figures)"
@@ -725,16 +866,30 @@ def write_results(cfg, series, rows, info):
     for k, v in info:
         md.append("| %s | %s |" % (k, v))
     md.append("")
-    md.append("## softverbs against its anchors (ratio of medians)\n")
-    md.append("| ratio | softverbs | anchor | ratio | target | met |")
-    md.append("|---|---|---|---|---|---|")
-    for t in rat:
-        label, a, b, bname, cmp, target, met, r = t
-        md.append("| %s | %s | %s%s | %s | %s | %s |" % (
-            label, num(a), num(b), " (%s)" % bname if bname and "best" in label
-            else "", "%.2f" % r if r is not None else "-",
-            "%s %.1f" % (cmp, target) if target is not None else "-", met))
+    md.append("## Done when (issue #7's targets, from this run's medians)\n")
+    md.append("Ratio = softverbs / anchor, both medians of this run; with "
+              "several anchors, the best of them. \"n/a\": a figure is "
+              "missing (its runs failed or were not run).\n")
+    md += done_when_md(rat)
     md.append("")
+    md.append("Other ratios, for information:\n")
+    md += done_when_md(info_rat)
+    md.append("")
+    a_cpu, a_wake = agg.get((IDLE, "cpu", 0)), agg.get((IDLE, "wake", 0))
+    if a_cpu or a_wake:
+        md.append("## Idle\n")
+        md.append("`bench/idle_cpu.c`: two processes, each with a PD, an MR, "
+                  "a CQ and a connected RC QP (one SEND each way, a receive "
+                  "posted), sleep for %g s; CPU time of every thread of each "
+                  "process over that window (CLOCK_PROCESS_CPUTIME_ID), the "
+                  "busier of the two; then the first SEND round trip after "
+                  "the window.\n" % cfg.length["idle"])
+        md.append("| figure | median (min-max) |\n|---|---|")
+        md.append("| CPU while idle (%s) | %s |" % (UNITS["cpu"],
+                                                     cell(a_cpu)))
+        md.append("| first round trip after idleness (usec) | %s |"
+                  % cell(a_wake))
+        md.append("")
     for metric, title in (("bw", "Bandwidth (MiB/s)"),
                           ("rate", "Message rate (Mmsg/s)"),
                           ("lat", "Latency (usec, one-way)")):
@@ -769,7 +924,7 @@ def write_results(cfg, series, rows, info):
                     a["failed"]))
     with open(os.path.join(cfg.out, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    return agg, rat, ks
+    return agg, rat + info_rat, ks
 
 
 def series_by_name(series, name):
@@ -898,12 +1053,18 @@ def host_info(cfg):
 def run_plan(plan, runner, rows, timed_out):
     # Repeats are whole passes over every series, so slow drift in the
     # machine's state spreads over all figures instead of biasing one.
+    start = time.monotonic()
     for i, (rep, s, z) in enumerate(plan, 1):
         tag = "%s.%d.r%d" % (slug(s.name), z, rep)
         t0 = time.monotonic()
         vals, cmds, err = None, [], "?"
         runner.commands = []
-        if timed_out.get((s.name, rep), z) < z:
+        if t0 - start > runner.cfg.budget:
+            # Something made this run far slower than it should be (runs
+            # timing out, say): report what was measured rather than go on.
+            err = "skipped: time budget of %.0f min spent (BENCH_BUDGET_MIN)" \
+                % (runner.cfg.budget / 60)
+        elif timed_out.get((s.name, rep), z) < z:
             # A larger message will not be faster: do not wait again.
             err = "skipped: %s timed out in this pass" % fmt_size(
                 timed_out[(s.name, rep)])
@@ -941,14 +1102,28 @@ def summarize(cfg, series, rows, info):
     """Write the results and print the tables."""
     agg, rat, ks = write_results(cfg, series, rows, info)
 
-    print("\nsoftverbs against its anchors (ratio of medians):")
-    for t in rat:
-        label, a, b, bname, cmp, target, met, r = t
-        print("  %-72s %6s  %s" % (label, "%.2f" % r if r is not None else "n/a",
-                                   "(target %s %.1f: %s)" % (cmp, target, met)
-                                   if target is not None else ""))
-    for metric in ("bw", "rate", "lat"):
+    print("\nDone when (issue #7's targets, this run's medians; ratio = "
+          "softverbs / anchor):")
+    for r in rat:
+        if r["ratio"] is not None:
+            fig = "%s / %s %s = %.2f" % (num(r["ours"]), num(r["anchor"]),
+                                         r["unit"], r["ratio"])
+        elif r["ours"] is not None:
+            fig = "%s %s" % (num(r["ours"]), r["unit"])
+        elif not r["unit"]:
+            fig = r["anchor_name"].split(":")[0]
+        else:
+            fig = "no figure"
+        print("  %-4s %s: %s%s" % (r["met"], r["target"], fig,
+                                   " (goal %s)" % r["goal"]
+                                   if r["goal"] != "-" else ""))
+    for metric in ("bw", "rate", "lat", "cpu"):
         names = [s.name for s in series if metric in s.metrics]
+        if metric == "cpu":
+            for n in names:
+                print("\n%-40s%22s" % ("idle CPU (%s)" % UNITS["cpu"],
+                                       cell(agg.get((n, "cpu", 0)))))
+            continue
         if not names:
             continue
         print("\n%-40s" % ("%s (%s)" % (metric, UNITS[metric])) +
@@ -997,7 +1172,8 @@ def main():
               file=sys.stderr)
         return 1
     gid = gid_index(cfg)
-    series = perftest_series(cfg, gid) + ucx_series(cfg) + other_series(cfg)
+    series = perftest_series(cfg, gid) + idle_series(cfg, gid) + \
+        ucx_series(cfg) + other_series(cfg)
     if cfg.only:
         series = [s for s in series if any(w in s.name for w in cfg.only)]
     if report_only:

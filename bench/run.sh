@@ -1,6 +1,6 @@
 #!/bin/bash
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
-# Builds our two small measuring programs (memcpy_bw, pvm_bw) into
+# Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu) into
 # BUILD_DIR/bench/, then runs bench/bench.py, which runs perftest through
 # softverbs and every anchor, and writes bench/results/.
 # BENCH_QUICK=1 runs a small subset to check the pipeline (bench/results/quick/);
@@ -19,9 +19,14 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 mkdir -p "$build/bench"
-for prog in memcpy_bw pvm_bw; do
+for prog in memcpy_bw pvm_bw idle_cpu; do
+	# idle_cpu is a verbs program: rdma-core's headers, linked against our
+	# library (it runs through `softverbs run` anyway).
+	libs=""
+	[ "$prog" = idle_cpu ] && libs="-L$build/lib -libverbs"
 	if [ ! -x "$build/bench/$prog" ] || [ "$here/$prog.c" -nt "$build/bench/$prog" ]; then
-		${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$build/bench/$prog" "$here/$prog.c"
+		# shellcheck disable=SC2086
+		${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$build/bench/$prog" "$here/$prog.c" $libs
 	fi
 done
 
