@@ -15,6 +15,8 @@
  */
 #include "core/mr.h"
 
+#include "core/pubtab.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -164,6 +166,8 @@ int sv_mr_publish(struct sv_mr *mr)
 		tab_put(&rtab, rkey, mr);
 	}
 	pthread_rwlock_unlock(&tab_lock);
+	if (!err)
+		sv_pubtab_mr_add(mr); /* same-host peers may now copy directly */
 	return err;
 }
 
@@ -171,6 +175,8 @@ void sv_mr_unpublish(struct sv_mr *mr)
 {
 	struct key_slot *s;
 
+	/* Peers copying directly first: returns once none does. */
+	sv_pubtab_mr_del(mr);
 	pthread_rwlock_wrlock(&tab_lock);
 	atomic_store(&mr->state, SV_MR_INVALID);
 	s = tab_find(&ltab, mr->ibv.lkey);

@@ -148,6 +148,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		sv_qp_dump(qe, stderr);
 	}
 	/* Unreachable from the network first, then from the work lists. */
+	sv_direct_qp_unpublish(qe);
 	qe->sock->slot[qe->qpn & 0xff] = NULL;
 	qe->sock->used--;
 	if (qe->on_work)
@@ -355,6 +356,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		atomic_store(&qe->state, new_state);
 		break;
 	}
+	sv_direct_qp_publish(qe);
 	if (new_state != IBV_QPS_RESET) {
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
@@ -527,6 +529,7 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
 	atomic_store(&qe->state, IBV_QPS_ERR);
+	sv_direct_qp_publish(qe);
 	if (event >= 0) {
 		struct ibv_async_event ev = {
 			.element.qp = &qe->qp->qpx.qp_base,

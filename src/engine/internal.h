@@ -90,7 +90,10 @@
 	X(resp_access_err, "remote access errors detected")                  \
 	X(resp_inv_req, "invalid requests detected")                         \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
-	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")
+	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
+	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
+	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
+	X(direct_fallback, "one-copy candidates left to the packet path")
 /* clang-format on */
 
 struct sv_stats {
@@ -460,6 +463,16 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 const char *sv_qp_state_name(int state);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
+
+/* direct.c: one-copy RDMA WRITE/READ with a same-host peer (true: the
+ * WQE executed and completed; false: the packet path runs it), and the
+ * QP's entry in the published table. */
+bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		   const void *pubtab);
+/* The peer's published table, if the QP's peer is attached (shm link). */
+#define SV_QE_PUBTAB(qe) ((const void *)NULL) /* until the shm link lands */
+void sv_direct_qp_publish(struct sv_qp_engine *qe);
+void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
 
 /* mcast.c: receive on the multicast socket (each pass), join groups on
  * interfaces that came up (address monitor), release at close. */

@@ -485,8 +485,24 @@ void sv_req_run(struct sv_qp_engine *qe)
 	tail = sv_sq_tail(qe);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
+		const void *pubtab = SV_QE_PUBTAB(qe);
+		/* A big copy counts like several packets, so that one QP
+		 * does not hold the engine long (read now: once complete,
+		 * the slot may be reused). */
+		uint64_t cost = 1 + wqe->length / 65536;
 		bool done;
 
+		/* A same-host peer: WRITE/READ with one copy and no packet,
+		 * completed here (direct.c); else the packets below. */
+		if (wqe->state == SV_WQE_PENDING && pubtab && budget &&
+		    sv_direct_run(qe, wqe, pubtab)) {
+			if (atomic_load(&qe->state) != state)
+				return; /* the CQ overran: ERR */
+			budget -= cost < budget ? (unsigned int)cost : budget;
+			if (!budget)
+				break;
+			continue;
+		}
 		if (wqe->state == SV_WQE_PENDING && !start_wqe(qe, wqe, state))
 			break;
 		if (wqe->state == SV_WQE_ERROR)

@@ -1,0 +1,212 @@
+/*
+ * One-copy placement (docs/fastpath.md, layer 2): an RC QP whose peer is
+ * a process of this host attached through the shm link executes RDMA
+ * WRITE (without immediate) and RDMA READ itself, with one
+ * process_vm_writev / process_vm_readv between its registered memory and
+ * the peer's, instead of sending packets.  The target process does
+ * nothing: the copy is checked against the target's published table
+ * (core/pubtab.h) with the rules its responder applies to a request, and
+ * the WQE completes locally, in send queue order, before the requester
+ * returns.
+ *
+ * When it applies: the WQE is the next one to complete (every earlier WQE
+ * of the QP has completed, so it cannot overtake a SEND, READ or atomic
+ * still on its way, and nothing is outstanding), the QP is in RTS, and the
+ * message is not empty.  No PSN is used: the responder's expected PSN is
+ * the requester's next one either way.  Any refusal (a check of the
+ * table, our own SGL, or the copy failing) leaves the WQE to the packet
+ * path, which produces exactly the completion and errors a remote HCA
+ * would (REM_ACCESS_ERR, both QPs to ERR...): the direct path only ever
+ * executes what the packet path would have executed successfully.
+ *
+ * Nothing here allocates or takes a lock beyond the lkey lookups the
+ * packet path makes too; the only system call is the copy.  While it
+ * holds the peer's entries it takes no lock at all, so a peer waiting for
+ * them to drain (deregistration, QP state change) only waits for a copy.
+ */
+#include "engine/internal.h"
+
+#include <errno.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/mr.h"
+#include "core/pubtab.h"
+
+/* Our side of the transfer, checked with our lkeys (IBA 10.6.3), each MR
+ * referenced until the copy is over. */
+struct local_sgl {
+	struct iovec iov[SV_MAX_SGE];
+	struct sv_mr *mr[SV_MAX_SGE];
+	uint32_t n, nmr;
+};
+
+static void local_put(struct local_sgl *l)
+{
+	while (l->nmr)
+		sv_mr_put(l->mr[--l->nmr]);
+}
+
+static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		      unsigned int access, struct local_sgl *l)
+{
+	uint32_t i;
+
+	l->n = l->nmr = 0;
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		l->iov[0].iov_base = wqe->inline_data;
+		l->iov[0].iov_len = wqe->length;
+		l->n = 1;
+		return true;
+	}
+	if (wqe->num_sge > SV_MAX_SGE)
+		return false;
+	for (i = 0; i < wqe->num_sge; i++) {
+		const struct ibv_sge *s = &wqe->sge[i];
+		struct sv_mr *mr;
+		void *p;
+
+		if (!s->length)
+			continue;
+		mr = sv_mr_get_by_lkey(s->lkey);
+		p = sv_mr_check(mr, qe->qp->pd, s->addr, s->length, access);
+		if (!p) {
+			if (mr)
+				sv_mr_put(mr);
+			local_put(l);
+			return false; /* the packet path reports LOC_PROT_ERR */
+		}
+		l->mr[l->nmr++] = mr;
+		l->iov[l->n].iov_base = p;
+		l->iov[l->n].iov_len = s->length;
+		l->n++;
+	}
+	return l->n > 0;
+}
+
+/* Copy between our iovec and [rva, rva+len) of process pid, looping on
+ * partial transfers (a call moves at most about 2 GiB, and stops at a
+ * page the target does not have mapped).  The local iovec is consumed. */
+static bool copy_remote(pid_t pid, bool write, struct iovec *iov, uint32_t n,
+			uintptr_t rva, uint64_t len)
+{
+	uint32_t i = 0;
+
+	if (pid == getpid()) {
+		/* Two contexts of one process: the peer's memory is ours. */
+		for (i = 0; i < n; i++) {
+			if (write)
+				sv_dma_copy((void *)rva, iov[i].iov_base,
+					    iov[i].iov_len);
+			else
+				sv_dma_copy(iov[i].iov_base, (void *)rva,
+					    iov[i].iov_len);
+			rva += iov[i].iov_len;
+		}
+		return true;
+	}
+	while (len) {
+		struct iovec r = { .iov_base = (void *)rva, .iov_len = len };
+		ssize_t got;
+		uint64_t left;
+
+		SV_DMA_BEGIN();
+		got = write ? process_vm_writev(pid, iov + i, n - i, &r, 1, 0) :
+			      process_vm_readv(pid, iov + i, n - i, &r, 1, 0);
+		SV_DMA_END();
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		rva += (uint64_t)got;
+		len -= (uint64_t)got;
+		for (left = (uint64_t)got; left;) {
+			if (left >= iov[i].iov_len) {
+				left -= iov[i].iov_len;
+				i++;
+			} else {
+				iov[i].iov_base = (char *)iov[i].iov_base + left;
+				iov[i].iov_len -= left;
+				left = 0;
+			}
+		}
+	}
+	return true;
+}
+
+bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+		   const void *tab)
+{
+	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
+	struct sv_pubtab_hold h;
+	struct local_sgl l;
+	uintptr_t rva;
+	bool ok;
+
+	if (!tab || qe->qp->type != IBV_QPT_RC || !wqe->length ||
+	    (!write && wqe->opcode != IBV_WR_RDMA_READ))
+		return false;
+	if (atomic_load(&qe->state) != IBV_QPS_RTS)
+		return false;
+	/* Ordering: the WQE is the next to complete, nothing is in flight. */
+	if (qe->req.idx != qe->comp.idx || qe->req.psn != qe->req.max_psn ||
+	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
+		return false;
+
+	if (!local_get(qe, wqe, write ? 0 : IBV_ACCESS_LOCAL_WRITE, &l))
+		goto fallback;
+	rva = sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn, wqe->wr.rdma.rkey,
+				wqe->wr.rdma.remote_addr, wqe->length,
+				write ? IBV_ACCESS_REMOTE_WRITE :
+					IBV_ACCESS_REMOTE_READ,
+				&h);
+	if (!rva) {
+		local_put(&l);
+		goto fallback;
+	}
+	ok = copy_remote(sv_pubtab_pid(tab), write, l.iov, l.n, rva,
+			 wqe->length);
+	sv_pubtab_release(&h);
+	local_put(&l);
+	if (!ok)
+		goto fallback; /* the packet path does it again, or fails */
+
+	/* Done, without a PSN: an empty range at req.psn, which no ACK
+	 * or go-back-N matches (as run_local_op's). */
+	wqe->first_psn = qe->req.psn;
+	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
+	wqe->sent = wqe->length;
+	wqe->read_done = write ? 0 : wqe->length;
+	wqe->state = SV_WQE_DONE;
+	if (write)
+		SV_STAT(qe->eng, direct_write);
+	else
+		SV_STAT(qe->eng, direct_read);
+	sv_comp_retire(qe);
+	return true;
+fallback:
+	SV_STAT(qe->eng, direct_fallback);
+	return false;
+}
+
+/* The responder attributes peers check, whenever they may have changed
+ * (modify_qp, the engine's own move to ERR). */
+void sv_direct_qp_publish(struct sv_qp_engine *qe)
+{
+	struct sv_pubtab_qp q;
+
+	if (qe->qp->type != IBV_QPT_RC)
+		return;
+	q.qpn = qe->qpn;
+	q.dest_qpn = qe->dest_qpn;
+	q.access = qe->access;
+	q.state = atomic_load(&qe->state);
+	q.pd = sv_pubtab_pd_token(qe->qp->pd);
+	sv_pubtab_qp_set(&q);
+}
+
+void sv_direct_qp_unpublish(struct sv_qp_engine *qe)
+{
+	if (qe->qp->type == IBV_QPT_RC)
+		sv_pubtab_qp_del(qe->qpn);
+}
