@@ -109,6 +109,8 @@ ud_ok() { "$build/bin/test_cm_data" --ud-supported; }
 
 count() { grep -c "$2" "$tmp/$1"; }
 
+absent() { ! grep -q "$1" "$2"; }
+
 rping_pair() { # rping_pair SERVER_ADDR CLIENT_NS SERVER_NS COUNT ARGS...
 	local addr=$1 cns=$2 sns=$3 cnt=$4 port=7174
 	shift 4
@@ -351,6 +353,110 @@ mckey)
 	show server
 	check "mckey sender exit 0" [ "$crc" = 0 ]
 	check "mckey receiver exit 0 (all datagrams received)" [ "$src" = 0 ]
+	;;
+mckey_netns)
+	# A multicast group across two network namespaces: the sender in A,
+	# receivers in B (r1 waits for N datagrams, r2 for N+1) and one in A
+	# beside the sender (the kernel's multicast loopback).  r1 and the
+	# receiver in A must get all N (each consumed exactly its N receive
+	# WQEs, SOFTVERBS_STATS' "rq head"; the sender's requester sent N,
+	# "req ... idx"); r2 must still be waiting for its N+1th when the
+	# others are done (nothing counted twice, no phantom completion); and
+	# B's veth must have seen exactly N UDP datagrams to the group.
+	need mckey
+	command -v nft >/dev/null || { echo "SKIP: nft not installed"; exit 77; }
+	command -v stdbuf >/dev/null || { echo "SKIP: no stdbuf"; exit 77; }
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	ud_ok || { echo "SKIP: the device does not deliver UD datagrams"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.236.0.1/24 10.236.0.2/24 || exit 1
+	group=239.9.9.7 n=25
+	ip netns exec "$b" nft -f - <<NFT || exit 1
+table inet svmckey {
+	chain pre {
+		type filter hook prerouting priority 0; policy accept;
+		iifname "sv0" ip daddr $group meta l4proto udp counter
+	}
+}
+NFT
+	# Receivers: line-buffered, so "joined" shows before they exit.
+	mck=(env SOFTVERBS_STATS=1 timeout 60 stdbuf -oL "$sv" run -- mckey -m "$group")
+	start r1 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C "$n"
+	start r2 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C $((n + 1))
+	start ra ip netns exec "$a" "${mck[@]}" -b 10.236.0.1 -C "$n"
+	for r in r1 r2 ra; do
+		for i in $(seq 1 200); do
+			grep -q "^mckey: joined dgid" "$tmp/$r" && break
+			sleep 0.05
+		done
+		grep -q "^mckey: joined dgid" "$tmp/$r" || { show "$r"; echo "FAILED: $r did not join"; exit 1; }
+	done
+	# The sender waits 3 s after its own join, then sends N datagrams.
+	ip netns exec "$a" env SOFTVERBS_STATS=1 timeout 60 "$sv" run -- \
+		mckey -m "$group" -b 10.236.0.1 -s -C "$n" >"$tmp/sender" 2>&1
+	src=$?
+	finish r1 20
+	r1rc=$?
+	finish ra 20
+	rarc=$?
+	sleep 1 # r2 had as long as r1 to see an extra datagram
+	r2alive=0
+	kill -0 "$r2_pid" 2>/dev/null && r2alive=1
+	killgroup "$r2_pid"
+	show sender 8
+	show r1 8
+	show ra 4
+	show r2 4
+	seen=$(ip netns exec "$b" nft list table inet svmckey |
+		sed -n 's/.*counter packets \([0-9]*\) .*/\1/p')
+	sent=$(sed -n 's/^softverbs: destroying qp .* UD .*| req psn [0-9]* max [0-9]* idx \([0-9]*\) .*/\1/p' "$tmp/sender")
+	got() { sed -n 's/^softverbs: destroying qp .* UD .* rq head \([0-9]*\) tail.*/\1/p' "$tmp/$1.err"; }
+	echo "sender sent $sent, B's veth saw $seen, r1 consumed $(got r1), ra consumed $(got ra)"
+	check "mckey sender exit 0" [ "$src" = 0 ]
+	check "the sender's requester sent $n datagrams" [ "$sent" = "$n" ]
+	check "B's veth saw exactly $n datagrams to $group" [ "$seen" = "$n" ]
+	check "receiver r1 (B) exit 0" [ "$r1rc" = 0 ]
+	check "receiver r1 (B) completed" grep -q "^data transfers complete" "$tmp/r1"
+	check "receiver r1 (B) consumed $n receives" [ "$(got r1)" = "$n" ]
+	check "receiver ra (A, loopback) exit 0" [ "$rarc" = 0 ]
+	check "receiver ra (A) consumed $n receives" [ "$(got ra)" = "$n" ]
+	check "receiver r2 (B, $((n + 1)) expected) is still waiting" [ "$r2alive" = 1 ]
+	check "receiver r2 was polling, not complete" grep -q "^receiving data transfers" "$tmp/r2"
+	check "receiver r2 did not complete" absent "^data transfers complete" "$tmp/r2"
+	;;
+rdma_xserver_netns)
+	# rdma_xserver in B, rdma_xclient in A, RC (XRC: see rdma_xserver).
+	# Both only print "end 0"; neither looks at its completion's status,
+	# so the server's responder must also have accepted the one SEND
+	# (SOFTVERBS_STATS' "resp ... msn 1", "rq head 1") and the client
+	# must have received the positive ACK of message 1 (SOFTVERBS_TRACE:
+	# AETH syndrome 000xxxxx is an ACK, IBA 9.7.5.1.1).
+	need rdma_xserver
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.237.0.1/24 10.237.0.2/24 || exit 1
+	for round in 1 2 3; do
+		start server ip netns exec "$b" env SOFTVERBS_STATS=1 timeout 60 \
+			"$sv" run -- rdma_xserver -p 7472
+		wait_listen 7472 "$b" || { show server; exit 1; }
+		ip netns exec "$a" env SOFTVERBS_TRACE=1 timeout 60 "$sv" run -- \
+			rdma_xclient -s 10.237.0.2 -p 7472 >"$tmp/client" 2>&1
+		crc=$?
+		finish server 20
+		src=$?
+		show client 3
+		show server 3
+		check "round $round: rdma_xclient exit 0" [ "$crc" = 0 ]
+		check "round $round: rdma_xserver exit 0" [ "$src" = 0 ]
+		check "round $round: rdma_xclient reports success" grep -q "^rdma_xclient: end 0" "$tmp/client"
+		check "round $round: rdma_xserver reports success" grep -q "^rdma_xserver: end 0" "$tmp/server"
+		check "round $round: the server's responder took 1 message" \
+			grep -Eq "^softverbs: destroying qp .* RC .*\| resp psn [0-9]+ msn 1 .* rq head 1 tail 1" "$tmp/server.err"
+		check "round $round: the client got the ACK of message 1" \
+			grep -Eq "^softverbs trace: .* rx RC_ACKNOWLEDGE .* syn 0x[01][0-9a-f] msn 1$" "$tmp/client"
+	done
 	;;
 examples)
 	# Our own examples: the send/receive pair, then the read/write demo.
