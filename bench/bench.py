@@ -340,11 +340,16 @@ def parse_ucx(out):
     """ucx_perftest -v: a CSV header and one row of final numbers."""
     lines = [l.strip() for l in out.splitlines()]
     for i, line in enumerate(lines):
-        if line.startswith("iterations,") and i + 1 < len(lines):
-            row = dict(zip(line.split(","), lines[i + 1].split(",")))
-            return {"lat": float(row["50.0_percentile_lat"]),
-                    "bw": float(row["overall_bw"]),
-                    "rate": float(row["overall_mr"]) / 1e6}
+        if not line.startswith("iterations,"):
+            continue
+        # The row is the next line starting with a digit (UCX's log lines,
+        # at UCX_LOG_LEVEL=info, may come in between).
+        for row in lines[i + 1:]:
+            if row[:1].isdigit():
+                row = dict(zip(line.split(","), row.split(",")))
+                return {"lat": float(row["50.0_percentile_lat"]),
+                        "bw": float(row["overall_bw"]),
+                        "rate": float(row["overall_mr"]) / 1e6}
     raise RunError("no ucx_perftest CSV row")
 
 
@@ -483,14 +488,40 @@ def idle_series(cfg, gid):
 IDLE = "softverbs idle process (idle_cpu)"
 
 
+# Transports UCP may use under each UCX_TLS value of the suite (names as
+# ucx_info -d and UCP's "ep_cfg" log lines give them).
+UCX_ALLOWED = {"posix,self": {"posix", "self"},
+               "sm,self": {"posix", "sysv", "cma", "knem", "xpmem", "self"}}
+UCX_LANES = {}  # series -> the ep_cfg lines seen (written to results)
+
+
+def check_ucx_lanes(series, tls, out):
+    """Refuse a UCP figure whose endpoint used a transport its UCX_TLS
+    does not name, or whose lanes were not logged at all."""
+    lanes = sorted({m.group(1).strip() for m in
+                    re.finditer(r"ep_cfg\[\d+\]: (.*)", out)})
+    if not lanes:
+        raise RunError("UCX logged no ep_cfg line: transports unknown")
+    used = set(re.findall(r"([a-z0-9_]+)/[a-z0-9_:.]+", " ".join(lanes)))
+    if not used or not used <= UCX_ALLOWED[tls]:
+        raise RunError("UCX_TLS=%s but the endpoint used %s" %
+                       (tls, ", ".join(sorted(used)) or "?"))
+    UCX_LANES.setdefault(series, set()).update(lanes)
+
+
 def ucx_series(cfg):
     # Iterations: enough for a stable figure at every size, few enough that
     # a run lasts well under a second (UCX over shared memory moves 8 B
     # messages at ~20 Mmsg/s; over cma every message is a system call, ~2 us,
     # hence the lower cap).
-    def make(test, bw, env_add, uct=(), max_bw_iters=500000):
+    def make(name, test, bw, env_add, uct=(), max_bw_iters=500000):
         def run(r, size, tag):
             port = free_port()
+            env = dict(env_add)
+            if not uct:
+                # UCP logs, at info level, the transports each endpoint
+                # lane uses: proof the figure is over what its name says.
+                env["UCX_LOG_LEVEL"] = "info"
             if bw:
                 n = clamp((4096 * MiB) // size, 1000, max_bw_iters)
             else:
@@ -500,7 +531,9 @@ def ucx_series(cfg):
                       "-s", str(size), "-n", str(n), "-w", str(max(10, n // 10)),
                       "-v"] + list(uct)
             out, cmds = r.pair(tag, ["ucx_perftest"] + common, client,
-                               env_add, port)
+                               env, port)
+            if not uct:
+                check_ucx_lanes(name, env["UCX_TLS"], out)
             vals = parse_ucx(out)
             return {k: vals[k] for k in (["bw", "rate"] if bw else ["lat"])}, cmds
         return run
@@ -509,19 +542,26 @@ def ucx_series(cfg):
     for tls in ("posix,self", "sm,self"):
         env_add = {"UCX_TLS": tls}
         for test in ("tag_bw", "ucp_put_bw"):
-            s.append(Series("ucx %s (%s)" % (test, tls), "bw", ["bw", "rate"],
-                            make(test, True, env_add)))
+            name = "ucx %s (%s)" % (test, tls)
+            s.append(Series(name, "bw", ["bw", "rate"],
+                            make(name, test, True, env_add)))
         for test in ("ucp_put_lat", "ucp_am_lat"):
-            s.append(Series("ucx %s (%s)" % (test, tls), "lat", ["lat"],
-                            make(test, False, env_add)))
+            name = "ucx %s (%s)" % (test, tls)
+            s.append(Series(name, "lat", ["lat"],
+                            make(name, test, False, env_add)))
     # UCP cannot run on cma alone (UCX_TLS=cma,self: "no active messages
     # transport"), so cross-memory attach is measured at the UCT layer,
     # zero-copy: exactly one process_vm_writev per put.
+    # (ucx_perftest's UCT tests name the transport and layout themselves:
+    # -x cma fails if cma is not available; with strace -f -c, put_lat
+    # makes one process_vm_writev per iteration.)
     uct = ["-x", "cma", "-d", "memory", "-D", "zcopy"]
-    s.append(Series("ucx put_bw (cma, uct zcopy)", "bw", ["bw", "rate"],
-                    make("put_bw", True, {}, uct, max_bw_iters=100000)))
-    s.append(Series("ucx put_lat (cma, uct zcopy)", "lat", ["lat"],
-                    make("put_lat", False, {}, uct)))
+    name = "ucx put_bw (cma, uct zcopy)"
+    s.append(Series(name, "bw", ["bw", "rate"],
+                    make(name, "put_bw", True, {}, uct, max_bw_iters=100000)))
+    name = "ucx put_lat (cma, uct zcopy)"
+    s.append(Series(name, "lat", ["lat"], make(name, "put_lat", False, {},
+                                               uct)))
     return s
 
 
@@ -833,6 +873,15 @@ def write_results(cfg, series, rows, info):
                 for c in r["commands"]:
                     f.write("    %s\n" % c)
 
+    if UCX_LANES:  # (not in --report mode: the file of the run stays)
+        with open(os.path.join(cfg.out, "ucx_transports.txt"), "w") as f:
+            f.write("# The transports UCP's endpoints used in this run, per "
+                    "series (UCX_LOG_LEVEL=info ep_cfg lines; every run was "
+                    "checked against its UCX_TLS).\n")
+            for name in sorted(UCX_LANES):
+                f.write("%s: %s\n" % (name, " | ".join(
+                    sorted(UCX_LANES[name]))))
+
     plots = draw_plots(cfg, series, agg)
 
     # The issue's targets, from this run's medians.
@@ -953,7 +1002,9 @@ def draw_plots(cfg, series, agg):
              "Latency versus message size")):
         plots = []
         for s in series:
-            if s.group != group or metric not in s.metrics:
+            # By metric, not group: fi_pingpong's ping-pong bandwidth goes
+            # on the bandwidth plot too.
+            if metric not in s.metrics:
                 continue
             pts = sorted((k[2], a) for k, a in agg.items()
                          if k[0] == s.name and k[1] == metric and
@@ -984,9 +1035,9 @@ def draw_plots(cfg, series, agg):
                     "set key outside right top Left reverse\n")
             f.write("set xlabel 'message size (bytes)'\nset ylabel '%s'\n"
                     % ylabel)
-            f.write("set xtics ('8' 8, '64' 64, '512' 512, '4K' 4096, "
-                    "'32K' 32768, '256K' 262144, '1M' 1048576, "
-                    "'4M' 4194304)\n")
+            f.write("set xtics ('8' 8, '64' 64, '256' 256, '1K' 1024, "
+                    "'4K' 4096, '16K' 16384, '64K' 65536, '256K' 262144, "
+                    "'1M' 1048576, '4M' 4194304)\n")
             f.write("plot " + ", \\\n     ".join(plots) + "\n")
         res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
         if res.returncode != 0:
@@ -1081,6 +1132,9 @@ def run_plan(plan, runner, rows, timed_out):
                 except (RunError, OSError, ValueError, KeyError,
                         IndexError) as e:
                     err = "%s" % e
+                except Exception as e:  # a bug here must not end the suite
+                    err = "%s: %s" % (type(e).__name__, e)
+                    break
         wall = time.monotonic() - t0
         cmds = runner.commands if vals is None else cmds
         for m in s.metrics:
