@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "link/shm.h"
+
 #define EXIT_USAGE 2
 
 static const char *prog = "softverbs";
@@ -45,6 +47,7 @@ static void usage(FILE *f)
 		"  SOFTVERBS_MTU=256..4096 override the port's active MTU\n"
 		"  SOFTVERBS_TRACE=1       one line per packet on stderr\n"
 		"  SOFTVERBS_STATS=1       per-context counters at ibv_close_device\n"
+		"  SOFTVERBS_FASTPATH=0    no shared-memory fast path: UDP only\n"
 		"\n"
 		"example:  %s run -- ibv_devinfo -v\n",
 		prog, prog);
@@ -282,6 +285,36 @@ static int show_port(struct ibv_context *ctx, uint8_t port)
 	return 0;
 }
 
+/* The one-host fast path (shared-memory rings, one-copy RDMA): whether
+ * this process could use it, by the library's own test (link/shm_avail.c
+ * is compiled into this tool), and the ptrace policy peers must pass. */
+static void show_fastpath(void)
+{
+	const char *why;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int scope = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (!sv_shm_available(&why)) {
+		printf("fast path: unavailable (%s): QPs use UDP\n", why);
+		return;
+	}
+	printf("fast path: available: QPs to peers on this host and network "
+	       "namespace use shared memory (registry %s",
+	       SV_SHM_DIR);
+	if (scope > 0)
+		printf(", Yama ptrace_scope %d: %s", scope,
+		       scope == 1 ? "only to descendants, else UDP" :
+				    "cross-memory attach refused, UDP");
+	else
+		printf(", peers of the same user, or any as root");
+	printf(")\n");
+}
+
 static int cmd_devices(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -334,6 +367,8 @@ static int cmd_devices(int argc, char **argv)
 		ibv_close_device(ctx);
 	}
 	ibv_free_device_list(list);
+	if (!ret)
+		show_fastpath();
 	return ret;
 }
 

@@ -166,8 +166,13 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
 	eng->now = sv_now_ns();
 	take_kicks(eng);
 	if (rx)
-		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
-			sv_rx_sock(eng, list_entry(it, struct sv_sock, node));
+		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+			struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+			sv_shm_rx(eng, s);
+			if (sv_shm_rx_udp_due(eng, s))
+				sv_rx_sock(eng, s);
+		}
 	if (rx && eng->mcast)
 		sv_mcast_rx(eng);
 	run_work(eng);
@@ -193,6 +198,10 @@ static void *progress_main(void *arg)
 		pthread_mutex_lock(&eng->lock);
 		if (!list_empty(&eng->work))
 			until = now;
+		/* Peers pushing into our rings ring the doorbell (a datagram
+		 * on the ring's socket) only while we say we sleep there. */
+		if (!busy && until != now && !sv_shm_sleep(eng))
+			until = now;
 		pthread_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -216,7 +225,11 @@ static void *progress_main(void *arg)
 		if (atomic_load(&eng->stop))
 			break;
 		pthread_mutex_lock(&eng->lock);
+		if (!busy)
+			sv_shm_wake(eng);
+		eng->in_thread = true;
 		sv_engine_pass(eng, true);
+		eng->in_thread = false;
 		pthread_mutex_unlock(&eng->lock);
 	}
 	return NULL;
@@ -268,6 +281,7 @@ int sv_engine_open(struct sv_context *ctx)
 	list_head_init(&eng->qps);
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
+	sv_shm_engine_init(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
 	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
 	if (!eng->tx || !eng->rxmem)
@@ -318,6 +332,7 @@ void sv_engine_close(struct sv_context *ctx)
 	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
+		sv_shm_sock_close(s);
 		sv_udp_close(&s->udp);
 		free(s);
 	}

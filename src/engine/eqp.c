@@ -38,6 +38,7 @@ static int sock_open(struct sv_engine *eng, struct sv_sock **out)
 		free(s);
 		return err;
 	}
+	sv_shm_sock_open(eng, s);
 	if (!getsockopt(s->udp.fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) &&
 	    rcv > 0 && (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
 		eng->rcvbuf = (uint32_t)rcv;
@@ -119,6 +120,8 @@ int sv_engine_qp_create(struct sv_qp *qp)
 			list_del(&qe->node);
 			qe->sock->slot[qe->qpn & 0xff] = NULL;
 			qe->sock->used--;
+		} else {
+			sv_shm_qp_created(qe);
 		}
 	}
 	pthread_mutex_unlock(&eng->lock);
@@ -158,6 +161,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	pthread_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
+	sv_shm_qp_destroyed(qe);
 	pthread_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
 	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
@@ -357,6 +361,8 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		break;
 	}
 	sv_direct_qp_publish(qe);
+	if (mask & IBV_QP_STATE)
+		sv_shm_qp_modified(qe, new_state, old);
 	if (new_state != IBV_QPS_RESET) {
 		sv_qp_run(qe);
 		sv_tx_flush(eng);

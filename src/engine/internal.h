@@ -27,6 +27,7 @@
 #include "core/objects.h"
 #include "engine/engine.h"
 #include "engine/wire.h"
+#include "link/shm.h"
 #include "link/udp.h"
 #include "util/list.h"
 
@@ -91,6 +92,10 @@
 	X(resp_inv_req, "invalid requests detected")                         \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
 	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
+	X(shm_tx_pkts, "packets sent through shared memory")                \
+	X(shm_rx_pkts, "packets received through shared memory")            \
+	X(shm_ring_full, "packets lost: the peer's ring was full")          \
+	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_fallback, "one-copy candidates left to the packet path")
@@ -112,6 +117,9 @@ struct sv_sock {
 	unsigned int used;
 	unsigned int next_slot; /* round-robin allocation cursor */
 	struct list_node node; /* sv_engine.socks */
+	struct sv_shm_ring ring; /* inbound shm ring (ring.hdr NULL: none) */
+	unsigned int udp_qps; /* QPs that may receive through UDP */
+	unsigned int rx_skip; /* busy passes since the last UDP receive */
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */
@@ -122,6 +130,7 @@ struct sv_tx {
 	struct sv_sock *sock;
 	struct sockaddr_in6 dst;
 	struct sv_ipaddr src;
+	struct sv_shm_peer *shm; /* through the peer's ring, else UDP */
 };
 
 /* ---- per-WQE states (sv_send_wqe.state) --------------------------------- */
@@ -192,6 +201,10 @@ struct sv_qp_engine {
 	bool kicked; /* kick_lock */
 
 	/* path, set at RTR */
+	struct sv_shm_peer *shm; /* the peer's ring, NULL: UDP (shmpath.c) */
+	char path_why[64]; /* why UDP */
+	bool rx_udp; /* counted in sock->udp_qps */
+	bool peer_udp; /* the peer's packets came through UDP */
 	struct sockaddr_in6 peer;
 	struct sv_flow flow; /* our packets: src = us, dst = peer */
 	uint32_t dest_qpn;
@@ -321,6 +334,9 @@ struct sv_engine {
 
 	struct sv_stats stats;
 	uint64_t rng; /* SOFTVERBS_LOSS */
+
+	struct list_head shm_peers; /* struct sv_shm_peer (shmpath.c) */
+	bool in_thread; /* the progress thread runs this pass */
 };
 
 /* Registered memory is shared with the application the way a HCA shares
@@ -407,7 +423,27 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t);
 void sv_tx_flush(struct sv_engine *eng);
 void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s);
+void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+	       uint32_t len, bool truncated, const struct sv_flow *flow,
+	       bool shm);
 void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn);
+
+/* shmpath.c: the shm link's place in the engine (link/shm.h) */
+void sv_shm_engine_init(struct sv_engine *eng);
+void sv_shm_sock_open(struct sv_engine *eng, struct sv_sock *s);
+void sv_shm_sock_close(struct sv_sock *s);
+void sv_shm_qp_created(struct sv_qp_engine *qe);
+void sv_shm_qp_modified(struct sv_qp_engine *qe, enum ibv_qp_state new_state,
+			enum ibv_qp_state old_state);
+void sv_shm_qp_destroyed(struct sv_qp_engine *qe);
+void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t,
+	       unsigned int n);
+void sv_shm_rx(struct sv_engine *eng, struct sv_sock *s);
+bool sv_shm_rx_udp_due(struct sv_engine *eng, struct sv_sock *s);
+void sv_shm_rx_udp_seen(struct sv_qp_engine *qe);
+bool sv_shm_sleep(struct sv_engine *eng);
+void sv_shm_wake(struct sv_engine *eng);
+const char *sv_shm_path(const struct sv_qp_engine *qe);
 
 /* req.c */
 void sv_req_run(struct sv_qp_engine *qe);

@@ -37,6 +37,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	t->sock = qe->sock;
 	t->dst = qe->peer;
 	t->src = qe->flow.src;
+	t->shm = qe->shm;
 	return b;
 }
 
@@ -47,13 +48,19 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 
 	if (sv_xrc_qp(qe->qp))
 		sv_xrc_tx(qe, t);
+	if (sv_trace_on)
+		sv_trace_pkt(eng, t->shm ? "tx-shm" : "tx", t->buf, t->len,
+			     NULL);
+	eng->ntx++;
+	if (t->shm) {
+		/* No wire, no ICRC (shm.h): the receiver does not check it. */
+		SV_STAT(eng, shm_tx_pkts);
+		return;
+	}
 	f.src = t->src;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
 	sv_icrc_set(&f, t->buf, t->len);
-	if (sv_trace_on)
-		sv_trace_pkt(eng, "tx", t->buf, t->len, NULL);
-	eng->ntx++;
 	SV_STAT(eng, sent_pkts);
 }
 
@@ -76,27 +83,36 @@ static bool inject_loss(struct sv_engine *eng)
 	return true;
 }
 
+/* Runs of packets for the same link and socket: a shm run goes into one
+ * peer's ring at once, a UDP run is one sendmmsg. */
 void sv_tx_flush(struct sv_engine *eng)
 {
 	struct sv_udp_tx batch[SV_TX_BATCH];
+	struct sv_tx *run[SV_TX_BATCH];
 	unsigned int i = 0;
 
 	while (i < eng->ntx) {
 		struct sv_sock *s = eng->tx[i].sock;
+		struct sv_shm_peer *peer = eng->tx[i].shm;
 		unsigned int n = 0, k = 0;
 
-		for (; i + k < eng->ntx && eng->tx[i + k].sock == s; k++) {
+		for (; i + k < eng->ntx && eng->tx[i + k].sock == s &&
+		       eng->tx[i + k].shm == peer;
+		     k++) {
 			struct sv_tx *t = &eng->tx[i + k];
 
 			if (inject_loss(eng))
 				continue;
+			run[n] = t;
 			batch[n].buf = t->buf;
 			batch[n].len = t->len;
 			batch[n].dst = &t->dst;
 			batch[n].src = &t->src;
 			n++;
 		}
-		if (n)
+		if (n && peer)
+			sv_shm_tx(eng, run, n);
+		else if (n)
 			eng->stats.send_err +=
 				(uint64_t)sv_udp_send(&s->udp, batch, (int)n);
 		i += k;
@@ -132,47 +148,57 @@ static const char *const pkt_err_names[] = {
 	[SV_PKT_ICRC] = "bad ICRC",
 };
 
-static void drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
+static void drop(struct sv_engine *eng, const uint8_t *buf, uint32_t len,
+		 const char *why)
 {
 	if (sv_trace_on)
-		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
+		sv_trace_pkt(eng, "rx-drop", buf, len, why);
 }
 
-static void rx_one(struct sv_engine *eng, struct sv_sock *s,
-		   struct sv_udp_rx *r)
+/* One packet from either link: a UDP datagram (ICRC checked) or a slot of
+ * our shm ring (no ICRC: shm.h).  Every other check is the same. */
+void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+	       uint32_t len, bool truncated, const struct sv_flow *flow,
+	       bool shm)
 {
 	struct sv_qp_engine *qe;
 	enum sv_pkt_err err;
 	struct sv_pkt pkt;
 	uint32_t want;
 
-	SV_STAT(eng, rcvd_pkts);
-	if (r->truncated || r->len > SV_MAX_PKT) {
-		SV_STAT(eng, drop_malformed);
-		return drop(eng, r, "oversized datagram");
+	if (!shm) {
+		/* A zero-length datagram is a shm doorbell (shmpath.c): it
+		 * only had to wake us. */
+		if (!len && !truncated)
+			return;
+		SV_STAT(eng, rcvd_pkts);
 	}
-	err = sv_pkt_parse(&pkt, r->buf, r->len);
+	if (truncated || len > SV_MAX_PKT) {
+		SV_STAT(eng, drop_malformed);
+		return drop(eng, buf, len, "oversized datagram");
+	}
+	err = sv_pkt_parse(&pkt, buf, len);
 	if (err) {
 		SV_STAT(eng, drop_malformed);
-		return drop(eng, r, pkt_err_names[err]);
+		return drop(eng, buf, len, pkt_err_names[err]);
 	}
 	/* IBA (RoCE v2: Annex A17): the ICRC is checked before any
 	 * field is trusted. */
-	if (!r->flow.dst.family || !sv_icrc_check(&r->flow, r->buf, r->len)) {
+	if (!shm && (!flow->dst.family || !sv_icrc_check(flow, buf, len))) {
 		SV_STAT(eng, drop_icrc);
-		return drop(eng, r, "bad ICRC");
+		return drop(eng, buf, len, "bad ICRC");
 	}
 	/* The QPN names the socket (port) and the slot on it. */
 	if ((pkt.qpn >> 8) != s->udp.port ||
 	    !(qe = s->slot[pkt.qpn & (SV_SLOTS_PER_SOCK - 1)])) {
 		SV_STAT(eng, drop_no_qp);
-		return drop(eng, r, "no such QP");
+		return drop(eng, buf, len, "no such QP");
 	}
 	/* IBA: our only P_Key is the default full-member
 	 * key; a packet matches when the low 15 bits match. */
 	if ((sv_bth_pkey(pkt.hdr) & 0x7fff) != (SV_DEFAULT_PKEY & 0x7fff)) {
 		SV_STAT(eng, drop_pkey);
-		return drop(eng, r, "P_Key mismatch");
+		return drop(eng, buf, len, "P_Key mismatch");
 	}
 	/* IBA (header validation): the opcode must belong to the
 	 * QP's transport service. */
@@ -192,22 +218,24 @@ static void rx_one(struct sv_engine *eng, struct sv_sock *s,
 	}
 	if (!(pkt.mask & want)) {
 		SV_STAT(eng, drop_transport);
-		return drop(eng, r, "opcode of another transport");
+		return drop(eng, buf, len, "opcode of another transport");
 	}
 	/* A connected QP talks to one peer QP, whose packets leave from the
 	 * socket its QPN names: anything else is forged or stray. */
 	if ((qe->type == IBV_QPT_RC || qe->type == IBV_QPT_UC) &&
-	    (r->flow.sport != qe->flow.dport ||
-	     !sv_ipaddr_eq(&r->flow.src, &qe->flow.dst))) {
+	    (flow->sport != qe->flow.dport ||
+	     !sv_ipaddr_eq(&flow->src, &qe->flow.dst))) {
 		SV_STAT(eng, drop_wrong_peer);
-		return drop(eng, r, "not from the connected peer");
+		return drop(eng, buf, len, "not from the connected peer");
 	}
+	if (!shm && qe->shm)
+		sv_shm_rx_udp_seen(qe);
 	if (sv_trace_on)
-		sv_trace_pkt(eng, "rx", r->buf, r->len, NULL);
+		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
 	if (want == SV_M_XRC)
-		sv_xrc_rx(qe, &pkt, &r->flow);
+		sv_xrc_rx(qe, &pkt, flow);
 	else if (pkt.mask & SV_M_REQ)
-		sv_resp_rx(qe, &pkt, &r->flow);
+		sv_resp_rx(qe, &pkt, flow);
 	else
 		sv_comp_rx(qe, &pkt);
 }
@@ -219,8 +247,12 @@ void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s)
 	while (budget) {
 		int i, n = sv_udp_recv(&s->udp, eng->rx, SV_RX_BATCH);
 
-		for (i = 0; i < n; i++)
-			rx_one(eng, s, &eng->rx[i]);
+		for (i = 0; i < n; i++) {
+			struct sv_udp_rx *r = &eng->rx[i];
+
+			sv_rx_pkt(eng, s, r->buf, r->len, r->truncated,
+				  &r->flow, false);
+		}
 		if (n < SV_RX_BATCH)
 			break;
 		budget -= (unsigned int)n < budget ? (unsigned int)n : budget;

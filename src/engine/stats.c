@@ -103,7 +103,7 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 	fprintf(f,
 		"qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
 		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
-		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u\n",
+		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u | path=%s%s%s%s\n",
 		qe->qpn, qp_type_name(qe->type),
 		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn,
 		qe->flow.sport, qe->flow.dport, qe->pmtu, qe->window, qe->cwnd,
@@ -116,7 +116,9 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		qe->resp.nak_sent ? " NAKED" : "",
 		qe->resp.reply_tail - qe->resp.reply_head,
 		atomic_load(&qp->sq.head), atomic_load(&qp->sq.tail),
-		atomic_load(&qp->rq.head), atomic_load(&qp->rq.tail));
+		atomic_load(&qp->rq.head), atomic_load(&qp->rq.tail),
+		qe->shm ? "shm" : "udp", qe->shm ? "" : " (",
+		qe->shm ? "" : qe->path_why, qe->shm ? "" : ")");
 	wqe_dump(qe, "comp", qe->comp.idx, f);
 	if (qe->req.idx != qe->comp.idx)
 		wqe_dump(qe, "req", qe->req.idx, f);

@@ -44,6 +44,9 @@ run_ok 30 "$SV" devices
 expect '^softverbs0: node_guid [0-9a-f]{4}(:[0-9a-f]{4}){3}, '
 expect '^  port 1: PORT_ACTIVE, active_mtu (256|512|1024|2048|4096) \(max 4096\), link_layer Ethernet'
 expect '^    GID\[ *[0-9]+\]  ::ffff:127\.0\.0\.1 +RoCE v2 +lo$' "loopback GID with its type and netdev"
+expect '^fast path: (available|unavailable \()' "fast path line"
+run_ok 30 env SOFTVERBS_FASTPATH=0 "$SV" devices
+expect '^fast path: unavailable \(disabled by SOFTVERBS_FASTPATH=0\)'
 
 # The command uses our libibverbs even when the user points elsewhere.
 run_ok 30 env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu "$SV" devices

@@ -22,7 +22,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-HX_PORTS_FILE=$tmp/ports HX_GO_FILE=$tmp/go timeout -k 5 60 "$bin/rc_ops" all_opcodes \
+# The capture needs the wire: no shared-memory fast path for this run.
+SOFTVERBS_FASTPATH=0 HX_PORTS_FILE=$tmp/ports HX_GO_FILE=$tmp/go timeout -k 5 60 "$bin/rc_ops" all_opcodes \
 	>"$tmp/ops.log" 2>&1 &
 ops_pid=$!
 for _ in $(seq 400); do

@@ -1,0 +1,535 @@
+/* The shared-memory link (see shm.h). */
+#include "link/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#if __has_include("core/pubtab.h")
+#include "core/pubtab.h"
+#define SV_HAVE_PUBTAB 1
+#else
+#define SV_HAVE_PUBTAB 0
+#endif
+
+#define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
+#define SV_SHM_VERSION 1
+#define SV_SHM_MASK (SV_SHM_SLOTS - 1)
+/* A slot claimed by a producer that never filled it: skipped once the
+ * producer is known dead, or after this long whoever it was. */
+#define SV_SHM_STALL_CHECK_NS (10ull * 1000 * 1000)
+#define SV_SHM_STALL_GIVEUP_NS (5ull * 1000 * 1000 * 1000)
+
+static size_t seg_size(void)
+{
+	return sizeof(struct sv_shm_hdr) +
+	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot);
+}
+
+/* ---- our ring ------------------------------------------------------------ */
+
+static int registry_write(struct sv_shm_ring *r, int sockfd)
+{
+	char tmp[128], buf[128];
+	int fd, n, tabfd = -1, err = 0;
+
+#if SV_HAVE_PUBTAB
+	tabfd = sv_pubtab_fd();
+#endif
+	snprintf(r->path, sizeof(r->path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+		 (unsigned int)r->port);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->path, (int)getpid());
+	n = snprintf(buf, sizeof(buf), "softverbs-shm 1 %d %u %d %d %d\n",
+		     (int)getpid(), (unsigned int)getuid(), r->fd, sockfd,
+		     tabfd);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		goto fail;
+	if (write(fd, buf, (size_t)n) != n) {
+		err = errno ? errno : EIO;
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	/* Atomic replace: a stale entry of a dead process on the same port
+	 * goes (unless another user owns it: the sticky bit forbids it, and
+	 * peers then find the stale entry, which fails their checks). */
+	if (rename(tmp, r->path)) {
+		err = errno;
+		unlink(tmp);
+		goto out;
+	}
+	return 0;
+fail:
+	err = errno;
+out:
+	r->path[0] = 0;
+	return err;
+}
+
+int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
+{
+	size_t size = seg_size();
+	struct sv_shm_hdr *h;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if (!sv_shm_available(NULL))
+		return EOPNOTSUPP;
+	r->fd = memfd_create("softverbs-ring", MFD_CLOEXEC);
+	if (r->fd < 0)
+		return errno;
+	if (ftruncate(r->fd, (off_t)size))
+		goto fail;
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (h == MAP_FAILED)
+		goto fail;
+	h->version = SV_SHM_VERSION;
+	h->nslots = SV_SHM_SLOTS;
+	h->slot_size = sizeof(struct sv_shm_slot);
+	h->port = port;
+	h->pid = getpid();
+	h->uid = getuid();
+	h->owner_addr = (uint64_t)(uintptr_t)h;
+	atomic_store(&h->tail, 0);
+	atomic_store(&h->sleeping, 0);
+	/* The magic last: a peer checks it first. */
+	atomic_thread_fence(memory_order_release);
+	h->magic = SV_SHM_MAGIC;
+	r->hdr = h;
+	r->size = size;
+	r->port = port;
+	err = registry_write(r, sockfd);
+	if (err) {
+		sv_dbg("shm: cannot register port %u: %s", port,
+		       strerror(err));
+		sv_shm_ring_close(r);
+		return err;
+	}
+	return 0;
+fail:
+	err = errno;
+	close(r->fd);
+	r->fd = -1;
+	return err;
+}
+
+void sv_shm_ring_close(struct sv_shm_ring *r)
+{
+	if (r->path[0]) {
+		/* Only our own entry: a later process may own the port's
+		 * name by now (we never reach here after that, but a fork
+		 * could share the ring). */
+		char buf[128];
+		int fd = open(r->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), n;
+		int pid = -1;
+
+		if (fd >= 0) {
+			n = (int)read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n > 0) {
+				buf[n] = 0;
+				sscanf(buf, "softverbs-shm 1 %d", &pid);
+			}
+		}
+		if (pid == (int)getpid())
+			unlink(r->path);
+		r->path[0] = 0;
+	}
+	if (r->hdr)
+		munmap(r->hdr, r->size);
+	r->hdr = NULL;
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+static inline struct sv_shm_slot *slot_of(struct sv_shm_hdr *h, uint64_t pos,
+					  uint64_t *base)
+{
+	uint64_t i = pos & SV_SHM_MASK;
+
+	*base = pos - i; /* the stored word is the sequence minus i */
+	return &h->slot[i];
+}
+
+/* Dead, or a zombie (its memory is gone all the same). */
+static bool pid_dead(int pid)
+{
+	char path[64], buf[256], *p;
+	int fd, n;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
+{
+	struct sv_shm_hdr *h = r->hdr;
+	uint64_t base, w;
+	struct sv_shm_slot *s = slot_of(h, r->head, &base);
+
+	w = atomic_load_explicit(&s->seq, memory_order_acquire);
+	if (w == base + 1) {
+		r->stall_since = 0;
+		return s;
+	}
+	if (w != base ||
+	    atomic_load_explicit(&h->tail, memory_order_relaxed) == r->head)
+		return NULL; /* empty (or a peer scribbled: stays empty) */
+	/* Claimed but not filled yet: normally a producer in the middle of
+	 * its copy.  A producer killed there would stall the ring forever;
+	 * skip its slot once it is dead (or after a long time).  Its
+	 * publish is a compare-and-swap, so a late one cannot clobber. */
+	if (!r->stall_since) {
+		r->stall_since = now;
+		return NULL;
+	}
+	if (now - r->stall_since < SV_SHM_STALL_CHECK_NS)
+		return NULL;
+	if (!pid_dead(s->pid) && now - r->stall_since < SV_SHM_STALL_GIVEUP_NS)
+		return NULL;
+	if (atomic_compare_exchange_strong(&s->seq, &w,
+					   base + SV_SHM_SLOTS)) {
+		sv_warn("shm: port %u: skipped a slot its producer (pid %d) never filled",
+			r->port, (int)s->pid);
+		r->head++;
+	}
+	r->stall_since = 0;
+	return NULL;
+}
+
+void sv_shm_ring_next(struct sv_shm_ring *r)
+{
+	uint64_t base;
+	struct sv_shm_slot *s = slot_of(r->hdr, r->head, &base);
+
+	s->pid = 0;
+	atomic_store_explicit(&s->seq, base + SV_SHM_SLOTS,
+			      memory_order_release);
+	r->head++;
+}
+
+/* Dekker with the producers: we store "sleeping" then look at the head
+ * slot, they publish a slot then look at "sleeping" (all sequentially
+ * consistent): one of the two sees the other. */
+bool sv_shm_ring_sleep(struct sv_shm_ring *r)
+{
+	struct sv_shm_hdr *h = r->hdr;
+	uint64_t base, w;
+	struct sv_shm_slot *s = slot_of(h, r->head, &base);
+
+	atomic_store(&h->sleeping, 1);
+	w = atomic_load(&s->seq);
+	if (w == base + 1) {
+		atomic_store(&h->sleeping, 0);
+		return false;
+	}
+	return true;
+}
+
+void sv_shm_ring_wake(struct sv_shm_ring *r)
+{
+	if (atomic_load_explicit(&r->hdr->sleeping, memory_order_relaxed))
+		atomic_store_explicit(&r->hdr->sleeping, 0,
+				      memory_order_relaxed);
+}
+
+/* ---- producers ---------------------------------------------------------- */
+
+/* Claim n consecutive slots: 0 when the ring has no room for them. */
+static bool claim(struct sv_shm_hdr *h, unsigned int n, uint64_t *out)
+{
+	uint64_t pos = atomic_load_explicit(&h->tail, memory_order_relaxed);
+	int tries;
+
+	for (tries = 0; tries < 256; tries++) {
+		uint64_t base, w;
+		struct sv_shm_slot *s = slot_of(h, pos + n - 1, &base);
+		int64_t diff;
+
+		/* The consumer frees slots in order: when the last one is
+		 * free for this round, so are those before it. */
+		w = atomic_load_explicit(&s->seq, memory_order_acquire);
+		diff = (int64_t)(w - base);
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &h->tail, &pos, pos + n,
+				    memory_order_relaxed, memory_order_relaxed)) {
+				*out = pos;
+				return true;
+			}
+		} else if (diff < 0 || diff > SV_SHM_SLOTS) {
+			return false; /* not consumed yet (or a broken owner) */
+		} else {
+			pos = atomic_load_explicit(&h->tail,
+						   memory_order_relaxed);
+		}
+	}
+	return false;
+}
+
+static void fill(struct sv_shm_hdr *h, uint64_t pos, const struct sv_shm_pkt *p,
+		 int32_t pid)
+{
+	uint64_t base;
+	struct sv_shm_slot *s = slot_of(h, pos, &base);
+
+	s->pid = pid;
+	s->len = p->len;
+	s->flow = *p->flow;
+	memcpy(s->data, p->buf, p->len);
+}
+
+/* Publish with a compare-and-swap: a slot the consumer skipped as
+ * stalled (shm.h) stays skipped, the packet is lost. */
+static void publish(struct sv_shm_hdr *h, uint64_t pos)
+{
+	uint64_t base, w;
+	struct sv_shm_slot *s = slot_of(h, pos, &base);
+
+	w = base;
+	atomic_compare_exchange_strong(&s->seq, &w, base + 1);
+}
+
+unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
+			 unsigned int n, bool *wake)
+{
+	struct sv_shm_hdr *h = p->hdr;
+	int32_t pid = (int32_t)getpid();
+	unsigned int i, done = 0;
+	uint64_t pos;
+
+	*wake = false;
+	for (i = 0; i < n; i++)
+		if (pkt[i].len > SV_MAX_PKT)
+			return 0;
+	while (done < n) {
+		unsigned int k = n - done;
+
+		/* All at once if they fit, else one by one until full. */
+		if (!claim(h, k, &pos)) {
+			if (k == 1 || !claim(h, 1, &pos))
+				break;
+			k = 1;
+		}
+		for (i = 0; i < k; i++)
+			fill(h, pos + i, &pkt[done + i], pid);
+		/* Last to first: the consumer waits at the first. */
+		for (i = k; i-- > 0;)
+			publish(h, pos + i);
+		done += k;
+	}
+	/* Dekker with sv_shm_ring_sleep: our publish (a sequentially
+	 * consistent RMW) then this load. */
+	if (done && atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0))
+		*wake = true;
+	return done;
+}
+
+/* ---- attaching peers ------------------------------------------------------ */
+
+/* The socket inode bound to UDP port `port` in our namespace (our
+ * sockets are dual-stack AF_INET6 ones: /proc/net/udp6), 0 if none. */
+static unsigned long udp6_inode(uint16_t port)
+{
+	FILE *f = fopen("/proc/self/net/udp6", "re");
+	char line[512];
+	unsigned long ino = 0;
+
+	if (!f)
+		return 0;
+	while (!ino && fgets(line, sizeof(line), f)) {
+		unsigned int lport;
+		unsigned long i;
+
+		if (sscanf(line,
+			   " %*d: %*[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %*u %*d %lu",
+			   &lport, &i) == 2 &&
+		    lport == port)
+			ino = i;
+	}
+	fclose(f);
+	return ino;
+}
+
+static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
+{
+	char path[128], buf[128];
+	int fd, n, pid, ringfd, sockfd, tabfd, ver;
+	unsigned int uid;
+	unsigned long ino;
+	struct stat st;
+	struct sv_shm_hdr *h;
+	size_t size = seg_size();
+	uint64_t magic = 0;
+	struct iovec l = { &magic, sizeof(magic) }, r;
+
+	snprintf(path, sizeof(path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+		 (unsigned int)port);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*why = "peer not registered (UDP only)";
+		return ENOENT;
+	}
+	n = fstat(fd, &st) ? -1 : (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || !S_ISREG(st.st_mode)) {
+		*why = "peer registry entry unreadable";
+		return EINVAL;
+	}
+	buf[n] = 0;
+	if (sscanf(buf, "softverbs-shm %d %d %u %d %d %d", &ver, &pid, &uid,
+		   &ringfd, &sockfd, &tabfd) != 6 ||
+	    ver != 1 || pid <= 0 || ringfd < 0 || sockfd < 0 ||
+	    st.st_uid != uid) {
+		*why = "peer registry entry invalid";
+		return EINVAL;
+	}
+	/* Opening another process's fd needs ptrace-read access to it (its
+	 * user, or privilege): the same rule cross-memory attach obeys. */
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, ringfd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+
+		*why = err == ENOENT ? "peer registry entry stale" :
+		       err == EACCES || err == EPERM ?
+				       "no ptrace access to peer process" :
+				       "cannot open peer ring";
+		return err;
+	}
+	if (fstat(fd, &st) || (size_t)st.st_size != size) {
+		close(fd);
+		*why = "peer ring has the wrong size";
+		return EINVAL;
+	}
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED) {
+		*why = "cannot map peer ring";
+		return errno;
+	}
+	if (h->magic != SV_SHM_MAGIC || h->version != SV_SHM_VERSION ||
+	    h->nslots != SV_SHM_SLOTS ||
+	    h->slot_size != sizeof(struct sv_shm_slot) || h->port != port ||
+	    h->pid != pid) {
+		*why = "peer ring invalid";
+		goto fail;
+	}
+	/* The entry must name the process that owns the port: a stale or
+	 * planted entry would otherwise receive packets meant for it. */
+	ino = udp6_inode(port);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, sockfd);
+	n = (int)readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0)
+		buf[n] = 0;
+	snprintf(path, sizeof(path), "socket:[%lu]", ino);
+	if (!ino || n <= 0 || strcmp(buf, path)) {
+		*why = "peer does not own its UDP port";
+		goto fail;
+	}
+	/* Cross-memory attach (layer 2) needs ptrace-attach permission,
+	 * which the policy (Yama, capabilities) may refuse. */
+	r.iov_base = (void *)(uintptr_t)h->owner_addr;
+	r.iov_len = sizeof(magic);
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != sizeof(magic) ||
+	    magic != SV_SHM_MAGIC) {
+		*why = "process_vm_readv refused by ptrace policy";
+		goto fail;
+	}
+	p->pid = pid;
+	p->uid = uid;
+	p->port = port;
+	p->hdr = h;
+	p->size = size;
+	p->pubtab = NULL;
+#if SV_HAVE_PUBTAB
+	if (tabfd >= 0)
+		p->pubtab = sv_pubtab_map(pid, tabfd);
+#else
+	(void)tabfd;
+#endif
+	return 0;
+fail:
+	munmap(h, size);
+	return EINVAL;
+}
+
+int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
+		       const char **why)
+{
+	struct sv_shm_peer *p;
+	int err;
+
+	if (!sv_shm_available(why))
+		return EOPNOTSUPP;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		*why = "out of memory";
+		return ENOMEM;
+	}
+	err = peer_open(port, p, why);
+	if (err) {
+		free(p);
+		return err;
+	}
+	p->refs = 1;
+	*out = p;
+	return 0;
+}
+
+void sv_shm_peer_detach(struct sv_shm_peer *p)
+{
+#if SV_HAVE_PUBTAB
+	if (p->pubtab)
+		sv_pubtab_unmap((void *)p->pubtab);
+#endif
+	munmap(p->hdr, p->size);
+	free(p);
+}
+
+bool sv_shm_peer_current(const struct sv_shm_peer *p)
+{
+	char path[128], buf[128];
+	int fd, n, pid = -1;
+
+	snprintf(path, sizeof(path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+		 (unsigned int)p->port);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return sscanf(buf, "softverbs-shm 1 %d", &pid) == 1 && pid == p->pid &&
+	       !pid_dead(pid);
+}

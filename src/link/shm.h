@@ -1,0 +1,133 @@
+/*
+ * The shared-memory link: the same RoCE packets as the UDP link, carried
+ * through rings in shared memory between processes of one host (and one
+ * network namespace).  See docs/engine.md, "The shm link".
+ *
+ * Every engine socket owns an inbound ring: a memfd segment with a header
+ * and a multi-producer / single-consumer ring of fixed-size slots (Vyukov's
+ * bounded queue: a sequence number per slot says whether it is free for
+ * round r or holds round r's packet).  A slot carries the packet and the
+ * sender's flow (addresses and ports), which the receive path checks as it
+ * checks a datagram's.  Producers are peers that mapped the segment through
+ * /proc/<pid>/fd/<fd> (which needs ptrace-read permission on the owner);
+ * the consumer is the owning engine, under its progress lock.
+ *
+ * Discovery: /dev/shm/softverbs/<netns inode>.<udp port> names the
+ * process owning a socket and the fd numbers of its segment, its socket
+ * and its published MR table (layer 2, -1 until it exists).
+ *
+ * Wake-up: before the owner's progress thread blocks it sets the ring's
+ * "sleeping" word and re-checks the ring; a producer that pushed and then
+ * finds the word set clears it and sends one zero-length datagram to the
+ * ring's UDP port, which wakes the thread's epoll.
+ */
+#ifndef SV_LINK_SHM_H
+#define SV_LINK_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/wire.h"
+#include "util/list.h"
+
+#define SV_SHM_DIR "/dev/shm/softverbs"
+#define SV_SHM_SLOTS 1024u /* power of two */
+
+/* One slot: its sequence word and the packet, on whole cache lines.  The
+ * word holds (Vyukov sequence - slot index), so a fresh, zeroed segment
+ * is an empty ring without touching its pages. */
+struct sv_shm_slot {
+	_Atomic uint64_t seq;
+	uint32_t len; /* packet bytes in data[] */
+	int32_t pid; /* the producer, while it fills the slot */
+	struct sv_flow flow; /* the sender's: src = sender, dst = us */
+	_Alignas(64) uint8_t data[(SV_MAX_PKT + 63) & ~63u];
+};
+
+/* The segment's header.  Only fixed facts and atomics live here: the
+ * consumer keeps its own head, and nobody trusts a size read from a
+ * segment a peer can write. */
+struct sv_shm_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nslots;
+	uint32_t slot_size;
+	uint16_t port;
+	uint16_t unused;
+	int32_t pid;
+	uint32_t uid;
+	uint64_t owner_addr; /* the header's address in the owner */
+	_Alignas(64) _Atomic uint64_t tail; /* producers claim here */
+	_Alignas(64) _Atomic uint32_t sleeping; /* owner's thread waits */
+	_Alignas(64) struct sv_shm_slot slot[];
+};
+
+/* Our inbound ring. */
+struct sv_shm_ring {
+	int fd;
+	struct sv_shm_hdr *hdr;
+	size_t size;
+	uint64_t head; /* next round to consume (consumer only) */
+	uint64_t stall_since; /* ns: head slot claimed, not yet filled */
+	uint16_t port;
+	char path[96]; /* registry file, "" if none */
+};
+
+/* A peer's ring, mapped (per engine, shared by the QPs that use it). */
+struct sv_shm_peer {
+	pid_t pid;
+	uid_t uid;
+	uint16_t port;
+	unsigned int refs;
+	struct sv_shm_hdr *hdr;
+	size_t size;
+	const void *pubtab; /* peer's published MR table, mapped, or NULL */
+	struct list_node node;
+};
+
+/* Is the fast path usable in this process?  false with a reason (a static
+ * string) when not: SOFTVERBS_FASTPATH=0, no memfd, no registry, no
+ * process_vm_readv.  Computed once. */
+bool sv_shm_available(const char **why);
+/* The inode of our network namespace (registry names). */
+unsigned long sv_shm_netns(void);
+
+/* Create our ring for UDP port `port` and register it (sockfd proves the
+ * port is ours).  0 or errno; on failure r->hdr is NULL. */
+int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd);
+void sv_shm_ring_close(struct sv_shm_ring *r);
+
+/* Consumer: the packet at the head, or NULL when the ring is empty; then
+ * sv_shm_ring_next() gives the slot back.  The slot's len is already
+ * bounded by SV_MAX_PKT (else it is skipped: a broken peer). */
+const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r,
+					   uint64_t now);
+void sv_shm_ring_next(struct sv_shm_ring *r);
+/* Set the sleeping word; false when the ring is not empty (don't sleep). */
+bool sv_shm_ring_sleep(struct sv_shm_ring *r);
+void sv_shm_ring_wake(struct sv_shm_ring *r);
+
+/* Map the ring registered for `port` in our network namespace.  0 and
+ * *out, or an errno with a static reason in *why. */
+int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
+		       const char **why);
+void sv_shm_peer_detach(struct sv_shm_peer *p);
+/* Is the registry still naming this very mapping for its port? */
+bool sv_shm_peer_current(const struct sv_shm_peer *p);
+
+/* Producer: push n packets (at most SV_SHM_SLOTS).  They become visible
+ * together, as a sendmmsg batch lands in a socket at once: the consumer
+ * sees none of them or all.  Returns how many were pushed (the rest found
+ * the ring full: lost) and sets *wake when the owner's thread must be
+ * woken (the caller sends the doorbell). */
+struct sv_shm_pkt {
+	const struct sv_flow *flow;
+	const uint8_t *buf;
+	uint32_t len;
+};
+unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
+			 unsigned int n, bool *wake);
+
+#endif

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Which link a QP uses between two processes of this host (issue #7), with
+# Debian's ibv_rc_pingpong validating every received buffer (-c), both
+# sides with SOFTVERBS_STATS=1 (counters and each QP's path at close):
+#   fastpath.sh shm      QPs on shared memory: "path=shm" on both sides,
+#                        shm_tx_pkts/shm_rx_pkts > 0, no UDP data packets
+#   fastpath.sh udp      SOFTVERBS_FASTPATH=0 on both: "path=udp (disabled
+#                        by SOFTVERBS_FASTPATH=0)", UDP counters, no shm ones
+#   fastpath.sh nobody   the client runs as nobody (setpriv; root only, else
+#                        77): it may not attach to root's process, so it
+#                        sends through UDP and says why; root may attach to
+#                        it and sends through shm; the run completes
+set -u
+mode=${1:-shm}
+build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
+pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
+size=20000 iters=300
+
+srv_env=(env SOFTVERBS_STATS=1) cli_env=(env SOFTVERBS_STATS=1) cli_pre=()
+case $mode in
+shm) ;;
+udp) srv_env+=(SOFTVERBS_FASTPATH=0) cli_env+=(SOFTVERBS_FASTPATH=0) ;;
+nobody)
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (setpriv to nobody)"; exit 77; }
+	command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
+	cli_pre=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac
+run=("$build/bin/softverbs" run --)
+
+for _ in $(seq 50); do
+	port=$((20000 + RANDOM % 40000))
+	ss -Hltn "sport = :$port" | grep -q . || break
+done
+
+tmp=$(mktemp -d /tmp/sv-fastpath.XXXXXX)
+chmod 755 "$tmp"
+srv_pid=
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+timeout -k 5 60 "${srv_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
+	>"$tmp/server" 2>&1 &
+srv_pid=$!
+for _ in $(seq 200); do
+	ss -Hltn "sport = :$port" | grep -q . && break
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.05
+done
+timeout -k 5 55 "${cli_pre[@]}" "${cli_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
+	localhost >"$tmp/client" 2>&1
+crc=$?
+wait "$srv_pid"
+src=$?
+srv_pid=
+
+echo "--- server (exit $src) ---"; cat "$tmp/server"
+echo "--- client (exit $crc) ---"; cat "$tmp/client"
+
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+# A counter's value in one side's stats (0 when not printed: zero).
+counter() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }' "$tmp/$1"; }
+
+want=$((size * iters * 2))
+for side in server client; do
+	line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$side")
+	[ "${line%% *}" = "$want" ] || bad "$side moved '${line%% *}' bytes, expected $want"
+	grep -q "Completion wth error\|parse WC failed\|Couldn't" "$tmp/$side" && bad "$side reported an error"
+done
+[ $src = 0 ] || bad "server exit status $src"
+[ $crc = 0 ] || bad "client exit status $crc"
+
+path() { grep -o 'path=[a-z]*\( ([^)]*)\)\?' "$tmp/$1" | head -n1; }
+case $mode in
+shm)
+	for side in server client; do
+		[ "$(path $side)" = "path=shm" ] || bad "$side QP: '$(path $side)', expected path=shm"
+		tx=$(counter $side shm_tx_pkts) rx=$(counter $side shm_rx_pkts)
+		udp=$(counter $side sent_pkts)
+		# Every message is a packet or more each way, plus ACKs.
+		[ "$tx" -ge $iters ] && [ "$rx" -ge $iters ] ||
+			bad "$side: shm_tx_pkts $tx shm_rx_pkts $rx, expected >= $iters"
+		[ "$udp" -eq 0 ] || bad "$side sent $udp UDP packets"
+	done
+	;;
+udp)
+	for side in server client; do
+		[ "$(path $side)" = "path=udp (disabled by SOFTVERBS_FASTPATH=0)" ] ||
+			bad "$side QP: '$(path $side)'"
+		[ "$(counter $side shm_tx_pkts)" -eq 0 ] || bad "$side used shm"
+		[ "$(counter $side sent_pkts)" -ge $iters ] || bad "$side sent too few UDP packets"
+	done
+	;;
+nobody)
+	[ "$(path client)" = "path=udp (no ptrace access to peer process)" ] ||
+		bad "client (nobody) QP: '$(path client)'"
+	[ "$(counter client shm_tx_pkts)" -eq 0 ] || bad "nobody's process used shm"
+	[ "$(counter client sent_pkts)" -ge $iters ] || bad "nobody's process sent too few UDP packets"
+	# root may attach to nobody's process: its direction is shm.
+	[ "$(path server)" = "path=shm" ] || bad "server (root) QP: '$(path server)'"
+	[ "$(counter server shm_tx_pkts)" -ge $iters ] || bad "root's process sent too few shm packets"
+	[ "$(counter server rcvd_pkts)" -ge $iters ] || bad "root's process received too few UDP packets"
+	;;
+esac
+[ $fail = 0 ] && echo "PASS: fastpath $mode"
+exit $fail
