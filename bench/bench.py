@@ -404,7 +404,7 @@ def parse_keyvalue(out):
 
 
 UNITS = {"bw": "MiB/s", "lat": "usec", "rate": "Mmsg/s",
-         "cpu": "% of a core", "wake": "usec RTT"}
+         "cpu": "% of a core", "wake": "usec RTT", "warm": "usec RTT"}
 
 
 class Series:
@@ -470,7 +470,8 @@ def idle_series(cfg, gid):
     processes (PD, MR, CQ, RC QP, one SEND each way), lets both sleep and
     measures their CPU time over the idle window (every thread); cpu is the
     busier process's figure in % of one core, wake the first round trip
-    after the window (progress threads must wake promptly)."""
+    after the window (progress threads must wake promptly), warm one just
+    before it, to compare."""
     def run(r, size, tag):
         out, cmds = r.single(tag, [cfg.softverbs, "run", "--",
                                    os.path.join(cfg.bindir, "idle_cpu"),
@@ -478,9 +479,10 @@ def idle_series(cfg, gid):
                              cpus="%s,%s" % (cfg.cpu_server, cfg.cpu_client))
         kv = parse_kv(out, "cpu_pct")
         return {"cpu": float(kv["cpu_pct"]),
-                "wake": float(kv["wake_rtt_us"])}, cmds
+                "wake": float(kv["wake_rtt_us"]),
+                "warm": float(kv["warm_rtt_us"])}, cmds
 
-    return [Series(IDLE, "idle", ["cpu", "wake"], run,
+    return [Series(IDLE, "idle", ["cpu", "wake", "warm"], run,
                    sizes=lambda cfg, full=False: [0], length="idle",
                    softverbs=True)]
 
@@ -925,6 +927,7 @@ def write_results(cfg, series, rows, info):
     md += done_when_md(info_rat)
     md.append("")
     a_cpu, a_wake = agg.get((IDLE, "cpu", 0)), agg.get((IDLE, "wake", 0))
+    a_warm = agg.get((IDLE, "warm", 0))
     if a_cpu or a_wake:
         md.append("## Idle\n")
         md.append("`bench/idle_cpu.c`: two processes, each with a PD, an MR, "
@@ -932,12 +935,15 @@ def write_results(cfg, series, rows, info):
                   "posted), sleep for %g s; CPU time of every thread of each "
                   "process over that window (CLOCK_PROCESS_CPUTIME_ID), the "
                   "busier of the two; then the first SEND round trip after "
-                  "the window.\n" % cfg.length["idle"])
+                  "the window, next to one made just before it.\n"
+                  % cfg.length["idle"])
         md.append("| figure | median (min-max) |\n|---|---|")
         md.append("| CPU while idle (%s) | %s |" % (UNITS["cpu"],
                                                      cell(a_cpu)))
         md.append("| first round trip after idleness (usec) | %s |"
                   % cell(a_wake))
+        md.append("| a round trip just before the idle window (usec) | %s |"
+                  % cell(a_warm))
         md.append("")
     for metric, title in (("bw", "Bandwidth (MiB/s)"),
                           ("rate", "Message rate (Mmsg/s)"),
