@@ -80,6 +80,8 @@ struct pub_qp {
 	_Atomic uint32_t state;
 	_Atomic uint32_t access;
 	_Atomic uint32_t dest_qpn;
+	_Atomic uint32_t max_rd; /* max_dest_rd_atomic */
+	uint32_t pad;
 	_Atomic uint64_t pd;
 };
 
@@ -445,6 +447,8 @@ void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
 			      memory_order_relaxed);
 	atomic_store_explicit(&e->access, q->access, memory_order_relaxed);
 	atomic_store_explicit(&e->dest_qpn, q->dest_qpn, memory_order_relaxed);
+	atomic_store_explicit(&e->max_rd, q->max_dest_rd_atomic,
+			      memory_order_relaxed);
 	atomic_store_explicit(&e->pd, q->pd, memory_order_relaxed);
 	atomic_store(&e->key, key);
 	atomic_store(&e->seq, s + 1);
@@ -492,7 +496,8 @@ static bool qp_accepts(uint32_t state)
 
 uintptr_t sv_pubtab_acquire(const void *tab, uint32_t qpn, uint32_t my_qpn,
 			    uint32_t rkey, uint64_t iova, uint64_t len,
-			    unsigned int access, struct sv_pubtab_hold *h)
+			    unsigned int access, uint32_t rd_atomic,
+			    struct sv_pubtab_hold *h)
 {
 	const struct pub_view *v = tab;
 	struct pub_qp *q;
@@ -517,7 +522,9 @@ uintptr_t sv_pubtab_acquire(const void *tab, uint32_t qpn, uint32_t my_qpn,
 	qok = qp_accepts(atomic_load_explicit(&q->state, memory_order_relaxed)) &&
 	      atomic_load_explicit(&q->dest_qpn, memory_order_relaxed) ==
 		      my_qpn &&
-	      (qacc & access) == access;
+	      (qacc & access) == access &&
+	      atomic_load_explicit(&q->max_rd, memory_order_relaxed) >=
+		      rd_atomic;
 	if (!qok || !hold(&q->seq, &q->users, qs))
 		return 0;
 	if (atomic_load(&q->key) != qpn)

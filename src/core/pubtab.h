@@ -50,6 +50,7 @@ struct sv_pubtab_qp {
 	uint32_t qpn;
 	uint32_t dest_qpn;
 	uint32_t access;   /* qp_access_flags */
+	uint32_t max_dest_rd_atomic;
 	int state;         /* enum ibv_qp_state */
 	uint64_t pd;       /* sv_pubtab_pd_token() of its PD */
 };
@@ -78,14 +79,18 @@ pid_t sv_pubtab_pid(const void *tab);
  * Check a remote access through the peer's table exactly as the peer's
  * responder would check the request (IBA 9.7.x, 10.6.3): the QP qpn is
  * connected to our QP my_qpn, in a state accepting requests, enabled for
- * the access (REMOTE_WRITE or REMOTE_READ); rkey names a valid region of
- * the same PD, granting the access, with [iova, iova+len) inside it.
+ * the access (REMOTE_WRITE or REMOTE_READ), and for a READ (rd_atomic:
+ * the requester's max_rd_atomic, else 0) with at least as many responder
+ * resources as the requester may use (else the packet path shows what a
+ * responder does when they run out); rkey names a valid region of the
+ * same PD, granting the access, with [iova, iova+len) inside it.
  * On success both entries are held (h) and the address in the peer's
  * memory is returned; 0 otherwise (nothing held).
  */
 uintptr_t sv_pubtab_acquire(const void *tab, uint32_t qpn, uint32_t my_qpn,
 			    uint32_t rkey, uint64_t iova, uint64_t len,
-			    unsigned int access, struct sv_pubtab_hold *h);
+			    unsigned int access, uint32_t rd_atomic,
+			    struct sv_pubtab_hold *h);
 void sv_pubtab_release(struct sv_pubtab_hold *h);
 
 #endif

@@ -134,8 +134,61 @@ static bool copy_remote(pid_t pid, bool write, struct iovec *iov, uint32_t n,
 	return true;
 }
 
-bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-		   const void *tab)
+/* A READ takes a responder resource: the peer must have as many as we
+ * may use at once, as on the packet path, where a responder short of them
+ * refuses the READs (IBA 9.4.4: max_dest_rd_atomic). */
+static uint32_t rd_need(const struct sv_qp_engine *qe, bool write)
+{
+	if (write)
+		return 0;
+	return qe->max_rd_atomic ? qe->max_rd_atomic : 1;
+}
+
+/* Would the peer accept this access now?  (Checked and let go.) */
+static bool peer_allows(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+			const void *tab, bool write)
+{
+	struct sv_pubtab_hold h;
+
+	if (!sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn, wqe->wr.rdma.rkey,
+			       wqe->wr.rdma.remote_addr, wqe->length,
+			       write ? IBV_ACCESS_REMOTE_WRITE :
+				       IBV_ACCESS_REMOTE_READ,
+			       rd_need(qe, write), &h))
+		return false;
+	sv_pubtab_release(&h);
+	return true;
+}
+
+/*
+ * The copy is the whole cost of the operation, and the thread that makes
+ * it pays it.  The progress thread shares the application's CPU (a
+ * pinned benchmark, or any busy host): if it copied while the
+ * application busy-polls, the poller would burn half the CPU for nothing.
+ * So while the application polls (a poll hint within SV_HINT_HOLD_NS) the
+ * thread leaves the WQE on the kick list, which the poller's next pass
+ * takes up (the thread itself only after its sleep, if nobody polls any
+ * more).
+ */
+static bool leave_to_poller(struct sv_qp_engine *qe)
+{
+	struct sv_engine *eng = qe->eng;
+	uint64_t hint = atomic_load_explicit(&eng->last_hint,
+					     memory_order_relaxed);
+
+	if (!eng->in_thread || !hint || eng->now - hint >= SV_HINT_HOLD_NS)
+		return false;
+	pthread_mutex_lock(&eng->kick_lock);
+	if (!qe->kicked) {
+		qe->kicked = true;
+		list_add_tail(&eng->kicked, &qe->kick_node);
+	}
+	pthread_mutex_unlock(&eng->kick_lock);
+	return true;
+}
+
+enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
+			     const void *tab)
 {
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
 	struct sv_pubtab_hold h;
@@ -145,21 +198,28 @@ bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 
 	if (!tab || qe->qp->type != IBV_QPT_RC || !wqe->length ||
 	    (!write && wqe->opcode != IBV_WR_RDMA_READ))
-		return false;
+		return SV_DIRECT_NO;
 	if (atomic_load(&qe->state) != IBV_QPS_RTS)
-		return false;
-	/* Ordering: the WQE is the next to complete, nothing is in flight. */
+		return SV_DIRECT_NO;
+	/* Ordering: the WQE is the next to complete, nothing is in flight.
+	 * Otherwise, if the peer would take it, wait for the WQEs before it
+	 * (their completions run the requester again) rather than start it
+	 * as packets: one packet-path WQE in a stream would keep the next
+	 * ones behind it on the packet path too. */
 	if (qe->req.idx != qe->comp.idx || qe->req.psn != qe->req.max_psn ||
 	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
-		return false;
+		return peer_allows(qe, wqe, tab, write) ? SV_DIRECT_WAIT :
+							  SV_DIRECT_NO;
 
+	if (leave_to_poller(qe))
+		return SV_DIRECT_WAIT;
 	if (!local_get(qe, wqe, write ? 0 : IBV_ACCESS_LOCAL_WRITE, &l))
 		goto fallback;
 	rva = sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn, wqe->wr.rdma.rkey,
 				wqe->wr.rdma.remote_addr, wqe->length,
 				write ? IBV_ACCESS_REMOTE_WRITE :
 					IBV_ACCESS_REMOTE_READ,
-				&h);
+				rd_need(qe, write), &h);
 	if (!rva) {
 		local_put(&l);
 		goto fallback;
@@ -183,10 +243,10 @@ bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	else
 		SV_STAT(qe->eng, direct_read);
 	sv_comp_retire(qe);
-	return true;
+	return SV_DIRECT_DONE;
 fallback:
 	SV_STAT(qe->eng, direct_fallback);
-	return false;
+	return SV_DIRECT_NO;
 }
 
 /* The responder attributes peers check, whenever they may have changed
@@ -200,7 +260,13 @@ void sv_direct_qp_publish(struct sv_qp_engine *qe)
 	q.qpn = qe->qpn;
 	q.dest_qpn = qe->dest_qpn;
 	q.access = qe->access;
+	q.max_dest_rd_atomic = qe->max_dest_rd_atomic;
 	q.state = atomic_load(&qe->state);
+	/* An RTR QP raises IBV_EVENT_COMM_EST at its first request, which
+	 * only a packet can bring: peers copy directly once it has (resp.c
+	 * publishes again then); the table's RTS means "takes requests". */
+	if (q.state == IBV_QPS_RTR && qe->comm_est)
+		q.state = IBV_QPS_RTS;
 	q.pd = sv_pubtab_pd_token(qe->qp->pd);
 	sv_pubtab_qp_set(&q);
 }

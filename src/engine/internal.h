@@ -500,13 +500,17 @@ const char *sv_qp_state_name(int state);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
 
-/* direct.c: one-copy RDMA WRITE/READ with a same-host peer (true: the
- * WQE executed and completed; false: the packet path runs it), and the
- * QP's entry in the published table. */
-bool sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-		   const void *pubtab);
+/* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
+ * entry in the published table. */
+enum sv_direct {
+	SV_DIRECT_NO, /* the packet path runs it */
+	SV_DIRECT_DONE, /* executed and completed */
+	SV_DIRECT_WAIT, /* direct once the WQEs before it complete */
+};
+enum sv_direct sv_direct_run(struct sv_qp_engine *qe,
+			     struct sv_send_wqe *wqe, const void *pubtab);
 /* The peer's published table, if the QP's peer is attached (shm link). */
-#define SV_QE_PUBTAB(qe) ((const void *)NULL) /* until the shm link lands */
+#define SV_QE_PUBTAB(qe) ((qe)->shm ? (qe)->shm->pubtab : NULL)
 void sv_direct_qp_publish(struct sv_qp_engine *qe);
 void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
 

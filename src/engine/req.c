@@ -494,14 +494,20 @@ void sv_req_run(struct sv_qp_engine *qe)
 
 		/* A same-host peer: WRITE/READ with one copy and no packet,
 		 * completed here (direct.c); else the packets below. */
-		if (wqe->state == SV_WQE_PENDING && pubtab && budget &&
-		    sv_direct_run(qe, wqe, pubtab)) {
-			if (atomic_load(&qe->state) != state)
-				return; /* the CQ overran: ERR */
-			budget -= cost < budget ? (unsigned int)cost : budget;
-			if (!budget)
+		if (wqe->state == SV_WQE_PENDING && pubtab && budget) {
+			enum sv_direct d = sv_direct_run(qe, wqe, pubtab);
+
+			if (d == SV_DIRECT_WAIT)
 				break;
-			continue;
+			if (d == SV_DIRECT_DONE) {
+				if (atomic_load(&qe->state) != state)
+					return; /* the CQ overran: ERR */
+				budget -= cost < budget ? (unsigned int)cost :
+							  budget;
+				if (!budget)
+					break;
+				continue;
+			}
 		}
 		if (wqe->state == SV_WQE_PENDING && !start_wqe(qe, wqe, state))
 			break;

@@ -736,6 +736,7 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		};
 
 		qe->comm_est = true;
+		sv_direct_qp_publish(qe); /* peers may now copy directly */
 		sv_async_post(qe->qp->ctx, &ev);
 	}
 	s = RESP_CHK_PSN;

@@ -42,6 +42,7 @@ static void qp_set(uint32_t qpn, uint32_t dest, unsigned int access, int state,
 {
 	struct sv_pubtab_qp q = { .qpn = qpn, .dest_qpn = dest,
 				  .access = access, .state = state,
+				  .max_dest_rd_atomic = 4,
 				  .pd = sv_pubtab_pd_token(pd) };
 
 	sv_pubtab_qp_set(&q);
@@ -68,66 +69,78 @@ static void test_checks(void *tab)
 	sv_pubtab_mr_add(&mr);
 	qp_set(qpn, me, WR | RD, IBV_QPS_RTS, &pd1);
 
-	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova + 100, 200, WR, &h);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova + 100, 200, WR, 0, &h);
 	CHECK(va == (uintptr_t)buf + 100);
 	if (va)
 		sv_pubtab_release(&h);
 	/* The whole region, and its last byte. */
-	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 4096, WR, &h);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 4096, WR, 0, &h);
 	CHECK(va == (uintptr_t)buf);
 	if (va)
 		sv_pubtab_release(&h);
-	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4095, 1, WR, &h);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4095, 1, WR, 0, &h);
 	CHECK(va == (uintptr_t)buf + 4095);
 	if (va)
 		sv_pubtab_release(&h);
 
 	/* Not connected to us, unknown QP, unknown or window R_Key. */
-	CHECK(!sv_pubtab_acquire(tab, qpn, me + 1, rkey, iova, 8, WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn + 1, me, rkey, iova, 8, WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey ^ 0x100, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me + 1, rkey, iova, 8, WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn + 1, me, rkey, iova, 8, WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey ^ 0x100, iova, 8, WR, 0, &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey | 0x80000000u, iova, 8,
-				 WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, 0, iova, 8, WR, &h));
+				 WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, 0, iova, 8, WR, 0, &h));
 	/* Bounds: before, after, too long, wrapping. */
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova - 1, 8, WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4089, 8, WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 4097, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova - 1, 8, WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4089, 8, WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 4097, WR, 0, &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 8, UINT64_MAX - 4,
-				 WR, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, UINT64_MAX - 3, 8, WR,
+				 WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, UINT64_MAX - 3, 8, WR, 0,
 				 &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 0, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 0, WR, 0, &h));
+	/* A READ needing more responder resources than the QP has (4). */
+	mr.access |= RD;
+	sv_pubtab_mr_del(&mr);
+	sv_pubtab_mr_add(&mr);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, RD, 4, &h);
+	CHECK(va == (uintptr_t)buf);
+	if (va)
+		sv_pubtab_release(&h);
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, RD, 5, &h));
+	mr.access &= ~RD;
+	sv_pubtab_mr_del(&mr);
+	sv_pubtab_mr_add(&mr);
 	/* The MR does not grant REMOTE_READ. */
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, RD, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, RD, 0, &h));
 	/* The QP is not enabled for REMOTE_WRITE. */
 	qp_set(qpn, me, RD, IBV_QPS_RTS, &pd1);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	/* Another PD. */
 	qp_set(qpn, me, WR | RD, IBV_QPS_RTS, &pd2);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	/* States: RTR is left to packets, SQD accepts, ERR and RESET don't. */
 	qp_set(qpn, me, WR | RD, IBV_QPS_RTR, &pd1);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	qp_set(qpn, me, WR | RD, IBV_QPS_ERR, &pd1);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	qp_set(qpn, me, WR | RD, IBV_QPS_RESET, &pd1);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	qp_set(qpn, me, WR | RD, IBV_QPS_SQD, &pd1);
-	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h);
 	CHECK(va == (uintptr_t)buf);
 	if (va)
 		sv_pubtab_release(&h);
 	/* Removed entries are gone. */
 	sv_pubtab_mr_del(&mr);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	sv_pubtab_mr_add(&mr);
-	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h);
+	va = sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h);
 	CHECK(va == (uintptr_t)buf);
 	if (va)
 		sv_pubtab_release(&h);
 	sv_pubtab_qp_del(qpn);
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 8, WR, 0, &h));
 	sv_pubtab_mr_del(&mr);
 }
 
@@ -168,7 +181,7 @@ static void test_drain(void *tab)
 	mr_init(&mr, &pd1, rkey, buf, 0x2000, 4096, LW | WR | RD);
 	sv_pubtab_mr_add(&mr);
 	qp_set(qpn, me, WR | RD, IBV_QPS_RTS, &pd1);
-	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, &h));
+	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, 0, &h));
 	a.mr = &mr;
 	a.qpn = qpn;
 	REQUIRE(!pthread_create(&t, NULL, del_mr, &a));
@@ -178,7 +191,7 @@ static void test_drain(void *tab)
 	{
 		struct sv_pubtab_hold h2;
 
-		CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD,
+		CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, 0,
 					 &h2));
 	}
 	t0 = now_ms();
@@ -189,7 +202,7 @@ static void test_drain(void *tab)
 
 	/* Same for a QP state change. */
 	sv_pubtab_mr_add(&mr);
-	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, &h));
+	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, 0, &h));
 	atomic_store(&a.done, 0);
 	REQUIRE(!pthread_create(&t, NULL, del_qp, &a));
 	usleep(100000);
@@ -197,11 +210,11 @@ static void test_drain(void *tab)
 	sv_pubtab_release(&h);
 	pthread_join(t, NULL);
 	CHECK(atomic_load(&a.done));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, 0, &h));
 
 	/* A holder that never releases (a dead peer): bounded wait. */
 	qp_set(qpn, me, WR | RD, IBV_QPS_RTS, &pd1);
-	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, &h));
+	REQUIRE(sv_pubtab_acquire(tab, qpn, me, rkey, 0x2000, 16, RD, 0, &h));
 	t0 = now_ms();
 	sv_pubtab_mr_del(&mr);
 	CHECK(now_ms() - t0 >= 900 && now_ms() - t0 < 3000);
@@ -230,7 +243,7 @@ static void test_churn(void *tab)
 		found = 0;
 		for (i = 0; i < 2000; i++) {
 			if (sv_pubtab_acquire(tab, qpn, me, mrs[i].ibv.rkey,
-					      0x1000, 64, WR, &h)) {
+					      0x1000, 64, WR, 0, &h)) {
 				found++;
 				sv_pubtab_release(&h);
 			}
@@ -240,7 +253,7 @@ static void test_churn(void *tab)
 			sv_pubtab_mr_del(&mrs[i]);
 		for (i = 0; i < 2000; i += 97)
 			CHECK(!sv_pubtab_acquire(tab, qpn, me, mrs[i].ibv.rkey,
-						 0x1000, 64, WR, &h));
+						 0x1000, 64, WR, 0, &h));
 	}
 	sv_pubtab_qp_del(qpn);
 }
@@ -275,7 +288,7 @@ static void test_child_write(int fd)
 		for (i = 0; i < 4096; i++)
 			src[i] = (uint8_t)(i * 7 + 3);
 		va = sv_pubtab_acquire(tab, qpn, me, rkey, 0x40000000 + 1000,
-				       4096, WR, &h);
+				       4096, WR, 0, &h);
 		if (!va)
 			_exit(4);
 		r.iov_base = (void *)va;
@@ -285,7 +298,7 @@ static void test_child_write(int fd)
 		sv_pubtab_release(&h);
 		/* Out of bounds is refused before any copy. */
 		if (sv_pubtab_acquire(tab, qpn, me, rkey, 0x40000000 + 65000,
-				      4096, WR, &h))
+				      4096, WR, 0, &h))
 			_exit(6);
 		sv_pubtab_unmap(tab);
 		_exit(0);
