@@ -25,7 +25,7 @@ Environment (all optional):
                        broken transport (every run timing out) cannot make
                        the suite run for hours
 
-Time: a full run takes about 12 minutes on the 2-core development machine
+Time: a full run takes about 11 minutes on the 2-core development machine
 (BENCH_QUICK=1 prints an estimate for the machine it runs on).
 
 Units: bandwidth in MiB/s (2^20 bytes/s: perftest's and ucx_perftest's
@@ -1027,14 +1027,17 @@ def draw_plots(cfg, series, agg):
             style = "lw 3 pt 7 ps 1.2" if s.softverbs else "lw 1.5 dt 2 pt 6"
             colour = colours[len(plots) % len(colours)]
             plots.append("'%s' using 1:2:3:4 with yerrorlines %s lc rgb '%s' "
-                         "title '%s'" % (path, style, colour, s.name))
+                         "title '%s'" % (os.path.relpath(path, cfg.out), style,
+                                         colour, s.name))
         if not plots:
             continue
         gp = os.path.join(cfg.out, png.replace(".png", ".gp"))
         with open(gp, "w") as f:
             f.write("set terminal pngcairo noenhanced size 1400,860 "
                     "font 'sans,11'\n")
-            f.write("set output '%s'\n" % os.path.join(cfg.out, png))
+            # Paths relative to the output directory (gnuplot runs there):
+            # the scripts stay valid wherever the results are copied.
+            f.write("set output '%s'\n" % png)
             f.write("set title '%s%s'\n" % (title, " (BENCH_QUICK)"
                                             if cfg.quick else ""))
             f.write("set logscale xy\nset grid\n"
@@ -1045,7 +1048,8 @@ def draw_plots(cfg, series, agg):
                     "'4K' 4096, '16K' 16384, '64K' 65536, '256K' 262144, "
                     "'1M' 1048576, '4M' 4194304)\n")
             f.write("plot " + ", \\\n     ".join(plots) + "\n")
-        res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+        res = subprocess.run(["gnuplot", os.path.basename(gp)], cwd=cfg.out,
+                             capture_output=True, text=True)
         if res.returncode != 0:
             print("bench: gnuplot failed on %s: %s" % (gp, res.stderr.strip()),
                   file=sys.stderr)
