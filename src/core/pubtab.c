@@ -296,6 +296,15 @@ pid_t sv_pubtab_pid(const void *tab)
 	return ((const struct pub_view *)tab)->pid;
 }
 
+bool sv_pubtab_is_self(const void *tab)
+{
+	/* Our own table exists once anything of ours was published; without
+	 * it, ask the kernel (glibc does not cache getpid). */
+	pid_t self = own.hdr ? own.pid : getpid();
+
+	return ((const struct pub_view *)tab)->pid == self;
+}
+
 /* ---- owner side ----------------------------------------------------------- */
 
 /* Wait until no peer uses the entry; false after SV_PUB_DRAIN_NS. */

@@ -72,8 +72,9 @@ struct sv_pubtab_hold {
 	_Atomic uint32_t *mr_users;
 };
 
-/* The target process of a mapped table. */
+/* The target process of a mapped table, and whether it is this one. */
 pid_t sv_pubtab_pid(const void *tab);
+bool sv_pubtab_is_self(const void *tab);
 
 /*
  * Check a remote access through the peer's table exactly as the peer's

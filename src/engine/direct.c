@@ -87,12 +87,13 @@ static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 /* Copy between our iovec and [rva, rva+len) of process pid, looping on
  * partial transfers (a call moves at most about 2 GiB, and stops at a
  * page the target does not have mapped).  The local iovec is consumed. */
-static bool copy_remote(pid_t pid, bool write, struct iovec *iov, uint32_t n,
-			uintptr_t rva, uint64_t len)
+static bool copy_remote(const void *tab, bool write, struct iovec *iov,
+			uint32_t n, uintptr_t rva, uint64_t len)
 {
+	pid_t pid = sv_pubtab_pid(tab);
 	uint32_t i = 0;
 
-	if (pid == getpid()) {
+	if (sv_pubtab_is_self(tab)) {
 		/* Two contexts of one process: the peer's memory is ours. */
 		for (i = 0; i < n; i++) {
 			if (write)
@@ -224,8 +225,7 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		local_put(&l);
 		goto fallback;
 	}
-	ok = copy_remote(sv_pubtab_pid(tab), write, l.iov, l.n, rva,
-			 wqe->length);
+	ok = copy_remote(tab, write, l.iov, l.n, rva, wqe->length);
 	sv_pubtab_release(&h);
 	local_put(&l);
 	if (!ok)
