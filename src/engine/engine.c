@@ -357,11 +357,15 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 
 	if (!eng || list_empty(&eng->socks))
 		return;
-	atomic_store_explicit(&eng->last_hint, sv_now_ns(),
-			      memory_order_relaxed);
-	if (pthread_mutex_trylock(&eng->lock))
+	if (pthread_mutex_trylock(&eng->lock)) {
+		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
+				      memory_order_relaxed);
 		return; /* someone is making progress right now */
+	}
 	sv_engine_pass(eng, true);
+	/* The pass read the clock: one clock read per poll on the busy
+	 * path. */
+	atomic_store_explicit(&eng->last_hint, eng->now, memory_order_relaxed);
 	more = !list_empty(&eng->work);
 	pthread_mutex_unlock(&eng->lock);
 	if (more)

@@ -25,7 +25,7 @@
 #include "core/device.h"
 #include "util/log.h"
 
-#define SV_UDP_EVERY 64
+#define SV_UDP_EVERY 1024
 
 void sv_shm_engine_init(struct sv_engine *eng)
 {

@@ -322,7 +322,7 @@ unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
 			 unsigned int n, bool *wake)
 {
 	struct sv_shm_hdr *h = p->hdr;
-	int32_t pid = (int32_t)getpid();
+	int32_t pid = p->self;
 	unsigned int i, done = 0;
 	uint64_t pos;
 
@@ -465,6 +465,7 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 		goto fail;
 	}
 	p->pid = pid;
+	p->self = (int32_t)getpid();
 	p->uid = uid;
 	p->port = port;
 	p->hdr = h;

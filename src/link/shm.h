@@ -80,6 +80,7 @@ struct sv_shm_peer {
 	pid_t pid;
 	uid_t uid;
 	uint16_t port;
+	int32_t self; /* our pid, as slots record it (getpid is a syscall) */
 	unsigned int refs;
 	struct sv_shm_hdr *hdr;
 	size_t size;

@@ -422,6 +422,7 @@ static void rdma_a(int fd)
 	a_setup(&s, fd);
 	res = (uint64_t *)(s.ep.buf + 65536);
 	hx_fill(s.ep.buf, 3 * 4096 + 10, 400);
+	hx_sync(fd); /* B has stored the atomic's operand */
 	/* any SRQ of the domain names the PD: the SRQs' */
 	HX_CHECK_RC(xpost(&s, IBV_WR_RDMA_WRITE, 1, s.ep.buf, 3 * 4096 + 10,
 			  s.x.srqn[1], s.x.addr + 8192, s.x.rkey, 0, 0), 0);
@@ -450,6 +451,7 @@ static void rdma_b(int fd)
 
 	b_setup(&s, fd, false);
 	*(uint64_t *)(s.ep.buf + 65536) = 500;
+	hx_sync(fd); /* before A's FETCH_ADD */
 	hx_sync(fd);
 	HX_CHECK_PATTERN(s.ep.buf + 8192, 3 * 4096 + 10, 400);
 	CHECK_EQ(__atomic_load_n((uint64_t *)(s.ep.buf + 65536), __ATOMIC_SEQ_CST), 507);
