@@ -132,7 +132,7 @@ static void progress(struct sv_qp_engine *qe)
 	qe->comp.retried = false;
 	qe->comp.backoff = 0;
 	if (outstanding && qe->comp.timeout_ns) {
-		qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+		qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
 		sv_timer_note(qe->eng, qe->comp.deadline);
 	} else {
 		qe->comp.deadline = 0;
@@ -175,7 +175,7 @@ static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
 
 	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
 		return;
-	s = qe->eng->now - qe->comp.rtt_t;
+	s = sv_eng_now(qe->eng) - qe->comp.rtt_t;
 	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
 	qe->comp.rtt_t = 0;
 }
@@ -184,7 +184,7 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
 {
 	if (reset || !qe->comp.probe_ns)
 		qe->comp.probe_ns = probe_base(qe);
-	qe->comp.probe = qe->eng->now + qe->comp.probe_ns;
+	qe->comp.probe = sv_eng_now(qe->eng) + qe->comp.probe_ns;
 	sv_timer_note(qe->eng, qe->comp.probe);
 }
 
@@ -288,7 +288,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 	sv_cc_loss(qe, false);
 	sv_req_rewind(qe, psn);
 	if (qe->comp.timeout_ns) {
-		qe->comp.deadline = qe->eng->now + retry_wait(qe);
+		qe->comp.deadline = sv_eng_now(qe->eng) + retry_wait(qe);
 		sv_timer_note(qe->eng, qe->comp.deadline);
 	}
 }
@@ -370,7 +370,7 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 			 * (its NAK or our resend was lost).  Resend now
 			 * rather than at the timeout, unless we just did. */
 			if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
-			    qe->eng->now - qe->comp.last_rewind >
+			    sv_eng_now(qe->eng) - qe->comp.last_rewind >
 				    dupack_guard(qe)) {
 				SV_STAT(qe->eng, fast_retransmit);
 				retry(qe, qe->comp.psn, "duplicate ACK");
@@ -408,7 +408,7 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		qe->comp.deadline = 0;
 		qe->comp.probe = 0;
 		qe->comp.rnr_until =
-			qe->eng->now + (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
+			sv_eng_now(qe->eng) + (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
 		sv_timer_note(qe->eng, qe->comp.rnr_until);
 		break;
 	case SV_AETH_NAK:

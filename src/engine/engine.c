@@ -94,7 +94,7 @@ static void run_timers(struct sv_engine *eng)
 	uint64_t dl = atomic_load(&eng->next_deadline), next = 0;
 	struct list_node *it, *tmp;
 
-	if (!dl || eng->now < dl)
+	if (!dl || sv_eng_now(eng) < dl)
 		return;
 	atomic_store(&eng->next_deadline, 0);
 	list_for_each_safe (&eng->qps, it, tmp) {
@@ -106,6 +106,8 @@ static void run_timers(struct sv_engine *eng)
 	if (next)
 		sv_timer_note(eng, next);
 }
+
+static void pass(struct sv_engine *eng, bool rx, bool timers);
 
 /* ---- work list ---------------------------------------------------------------- */
 
@@ -122,7 +124,13 @@ static void take_kicks(struct sv_engine *eng)
 {
 	struct list_node *it, *tmp;
 
+	/* Whoever kicks sets kick_any and then tries the engine lock or
+	 * rings the doorbell, so a kick this load misses is taken by the
+	 * kicker's own pass or by the thread's next one. */
+	if (!atomic_load(&eng->kick_any))
+		return;
 	pthread_mutex_lock(&eng->kick_lock);
+	atomic_store(&eng->kick_any, false);
 	list_for_each_safe (&eng->kicked, it, tmp) {
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, kick_node);
@@ -161,9 +169,18 @@ static void run_work(struct sv_engine *eng)
 
 void sv_engine_pass(struct sv_engine *eng, bool rx)
 {
+	eng->now_ok = false;
+	pass(eng, rx, true);
+	eng->now_ok = false; /* whoever takes the lock next reads afresh */
+}
+
+/* timers: whether to check them.  Checking late is harmless (the thread
+ * also wakes up for the earliest one); a pass that skips them saves the
+ * clock read, which costs more than the rest of an empty pass. */
+static void pass(struct sv_engine *eng, bool rx, bool timers)
+{
 	struct list_node *it;
 
-	eng->now = sv_now_ns();
 	take_kicks(eng);
 	if (rx)
 		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
@@ -176,9 +193,12 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
 	if (rx && eng->mcast)
 		sv_mcast_rx(eng);
 	run_work(eng);
-	run_timers(eng);
-	run_work(eng);
-	sv_tx_flush(eng);
+	if (timers || eng->now_ok) {
+		run_timers(eng);
+		run_work(eng);
+	}
+	if (eng->ntx)
+		sv_tx_flush(eng);
 }
 
 /* ---- the progress thread ------------------------------------------------------ */
@@ -353,7 +373,7 @@ void sv_engine_close(struct sv_context *ctx)
 void sv_engine_poll_hint(struct sv_context *ctx)
 {
 	struct sv_engine *eng = ctx->engine;
-	bool more;
+	bool more, timers;
 
 	if (!eng || list_empty(&eng->socks))
 		return;
@@ -362,14 +382,33 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 				      memory_order_relaxed);
 		return; /* someone is making progress right now */
 	}
-	sv_engine_pass(eng, true);
-	/* The pass read the clock: one clock read per poll on the busy
-	 * path. */
-	atomic_store_explicit(&eng->last_hint, eng->now, memory_order_relaxed);
+	/* A busy poller reads the clock (timers, the hint the thread
+	 * watches) every SV_HINT_EVERY passes, or when the pass needs it
+	 * anyway: an empty pass then costs a few loads. */
+	eng->now_ok = false;
+	timers = !(eng->busy_passes++ % SV_HINT_EVERY);
+	if (timers)
+		sv_eng_now(eng);
+	pass(eng, true, timers);
+	if (eng->now_ok)
+		atomic_store_explicit(&eng->last_hint, eng->now,
+				      memory_order_relaxed);
+	eng->now_ok = false;
 	more = !list_empty(&eng->work);
 	pthread_mutex_unlock(&eng->lock);
 	if (more)
 		bell_ring(eng);
+}
+
+static void kick_list_add(struct sv_engine *eng, struct sv_qp_engine *qe)
+{
+	pthread_mutex_lock(&eng->kick_lock);
+	if (!qe->kicked) {
+		qe->kicked = true;
+		list_add_tail(&eng->kicked, &qe->kick_node);
+	}
+	atomic_store(&eng->kick_any, true);
+	pthread_mutex_unlock(&eng->kick_lock);
 }
 
 void sv_engine_kick(struct sv_qp *qp)
@@ -378,19 +417,23 @@ void sv_engine_kick(struct sv_qp *qp)
 	struct sv_engine *eng = qe->eng;
 	bool more;
 
-	pthread_mutex_lock(&eng->kick_lock);
-	if (!qe->kicked) {
-		qe->kicked = true;
-		list_add_tail(&eng->kicked, &qe->kick_node);
-	}
-	pthread_mutex_unlock(&eng->kick_lock);
-	/* Whoever holds the lock takes the kick list before its next pass
-	 * or, if it is past that point, the doorbell brings the thread. */
+	/* The lock free: the QP goes on the work list directly and this
+	 * pass runs it (no kick list, no clock unless its work needs one). */
 	if (pthread_mutex_trylock(&eng->lock)) {
-		bell_ring(eng);
-		return;
+		kick_list_add(eng, qe);
+		/* Whoever holds the lock takes the kick list before its
+		 * next pass or, if it is past that point, the doorbell
+		 * brings the thread. */
+		if (pthread_mutex_trylock(&eng->lock)) {
+			bell_ring(eng);
+			return;
+		}
+	} else {
+		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
 	}
-	sv_engine_pass(eng, false);
+	eng->now_ok = false;
+	pass(eng, false, false);
+	eng->now_ok = false;
 	more = !list_empty(&eng->work);
 	pthread_mutex_unlock(&eng->lock);
 	if (more)

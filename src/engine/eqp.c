@@ -284,7 +284,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	enum ibv_qp_state new_state = a->qp_state;
 
 	pthread_mutex_lock(&eng->lock);
-	eng->now = sv_now_ns();
+	eng->now_ok = false;
 	/* The engine may have moved the QP to ERR on its own meanwhile: only
 	 * RESET (or ERR again) leaves that (IBA). */
 	if (atomic_load(&qe->state) == IBV_QPS_ERR &&
@@ -521,7 +521,7 @@ static void sync_state(struct sv_qp_engine *qe)
 	/* modify_qp holds state_lock while it waits for the engine lock:
 	 * only try it, and come back later if it is busy. */
 	if (pthread_mutex_trylock(&qp->state_lock)) {
-		sv_timer_note(qe->eng, qe->eng->now + 1000000);
+		sv_timer_note(qe->eng, sv_eng_now(qe->eng) + 1000000);
 		return;
 	}
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)

@@ -48,6 +48,7 @@
  * timeout when longer). */
 #define SV_MAX_BACKOFF_NS (1000ull * 1000 * 1000)
 #define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
+#define SV_HINT_EVERY 16 /* busy passes between clock reads */
 #define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
 
@@ -325,7 +326,12 @@ struct sv_engine {
 	pthread_mutex_t kick_lock;
 	struct list_head kicked;
 
-	uint64_t now; /* ns, refreshed every pass */
+	/* ns: read at most once per pass, when something needs it (use
+	 * sv_eng_now); now_ok says whether this pass has read it. */
+	uint64_t now;
+	bool now_ok;
+	atomic_bool kick_any; /* set under kick_lock: kicked is not empty */
+	unsigned int busy_passes; /* poll-hint passes, for the clock */
 	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
 	uint8_t *rxmem;
@@ -398,6 +404,17 @@ extern int sv_stats_on;
 /* engine.c */
 uint64_t sv_now_ns(void);
 void sv_engine_pass(struct sv_engine *eng, bool rx);
+
+/* The time of the pass: a busy pass that arms no timer and receives
+ * nothing reads no clock. */
+static inline uint64_t sv_eng_now(struct sv_engine *eng)
+{
+	if (!eng->now_ok) {
+		eng->now = sv_now_ns();
+		eng->now_ok = true;
+	}
+	return eng->now;
+}
 void sv_work_add(struct sv_qp_engine *qe, uint32_t what);
 void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
 int sv_engine_start_thread(struct sv_engine *eng);

@@ -106,7 +106,7 @@ static void arm_timer(struct sv_qp_engine *qe)
 		sv_probe_arm(qe, false);
 	if (qe->comp.deadline || !qe->comp.timeout_ns)
 		return;
-	qe->comp.deadline = qe->eng->now + qe->comp.timeout_ns;
+	qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
 	sv_timer_note(qe->eng, qe->comp.deadline);
 }
 
@@ -219,7 +219,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 				 * (Karn): its ACK could answer either copy. */
 				if (!qe->comp.rtt_t &&
 				    qe->req.psn == qe->req.max_psn) {
-					qe->comp.rtt_t = qe->eng->now;
+					qe->comp.rtt_t = sv_eng_now(qe->eng);
 					qe->comp.rtt_psn = qe->req.psn;
 				}
 			}
@@ -568,7 +568,7 @@ void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 	qe->req.psn = psn;
 	qe->req.since_ackreq = 0;
 	if (rewind) {
-		qe->comp.last_rewind = qe->eng->now;
+		qe->comp.last_rewind = sv_eng_now(qe->eng);
 		qe->comp.rtt_t = 0;
 	}
 	sv_work_add(qe, SV_WORK_REQ);

@@ -232,7 +232,7 @@ void sv_shm_rx(struct sv_engine *eng, struct sv_sock *s)
 
 	if (!s->ring.hdr)
 		return;
-	while (budget-- && (sl = sv_shm_ring_peek(&s->ring, eng->now))) {
+	while (budget-- && (sl = sv_shm_ring_peek(&s->ring, eng->now_ok ? eng->now : 0))) {
 		/* The slot stays ours until sv_shm_ring_next: the packet is
 		 * processed in place.  Its length is read once. */
 		uint32_t len = *(volatile const uint32_t *)&sl->len;

@@ -189,6 +189,16 @@ static bool pid_dead(int pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* now: the caller's clock, or 0 if it has not read one (only a stalled
+ * slot needs the time). */
 const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 {
 	struct sv_shm_hdr *h = r->hdr;
@@ -207,6 +217,8 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 	 * its copy.  A producer killed there would stall the ring forever;
 	 * skip its slot once it is dead (or after a long time).  Its
 	 * publish is a compare-and-swap, so a late one cannot clobber. */
+	if (!now)
+		now = mono_ns(); /* the caller's pass had not read it */
 	if (!r->stall_since) {
 		r->stall_since = now;
 		return NULL;
