@@ -65,7 +65,7 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		/* man ibv_create_cq_ex: such a CQ never enters the error
 		 * state; the new completion takes the next slot, so the
 		 * oldest unpolled one is lost. */
-		cq->head++;
+		__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	}
 	/* IBA 11.4.2.1 / o11-...: an overrun puts the CQ in error; it
 	 * accepts no further completions. */
@@ -85,7 +85,9 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->ts[slot].dev_ns = clock_ns(CLOCK_MONOTONIC);
 		cq->ts[slot].wall_ns = clock_ns(CLOCK_REALTIME);
 	}
-	cq->tail++;
+	/* Pollers peek at tail without the lock (verbs/cq.c cq_pop): the
+	 * entry is written before tail says it is there. */
+	__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
 	/* IBA 11.4.2.2: an armed CQ signals once, then disarms.  "Solicited"
 	 * arming fires for a completion of a solicited message and for any
 	 * unsuccessful completion. */
@@ -122,6 +124,6 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
 				cq->ts[keep & mask] = cq->ts[(i - 1) & mask];
 		}
 	}
-	cq->head = keep;
+	__atomic_store_n(&cq->head, keep, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&cq->lock);
 }

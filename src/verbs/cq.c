@@ -200,20 +200,21 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		free(ts);
 		return ENOMEM;
 	}
+	/* Same free-running head and tail in the new ring: a poller that
+	 * peeks at them without the lock (cq_pop) never sees them change. */
 	for (i = 0; i < used; i++) {
 		uint32_t from = (cq->head + i) & (cq->ncqe - 1);
+		uint32_t to = (cq->head + i) & (slots - 1);
 
-		ring[i] = cq->ring[from];
+		ring[to] = cq->ring[from];
 		if (ts)
-			ts[i] = cq->ts[from];
+			ts[to] = cq->ts[from];
 	}
 	free(cq->ring);
 	cq->ring = ring;
 	free(cq->ts);
 	cq->ts = ts;
 	cq->ncqe = slots;
-	cq->head = 0;
-	cq->tail = used;
 	ibcq->cqe = (int)slots - 1;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
@@ -323,11 +324,21 @@ SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 
 static int cq_pop(struct sv_cq *cq, int n, struct ibv_wc *wc)
 {
+	uint32_t head;
 	int i;
 
+	/* Empty is the busy poller's common case: look without the lock.
+	 * The producer publishes tail (release) after the entry; a push
+	 * that happened before this call is seen (coherence), one racing
+	 * with it is taken by the next poll. */
+	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
-	for (i = 0; i < n && cq->head != cq->tail; i++, cq->head++)
-		wc[i] = cq->ring[cq->head & (cq->ncqe - 1)];
+	head = cq->head;
+	for (i = 0; i < n && head != cq->tail; i++, head++)
+		wc[i] = cq->ring[head & (cq->ncqe - 1)];
+	__atomic_store_n(&cq->head, head, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&cq->lock);
 	return i;
 }
