@@ -167,6 +167,35 @@ static void run_work(struct sv_engine *eng)
 	}
 }
 
+/* After a pass, under the lock: can the next busy polls tell without the
+ * lock that a pass would find nothing to do?  Only when one socket, whose
+ * QPs all receive through its ring, is all there is to watch and no work
+ * is queued.  Anything else that brings work either kicks (kick_any),
+ * comes with a timer (checked every SV_HINT_EVERY polls anyway) or
+ * happens under the lock outside a pass (eqp.c clears quiet). */
+static void set_quiet(struct sv_engine *eng)
+{
+	struct list_node *first = eng->socks.n.next;
+	struct sv_sock *q = NULL;
+
+	if (list_empty(&eng->work) && !eng->mcast && first != &eng->socks.n &&
+	    first->next == &eng->socks.n) {
+		struct sv_sock *s = list_entry(first, struct sv_sock, node);
+
+		if (s->ring.hdr && !s->udp_qps)
+			q = s;
+	}
+	atomic_store_explicit(&eng->quiet, q, memory_order_relaxed);
+}
+
+/* Nothing claimed in the ring since the owner last consumed: tail is
+ * where producers claim, head only moves under the engine lock. */
+static bool ring_idle(struct sv_sock *s)
+{
+	return atomic_load_explicit(&s->ring.hdr->tail, memory_order_relaxed) ==
+	       __atomic_load_n(&s->ring.head, __ATOMIC_RELAXED);
+}
+
 void sv_engine_pass(struct sv_engine *eng, bool rx)
 {
 	eng->now_ok = false;
@@ -199,6 +228,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 	}
 	if (eng->ntx)
 		sv_tx_flush(eng);
+	set_quiet(eng);
 }
 
 /* ---- the progress thread ------------------------------------------------------ */
@@ -373,9 +403,24 @@ void sv_engine_close(struct sv_context *ctx)
 void sv_engine_poll_hint(struct sv_context *ctx)
 {
 	struct sv_engine *eng = ctx->engine;
+	struct sv_sock *q;
+	unsigned int n;
 	bool more, timers;
 
-	if (!eng || list_empty(&eng->socks))
+	if (!eng)
+		return;
+	/* The busy poller's usual case, nothing arrived: no lock, no
+	 * clock, no store another thread reads. */
+	n = atomic_load_explicit(&eng->busy_passes, memory_order_relaxed);
+	q = atomic_load_explicit(&eng->quiet, memory_order_relaxed);
+	if (q && n % SV_HINT_EVERY &&
+	    !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
+	    ring_idle(q)) {
+		atomic_store_explicit(&eng->busy_passes, n + 1,
+				      memory_order_relaxed);
+		return;
+	}
+	if (list_empty(&eng->socks))
 		return;
 	if (pthread_mutex_trylock(&eng->lock)) {
 		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
@@ -386,7 +431,9 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 	 * watches) every SV_HINT_EVERY passes, or when the pass needs it
 	 * anyway: an empty pass then costs a few loads. */
 	eng->now_ok = false;
-	timers = !(eng->busy_passes++ % SV_HINT_EVERY);
+	n = atomic_load_explicit(&eng->busy_passes, memory_order_relaxed);
+	atomic_store_explicit(&eng->busy_passes, n + 1, memory_order_relaxed);
+	timers = !(n % SV_HINT_EVERY);
 	if (timers)
 		sv_eng_now(eng);
 	pass(eng, true, timers);

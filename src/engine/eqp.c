@@ -112,6 +112,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	list_node_init(&qe->kick_node);
 
 	pthread_mutex_lock(&eng->lock);
+	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	err = qpn_alloc(eng, qe);
 	if (!err) {
 		list_add_tail(&eng->qps, &qe->node);
@@ -146,6 +147,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		return;
 	eng = qe->eng;
 	pthread_mutex_lock(&eng->lock);
+	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	if (sv_stats_on) {
 		fprintf(stderr, "softverbs: destroying ");
 		sv_qp_dump(qe, stderr);
@@ -285,6 +287,9 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 
 	pthread_mutex_lock(&eng->lock);
 	eng->now_ok = false;
+	/* Paths and queued work change here: busy polls take the lock
+	 * until the next pass has looked. */
+	atomic_store(&eng->quiet, NULL);
 	/* The engine may have moved the QP to ERR on its own meanwhile: only
 	 * RESET (or ERR again) leaves that (IBA). */
 	if (atomic_load(&qe->state) == IBV_QPS_ERR &&

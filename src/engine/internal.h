@@ -331,7 +331,12 @@ struct sv_engine {
 	uint64_t now;
 	bool now_ok;
 	atomic_bool kick_any; /* set under kick_lock: kicked is not empty */
-	unsigned int busy_passes; /* poll-hint passes, for the clock */
+	_Atomic unsigned int busy_passes; /* poll hints, for the clock */
+	/* Set after each pass when the only thing that can bring work to
+	 * a busy poller is a packet in this socket's ring (one socket,
+	 * shm only, no work queued): polls then look at the ring, the kick
+	 * flag and the timer count without the lock.  NULL: take the lock. */
+	_Atomic(struct sv_sock *) quiet;
 	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
 	uint8_t *rxmem;

@@ -231,7 +231,8 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 					   base + SV_SHM_SLOTS)) {
 		sv_warn("shm: port %u: skipped a slot its producer (pid %d) never filled",
 			r->port, (int)s->pid);
-		r->head++;
+		/* Busy pollers read head without the lock (shmpath.c). */
+		__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELAXED);
 	}
 	r->stall_since = 0;
 	return NULL;
@@ -245,7 +246,7 @@ void sv_shm_ring_next(struct sv_shm_ring *r)
 	s->pid = 0;
 	atomic_store_explicit(&s->seq, base + SV_SHM_SLOTS,
 			      memory_order_release);
-	r->head++;
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELAXED);
 }
 
 /* Dekker with the producers: we store "sleeping" then look at the head
