@@ -148,6 +148,20 @@ static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 }
 
 /* Byte offset in the WQE of the packet with PSN req.psn. */
+/* Is the end of this message worth an ACK of its own?  Over UDP always
+ * (what the wire has always carried).  On shm, an unsignaled message has
+ * no completion anyone waits for (its SQ slot is given back by a later
+ * completion), so its ACK can wait for the next AckReq (a signaled
+ * message, a quarter window, a full window) or the probe: a stream of
+ * unsignaled SENDs then costs the responder and us an ACK per quarter
+ * window instead of one per message.  IBA lets the requester choose. */
+static bool ack_at_end(const struct sv_qp_engine *qe,
+		       const struct sv_send_wqe *wqe)
+{
+	return !qe->shm || qe->qp->sq_sig_all ||
+	       (wqe->send_flags & IBV_SEND_SIGNALED);
+}
+
 static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 {
 	return (uint64_t)(uint32_t)sv_psn_diff(qe->req.psn, wqe->first_psn) *
@@ -210,7 +224,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			qe->req.since_ackreq++;
 			/* Ask for an ACK at the end of a message and a few
 			 * times per window so the window keeps moving. */
-			if (last || qe->req.probing ||
+			if ((last && ack_at_end(qe, wqe)) || qe->req.probing ||
 			    qe->req.since_ackreq >= qe->cwnd / 4 ||
 			    in_flight(qe) + 1 >= qe->cwnd) {
 				sv_bth_set_ackreq(b, 1);
