@@ -189,7 +189,10 @@ static void set_quiet(struct sv_engine *eng)
 }
 
 /* Nothing claimed in the ring since the owner last consumed: tail is
- * where producers claim, head only moves under the engine lock. */
+ * where producers claim, head only moves under the engine lock.  (Not
+ * the head slot's sequence word: the producer writes that line several
+ * times while it fills the slot, and a poller reading it in a loop
+ * steals it back each time.) */
 static bool ring_idle(struct sv_sock *s)
 {
 	return atomic_load_explicit(&s->ring.hdr->tail, memory_order_relaxed) ==
@@ -199,6 +202,7 @@ static bool ring_idle(struct sv_sock *s)
 void sv_engine_pass(struct sv_engine *eng, bool rx)
 {
 	eng->now_ok = false;
+	sv_eng_now(eng); /* the thread: also for the rings' stall checks */
 	pass(eng, rx, true);
 	eng->now_ok = false; /* whoever takes the lock next reads afresh */
 }

@@ -229,10 +229,11 @@ void sv_shm_rx(struct sv_engine *eng, struct sv_sock *s)
 {
 	unsigned int budget = SV_RX_BUDGET;
 	const struct sv_shm_slot *sl;
+	uint64_t now = eng->now_ok ? eng->now : 0; /* 0: not read */
 
 	if (!s->ring.hdr)
 		return;
-	while (budget-- && (sl = sv_shm_ring_peek(&s->ring, eng->now_ok ? eng->now : 0))) {
+	while (budget-- && (sl = sv_shm_ring_peek(&s->ring, now))) {
 		/* The slot stays ours until sv_shm_ring_next: the packet is
 		 * processed in place.  Its length is read once. */
 		uint32_t len = *(volatile const uint32_t *)&sl->len;

@@ -189,16 +189,9 @@ static bool pid_dead(int pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* now: the caller's clock, or 0 if it has not read one (only a stalled
- * slot needs the time). */
+/* now: the caller's clock, or 0 if it has not read one: a stalled slot
+ * is then left for a pass that has (the progress thread's, or every
+ * SV_HINT_EVERY-th busy poll). */
 const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 {
 	struct sv_shm_hdr *h = r->hdr;
@@ -210,15 +203,17 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 		r->stall_since = 0;
 		return s;
 	}
-	if (w != base ||
+	/* Empty, unless a producer claimed the slot and has not filled it
+	 * yet.  That is only worth the look at tail (a line every producer
+	 * writes) on passes that read the clock for the stall check, not
+	 * on every busy poll. */
+	if (w != base || !now ||
 	    atomic_load_explicit(&h->tail, memory_order_relaxed) == r->head)
 		return NULL; /* empty (or a peer scribbled: stays empty) */
 	/* Claimed but not filled yet: normally a producer in the middle of
 	 * its copy.  A producer killed there would stall the ring forever;
 	 * skip its slot once it is dead (or after a long time).  Its
 	 * publish is a compare-and-swap, so a late one cannot clobber. */
-	if (!now)
-		now = mono_ns(); /* the caller's pass had not read it */
 	if (!r->stall_since) {
 		r->stall_since = now;
 		return NULL;
