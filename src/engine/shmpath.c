@@ -20,12 +20,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "core/device.h"
 #include "util/log.h"
 
 #define SV_UDP_EVERY 1024
+/* How long a transmitter waits for room in a full peer ring. */
+#define SV_SHM_FULL_WAIT_NS (20ull * 1000 * 1000)
 
 void sv_shm_engine_init(struct sv_engine *eng)
 {
@@ -191,7 +194,51 @@ const char *sv_shm_path(const struct sv_qp_engine *qe)
 
 /* ---- transmit ---------------------------------------------------------------- */
 
-/* Packets *t[0..n) all go to the same peer, from the same socket. */
+/* The peer's thread sleeps in epoll on that port: a zero-length
+ * datagram wakes it (and is dropped there). */
+static void doorbell(struct sv_engine *eng, const struct sv_tx *t)
+{
+	SV_STAT(eng, shm_wakeups);
+	if (sendto(t->sock->udp.fd, NULL, 0, MSG_DONTWAIT,
+		   (const struct sockaddr *)&t->dst, sizeof(t->dst)) < 0)
+		sv_dbg("shm: doorbell: %s", strerror(errno));
+}
+
+/* Is p the ring of one of this engine's own sockets? */
+static bool own_ring(struct sv_engine *eng, const struct sv_shm_peer *p)
+{
+	struct list_node *it;
+
+	if (p->pid != p->self)
+		return false;
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
+		if (list_entry(it, struct sv_sock, node)->udp.port == p->port)
+			return true;
+	return false;
+}
+
+/* Push pkt[0..n) as room appears, for SV_SHM_FULL_WAIT_NS at most;
+ * returns how many went. */
+static unsigned int wait_room(struct sv_engine *eng, const struct sv_tx *t,
+			      const struct sv_shm_pkt *pkt, unsigned int n)
+{
+	uint64_t until = sv_now_ns() + SV_SHM_FULL_WAIT_NS;
+	unsigned int done = 0;
+	bool wake;
+
+	while (done < n && sv_now_ns() < until) {
+		sched_yield();
+		done += sv_shm_push(t->shm, pkt + done, n - done, &wake);
+		if (wake)
+			doorbell(eng, t);
+	}
+	return done;
+}
+
+/* Packets *t[0..n) all go to the same peer, from the same socket.
+ * (GCC 12 cannot see that pkt[0..n) is filled before each push.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t, unsigned int n)
 {
 	struct sv_shm_pkt pkt[SV_TX_BATCH];
@@ -209,19 +256,21 @@ void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t, unsigned int n)
 		pkt[i].len = t[i]->len;
 	}
 	done = sv_shm_push(t[0]->shm, pkt, n, &wake);
-	/* The rest is lost, as datagrams the peer's socket had no room
-	 * for: the transport recovers. */
+	if (wake)
+		doorbell(eng, t[0]);
+	/* A full ring: the consumer is behind.  UC has no retransmission
+	 * and its sender no window, so a burst of large UC messages would
+	 * lose whole messages where a socket's big receive buffer would
+	 * have queued them: wait a little for room, as a NIC's link-level
+	 * flow control would.  Never for our own rings (we hold the lock
+	 * that drains them) and not for long (a stopped peer): then the
+	 * rest is lost, as datagrams the peer's socket had no room for,
+	 * and RC's transport recovers. */
+	if (done < n && !own_ring(eng, t[0]->shm))
+		done += wait_room(eng, t[0], pkt + done, n - done);
 	eng->stats.shm_ring_full += n - done;
-	if (wake) {
-		/* The peer's thread sleeps in epoll on that port: a
-		 * zero-length datagram wakes it (and is dropped there). */
-		SV_STAT(eng, shm_wakeups);
-		if (sendto(t[0]->sock->udp.fd, NULL, 0, MSG_DONTWAIT,
-			   (struct sockaddr *)&t[0]->dst, sizeof(t[0]->dst)) < 0)
-			sv_dbg("shm: doorbell to port %u: %s", f[0].dport,
-			       strerror(errno));
-	}
 }
+#pragma GCC diagnostic pop
 
 /* ---- receive ----------------------------------------------------------------- */
 
