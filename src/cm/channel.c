@@ -39,6 +39,7 @@ struct sv_cm_channel *sv_channel_new(bool priv)
 	}
 	list_head_init(&ch->events);
 	ch->priv = priv;
+	list_add_tail(&sv_cm.channels, &ch->node);
 	return ch;
 }
 
@@ -59,16 +60,55 @@ static void channel_unsignal(struct sv_cm_channel *ch)
 		sv_cm_log("channel read: %s", strerror(errno));
 }
 
+/*
+ * Lock held.  Applications do destroy a channel while one of their threads
+ * still blocks in rdma_get_cm_event on it (Debian's rping does, at exit).
+ * With the kernel's ucma that read just never returns; here such readers
+ * must not wake into freed memory either, so the channel stays allocated,
+ * its eventfd quiet, until the last of them leaves (channel_leave).
+ */
 void sv_channel_free(struct sv_cm_channel *ch)
 {
 	struct list_node *it, *tmp;
 
+	if (ch->waiters && !list_empty(&ch->events))
+		channel_unsignal(ch);
 	list_for_each_safe (&ch->events, it, tmp) {
 		list_del(it);
 		free(list_entry(it, struct sv_cm_event, node));
 	}
+	list_del(&ch->node);
+	if (ch->waiters) {
+		ch->closed = true;
+		return;
+	}
 	close(ch->ch.fd);
 	free(ch);
+}
+
+/*
+ * Lock held.  Whether ch is a channel not yet destroyed, found without
+ * reading *ch: the same rping's CM thread also comes back into
+ * rdma_get_cm_event after its channel is gone, where the kernel's ucma
+ * answers EBADF (its fd is closed).
+ */
+static bool channel_live(const struct sv_cm_channel *ch)
+{
+	const struct list_node *it;
+
+	for (it = sv_cm.channels.n.next; it != &sv_cm.channels.n; it = it->next)
+		if (it == &ch->node)
+			return true;
+	return false;
+}
+
+/* Lock held: a reader leaves rdma_get_cm_event. */
+static void channel_leave(struct sv_cm_channel *ch)
+{
+	if (--ch->waiters == 0 && ch->closed) {
+		close(ch->ch.fd);
+		free(ch);
+	}
 }
 
 SV_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
@@ -85,7 +125,9 @@ SV_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		errno = ENODEV;
 		return NULL;
 	}
+	sv_cm_lock();
 	ch = sv_channel_new(false);
+	sv_cm_unlock();
 	return ch ? &ch->ch : NULL;
 }
 
@@ -236,17 +278,24 @@ SV_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				struct rdma_cm_event **event)
 {
 	struct sv_cm_channel *ch;
+	int err;
 
 	if (!channel || !event)
 		return sv_cm_err(EINVAL);
 	ch = to_sv_ch(channel);
+	sv_cm_lock();
+	if (!channel_live(ch)) {
+		sv_cm_unlock();
+		return sv_cm_err(EBADF);
+	}
+	ch->waiters++;
 	for (;;) {
 		struct list_node *n;
 		struct pollfd pfd;
+		bool closed = ch->closed;
 		int flags;
 
-		sv_cm_lock();
-		n = list_first(&ch->events);
+		n = closed ? NULL : list_first(&ch->events);
 		if (n) {
 			struct sv_cm_event *e =
 				list_entry(n, struct sv_cm_event, node);
@@ -258,6 +307,7 @@ SV_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 			if (e->mc)
 				e->mc->events_reported++;
 			process_event(e);
+			channel_leave(ch);
 			sv_cm_unlock();
 			*event = &e->ev;
 			return 0;
@@ -265,13 +315,24 @@ SV_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		sv_cm_unlock();
 
 		flags = fcntl(channel->fd, F_GETFL);
-		if (flags >= 0 && (flags & O_NONBLOCK))
-			return sv_cm_err(EAGAIN);
-		pfd.fd = channel->fd;
+		if (flags >= 0 && (flags & O_NONBLOCK)) {
+			err = EAGAIN;
+			break;
+		}
+		/* Destroyed under us: wait for good, as a read of a closed
+		 * ucma file whose ids are gone would (a signal ends it). */
+		pfd.fd = closed ? -1 : channel->fd;
 		pfd.events = POLLIN;
-		if (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-			return -1;
+		if (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+			err = EINTR;
+			break;
+		}
+		sv_cm_lock();
 	}
+	sv_cm_lock();
+	channel_leave(ch);
+	sv_cm_unlock();
+	return sv_cm_err(err);
 }
 
 SV_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
@@ -338,7 +399,9 @@ SV_EXPORT int rdma_migrate_id(struct rdma_cm_id *cmid,
 	if (id->sync && !channel)
 		return sv_cm_err(EINVAL);
 	if (sync) {
+		sv_cm_lock();
 		nch = sv_channel_new(true);
+		sv_cm_unlock();
 		if (!nch)
 			return -1;
 	} else {

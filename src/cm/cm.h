@@ -105,8 +105,13 @@ enum sv_cm_timer {
 
 struct sv_cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: eventfd, readable iff queued */
+	struct list_node node; /* sv_cm.channels while not destroyed */
 	struct list_head events; /* sv_cm_event, not yet fetched */
 	bool priv; /* private channel of a sync id */
+	/* Threads inside rdma_get_cm_event.  A channel destroyed while some
+	 * are is only marked closed; the last of them to leave frees it. */
+	unsigned int waiters;
+	bool closed;
 };
 
 struct sv_cm_id;
@@ -226,6 +231,7 @@ struct sv_cm_global {
 	struct list_head ids;
 	struct list_head timers; /* sv_cm_id with a timer armed */
 	struct list_head socks;
+	struct list_head channels; /* event channels not yet destroyed */
 	/* the device: one context shared by every id, as rdma-core does */
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
@@ -286,6 +292,7 @@ int sv_cm_progress_start(void);
 
 /* ---- channel.c: event channels and events ---------------------------- */
 
+/* Lock held, both. */
 struct sv_cm_channel *sv_channel_new(bool priv);
 void sv_channel_free(struct sv_cm_channel *ch);
 /* Allocate an event for id (lock held); NULL if out of memory. */

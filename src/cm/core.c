@@ -30,6 +30,7 @@ struct sv_cm_global sv_cm = {
 	.ids = LIST_HEAD_INIT(sv_cm.ids),
 	.timers = LIST_HEAD_INIT(sv_cm.timers),
 	.socks = LIST_HEAD_INIT(sv_cm.socks),
+	.channels = LIST_HEAD_INIT(sv_cm.channels),
 	.epfd = -1,
 	.wakefd = -1,
 };

@@ -7,7 +7,11 @@
 #include "cm_test.h"
 
 #include <netdb.h>
+#include <pthread.h>
 #include <rdma/rsocket.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
 
 static int readable(int fd)
 {
@@ -80,8 +84,6 @@ static void *blk_reader(void *arg)
 	return arg;
 }
 
-#include <pthread.h>
-
 static void channel_blocking_a(int unused)
 {
 	struct sockaddr_in d = ct_addr4("127.0.0.1", 4791);
@@ -101,6 +103,103 @@ static void channel_blocking_a(int unused)
 		rdma_ack_cm_event(blk_ev);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(blk_ch);
+}
+
+/*
+ * Debian's rping (rdma-core 44) destroys its id and event channel while its
+ * own CM thread is still blocked in rdma_get_cm_event.  With the kernel's
+ * ucma that reader simply stays blocked until the process exits; here it
+ * must not wake into the freed channel either (rping -q crashed at exit,
+ * about once in 20 runs).  Each round: a reader blocked in poll() on a
+ * fresh channel, an event queued to wake it (rdma_resolve_addr queues it
+ * at once), then the id and the channel destroyed at once, racing the
+ * reader.  A reader gets the event (and acks it) or stays blocked, never
+ * an error, and never touches freed memory (the ASan build sees that).
+ * A call made after the destroy gets EBADF.
+ */
+#define ORPHAN_ROUNDS 150
+
+static atomic_int orphan_errors, orphan_events, orphan_tid;
+
+static void *orphan_reader(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *ev;
+
+	atomic_store(&orphan_tid, (int)syscall(SYS_gettid));
+	if (rdma_get_cm_event(ch, &ev)) {
+		ct_log("reader of a destroyed channel: %s", strerror(errno));
+		atomic_fetch_add(&orphan_errors, 1);
+		return NULL;
+	}
+	atomic_fetch_add(&orphan_events, 1);
+	rdma_ack_cm_event(ev);
+	return NULL; /* and never touches the channel again */
+}
+
+/* Whether thread tid of this process sleeps in poll() (or ppoll). */
+static bool in_poll(int tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+#ifdef SYS_poll
+	if (nr == SYS_poll)
+		return true;
+#endif
+	return nr == SYS_ppoll;
+}
+
+static void channel_destroy_blocked_a(int unused)
+{
+	struct sockaddr_in d = ct_addr4("127.0.0.1", 4791);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	pthread_attr_t at;
+	pthread_t t;
+	uint64_t end;
+	int i, tid;
+
+	REQUIRE(pthread_attr_init(&at) == 0);
+	REQUIRE(pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0);
+	REQUIRE(pthread_attr_setstacksize(&at, 256 * 1024) == 0);
+	for (i = 0; i < ORPHAN_ROUNDS; i++) {
+		ch = rdma_create_event_channel();
+		REQUIRE(ch);
+		REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+		atomic_store(&orphan_tid, 0);
+		REQUIRE(pthread_create(&t, &at, orphan_reader, ch) == 0);
+		end = ct_now_ms() + 5000;
+		while (!(tid = atomic_load(&orphan_tid)) || !in_poll(tid)) {
+			REQUIRE(ct_now_ms() < end);
+			usleep(100);
+		}
+		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d,
+					  1000) == 0);
+		CHECK_EQ(rdma_destroy_id(id), 0);
+		rdma_destroy_event_channel(ch);
+	}
+	usleep(200000); /* time for a wrongly woken reader to return */
+	ct_log("%d rounds: %d readers got their event before the destroy",
+	       ORPHAN_ROUNDS, atomic_load(&orphan_events));
+	CHECK_EQ(atomic_load(&orphan_errors), 0);
+	pthread_attr_destroy(&at);
+
+	/* rping's CM thread also calls again after the channel is gone:
+	 * EBADF, as the kernel's closed fd answers, and no access to it. */
+	ch = rdma_create_event_channel();
+	REQUIRE(ch);
+	rdma_destroy_event_channel(ch);
+	CHECK_ERRNO(rdma_get_cm_event(ch, &ev), EBADF);
 }
 
 static void event_str_a(int unused)
@@ -498,6 +597,7 @@ static void rsocket_stubs_a(int unused)
 static const struct ct_case cases[] = {
 	CT_CASE1(channel_fd, 20),
 	CT_CASE1(channel_blocking, 20),
+	CT_CASE1(channel_destroy_blocked, 30),
 	CT_CASE1(event_str, 10),
 	CT_CASE1(bind_ports, 20),
 	CT_CASE1(resolve_errors, 20),
