@@ -111,6 +111,21 @@ count() { grep -c "$2" "$tmp/$1"; }
 
 absent() { ! grep -q "$1" "$2"; }
 
+# Debian's rping (rdma-core 44) lets its CM thread call rdma_get_cm_event
+# again after main has destroyed the channel; that call fails (EBADF, with
+# the kernel as here) and the thread exits the process with 255, now and
+# then, after a complete run (fixed upstream: rdma-core PR #1622).  That
+# exit, with that message, is rping's; anything else is a failure.
+rping_exit_ok() { # rping_exit_ok NAME RC
+	[ "$2" = 0 ] && return 0
+	if [ "$2" = 255 ] &&
+	   grep -q "^rdma_get_cm_event: Bad file descriptor" "$tmp/$1.err"; then
+		echo "note: $1 hit rping's own exit race (rdma-core PR #1622)"
+		return 0
+	fi
+	return 1
+}
+
 rping_pair() { # rping_pair SERVER_ADDR CLIENT_NS SERVER_NS COUNT ARGS...
 	local addr=$1 cns=$2 sns=$3 cnt=$4 port=7174
 	shift 4
@@ -126,8 +141,8 @@ rping_pair() { # rping_pair SERVER_ADDR CLIENT_NS SERVER_NS COUNT ARGS...
 	local src=$?
 	show client 3
 	show server 4
-	check "rping client exit 0" [ "$crc" = 0 ]
-	check "rping server exit 0" [ "$src" = 0 ]
+	check "rping client exit 0" rping_exit_ok client "$crc"
+	check "rping server exit 0" rping_exit_ok server "$src"
 	check "client printed $cnt pings" [ "$(count client '^ping data: rdma-ping-')" = "$cnt" ]
 	check "server printed $cnt pings" [ "$(count server '^server ping data: rdma-ping-')" = "$cnt" ]
 	check "the last ping is number $((cnt - 1))" grep -q "^ping data: rdma-ping-$((cnt - 1)): " "$tmp/client"
