@@ -1,6 +1,7 @@
 /* The shared-memory link (see shm.h). */
 #include "link/shm.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -40,6 +41,67 @@ static size_t seg_size(void)
 
 /* ---- our ring ------------------------------------------------------------ */
 
+/* The pid an entry names, or -1 when it is not an entry. */
+static int entry_pid(int dirfd, const char *name)
+{
+	char buf[128];
+	int fd, n, ver, pid = -1;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "softverbs-shm %d %d", &ver, &pid) != 2)
+		return -1;
+	return pid;
+}
+
+/* Remove the entries (and leftover temporaries) of processes that are
+ * gone -- killed, or exited without closing their device -- or, with
+ * only_self, our own.  Entries of other users stay unless we may remove
+ * them (the directory is sticky). */
+static void registry_prune(bool only_self)
+{
+	DIR *d = opendir(SV_SHM_DIR);
+	struct dirent *e;
+	int self = (int)getpid();
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		int pid;
+
+		if (e->d_name[0] == '.')
+			continue;
+		pid = entry_pid(dirfd(d), e->d_name);
+		if (only_self ? pid == self :
+				pid > 0 && kill(pid, 0) && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* A process that exits without closing its device (many tools do) takes
+ * its entries with it; a killed one leaves them to the next process that
+ * registers (once per process: the scan reads every entry). */
+static pthread_once_t prune_once = PTHREAD_ONCE_INIT;
+static atomic_bool registered;
+
+static void prune_dead(void)
+{
+	registry_prune(false);
+}
+
+__attribute__((destructor)) static void registry_at_exit(void)
+{
+	if (atomic_load(&registered))
+		registry_prune(true);
+}
+
 static int registry_write(struct sv_shm_ring *r, int sockfd)
 {
 	char tmp[128], buf[128];
@@ -48,6 +110,8 @@ static int registry_write(struct sv_shm_ring *r, int sockfd)
 #if SV_HAVE_PUBTAB
 	tabfd = sv_pubtab_fd();
 #endif
+	pthread_once(&prune_once, prune_dead);
+	atomic_store(&registered, true);
 	snprintf(r->path, sizeof(r->path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
 		 (unsigned int)r->port);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->path, (int)getpid());
