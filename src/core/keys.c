@@ -35,7 +35,11 @@ struct key_table {
 
 /* wtab: memory windows by key index (rkey >> 8, bit 23 always set). */
 static struct key_table ltab, rtab, wtab;
-static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Writer-preferring: a reader may hold the lock across a short copy
+ * (sv_mr_read_lock), and registration must not starve behind a stream of
+ * them.  No reader ever takes it twice (nonrecursive is safe). */
+static pthread_rwlock_t tab_lock =
+	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -224,6 +228,32 @@ struct sv_mr *sv_mr_get_by_lkey(uint32_t lkey)
 struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
 {
 	return get_by_key(&rtab, rkey);
+}
+
+void sv_mr_read_lock(void)
+{
+	pthread_rwlock_rdlock(&tab_lock);
+}
+
+void sv_mr_read_unlock(void)
+{
+	pthread_rwlock_unlock(&tab_lock);
+}
+
+struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey)
+{
+	struct key_slot *s;
+
+	/* Under the read lock unpublish cannot start removing the keys,
+	 * so a valid MR found here stays valid (and allocated) until
+	 * sv_mr_read_unlock: no reference is needed. */
+	if (!lkey)
+		return NULL;
+	s = tab_find(&ltab, lkey);
+	if (s && atomic_load_explicit(&s->mr->state, memory_order_relaxed) ==
+			 SV_MR_VALID)
+		return s->mr;
+	return NULL;
 }
 
 void sv_mr_put(struct sv_mr *mr)

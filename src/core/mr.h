@@ -21,6 +21,13 @@ void sv_mr_unpublish(struct sv_mr *mr);
 struct sv_mr *sv_mr_get_by_lkey(uint32_t lkey);
 struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey);
 void sv_mr_put(struct sv_mr *mr);
+/* The key table's read lock, for a short section that uses MRs without
+ * references: while it is held no MR can be unpublished (deregistered,
+ * re-registered).  Hold it briefly (writers wait) and never take it twice,
+ * nor call any other sv_mr_ or sv_mw_ key function meanwhile. */
+void sv_mr_read_lock(void);
+void sv_mr_read_unlock(void);
+struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey);
 
 /* May [iova, iova+len) of mr be accessed with `access` (IBV_ACCESS_* bits,
  * 0 = local read) on behalf of pd?  Overflow-safe.  Returns the local
