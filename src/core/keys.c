@@ -5,8 +5,9 @@
  * Keys are drawn from getrandom(2), lkey and rkey independently, never 0
  * and unique within their table, so a remote peer cannot derive a valid
  * rkey from one it has seen.  Both tables are open-addressing hash tables
- * (linear probing, backward-shift deletion) behind one rwlock: lookups
- * share it, publish/unpublish take it exclusively.
+ * (linear probing, backward-shift deletion) behind one reader/writer
+ * lock (tab lock, below): lookups share it, publish/unpublish take it
+ * exclusively.
  *
  * Lifetime: a lookup returns the MR with mr->refs raised; unpublish marks
  * the MR invalid and removes both keys under the write lock (so no new
@@ -18,6 +19,8 @@
 #include "core/pubtab.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -35,11 +38,53 @@ struct key_table {
 
 /* wtab: memory windows by key index (rkey >> 8, bit 23 always set). */
 static struct key_table ltab, rtab, wtab;
-/* Writer-preferring: a reader may hold the lock across a short copy
- * (sv_mr_read_lock), and registration must not starve behind a stream of
- * them.  No reader ever takes it twice (nonrecursive is safe). */
-static pthread_rwlock_t tab_lock =
-	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/*
+ * The tables' lock: readers (every key lookup of the data path) pay one
+ * atomic increment and one decrement, nothing else; writers (register,
+ * deregister, windows) serialise on a mutex, raise `writer`, and wait for
+ * the readers to leave.  Writer-preferring: a reader that sees `writer`
+ * steps back and waits, so a stream of lookups (some held across a small
+ * copy, sv_mr_read_lock) cannot starve a registration.  Both sides use
+ * sequentially consistent operations (a reader's increment then load of
+ * `writer`, a writer's store of `writer` then load of `readers`), so
+ * either the reader sees the writer or the writer sees the reader.  No
+ * reader ever takes it twice, and no one blocks while holding it except
+ * for the other side's short sections, so waiting by yielding is enough.
+ */
+static _Atomic uint32_t tab_readers;
+static _Atomic bool tab_writer;
+static pthread_mutex_t tab_wmutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void rd_lock(void)
+{
+	for (;;) {
+		atomic_fetch_add(&tab_readers, 1);
+		if (!atomic_load(&tab_writer))
+			return;
+		atomic_fetch_sub(&tab_readers, 1);
+		while (atomic_load(&tab_writer))
+			sched_yield();
+	}
+}
+
+static void rd_unlock(void)
+{
+	atomic_fetch_sub_explicit(&tab_readers, 1, memory_order_release);
+}
+
+static void wr_lock(void)
+{
+	pthread_mutex_lock(&tab_wmutex);
+	atomic_store(&tab_writer, true);
+	while (atomic_load(&tab_readers))
+		sched_yield();
+}
+
+static void wr_unlock(void)
+{
+	atomic_store(&tab_writer, false);
+	pthread_mutex_unlock(&tab_wmutex);
+}
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -153,7 +198,7 @@ int sv_mr_publish(struct sv_mr *mr)
 	uint32_t lkey, rkey;
 	int err;
 
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	err = tab_reserve(&ltab);
 	if (!err)
 		err = tab_reserve(&rtab);
@@ -169,7 +214,7 @@ int sv_mr_publish(struct sv_mr *mr)
 		tab_put(&ltab, lkey, mr);
 		tab_put(&rtab, rkey, mr);
 	}
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 	if (!err)
 		sv_pubtab_mr_add(mr); /* same-host peers may now copy directly */
 	return err;
@@ -181,7 +226,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 
 	/* Peers copying directly first: returns once none does. */
 	sv_pubtab_mr_del(mr);
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	atomic_store(&mr->state, SV_MR_INVALID);
 	s = tab_find(&ltab, mr->ibv.lkey);
 	if (s && s->mr == mr)
@@ -189,7 +234,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 	s = tab_find(&rtab, mr->ibv.rkey);
 	if (s && s->mr == mr)
 		tab_del(&rtab, s);
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 
 	/* No new reference can be taken now; wait for the old ones. */
 	drain(mr);
@@ -202,7 +247,7 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 
 	if (!key)
 		return NULL;
-	pthread_rwlock_rdlock(&tab_lock);
+	rd_lock();
 	if (t == &rtab && (key & SV_MW_KEY_BIT)) {
 		/* A window: its index finds it, the whole key must match
 		 * (a stale tag names an earlier binding). */
@@ -216,7 +261,7 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 		mr = s->mr;
 		atomic_fetch_add(&mr->refs, 1);
 	}
-	pthread_rwlock_unlock(&tab_lock);
+	rd_unlock();
 	return mr;
 }
 
@@ -232,12 +277,12 @@ struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
 
 void sv_mr_read_lock(void)
 {
-	pthread_rwlock_rdlock(&tab_lock);
+	rd_lock();
 }
 
 void sv_mr_read_unlock(void)
 {
-	pthread_rwlock_unlock(&tab_lock);
+	rd_unlock();
 }
 
 struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey)
@@ -306,7 +351,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
 	uint32_t index, tag;
 	int err;
 
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	err = tab_reserve(&wtab);
 	/* 24-bit index with bit 23 set: the key's bit 31. */
 	if (!err)
@@ -318,7 +363,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
 		atomic_store(&view->state, SV_MR_INVALID);
 		tab_put(&wtab, index, view);
 	}
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 	return err;
 }
 
@@ -344,31 +389,31 @@ static void drain(struct sv_mr *mr)
 
 void sv_mw_key_unpublish(struct sv_mr *view)
 {
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	atomic_store(&view->state, SV_MR_INVALID);
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 	drain(view);
 }
 
 void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey, bool valid)
 {
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	view->ibv.rkey = rkey;
 	if (valid)
 		atomic_store(&view->state, SV_MR_VALID);
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 }
 
 void sv_mw_key_release(struct sv_mr *view)
 {
 	struct key_slot *s;
 
-	pthread_rwlock_wrlock(&tab_lock);
+	wr_lock();
 	atomic_store(&view->state, SV_MR_INVALID);
 	s = tab_find(&wtab, view->ibv.rkey >> 8);
 	if (s && s->mr == view)
 		tab_del(&wtab, s);
-	pthread_rwlock_unlock(&tab_lock);
+	wr_unlock();
 	drain(view);
 }
 
@@ -379,10 +424,10 @@ struct sv_mr *sv_mw_key_find(uint32_t index)
 
 	if (!index || index > 0xffffff)
 		return NULL;
-	pthread_rwlock_rdlock(&tab_lock);
+	rd_lock();
 	s = tab_find(&wtab, index);
 	if (s)
 		view = s->mr;
-	pthread_rwlock_unlock(&tab_lock);
+	rd_unlock();
 	return view;
 }
