@@ -38,7 +38,7 @@ install: build
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSV_SANITIZE=address,undefined"
 tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DSV_SANITIZE=thread" CTEST_ARGS="-L threaded"
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DSV_SANITIZE=thread" CTEST_ARGS="$(or $(TSAN_CTEST_ARGS),-L 'unit|integration' -LE udp)"
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
