@@ -160,7 +160,11 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 		return errno;
 	if (ftruncate(r->fd, (off_t)size))
 		goto fail;
-	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	/* Populated now: otherwise the first trip round the ring takes a
+	 * page fault per slot on each side (ib_send_lat's first ~1000
+	 * iterations ran at ~8 us instead of ~0.5). */
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		 r->fd, 0);
 	if (h == MAP_FAILED)
 		goto fail;
 	h->version = SV_SHM_VERSION;
@@ -502,7 +506,8 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 		*why = "peer ring has the wrong size";
 		return EINVAL;
 	}
-	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		 fd, 0);
 	close(fd);
 	if (h == MAP_FAILED) {
 		*why = "cannot map peer ring";
