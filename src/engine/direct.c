@@ -198,6 +198,14 @@ static bool peer_allows(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
  * takes up (the thread itself only after its sleep, if nobody polls any
  * more).
  */
+/* Copies at least this long mark the application as busy (below). */
+#define SV_DIRECT_ACTIVE_LEN (64u * 1024)
+
+static bool eng_in_thread(const struct sv_qp_engine *qe)
+{
+	return qe->eng->in_thread;
+}
+
 static bool leave_to_poller(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
@@ -259,6 +267,15 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	local_put(&l);
 	if (!ok)
 		goto fallback; /* the packet path does it again, or fails */
+	/* An application posting large copies is as active as one polling:
+	 * between two polls it may spend tens of milliseconds in post_send
+	 * copying (128 WRITEs of 4 MiB), and the thread must not take that
+	 * for idleness and copy on the application's core while it spins
+	 * (ib_write_bw 1-4 MiB ran at half the one-copy limit).  A clock
+	 * read is nothing next to a copy of this size. */
+	if (!eng_in_thread(qe) && wqe->length >= SV_DIRECT_ACTIVE_LEN)
+		atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
+				      memory_order_relaxed);
 
 	/* Done, without a PSN: an empty range at req.psn, which no ACK
 	 * or go-back-N matches (as run_local_op's). */
