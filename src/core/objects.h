@@ -202,6 +202,7 @@ struct sv_send_wqe {
 	uint32_t status;               /* enum ibv_wc_status when done */
 	uint64_t atomic_result;        /* original value for atomics */
 	uint64_t read_done;            /* bytes of read response placed */
+	uint64_t chan_end;             /* message channel position (engine) */
 	/* followed by num_sge ibv_sge, or by inline data */
 	union {
 		struct ibv_sge sge[0];

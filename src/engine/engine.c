@@ -185,6 +185,7 @@ static void set_quiet(struct sv_engine *eng)
 		if (s->ring.hdr && !s->udp_qps)
 			q = s;
 	}
+	sv_chan_watch(eng);
 	atomic_store_explicit(&eng->quiet, q, memory_order_relaxed);
 }
 
@@ -223,6 +224,8 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 			if (sv_shm_rx_udp_due(eng, s))
 				sv_rx_sock(eng, s);
 		}
+	if (rx && !list_empty(&eng->chans))
+		sv_chan_poll(eng);
 	if (rx && eng->mcast)
 		sv_mcast_rx(eng);
 	run_work(eng);
@@ -242,10 +245,11 @@ static void *progress_main(void *arg)
 	struct sv_engine *eng = arg;
 	_Atomic uint64_t *sleep_until = &eng->sleep_until;
 	struct epoll_event ev[8];
+	bool napped = false;
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns(), hint = atomic_load(&eng->last_hint);
-		bool busy = hint && now - hint < SV_HINT_HOLD_NS;
+		bool busy = hint && now - hint < SV_HINT_HOLD_NS, nap = false;
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		int timeout, n, i;
 
@@ -254,8 +258,23 @@ static void *progress_main(void *arg)
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
-		if (!busy && until != now && !sv_shm_sleep(eng))
+		if (!busy && until != now &&
+		    (!sv_shm_sleep(eng) || !sv_chan_idle(eng)))
 			until = now;
+		/* A message channel's producer reads our sleeping word
+		 * without a fence (chanpath.c): one that read it just before
+		 * our store was visible published without ringing.  So the
+		 * first sleep is a nap, after which we look again with the
+		 * word still set, and only then sleep for good. */
+		if (!busy && until > now + SV_CHAN_NAP_NS && !napped &&
+		    !list_empty(&eng->chans)) {
+			until = now + SV_CHAN_NAP_NS;
+			nap = true;
+		}
+		/* Messages waiting for their ack: the stall watchdog. */
+		if (until > now + SV_CHAN_WATCH_NS &&
+		    sv_chan_need_watchdog(eng))
+			until = now + SV_CHAN_WATCH_NS;
 		pthread_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -278,6 +297,9 @@ static void *progress_main(void *arg)
 				bell_drain(eng);
 		if (atomic_load(&eng->stop))
 			break;
+		napped = nap && n == 0;
+		if (napped)
+			continue; /* look again, the words still set */
 		pthread_mutex_lock(&eng->lock);
 		if (!busy)
 			sv_shm_wake(eng);
@@ -336,6 +358,7 @@ int sv_engine_open(struct sv_context *ctx)
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
 	sv_shm_engine_init(eng);
+	sv_chan_engine_init(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
 	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
 	if (!eng->tx || !eng->rxmem)
@@ -419,7 +442,7 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 	q = atomic_load_explicit(&eng->quiet, memory_order_relaxed);
 	if (q && n % SV_HINT_EVERY &&
 	    !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
-	    ring_idle(q)) {
+	    ring_idle(q) && sv_chan_watched_idle(eng)) {
 		atomic_store_explicit(&eng->busy_passes, n + 1,
 				      memory_order_relaxed);
 		return;

@@ -163,6 +163,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	pthread_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
+	sv_chan_qp_destroyed(qe);
 	sv_shm_qp_destroyed(qe);
 	pthread_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
@@ -368,6 +369,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	sv_direct_qp_publish(qe);
 	if (mask & IBV_QP_STATE)
 		sv_shm_qp_modified(qe, new_state, old);
+	sv_chan_qp_state(qe);
 	if (new_state != IBV_QPS_RESET) {
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
@@ -541,6 +543,7 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 		return;
 	atomic_store(&qe->state, IBV_QPS_ERR);
 	sv_direct_qp_publish(qe);
+	sv_chan_qp_state(qe);
 	if (event >= 0) {
 		struct ibv_async_event ev = {
 			.element.qp = &qe->qp->qpx.qp_base,

@@ -51,6 +51,11 @@
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 #define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
+/* While SENDs wait in a message channel for their ack, the thread looks
+ * at least this often (chanpath.c's stall watchdog). */
+#define SV_CHAN_WATCH_NS (10ull * 1000 * 1000)
+/* The progress thread's first sleep with message channels open. */
+#define SV_CHAN_NAP_NS (1000ull * 1000)
 
 /* ---- counters (named like rxe's where rxe has one) ----------------------- */
 
@@ -99,7 +104,10 @@
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
-	X(direct_fallback, "one-copy candidates left to the packet path")
+	X(direct_fallback, "one-copy candidates left to the packet path")    \
+	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
+	X(chan_recvs, "messages received through a message channel")      \
+	X(chan_broken, "message channels closed: a malformed message")
 /* clang-format on */
 
 struct sv_stats {
@@ -142,6 +150,7 @@ enum sv_wqe_state {
 	SV_WQE_SENT, /* all requests sent, awaiting responses */
 	SV_WQE_DONE, /* complete (successful) */
 	SV_WQE_ERROR, /* the requester found a local error */
+	SV_WQE_CHAN, /* in the peer's message channel (chanpath.c) */
 };
 
 /* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
@@ -227,6 +236,19 @@ struct sv_qp_engine {
 	bool state_dirty; /* qp->attr.qp_state lags state */
 	bool comm_est; /* IBV_EVENT_COMM_EST raised */
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+
+	/* message channels with a same-host peer (chanpath.c) */
+	struct {
+		struct sv_chan_rx rx; /* ours, the peer sends into it */
+		struct sv_chan_tx tx; /* the peer's, we send into it */
+		struct sv_chan *own; /* our channel (rx.ch once open) */
+		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		uint32_t tries; /* attach attempts */
+		uint64_t acked; /* the ack line as last seen */
+		uint64_t stall_since; /* ns: acked has not moved since */
+		bool listed; /* on sv_engine.chans */
+		struct list_node node;
+	} chan;
 
 	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
 	struct {
@@ -347,6 +369,18 @@ struct sv_engine {
 	uint64_t rng; /* SOFTVERBS_LOSS */
 
 	struct list_head shm_peers; /* struct sv_shm_peer (shmpath.c) */
+	struct list_head chans; /* QPs with a message channel (chanpath.c) */
+	/* What a busy poll watches without the lock besides the quiet
+	 * socket's ring (set_quiet): words of our own segment, each busy
+	 * when equal (a channel's next slot) or unequal (an ack line) to
+	 * its value.  nwatch > SV_WATCH_MAX: too many, take the lock. */
+#define SV_WATCH_MAX 4
+	struct {
+		_Atomic(const _Atomic uint64_t *) w;
+		_Atomic uint64_t v;
+		_Atomic bool busy_if_eq;
+	} watch[SV_WATCH_MAX];
+	_Atomic unsigned int nwatch;
 	bool in_thread; /* the progress thread runs this pass */
 };
 
@@ -535,6 +569,28 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe,
 #define SV_QE_PUBTAB(qe) ((qe)->shm ? (qe)->shm->pubtab : NULL)
 void sv_direct_qp_publish(struct sv_qp_engine *qe);
 void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
+
+/* chanpath.c: small SENDs of an RC QP through a message channel in the
+ * same-host peer's segment (link/chan.h, docs/fastpath.md layer 3). */
+enum sv_chan_r {
+	SV_CHAN_NO, /* the packet path sends it */
+	SV_CHAN_SENT, /* in the channel */
+	SV_CHAN_WAIT, /* channel full, or WQEs before it still in it */
+};
+void sv_chan_engine_init(struct sv_engine *eng);
+void sv_chan_qp_state(struct sv_qp_engine *qe);
+void sv_chan_qp_destroyed(struct sv_qp_engine *qe);
+enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe);
+/* Must a WQE of the packet path wait for the channel to drain first? */
+static inline bool sv_chan_busy(const struct sv_qp_engine *qe)
+{
+	return qe->chan.outstanding != 0;
+}
+void sv_chan_poll(struct sv_engine *eng);
+bool sv_chan_idle(struct sv_engine *eng);
+void sv_chan_watch(struct sv_engine *eng);
+bool sv_chan_watched_idle(struct sv_engine *eng);
+bool sv_chan_need_watchdog(struct sv_engine *eng);
 
 /* mcast.c: receive on the multicast socket (each pass), join groups on
  * interfaces that came up (address monitor), release at close. */

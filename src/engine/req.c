@@ -506,6 +506,25 @@ void sv_req_run(struct sv_qp_engine *qe)
 		uint64_t cost = 1 + wqe->length / 65536;
 		bool done;
 
+		/* Already in the peer's message channel (a rewind). */
+		if (wqe->state == SV_WQE_CHAN) {
+			qe->req.idx++;
+			continue;
+		}
+		/* A same-host peer: small SENDs through its message channel
+		 * (chanpath.c), and nothing else until they are acked. */
+		if (wqe->state == SV_WQE_PENDING && qe->shm && budget) {
+			enum sv_chan_r c = sv_chan_send(qe, wqe);
+
+			if (c == SV_CHAN_WAIT)
+				break;
+			if (c == SV_CHAN_SENT) {
+				budget--;
+				continue;
+			}
+			if (sv_chan_busy(qe))
+				break;
+		}
 		/* A same-host peer: WRITE/READ with one copy and no packet,
 		 * completed here (direct.c); else the packets below. */
 		if (wqe->state == SV_WQE_PENDING && pubtab && budget) {

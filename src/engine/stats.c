@@ -77,7 +77,7 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 static const char *const wqe_state_names[] = {
 	[SV_WQE_PENDING] = "PENDING", [SV_WQE_ACTIVE] = "ACTIVE",
 	[SV_WQE_SENT] = "SENT",	      [SV_WQE_DONE] = "DONE",
-	[SV_WQE_ERROR] = "ERROR",
+	[SV_WQE_ERROR] = "ERROR",     [SV_WQE_CHAN] = "CHAN",
 };
 
 static void wqe_dump(struct sv_qp_engine *qe, const char *what, uint32_t idx,
@@ -92,7 +92,7 @@ static void wqe_dump(struct sv_qp_engine *qe, const char *what, uint32_t idx,
 		"    %s wqe %u: op %u %s psn %u..%u len %" PRIu64
 		" sent %" PRIu64 " read_done %" PRIu64 "\n",
 		what, idx, w->opcode,
-		w->state <= SV_WQE_ERROR ? wqe_state_names[w->state] : "?",
+		w->state <= SV_WQE_CHAN ? wqe_state_names[w->state] : "?",
 		w->first_psn, w->last_psn, w->length, w->sent, w->read_done);
 }
 

@@ -30,10 +30,14 @@
 #include <sys/types.h>
 
 #include "engine/wire.h"
+#include "link/chan.h"
 #include "util/list.h"
 
 #define SV_SHM_DIR "/dev/shm/softverbs"
 #define SV_SHM_SLOTS 1024u /* power of two */
+/* Message channels after the slots, one per QP slot of the socket
+ * (link/chan.h; the QPN's low byte names it). */
+#define SV_SHM_CHANS 256u
 
 /* One slot: its sequence word and the packet, on whole cache lines.  The
  * word holds (Vyukov sequence - slot index), so a fresh, zeroed segment
@@ -63,6 +67,12 @@ struct sv_shm_hdr {
 	_Alignas(64) _Atomic uint32_t sleeping; /* owner's thread waits */
 	_Alignas(64) struct sv_shm_slot slot[];
 };
+
+/* Channel i of a segment (i < SV_SHM_CHANS). */
+static inline struct sv_chan *sv_shm_chan(struct sv_shm_hdr *h, uint32_t i)
+{
+	return (struct sv_chan *)(void *)&h->slot[SV_SHM_SLOTS] + i;
+}
 
 /* Our inbound ring. */
 struct sv_shm_ring {

@@ -1,0 +1,582 @@
+/*
+ * Message channels in the engine (docs/fastpath.md, layer 3; the channel
+ * itself is link/chan.h).
+ *
+ * Between two RC QPs attached to each other through the shm link, a SEND
+ * of up to SV_CHAN_MAX_MSG bytes needs none of the packet machinery: the
+ * requester writes it into the channel the peer QP owns (one cache line
+ * for up to 40 bytes), the peer's engine places it into the next receive
+ * WQE and writes how far it got into our ack line, and our engine
+ * completes the WQE when the ack passes it.  That is a SEND's whole
+ * protocol on a lossless, ordered, same-host link; what IBA specifies for
+ * RC SENDs still holds:
+ *
+ * - Order.  A SEND goes into the channel only when everything before it
+ *   in the send queue is in the channel too (nothing outstanding on the
+ *   packet path: no PSN unacknowledged, no READ/atomic pending), and a
+ *   WQE of the packet path starts only when the channel has been drained
+ *   and acknowledged (sv_chan_busy in req.c).  So the responder sees
+ *   every message of the QP in send-queue order, from either path, and
+ *   the completions follow send-queue order through the completer.
+ * - Completion means acknowledged: a WQE completes when the peer's engine
+ *   has placed it (or found the error that a NAK would have carried).
+ * - RNR: a message finding no receive WQE waits in the channel until one
+ *   is posted.  That is what a requester with rnr_retry 7 (retry forever)
+ *   sees, so only such QPs use channels; others keep the packet path and
+ *   its RNR_RETRY_EXC.
+ * - A peer that stops consuming (killed, stopped, its QP in ERR): after
+ *   the time the packet path would spend on its retries (timeout x
+ *   (retry_cnt + 1)) the oldest WQE completes with RETRY_EXC_ERR and the
+ *   QP goes to ERR.  An infinite timeout (0) waits forever, as IBA says.
+ * - Receive errors are the responder's: a message longer than the WQE is
+ *   LOC_LEN_ERR there and REM_INV_REQ_ERR here, a bad lkey in the WQE is
+ *   LOC_PROT_ERR there and REM_OP_ERR here, a full CQ is LOC_QP_OP_ERR
+ *   there and REM_OP_ERR here; both QPs go to ERR.
+ *
+ * The channel carries no PSN: like the one-copy WRITEs (direct.c) a WQE
+ * sent through it takes an empty PSN range at req.psn, and the
+ * responder's expected PSN stays the requester's next one.
+ *
+ * Not through channels: SEND_WITH_INV (the peer's windows), UC (no ACK
+ * to give the completion its meaning is needed, but UC's loss semantics
+ * would change), XRC (the target's SRQ is per message), UD, a receiving
+ * QP on an SRQ.
+ *
+ * Wake-ups reuse the shm link's: a producer that published a message, or
+ * a consumer that acknowledged, sends the doorbell if the other side's
+ * progress thread sleeps (its ring's sleeping word); a thread about to
+ * sleep re-checks its channels after setting the word.
+ */
+#include "engine/internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "util/log.h"
+#include "verbs/verbs.h"
+
+/* Attach attempts of a QP whose peer's channel was not open yet (its
+ * first request must raise COMM_EST, or it is on an SRQ...). */
+#define SV_CHAN_TRY_EVERY 64
+#define SV_CHAN_RX_BUDGET 64
+
+void sv_chan_engine_init(struct sv_engine *eng)
+{
+	list_head_init(&eng->chans);
+	atomic_init(&eng->nwatch, 0);
+}
+
+static struct sv_chan *own_chan(struct sv_qp_engine *qe)
+{
+	struct sv_shm_hdr *h = qe->sock->ring.hdr;
+
+	return h ? sv_shm_chan(h, qe->qpn & 0xff) : NULL;
+}
+
+/* The peer's channel for our QP: where we send, and where, as the
+ * peer's consumer, we acknowledge. */
+static struct sv_chan *peer_chan(struct sv_qp_engine *qe)
+{
+	return sv_shm_chan(qe->shm->hdr, qe->dest_qpn & 0xff);
+}
+
+static void list_update(struct sv_qp_engine *qe)
+{
+	bool want = qe->chan.rx.ch || qe->chan.tx.ch || qe->chan.outstanding;
+
+	if (want && !qe->chan.listed) {
+		list_add_tail(&qe->eng->chans, &qe->chan.node);
+		qe->chan.listed = true;
+	} else if (!want && qe->chan.listed) {
+		list_del(&qe->chan.node);
+		qe->chan.listed = false;
+	}
+	atomic_store(&qe->eng->quiet, NULL); /* watch list changes */
+}
+
+/* ---- our channel (receive side) ------------------------------------------ */
+
+static void rx_open(struct sv_qp_engine *qe)
+{
+	struct sv_chan *ch = own_chan(qe);
+	uint32_t gen;
+
+	atomic_store(&ch->open, 0);
+	gen = atomic_load(&ch->gen) + 1;
+	if (!gen)
+		gen = 1;
+	atomic_store(&ch->gen, gen);
+	atomic_store(&ch->qpn, qe->qpn);
+	atomic_store(&ch->peer_qpn, qe->dest_qpn);
+	atomic_store(&ch->head, 0);
+	qe->chan.rx.ch = ch;
+	qe->chan.rx.gen = gen;
+	qe->chan.rx.head = 0;
+	/* Open last: a producer reads open (acquire), then the rest. */
+	atomic_store_explicit(&ch->open, 1, memory_order_release);
+}
+
+static void rx_close(struct sv_qp_engine *qe)
+{
+	struct sv_chan *ch = qe->chan.rx.ch;
+
+	atomic_store(&ch->open, 0);
+	atomic_fetch_add(&ch->gen, 1);
+	qe->chan.rx.ch = NULL;
+}
+
+static bool rx_state_ok(int st)
+{
+	return st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD ||
+	       st == IBV_QPS_SQE;
+}
+
+void sv_chan_qp_state(struct sv_qp_engine *qe)
+{
+	int st = atomic_load(&qe->state);
+	bool rx_ok = qe->qp->type == IBV_QPT_RC && !qe->qp->srq && qe->shm &&
+		     qe->sock->ring.hdr && rx_state_ok(st);
+
+	if (rx_ok && !qe->chan.rx.ch)
+		rx_open(qe);
+	else if (!rx_ok && qe->chan.rx.ch)
+		rx_close(qe);
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
+		qe->chan.tx.ch = NULL; /* nothing new goes in */
+	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET)
+		qe->chan.outstanding = 0; /* flushed, or gone with the queue */
+	if (st == IBV_QPS_RESET)
+		qe->chan.tries = 0;
+	list_update(qe);
+}
+
+void sv_chan_qp_destroyed(struct sv_qp_engine *qe)
+{
+	if (qe->chan.rx.ch)
+		rx_close(qe);
+	qe->chan.tx.ch = NULL;
+	qe->chan.outstanding = 0;
+	list_update(qe);
+}
+
+/* The other side's progress thread sleeps: ring its doorbell.  No fence
+ * between our publication and the load of its word (a fence costs a
+ * whole cache-line transfer per message): a thread that set the word just
+ * as we looked may miss our message, so a thread with channels naps first
+ * (SV_CHAN_NAP_NS) and looks again before it sleeps for good (engine.c). */
+static void poke(struct sv_qp_engine *qe)
+{
+	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;
+
+	if (atomic_load_explicit(sl, memory_order_relaxed) &&
+	    atomic_exchange(sl, 0)) {
+		SV_STAT(qe->eng, shm_wakeups);
+		if (sendto(qe->sock->udp.fd, NULL, 0, MSG_DONTWAIT,
+			   (const struct sockaddr *)&qe->peer,
+			   sizeof(qe->peer)) < 0)
+			sv_dbg("chan: doorbell: %s", strerror(errno));
+	}
+}
+
+/* Tell the sender how far we are (and what failed, if anything). */
+static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
+{
+	struct sv_chan *pc = peer_chan(qe);
+
+	if (nak) {
+		atomic_store_explicit(&pc->nak_pos, qe->chan.rx.head,
+				      memory_order_relaxed);
+		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
+	}
+	atomic_store_explicit(&pc->ack, qe->chan.rx.head,
+			      memory_order_release);
+	/* (The last message may have moved the QP to ERR, which closed
+	 * the channel.) */
+	if (qe->chan.rx.ch)
+		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
+				      memory_order_relaxed);
+	poke(qe);
+}
+
+static void comm_est(struct sv_qp_engine *qe)
+{
+	struct ibv_async_event ev = {
+		.element.qp = &qe->qp->qpx.qp_base,
+		.event_type = IBV_EVENT_COMM_EST,
+	};
+
+	qe->comm_est = true;
+	sv_direct_qp_publish(qe);
+	sv_async_post(qe->qp->ctx, &ev);
+}
+
+/* Place one message into the receive WQE taken; 0, or the status to
+ * report to the sender. */
+static uint32_t place(struct sv_qp_engine *qe, const struct sv_chan_msg *m)
+{
+	struct ibv_wc wc;
+	enum sv_sgl_err e = SV_SGL_OK;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qe->resp.wqe->wr_id;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = qe->qpn;
+	wc.src_qp = qe->dest_qpn;
+	if (m->len > qe->resp.wqe_len)
+		e = SV_SGL_LEN;
+	else if (m->len)
+		e = sv_sgl_copy(qe->qp->pd, qe->resp.wqe->sge,
+				qe->resp.wqe->num_sge, 0, (uint8_t *)m->data,
+				m->len, true);
+	qe->resp.have_wqe = false;
+	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
+	SV_STAT(qe->eng, rdma_sends);
+	if (e != SV_SGL_OK) {
+		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
+		SV_STAT(qe->eng, resp_inv_req);
+		wc.status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
+					      IBV_WC_LOC_PROT_ERR;
+		wc.vendor_err = wc.status;
+		sv_push_recv_cqe(qe, &wc, false);
+		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+		return e == SV_SGL_LEN ? IBV_WC_REM_INV_REQ_ERR :
+					 IBV_WC_REM_OP_ERR;
+	}
+	wc.status = IBV_WC_SUCCESS;
+	wc.byte_len = m->len;
+	if (m->flags & SV_CHAN_F_IMM) {
+		wc.imm_data = m->imm;
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	SV_STAT(qe->eng, rdma_recvs);
+	SV_STAT(qe->eng, chan_recvs);
+	if (sv_push_recv_cqe(qe, &wc, (m->flags & SV_CHAN_F_SE) != 0)) {
+		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
+		return IBV_WC_REM_OP_ERR;
+	}
+	return 0;
+}
+
+static void rx_run(struct sv_qp_engine *qe)
+{
+	int st = atomic_load(&qe->state);
+	struct sv_chan_msg m;
+	unsigned int n = 0;
+	uint32_t nak = 0;
+	bool bad = false;
+
+	if (!rx_state_ok(st))
+		return;
+	/* A message of the packet path is being received: it came first. */
+	if (qe->resp.in_msg || qe->resp.have_wqe)
+		return;
+	while (n < SV_CHAN_RX_BUDGET && sv_chan_peek(&qe->chan.rx, &m, &bad)) {
+		if (!sv_rq_get(qe))
+			break; /* waits for a receive (rnr_retry 7) */
+		if (st == IBV_QPS_RTR && !qe->comm_est)
+			comm_est(qe);
+		nak = place(qe, &m);
+		sv_chan_consumed(&qe->chan.rx, &m);
+		n++;
+		if (nak)
+			break;
+	}
+	if (n)
+		rx_ack(qe, nak);
+	if (bad) {
+		/* A producer that writes what it must not: the channel is
+		 * closed (its messages time out on its side). */
+		SV_STAT(qe->eng, chan_broken);
+		sv_dbg("chan: qp 0x%06x: malformed message, channel closed",
+		       qe->qpn);
+		rx_close(qe);
+	}
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		sv_work_add(qe, SV_WORK_FLUSH);
+}
+
+/* ---- the peer's channel (send side) ---------------------------------------- */
+
+static bool tx_attach(struct sv_qp_engine *qe)
+{
+	struct sv_chan *pc, *own = own_chan(qe);
+	uint32_t gen;
+
+	if (qe->qp->type != IBV_QPT_RC || !qe->shm || !own ||
+	    qe->rnr_retry != 7)
+		return false;
+	pc = peer_chan(qe);
+	if (!atomic_load_explicit(&pc->open, memory_order_acquire))
+		return false;
+	gen = atomic_load(&pc->gen);
+	if (atomic_load(&pc->qpn) != qe->dest_qpn ||
+	    atomic_load(&pc->peer_qpn) != qe->qpn)
+		return false;
+	qe->chan.tx.ch = pc;
+	qe->chan.tx.own = own;
+	qe->chan.tx.gen = gen;
+	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
+	qe->chan.acked = qe->chan.tx.tail;
+	atomic_store(&own->nak, 0);
+	atomic_store(&own->ack, qe->chan.tx.tail);
+	qe->chan.stall_since = 0;
+	list_update(qe);
+	return true;
+}
+
+enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
+{
+	struct sv_chan_tx *t = &qe->chan.tx;
+	uint32_t len = (uint32_t)wqe->length, flags = 0;
+	uint8_t *dst;
+
+	if ((wqe->opcode != IBV_WR_SEND &&
+	     wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
+	    wqe->length > SV_CHAN_MAX_MSG ||
+	    atomic_load(&qe->state) != IBV_QPS_RTS)
+		return SV_CHAN_NO;
+	if (!t->ch && (qe->chan.tries++ % SV_CHAN_TRY_EVERY || !tx_attach(qe)))
+		return SV_CHAN_NO;
+	/* Everything before it is in the channel, nothing on packets. */
+	if (qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
+	    qe->req.psn != qe->req.max_psn ||
+	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
+		return SV_CHAN_NO;
+	if (atomic_load_explicit(&t->ch->gen, memory_order_relaxed) != t->gen ||
+	    !atomic_load_explicit(&t->ch->open, memory_order_relaxed)) {
+		/* The peer closed it (ERR, RESET, destroyed): packets now,
+		 * once what is in it is acknowledged or timed out. */
+		t->ch = NULL;
+		list_update(qe);
+		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
+	}
+	dst = sv_chan_reserve(t, len);
+	if (!dst)
+		return SV_CHAN_WAIT; /* full: acks make room and kick us */
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		sv_dma_copy(dst, wqe->inline_data, len);
+	} else if (len ? sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0,
+				     dst, len, false) :
+			 sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,
+					 0)) {
+		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
+	}
+	if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
+		flags |= SV_CHAN_F_IMM;
+	if (wqe->send_flags & IBV_SEND_SOLICITED)
+		flags |= SV_CHAN_F_SE;
+	wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
+	/* No PSN: an empty range at req.psn (as direct.c's). */
+	wqe->first_psn = qe->req.psn;
+	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
+	wqe->sent = len;
+	wqe->state = SV_WQE_CHAN;
+	qe->req.idx++;
+	if (!qe->chan.outstanding++) {
+		qe->chan.stall_since = 0;
+		/* A thread asleep for good would not run the watchdog. */
+		if (atomic_load_explicit(&qe->eng->sleep_until,
+					 memory_order_relaxed) == UINT64_MAX)
+			sv_timer_note(qe->eng,
+				      sv_now_ns() + SV_CHAN_WATCH_NS);
+	}
+	SV_STAT(qe->eng, chan_sends);
+	poke(qe);
+	return SV_CHAN_SENT;
+}
+
+static void tx_retire(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	const struct sv_chan *own = qe->chan.tx.own;
+	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
+	uint32_t nak, idx;
+	uint64_t nak_pos;
+	int st = atomic_load(&qe->state);
+
+	if (a == qe->chan.acked)
+		return;
+	/* Never beyond what we wrote: a broken peer is ignored. */
+	if (a - qe->chan.acked > qe->chan.tx.tail - qe->chan.acked)
+		return;
+	qe->chan.acked = a;
+	qe->chan.stall_since = 0;
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
+		return;
+	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);
+	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
+	/* Only what a responder reports (a peer's word is not trusted). */
+	if (nak && nak != IBV_WC_REM_INV_REQ_ERR)
+		nak = IBV_WC_REM_OP_ERR;
+	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
+
+		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
+			break;
+		qe->chan.outstanding--;
+		if (nak && w->chan_end == nak_pos) {
+			SV_STAT(qe->eng, nak_rcvd);
+			w->state = SV_WQE_ERROR;
+			w->status = nak;
+			break;
+		}
+		w->state = SV_WQE_DONE;
+	}
+	sv_comp_retire(qe);
+	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
+		qe->chan.outstanding = 0;
+		sv_work_add(qe, SV_WORK_FLUSH);
+	} else if (qe->req.idx != sv_sq_tail(qe) || st == IBV_QPS_SQD) {
+		/* Room in the channel, or the packet path may go on (or
+		 * SQD is drained now: sv_qp_run tells). */
+		sv_work_add(qe, SV_WORK_REQ);
+	}
+}
+
+/* The peer consumes nothing any more: fail the oldest WQE as the packet
+ * path fails it when its retries run out. */
+static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
+{
+	uint64_t t = qe->comp.timeout_ns, limit;
+	struct sv_send_wqe *w;
+
+	if (!t)
+		return; /* IBA: an infinite timeout */
+	if (!qe->chan.stall_since) {
+		qe->chan.stall_since = now;
+		return;
+	}
+	if (t < SV_MIN_TIMEOUT_NS)
+		t = SV_MIN_TIMEOUT_NS;
+	limit = t * (qe->retry_cnt + 1u);
+	if (now - qe->chan.stall_since < limit)
+		return;
+	w = sv_wq_at(&qe->qp->sq, qe->comp.idx);
+	if (w->state != SV_WQE_CHAN)
+		return;
+	SV_STAT(qe->eng, retry_exceeded_err);
+	sv_dbg("chan: qp 0x%06x: no ack for %llu ms, retry exceeded", qe->qpn,
+	       (unsigned long long)((now - qe->chan.stall_since) / 1000000));
+	w->state = SV_WQE_ERROR;
+	w->status = IBV_WC_RETRY_EXC_ERR;
+	qe->chan.outstanding = 0;
+	sv_comp_retire(qe);
+	sv_work_add(qe, SV_WORK_FLUSH);
+}
+
+/* ---- the engine's passes ------------------------------------------------- */
+
+void sv_chan_poll(struct sv_engine *eng)
+{
+	struct list_node *it, *tmp;
+
+	list_for_each_safe (&eng->chans, it, tmp) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, chan.node);
+
+		if (qe->chan.rx.ch)
+			rx_run(qe);
+		if (qe->chan.outstanding)
+			tx_retire(qe);
+		if (qe->chan.outstanding && eng->now_ok)
+			tx_watchdog(qe, eng->now);
+		if (!qe->chan.tx.ch && !qe->chan.rx.ch &&
+		    !qe->chan.outstanding)
+			list_update(qe);
+	}
+}
+
+/* Under the lock, before the thread sleeps (after the sleeping words are
+ * set): anything a peer published that a pass would take? */
+bool sv_chan_idle(struct sv_engine *eng)
+{
+	struct list_node *it;
+
+	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, chan.node);
+
+		if (qe->chan.rx.ch && rx_state_ok(atomic_load(&qe->state)) &&
+		    sv_chan_pending(&qe->chan.rx))
+			return false;
+		if (qe->chan.outstanding &&
+		    atomic_load(&qe->chan.tx.own->ack) != qe->chan.acked)
+			return false;
+	}
+	return true;
+}
+
+bool sv_chan_need_watchdog(struct sv_engine *eng)
+{
+	struct list_node *it;
+
+	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next)
+		if (list_entry(it, struct sv_qp_engine, chan.node)
+			    ->chan.outstanding)
+			return true;
+	return false;
+}
+
+static void watch_set(struct sv_engine *eng, unsigned int i,
+		      const _Atomic uint64_t *w, uint64_t v, bool eq)
+{
+	atomic_store_explicit(&eng->watch[i].w, w, memory_order_relaxed);
+	atomic_store_explicit(&eng->watch[i].v, v, memory_order_relaxed);
+	atomic_store_explicit(&eng->watch[i].busy_if_eq, eq,
+			      memory_order_relaxed);
+}
+
+/* After a pass (set_quiet): the words a lock-free busy poll compares.
+ * Only words of our own segments (which live as long as the engine's
+ * sockets), never a peer's mapping. */
+void sv_chan_watch(struct sv_engine *eng)
+{
+	struct list_node *it;
+	unsigned int n = 0;
+
+	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, chan.node);
+		struct sv_chan_rx *r = &qe->chan.rx;
+
+		if (r->ch && n < SV_WATCH_MAX)
+			watch_set(eng, n,
+				  &r->ch->slot[(uint32_t)r->head &
+					       (SV_CHAN_SLOTS - 1)]
+					   .seq,
+				  sv_chan_seq(r->gen, r->head), true);
+		if (r->ch)
+			n++;
+		if (qe->chan.outstanding && n < SV_WATCH_MAX)
+			watch_set(eng, n, &qe->chan.tx.own->ack,
+				  qe->chan.acked, false);
+		if (qe->chan.outstanding)
+			n++;
+	}
+	atomic_store_explicit(&eng->nwatch, n, memory_order_relaxed);
+}
+
+/* Lock-free: false when a watched word says a pass has work (or there
+ * are too many to watch). */
+bool sv_chan_watched_idle(struct sv_engine *eng)
+{
+	unsigned int n = atomic_load_explicit(&eng->nwatch,
+					      memory_order_relaxed),
+		     i;
+
+	if (n > SV_WATCH_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		const _Atomic uint64_t *w = atomic_load_explicit(
+			&eng->watch[i].w, memory_order_relaxed);
+		uint64_t v = atomic_load_explicit(&eng->watch[i].v,
+						  memory_order_relaxed);
+		bool eq = atomic_load_explicit(&eng->watch[i].busy_if_eq,
+					       memory_order_relaxed);
+
+		if ((atomic_load_explicit(w, memory_order_relaxed) == v) == eq)
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,214 @@
+/*
+ * Message channels (layer 3 of the one-host fast path, docs/fastpath.md):
+ * a single-producer / single-consumer ring of small messages from one RC
+ * QP to its same-host peer, living in the receiving socket's shm segment
+ * (link/shm.h), one channel per QP slot of the socket.  A SEND crosses it
+ * as one or a few cache lines, with no packet headers, PSNs or ACKs: the
+ * consumer's head is the acknowledgement.
+ *
+ * Layout of a channel: an owner line (generation, open flag, the QPN the
+ * channel belongs to and the QPN it is connected to), a consumer line (the
+ * head: slots consumed) and SV_CHAN_SLOTS slots of 64 bytes.  A message is
+ * a header slot followed by continuation slots; its payload is contiguous
+ * from the header slot's data[] on (a message never wraps: a pad message
+ * fills the ring's end instead).  The producer writes the payload and the
+ * header, then publishes the header's sequence word with a release store;
+ * the word is (generation << 32 | low 32 bits of position + 1), so slots
+ * left from an earlier generation or round are never taken for new ones.
+ *
+ * Only the owner (the receiving QP's engine) writes the owner line and its
+ * head; only the producer writes slots; the consumer acknowledges in the
+ * producer's own channel (its ack line).  Neither trusts the other: the
+ * consumer bounds every length it reads, the producer bounds the ack.
+ */
+#ifndef SV_LINK_CHAN_H
+#define SV_LINK_CHAN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SV_CHAN_SLOTS 256u /* power of two */
+#define SV_CHAN_SLOT 64u
+#define SV_CHAN_HDR 24u /* header bytes of the first slot */
+/* The largest payload a channel carries; longer SENDs take packets. */
+#define SV_CHAN_MAX_MSG 1024u
+
+enum sv_chan_flags {
+	SV_CHAN_F_IMM = 1u << 0, /* imm is valid */
+	SV_CHAN_F_SE = 1u << 1, /* solicited event */
+	SV_CHAN_F_PAD = 1u << 2, /* filler up to the ring's end */
+};
+
+struct sv_chan_slot {
+	_Atomic uint64_t seq;
+	uint32_t len; /* payload bytes */
+	uint32_t nslots; /* slots the message occupies, this one included */
+	uint32_t flags;
+	uint32_t imm; /* network order */
+	uint8_t data[SV_CHAN_SLOT - SV_CHAN_HDR];
+};
+
+struct sv_chan {
+	/* owner line: written by the owner when the channel opens/closes */
+	_Alignas(64) _Atomic uint32_t gen;
+	_Atomic uint32_t open;
+	_Atomic uint32_t qpn;
+	_Atomic uint32_t peer_qpn;
+	/* the owner's head (slots consumed): where a producer starts */
+	_Alignas(64) _Atomic uint64_t head;
+	/* ack line, written by the PEER's engine: how far it consumed what
+	 * this channel's QP sent into the peer's channel, and the error it
+	 * found in the message ending at nak_pos (0: none).  It lives here,
+	 * in the sender's own segment, so that a sender waiting for its
+	 * completions only ever reads its own memory. */
+	_Alignas(64) _Atomic uint64_t ack;
+	_Atomic uint64_t nak_pos;
+	_Atomic uint32_t nak; /* enum ibv_wc_status for the sender, 0 none */
+	_Alignas(64) struct sv_chan_slot slot[SV_CHAN_SLOTS];
+};
+
+static inline uint64_t sv_chan_seq(uint32_t gen, uint64_t pos)
+{
+	return ((uint64_t)gen << 32) | (uint32_t)(pos + 1);
+}
+
+static inline uint32_t sv_chan_nslots(uint32_t len)
+{
+	return len <= SV_CHAN_SLOT - SV_CHAN_HDR ?
+		       1 :
+		       1 + (len - (SV_CHAN_SLOT - SV_CHAN_HDR) + SV_CHAN_SLOT -
+			    1) / SV_CHAN_SLOT;
+}
+
+/* ---- producer ---------------------------------------------------------- */
+
+struct sv_chan_tx {
+	struct sv_chan *ch; /* the peer's channel; NULL: not attached */
+	const struct sv_chan *own; /* ours: its ack line */
+	uint32_t gen;
+	uint64_t tail; /* next position to write */
+	uint64_t head; /* the peer's ack as last read */
+};
+
+/* Room for a message of len bytes at the tail (with the pad it may need);
+ * the payload's address, or NULL when the ring is full or the channel is
+ * no longer the one attached to. */
+static inline uint8_t *sv_chan_reserve(struct sv_chan_tx *t, uint32_t len)
+{
+	uint32_t n = sv_chan_nslots(len);
+	uint32_t at = (uint32_t)t->tail & (SV_CHAN_SLOTS - 1);
+	uint32_t pad = at + n > SV_CHAN_SLOTS ? SV_CHAN_SLOTS - at : 0;
+
+	if (t->tail + pad + n - t->head > SV_CHAN_SLOTS) {
+		uint64_t h = atomic_load_explicit(&t->own->ack,
+						  memory_order_acquire);
+
+		/* A head beyond what we wrote is a broken peer: full. */
+		if (h - t->head > t->tail - t->head)
+			return NULL;
+		t->head = h;
+		if (t->tail + pad + n - t->head > SV_CHAN_SLOTS)
+			return NULL;
+	}
+	if (atomic_load_explicit(&t->ch->gen, memory_order_relaxed) != t->gen ||
+	    !atomic_load_explicit(&t->ch->open, memory_order_relaxed))
+		return NULL;
+	if (pad) {
+		struct sv_chan_slot *s = &t->ch->slot[at];
+
+		s->len = 0;
+		s->nslots = pad;
+		s->flags = SV_CHAN_F_PAD;
+		atomic_store_explicit(&s->seq, sv_chan_seq(t->gen, t->tail),
+				      memory_order_release);
+		t->tail += pad;
+		at = 0;
+	}
+	return t->ch->slot[at].data;
+}
+
+/* Publish the message reserved last; returns its end position (the head
+ * at which it is consumed). */
+static inline uint64_t sv_chan_commit(struct sv_chan_tx *t, uint32_t len,
+				      uint32_t flags, uint32_t imm)
+{
+	struct sv_chan_slot *s = &t->ch->slot[t->tail & (SV_CHAN_SLOTS - 1)];
+	uint32_t n = sv_chan_nslots(len);
+
+	s->len = len;
+	s->nslots = n;
+	s->flags = flags;
+	s->imm = imm;
+	atomic_store_explicit(&s->seq, sv_chan_seq(t->gen, t->tail),
+			      memory_order_release);
+	t->tail += n;
+	return t->tail;
+}
+
+/* ---- consumer ---------------------------------------------------------- */
+
+struct sv_chan_rx {
+	struct sv_chan *ch; /* NULL: no channel */
+	uint32_t gen;
+	uint64_t head; /* next position to consume */
+};
+
+/* A message as the consumer read it once (the producer may be hostile and
+ * rewrite the slot meanwhile: only these copies are trusted). */
+struct sv_chan_msg {
+	const uint8_t *data;
+	uint32_t len, nslots, flags, imm;
+};
+
+/* The message at the head (pads skipped): true and *m, or false.  Its len
+ * and nslots are bounded; a broken producer's are refused (*bad set: the
+ * channel is unusable). */
+static inline bool sv_chan_peek(struct sv_chan_rx *r, struct sv_chan_msg *m,
+				bool *bad)
+{
+	for (;;) {
+		uint32_t at = (uint32_t)r->head & (SV_CHAN_SLOTS - 1);
+		const struct sv_chan_slot *s = &r->ch->slot[at];
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) !=
+		    sv_chan_seq(r->gen, r->head))
+			return false;
+		m->nslots = s->nslots;
+		m->len = s->len;
+		m->flags = s->flags;
+		m->imm = s->imm;
+		m->data = s->data;
+		if (!m->nslots || m->nslots > SV_CHAN_SLOTS - at ||
+		    (!(m->flags & SV_CHAN_F_PAD) &&
+		     (m->len > SV_CHAN_MAX_MSG ||
+		      sv_chan_nslots(m->len) != m->nslots))) {
+			*bad = true;
+			return false;
+		}
+		if (!(m->flags & SV_CHAN_F_PAD))
+			return true;
+		r->head += m->nslots;
+	}
+}
+
+/* Is there something at the head (a pad counts)?  One load. */
+static inline bool sv_chan_pending(const struct sv_chan_rx *r)
+{
+	const struct sv_chan_slot *s =
+		&r->ch->slot[(uint32_t)r->head & (SV_CHAN_SLOTS - 1)];
+
+	return atomic_load_explicit(&s->seq, memory_order_relaxed) ==
+	       sv_chan_seq(r->gen, r->head);
+}
+
+/* The message peeked is consumed (the caller tells the producer, through
+ * its ack line, once per batch). */
+static inline void sv_chan_consumed(struct sv_chan_rx *r,
+				    const struct sv_chan_msg *m)
+{
+	r->head += m->nslots;
+}
+
+#endif
