@@ -92,7 +92,10 @@ static void list_update(struct sv_qp_engine *qe)
 		list_del(&qe->chan.node);
 		qe->chan.listed = false;
 	}
-	atomic_store(&qe->eng->quiet, NULL); /* watch list changes */
+	/* What busy polls watch changes: they take the lock until the
+	 * next pass has set it. */
+	qe->eng->watch_dirty = true;
+	atomic_store(&qe->eng->quiet, NULL);
 }
 
 /* ---- our channel (receive side) ------------------------------------------ */
@@ -282,8 +285,10 @@ static void rx_run(struct sv_qp_engine *qe)
 		if (nak)
 			break;
 	}
-	if (n)
+	if (n) {
 		rx_ack(qe, nak);
+		qe->eng->watch_dirty = true; /* the next slot to watch */
+	}
 	if (bad) {
 		/* A producer that writes what it must not: the channel is
 		 * closed (its messages time out on its side). */
@@ -375,6 +380,9 @@ enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	qe->req.idx++;
 	if (!qe->chan.outstanding++) {
 		qe->chan.stall_since = 0;
+		/* Busy polls must now watch our ack line. */
+		qe->eng->watch_dirty = true;
+		atomic_store(&qe->eng->quiet, NULL);
 		/* A thread asleep for good would not run the watchdog. */
 		if (atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
@@ -402,6 +410,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 		return;
 	qe->chan.acked = a;
 	qe->chan.stall_since = 0;
+	qe->eng->watch_dirty = true;
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		return;
 	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);
@@ -461,6 +470,7 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	w->state = SV_WQE_ERROR;
 	w->status = IBV_WC_RETRY_EXC_ERR;
 	qe->chan.outstanding = 0;
+	qe->eng->watch_dirty = true;
 	sv_comp_retire(qe);
 	sv_work_add(qe, SV_WORK_FLUSH);
 }

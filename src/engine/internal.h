@@ -381,6 +381,7 @@ struct sv_engine {
 		_Atomic bool busy_if_eq;
 	} watch[SV_WATCH_MAX];
 	_Atomic unsigned int nwatch;
+	bool watch_dirty; /* what to watch changed since set_quiet */
 	bool in_thread; /* the progress thread runs this pass */
 };
 
