@@ -67,6 +67,18 @@ void sv_chan_engine_init(struct sv_engine *eng)
 	atomic_init(&eng->nwatch, 0);
 }
 
+static void tx_retire(struct sv_qp_engine *qe);
+
+/* Channel SENDs not yet retired (engine lock). */
+static bool tx_pending(struct sv_qp_engine *qe)
+{
+	if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+		return atomic_load_explicit(&qe->qp->sq.tail,
+					    memory_order_relaxed) !=
+		       qe->comp.idx;
+	return qe->chan.outstanding != 0;
+}
+
 static struct sv_chan *own_chan(struct sv_qp_engine *qe)
 {
 	struct sv_shm_hdr *h = qe->sock->ring.hdr;
@@ -168,13 +180,14 @@ void sv_chan_qp_destroyed(struct sv_qp_engine *qe)
  * whole cache-line transfer per message): a thread that set the word just
  * as we looked may miss our message, so a thread with channels naps first
  * (SV_CHAN_NAP_NS) and looks again before it sleeps for good (engine.c). */
-static void poke(struct sv_qp_engine *qe)
+static void poke(struct sv_qp_engine *qe, bool locked)
 {
 	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;
 
 	if (atomic_load_explicit(sl, memory_order_relaxed) &&
 	    atomic_exchange(sl, 0)) {
-		SV_STAT(qe->eng, shm_wakeups);
+		if (locked) /* (the counters are the engine lock's) */
+			SV_STAT(qe->eng, shm_wakeups);
 		if (sendto(qe->sock->udp.fd, NULL, 0, MSG_DONTWAIT,
 			   (const struct sockaddr *)&qe->peer,
 			   sizeof(qe->peer)) < 0)
@@ -199,7 +212,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	if (qe->chan.rx.ch)
 		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
 				      memory_order_relaxed);
-	poke(qe);
+	poke(qe, true);
 }
 
 static void comm_est(struct sv_qp_engine *qe)
@@ -330,6 +343,217 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	return true;
 }
 
+/* ---- lean mode: post_send drives the channel ------------------------------- */
+
+/*
+ * Once a QP's send queue holds nothing but channel SENDs, the requester
+ * has nothing left to decide for the next ones: they go into the channel
+ * in order, as posted.  So the QP enters lean mode and post_send writes
+ * them there itself, under sq_lock (sv_engine_post_lean): no engine lock,
+ * no pass, no WQE built and re-read.  The engine still retires them (the
+ * ack line, under its lock: comp.idx is the cursor) and watches for
+ * stalls.  Anything else leaves lean mode first, under both locks, and
+ * gives the engine back consistent cursors (req.idx past the channel
+ * WQEs, outstanding their number): a WR the channel does not take, a full
+ * channel, a modify_qp, an error, a NAK, the watchdog.
+ */
+
+static bool wqe_signaled(const struct sv_qp *qp, const struct sv_send_wqe *w)
+{
+	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+}
+
+static void lean_count(struct sv_qp_engine *qe)
+{
+	uint64_t n = atomic_load_explicit(&qe->chan.lean_sends,
+					  memory_order_relaxed);
+
+	qe->eng->stats.chan_sends += n - qe->chan.lean_counted;
+	qe->chan.lean_counted = n;
+}
+
+/* Engine lock and sq_lock held. */
+static void lean_leave_locked(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	uint32_t tail = atomic_load(&qp->sq.tail), idx = qe->comp.idx;
+
+	while (idx != tail &&
+	       ((struct sv_send_wqe *)sv_wq_at(&qp->sq, idx))->state ==
+		       SV_WQE_CHAN)
+		idx++;
+	qe->req.idx = idx;
+	qe->chan.outstanding = idx - qe->comp.idx;
+	atomic_store(&qe->chan.lean, false);
+	lean_count(qe);
+	qe->eng->watch_dirty = true;
+	atomic_store(&qe->eng->quiet, NULL);
+}
+
+void sv_chan_lean_leave(struct sv_qp_engine *qe)
+{
+	if (!atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&qe->qp->sq_lock);
+	lean_leave_locked(qe);
+	pthread_mutex_unlock(&qe->qp->sq_lock);
+}
+
+/* After a channel SEND, engine lock held: is the queue all channel? */
+static void lean_enter(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+
+	if (qe->req.idx != sv_sq_tail(qe) ||
+	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
+	    atomic_load(&qe->state) != IBV_QPS_RTS ||
+	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&qp->sq_lock);
+	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
+		qe->chan.lean_psn = qe->req.psn;
+		atomic_store(&qe->chan.lean, true);
+		qe->eng->watch_dirty = true;
+		atomic_store(&qe->eng->quiet, NULL);
+	}
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+/* Lean mode's post: sq_lock held, room in the queue checked. */
+static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
+		      uint32_t len)
+{
+	struct sv_qp *qp = qe->qp;
+	struct sv_chan_tx *t = &qe->chan.tx;
+	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_relaxed);
+	struct sv_send_wqe *w;
+	uint32_t flags = 0;
+	uint64_t end;
+	uint8_t *dst;
+	bool idle;
+
+	if ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+	    len > SV_CHAN_MAX_MSG ||
+	    atomic_load_explicit(&qe->state, memory_order_acquire) !=
+		    IBV_QPS_RTS)
+		return false;
+	dst = sv_chan_reserve(t, len);
+	if (!dst)
+		return false; /* full or closed: the engine waits or decides */
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *d = dst;
+		int i;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			sv_dma_copy(d, (void *)(uintptr_t)wr->sg_list[i].addr,
+				    wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+		}
+	} else if (len ? sv_sgl_copy(qp->pd, wr->sg_list,
+				     (uint32_t)wr->num_sge, 0, dst, len,
+				     false) :
+			 sv_sgl_validate(qp->pd, wr->sg_list,
+					 (uint32_t)wr->num_sge, 0)) {
+		return false; /* the packet path reports LOC_PROT_ERR */
+	}
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+		flags |= SV_CHAN_F_IMM;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		flags |= SV_CHAN_F_SE;
+	idle = sv_wq_used(&qp->sq) == 0;
+	end = sv_chan_commit(t, len, flags,
+			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
+								  0);
+	/* The WQE as the engine retires or flushes it. */
+	w = sv_wq_at(&qp->sq, tail);
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = (uint32_t)wr->send_flags & ~(uint32_t)IBV_SEND_INLINE;
+	w->imm_data = wr->imm_data;
+	w->num_sge = 0;
+	w->length = len;
+	w->invalidate_rkey = 0;
+	w->xrc_srqn = 0;
+	w->first_psn = qe->chan.lean_psn;
+	w->last_psn = sv_psn_add(qe->chan.lean_psn, SV_PSN_MASK);
+	w->sent = len;
+	w->status = 0;
+	w->atomic_result = 0;
+	w->read_done = 0;
+	w->chan_end = end;
+	w->state = SV_WQE_CHAN;
+	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);
+	atomic_fetch_add_explicit(&qe->chan.lean_sends, 1,
+				  memory_order_relaxed);
+	poke(qe, false);
+	/* A thread asleep for good would not run the watchdog. */
+	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
+					 memory_order_relaxed) == UINT64_MAX)
+		sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
+	return true;
+}
+
+bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 uint64_t len)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng;
+
+	if (!qe || !atomic_load_explicit(&qe->chan.lean, memory_order_acquire))
+		return false;
+	if (lean_post(qe, wr, (uint32_t)(len > SV_CHAN_MAX_MSG ?
+						 SV_CHAN_MAX_MSG + 1 :
+						 len)))
+		return true;
+	/* Back to the engine, which needs its lock to take over (lock
+	 * order: engine, then sq_lock). */
+	eng = qe->eng;
+	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_lock(&eng->lock);
+	pthread_mutex_lock(&qp->sq_lock);
+	if (atomic_load(&qe->chan.lean))
+		lean_leave_locked(qe);
+	pthread_mutex_unlock(&eng->lock);
+	return false;
+}
+
+/* Lean mode's retirement, engine lock held (no sq_lock: the WQEs below
+ * the tail are written, and post_send only writes at the tail). */
+static void lean_retire(struct sv_qp_engine *qe)
+{
+	struct sv_qp *qp = qe->qp;
+	const struct sv_chan *own = qe->chan.tx.own;
+	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
+	uint32_t tail;
+
+	lean_count(qe);
+	if (a == qe->chan.acked)
+		return;
+	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
+	if (atomic_load_explicit(&own->nak, memory_order_relaxed)) {
+		/* The engine's retirement reports it. */
+		sv_chan_lean_leave(qe);
+		tx_retire(qe);
+		return;
+	}
+	qe->chan.acked = a;
+	qe->chan.stall_since = 0;
+	qe->eng->watch_dirty = true;
+	while (qe->comp.idx != tail) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
+
+		if ((int64_t)(a - w->chan_end) < 0)
+			break;
+		w->state = SV_WQE_DONE;
+		if (!wqe_signaled(qp, w)) {
+			qe->comp.idx++;
+			continue;
+		}
+		if (sv_complete_send(qe, IBV_WC_SUCCESS))
+			return; /* CQ overrun: the QP left lean mode for ERR */
+	}
+}
+
 enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
 	struct sv_chan_tx *t = &qe->chan.tx;
@@ -390,7 +614,8 @@ enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 				      sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
 	SV_STAT(qe->eng, chan_sends);
-	poke(qe);
+	poke(qe, true);
+	lean_enter(qe);
 	return SV_CHAN_SENT;
 }
 
@@ -461,6 +686,9 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	limit = t * (qe->retry_cnt + 1u);
 	if (now - qe->chan.stall_since < limit)
 		return;
+	sv_chan_lean_leave(qe); /* the engine's cursors from here */
+	if (!qe->chan.outstanding)
+		return;
 	w = sv_wq_at(&qe->qp->sq, qe->comp.idx);
 	if (w->state != SV_WQE_CHAN)
 		return;
@@ -487,9 +715,11 @@ void sv_chan_poll(struct sv_engine *eng)
 
 		if (qe->chan.rx.ch)
 			rx_run(qe);
-		if (qe->chan.outstanding)
+		if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+			lean_retire(qe);
+		else if (qe->chan.outstanding)
 			tx_retire(qe);
-		if (qe->chan.outstanding && eng->now_ok)
+		if (eng->now_ok && tx_pending(qe))
 			tx_watchdog(qe, eng->now);
 		if (!qe->chan.tx.ch && !qe->chan.rx.ch &&
 		    !qe->chan.outstanding)
@@ -510,7 +740,9 @@ bool sv_chan_idle(struct sv_engine *eng)
 		if (qe->chan.rx.ch && rx_state_ok(atomic_load(&qe->state)) &&
 		    sv_chan_pending(&qe->chan.rx))
 			return false;
-		if (qe->chan.outstanding &&
+		if ((qe->chan.outstanding ||
+		     atomic_load_explicit(&qe->chan.lean,
+					  memory_order_relaxed)) &&
 		    atomic_load(&qe->chan.tx.own->ack) != qe->chan.acked)
 			return false;
 	}
@@ -522,8 +754,7 @@ bool sv_chan_need_watchdog(struct sv_engine *eng)
 	struct list_node *it;
 
 	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next)
-		if (list_entry(it, struct sv_qp_engine, chan.node)
-			    ->chan.outstanding)
+		if (tx_pending(list_entry(it, struct sv_qp_engine, chan.node)))
 			return true;
 	return false;
 }
@@ -558,11 +789,15 @@ void sv_chan_watch(struct sv_engine *eng)
 				  sv_chan_seq(r->gen, r->head), true);
 		if (r->ch)
 			n++;
-		if (qe->chan.outstanding && n < SV_WATCH_MAX)
-			watch_set(eng, n, &qe->chan.tx.own->ack,
-				  qe->chan.acked, false);
-		if (qe->chan.outstanding)
+		/* (A lean QP's posts do not pass here: watch it always.) */
+		if (qe->chan.outstanding ||
+		    atomic_load_explicit(&qe->chan.lean,
+					 memory_order_relaxed)) {
+			if (n < SV_WATCH_MAX)
+				watch_set(eng, n, &qe->chan.tx.own->ack,
+					  qe->chan.acked, false);
 			n++;
+		}
 	}
 	atomic_store_explicit(&eng->nwatch, n, memory_order_relaxed);
 }

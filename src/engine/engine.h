@@ -40,6 +40,13 @@ void sv_engine_install_ops(struct sv_context *ctx);
  * the engine inline when its lock is free, else rings the doorbell. */
 void sv_engine_kick(struct sv_qp *qp);
 
+/* Called by post_send for each valid WR, with sq_lock held and room in
+ * the queue: true when the WR went into the peer's message channel at
+ * once (the QP is in the channel's lean mode, chanpath.c); false: post it
+ * as usual (the QP has left lean mode if it was in it). */
+bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 uint64_t len);
+
 /* Counters of a context's engine, printable (SOFTVERBS_STATS=1 prints
  * them at ibv_close_device), and a one-line dump per QP. */
 void sv_engine_stats_dump(struct sv_context *ctx, FILE *f);

@@ -152,6 +152,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		fprintf(stderr, "softverbs: destroying ");
 		sv_qp_dump(qe, stderr);
 	}
+	sv_chan_lean_leave(qe);
 	/* Unreachable from the network first, then from the work lists. */
 	sv_direct_qp_unpublish(qe);
 	qe->sock->slot[qe->qpn & 0xff] = NULL;
@@ -288,6 +289,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 
 	pthread_mutex_lock(&eng->lock);
 	eng->now_ok = false;
+	sv_chan_lean_leave(qe); /* the engine's cursors from here */
 	/* Paths and queued work change here: busy polls take the lock
 	 * until the next pass has looked. */
 	atomic_store(&eng->quiet, NULL);
@@ -541,6 +543,7 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 {
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
+	sv_chan_lean_leave(qe); /* the engine's cursors from here */
 	atomic_store(&qe->state, IBV_QPS_ERR);
 	sv_direct_qp_publish(qe);
 	sv_chan_qp_state(qe);

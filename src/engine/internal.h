@@ -243,6 +243,15 @@ struct sv_qp_engine {
 		struct sv_chan_tx tx; /* the peer's, we send into it */
 		struct sv_chan *own; /* our channel (rx.ch once open) */
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		/* Lean mode: post_send writes SENDs into the channel itself,
+		 * under sq_lock, without the engine; the engine's req.idx
+		 * and outstanding are stale meanwhile (comp.idx is the
+		 * retire cursor, moved under both locks).  Changed under
+		 * both the engine lock and sq_lock. */
+		_Atomic bool lean;
+		uint32_t lean_psn; /* req.psn when it began */
+		_Atomic uint64_t lean_sends; /* counted into stats later */
+		uint64_t lean_counted;
 		uint32_t tries; /* attach attempts */
 		uint64_t acked; /* the ack line as last seen */
 		uint64_t stall_since; /* ns: acked has not moved since */
@@ -579,6 +588,7 @@ enum sv_chan_r {
 	SV_CHAN_WAIT, /* channel full, or WQEs before it still in it */
 };
 void sv_chan_engine_init(struct sv_engine *eng);
+void sv_chan_lean_leave(struct sv_qp_engine *qe);
 void sv_chan_qp_state(struct sv_qp_engine *qe);
 void sv_chan_qp_destroyed(struct sv_qp_engine *qe);
 enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe);
