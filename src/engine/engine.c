@@ -430,7 +430,8 @@ void sv_engine_close(struct sv_context *ctx)
 
 /* ---- entry points from the verbs layer ---------------------------------------- */
 
-void sv_engine_poll_hint(struct sv_context *ctx)
+static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
+		     struct ibv_wc *wc, int max)
 {
 	struct sv_engine *eng = ctx->engine;
 	struct sv_sock *q;
@@ -438,7 +439,7 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 	bool more, timers;
 
 	if (!eng)
-		return;
+		return 0;
 	/* The busy poller's usual case, nothing arrived: no lock, no
 	 * clock, no store another thread reads. */
 	n = atomic_load_explicit(&eng->busy_passes, memory_order_relaxed);
@@ -448,14 +449,30 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 	    ring_idle(q) && sv_chan_watched_idle(eng)) {
 		atomic_store_explicit(&eng->busy_passes, n + 1,
 				      memory_order_relaxed);
-		return;
+		return 0;
 	}
 	if (list_empty(&eng->socks))
-		return;
+		return 0;
 	if (pthread_mutex_trylock(&eng->lock)) {
 		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
 				      memory_order_relaxed);
-		return; /* someone is making progress right now */
+		return 0; /* someone is making progress right now */
+	}
+	/* Completions straight into the poller's array: only while the
+	 * ring is empty (nothing of the QP is before them), the CQ is not
+	 * armed (an event is owed for a completion entering it) and keeps
+	 * no timestamps.  Another thread arming it meanwhile sees these
+	 * completions as taken before its request. */
+	if (cq && !list_empty(&eng->chans) && !cq->ts) {
+		pthread_mutex_lock(&cq->lock);
+		if (cq->tail == cq->head && cq->armed == SV_CQ_ARM_NONE &&
+		    !cq->overrun) {
+			eng->sink.cq = cq;
+			eng->sink.wc = wc;
+			eng->sink.max = max;
+			eng->sink.n = 0;
+		}
+		pthread_mutex_unlock(&cq->lock);
 	}
 	/* A busy poller reads the clock (timers, the hint the thread
 	 * watches) every SV_HINT_EVERY passes, or when the pass needs it
@@ -472,10 +489,27 @@ void sv_engine_poll_hint(struct sv_context *ctx)
 				      memory_order_relaxed);
 	eng->now_ok = false;
 	more = !list_empty(&eng->work);
+	n = (unsigned int)eng->sink.n;
+	eng->sink.cq = NULL;
+	eng->sink.n = 0;
 	pthread_mutex_unlock(&eng->lock);
 	if (more)
 		bell_ring(eng);
+	return (int)n;
 }
+
+void sv_engine_poll_hint(struct sv_context *ctx)
+{
+	poll_hint(ctx, NULL, NULL, 0);
+}
+
+int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
+			   struct ibv_wc *wc, int max)
+{
+	return poll_hint(ctx, cq, wc, max);
+}
+
+
 
 static void kick_list_add(struct sv_engine *eng, struct sv_qp_engine *qe)
 {

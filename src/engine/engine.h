@@ -54,6 +54,12 @@ void sv_engine_stats_dump(struct sv_context *ctx, FILE *f);
 /* Called by poll_cq when the CQ looks empty: lets a busy-polling thread
  * make progress itself instead of waiting for the progress thread. */
 void sv_engine_poll_hint(struct sv_context *ctx);
+/* The same from ibv_poll_cq on cq, whose ring the caller found empty:
+ * receive completions this pass produces for cq may be written straight
+ * into wc[0..max) instead of going through the ring.  Returns how many
+ * were. */
+int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
+			   struct ibv_wc *wc, int max);
 
 /* UD (ud.c): the largest UD message the port carries (its active MTU,
  * in bytes), for the post-time check. */

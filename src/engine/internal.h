@@ -391,6 +391,13 @@ struct sv_engine {
 	} watch[SV_WATCH_MAX];
 	_Atomic unsigned int nwatch;
 	bool watch_dirty; /* what to watch changed since set_quiet */
+	/* A poller's wc array for this pass (sv_engine_poll_hint_cq): a
+	 * channel's receive completions for sink.cq go there directly. */
+	struct {
+		struct sv_cq *cq;
+		struct ibv_wc *wc;
+		int max, n;
+	} sink;
 	bool in_thread; /* the progress thread runs this pass */
 };
 

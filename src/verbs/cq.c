@@ -354,8 +354,11 @@ static int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (n)
 		return n;
 	/* Empty: a busy-polling thread drives progress itself rather than
-	 * wait for the progress thread, then looks once more. */
-	sv_engine_poll_hint(cq->ctx);
+	 * wait for the progress thread (receiving straight into wc what it
+	 * can), then looks once more. */
+	n = sv_engine_poll_hint_cq(cq->ctx, cq, wc, num_entries);
+	if (n)
+		return n;
 	return cq_pop(cq, num_entries, wc);
 }
 
