@@ -556,15 +556,19 @@ static void lean_retire(struct sv_qp_engine *qe)
 		tx_retire(qe);
 		return;
 	}
-	qe->chan.acked = a;
-	qe->chan.stall_since = 0;
-	qe->eng->watch_dirty = true;
+	/* The ack may cover a message whose WQE post_send has not
+	 * published yet (it publishes the message first): acked moves only
+	 * as far as the WQEs retired, so that the ack is looked at again
+	 * (busy polls keep seeing it move) until that WQE is there. */
 	while (qe->comp.idx != tail) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
 
 		if ((int64_t)(a - w->chan_end) < 0)
 			break;
 		w->state = SV_WQE_DONE;
+		qe->chan.acked = w->chan_end;
+		qe->chan.stall_since = 0;
+		qe->eng->watch_dirty = true;
 		if (!wqe_signaled(qp, w)) {
 			qe->comp.idx++;
 			continue;
