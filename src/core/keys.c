@@ -5,8 +5,8 @@
  * Keys are drawn from getrandom(2), lkey and rkey independently, never 0
  * and unique within their table, so a remote peer cannot derive a valid
  * rkey from one it has seen.  Both tables are open-addressing hash tables
- * (linear probing, backward-shift deletion) behind one reader/writer
- * lock (tab lock, below): lookups share it, publish/unpublish take it
+ * (linear probing, backward-shift deletion) behind one read-mostly lock
+ * (tab_lock, below): lookups share it, publish/unpublish take it
  * exclusively.
  *
  * Lifetime: a lookup returns the MR with mr->refs raised; unpublish marks
@@ -17,6 +17,7 @@
 #include "core/mr.h"
 
 #include "core/pubtab.h"
+#include "util/readlock.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -39,51 +40,38 @@ struct key_table {
 /* wtab: memory windows by key index (rkey >> 8, bit 23 always set). */
 static struct key_table ltab, rtab, wtab;
 /*
- * The tables' lock: readers (every key lookup of the data path) pay one
- * atomic increment and one decrement, nothing else; writers (register,
- * deregister, windows) serialise on a mutex, raise `writer`, and wait for
- * the readers to leave.  Writer-preferring: a reader that sees `writer`
- * steps back and waits, so a stream of lookups (some held across a small
- * copy, sv_mr_read_lock) cannot starve a registration.  Both sides use
- * sequentially consistent operations (a reader's increment then load of
- * `writer`, a writer's store of `writer` then load of `readers`), so
- * either the reader sees the writer or the writer sees the reader.  No
- * reader ever takes it twice, and no one blocks while holding it except
- * for the other side's short sections, so waiting by yielding is enough.
+ * The tables' lock (util/readlock.h): every key lookup of the data path
+ * reads, on both sides of every message; register, deregister and the
+ * windows write.  Readers announce themselves with a plain store, so a
+ * lookup adds no locked instruction to a SEND; writers pay a membarrier.
+ * No reader takes it twice, and no one blocks while holding it except for
+ * the other side's short sections.
  */
-static _Atomic uint32_t tab_readers;
-static _Atomic bool tab_writer;
-static pthread_mutex_t tab_wmutex = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_readlock tab_lock;
+
+__attribute__((constructor)) static void keys_init(void)
+{
+	sv_readlock_init(&tab_lock);
+}
 
 static void rd_lock(void)
 {
-	for (;;) {
-		atomic_fetch_add(&tab_readers, 1);
-		if (!atomic_load(&tab_writer))
-			return;
-		atomic_fetch_sub(&tab_readers, 1);
-		while (atomic_load(&tab_writer))
-			sched_yield();
-	}
+	sv_read_lock(&tab_lock);
 }
 
 static void rd_unlock(void)
 {
-	atomic_fetch_sub_explicit(&tab_readers, 1, memory_order_release);
+	sv_read_unlock(&tab_lock);
 }
 
 static void wr_lock(void)
 {
-	pthread_mutex_lock(&tab_wmutex);
-	atomic_store(&tab_writer, true);
-	while (atomic_load(&tab_readers))
-		sched_yield();
+	sv_write_lock(&tab_lock);
 }
 
 static void wr_unlock(void)
 {
-	atomic_store(&tab_writer, false);
-	pthread_mutex_unlock(&tab_wmutex);
+	sv_write_unlock(&tab_lock);
 }
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */

@@ -1,0 +1,118 @@
+/* The read-mostly lock's slow paths: records, writers, the mode (readlock.h). */
+#include "util/readlock.h"
+
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define SV_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SV_TSAN 1
+#endif
+#endif
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+/* membarrier's private expedited barrier, registered for this process. */
+static bool asym_available(void)
+{
+#ifdef SV_TSAN
+	return false;
+#else
+	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+	    !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+		return false;
+	return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+
+static void rec_release(void *p)
+{
+	struct sv_readlock_rec *r = p;
+
+	atomic_store(&r->active, 0);
+	atomic_store(&r->in_use, false);
+}
+
+void sv_readlock_init(struct sv_readlock *l)
+{
+	atomic_init(&l->writer, false);
+	atomic_init(&l->readers, 0);
+	atomic_init(&l->recs, NULL);
+	pthread_mutex_init(&l->wmutex, NULL);
+	pthread_mutex_init(&l->reg, NULL);
+	l->asym = pthread_key_create(&l->key, rec_release) == 0 &&
+		  asym_available();
+	sv_dbg("readlock: readers %s",
+	       l->asym ? "announce with plain stores (membarrier)" :
+			 "use a shared counter (no membarrier)");
+}
+
+/* The thread's first read: a record of a thread gone, or a new one. */
+struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l)
+{
+	struct sv_readlock_rec *r;
+
+	pthread_mutex_lock(&l->reg);
+	for (r = atomic_load(&l->recs); r; r = r->next)
+		if (!atomic_load(&r->in_use))
+			break;
+	if (!r) {
+		r = aligned_alloc(64, sizeof(*r));
+		if (!r)
+			abort(); /* 64 bytes once per thread */
+		atomic_init(&r->active, 0);
+		r->next = atomic_load(&l->recs);
+		atomic_store(&l->recs, r); /* writers walk it without reg */
+	}
+	atomic_store(&r->in_use, true);
+	pthread_mutex_unlock(&l->reg);
+	pthread_setspecific(l->key, r);
+	return r;
+}
+
+/* A reader met a writer: wait for it to finish. */
+void sv_readlock_read_slow(struct sv_readlock *l, struct sv_readlock_rec *r)
+{
+	(void)r;
+	while (atomic_load(&l->writer))
+		sched_yield();
+}
+
+void sv_write_lock(struct sv_readlock *l)
+{
+	struct sv_readlock_rec *r;
+
+	pthread_mutex_lock(&l->wmutex);
+	atomic_store(&l->writer, true);
+	if (!l->asym) {
+		while (atomic_load(&l->readers))
+			sched_yield();
+		return;
+	}
+	/* Every running thread passes a full barrier: a reader's flag
+	 * raised before it is visible below; a reader raising it after
+	 * sees `writer`.  It cannot fail once registered. */
+	if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		abort();
+	for (r = atomic_load(&l->recs); r; r = r->next)
+		while (atomic_load_explicit(&r->active, memory_order_acquire))
+			sched_yield();
+}
+
+void sv_write_unlock(struct sv_readlock *l)
+{
+	atomic_store_explicit(&l->writer, false, memory_order_release);
+	pthread_mutex_unlock(&l->wmutex);
+}
