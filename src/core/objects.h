@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 
 #include "util/list.h"
+#include "util/spin.h"
 
 struct sv_engine;
 struct sv_qp_engine;
@@ -283,8 +284,8 @@ struct sv_qp {
 	enum ibv_qp_type type;
 	bool sq_sig_all;
 
-	pthread_mutex_t sq_lock;
-	pthread_mutex_t rq_lock;
+	sv_spin_t sq_lock;
+	sv_spin_t rq_lock;
 	struct sv_wq sq;
 	struct sv_wq rq;
 	struct ibv_qp_cap cap;
