@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/mr.h"
 #include "util/log.h"
 #include "verbs/verbs.h"
 
@@ -60,6 +61,10 @@
  * first request must raise COMM_EST, or it is on an SRQ...). */
 #define SV_CHAN_TRY_EVERY 64
 #define SV_CHAN_RX_BUDGET 64
+/* A receiver that stops with messages still waiting (its budget, or the
+ * poller's array, is full) acknowledges at least this often (slots): each
+ * acknowledgement is a store to a line the sender's core reads. */
+#define SV_CHAN_ACK_EVERY 64
 
 void sv_chan_engine_init(struct sv_engine *eng)
 {
@@ -207,6 +212,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	}
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head,
 			      memory_order_release);
+	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
 	if (qe->chan.rx.ch)
@@ -262,9 +268,9 @@ static uint32_t place(struct sv_qp_engine *qe, const struct sv_chan_msg *m)
 	if (m->len > qe->resp.wqe_len)
 		e = SV_SGL_LEN;
 	else if (m->len)
-		e = sv_sgl_copy(qe->qp->pd, qe->resp.wqe->sge,
-				qe->resp.wqe->num_sge, 0, (uint8_t *)m->data,
-				m->len, true);
+		e = sv_sgl_copy_locked(qe->qp->pd, qe->resp.wqe->sge,
+				       qe->resp.wqe->num_sge, (uint8_t *)m->data,
+				       m->len, true);
 	qe->resp.have_wqe = false;
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	SV_STAT(qe->eng, rdma_sends);
@@ -294,20 +300,41 @@ static uint32_t place(struct sv_qp_engine *qe, const struct sv_chan_msg *m)
 	return 0;
 }
 
+/* How many messages this pass may take: the poller's array, when the
+ * completions go there, bounds it (beyond it each would go through the
+ * CQ ring and its lock; the poller comes back for them). */
+static unsigned int rx_budget(const struct sv_qp_engine *qe)
+{
+	const struct sv_engine *eng = qe->eng;
+
+	if (eng->sink.cq == qe->qp->rcq && eng->sink.n < eng->sink.max &&
+	    eng->sink.max - eng->sink.n < SV_CHAN_RX_BUDGET)
+		return (unsigned int)(eng->sink.max - eng->sink.n);
+	return SV_CHAN_RX_BUDGET;
+}
+
 static void rx_run(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
+	unsigned int n = 0, budget;
 	struct sv_chan_msg m;
-	unsigned int n = 0;
 	uint32_t nak = 0;
-	bool bad = false;
+	bool bad = false, more = false;
 
 	if (!rx_state_ok(st))
 		return;
 	/* A message of the packet path is being received: it came first. */
 	if (qe->resp.in_msg || qe->resp.have_wqe)
 		return;
-	while (n < SV_CHAN_RX_BUDGET && sv_chan_peek(&qe->chan.rx, &m, &bad)) {
+	budget = rx_budget(qe);
+	sv_mr_read_lock(); /* once for the batch (place's copies) */
+	for (;;) {
+		if (n == budget) {
+			more = sv_chan_pending(&qe->chan.rx);
+			break;
+		}
+		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
+			break;
 		if (!sv_rq_get(qe))
 			break; /* waits for a receive (rnr_retry 7) */
 		if (st == IBV_QPS_RTR && !qe->comm_est)
@@ -318,10 +345,16 @@ static void rx_run(struct sv_qp_engine *qe)
 		if (nak)
 			break;
 	}
-	if (n) {
+	sv_mr_read_unlock();
+	/* Acknowledge now unless more messages are ready and the next pass
+	 * comes for them anyway: a sender waiting for a completion, or for
+	 * room, is never left without one while we wait for something. */
+	if (qe->chan.rx.head != qe->chan.rx_acked &&
+	    (!more || nak ||
+	     qe->chan.rx.head - qe->chan.rx_acked >= SV_CHAN_ACK_EVERY))
 		rx_ack(qe, nak);
+	if (n)
 		qe->eng->watch_dirty = true; /* the next slot to watch */
-	}
 	if (bad) {
 		/* A producer that writes what it must not: the channel is
 		 * closed (its messages time out on its side). */
@@ -414,9 +447,9 @@ void sv_chan_lean_leave(struct sv_qp_engine *qe)
 {
 	if (!atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&qe->qp->sq_lock);
+	sv_spin_lock(&qe->qp->sq_lock);
 	lean_leave_locked(qe);
-	pthread_mutex_unlock(&qe->qp->sq_lock);
+	sv_spin_unlock(&qe->qp->sq_lock);
 }
 
 /* After a channel SEND, engine lock held: is the queue all channel? */
@@ -429,14 +462,14 @@ static void lean_enter(struct sv_qp_engine *qe)
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
 	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&qp->sq_lock);
+	sv_spin_lock(&qp->sq_lock);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		qe->chan.lean_psn = qe->req.psn;
 		atomic_store(&qe->chan.lean, true);
 		qe->eng->watch_dirty = true;
 		atomic_store(&qe->eng->quiet, NULL);
 	}
-	pthread_mutex_unlock(&qp->sq_lock);
+	sv_spin_unlock(&qp->sq_lock);
 }
 
 /* Lean mode's post: sq_lock held, room in the queue checked. */
@@ -503,8 +536,12 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	w->chan_end = end;
 	w->state = SV_WQE_CHAN;
 	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);
-	atomic_fetch_add_explicit(&qe->chan.lean_sends, 1,
-				  memory_order_relaxed);
+	/* Only posters write it, under sq_lock: no locked RMW needed. */
+	atomic_store_explicit(&qe->chan.lean_sends,
+			      atomic_load_explicit(&qe->chan.lean_sends,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	sv_chan_prefetch_ahead(t);
 	poke(qe, false);
 	/* A thread asleep for good would not run the watchdog. */
 	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
@@ -528,9 +565,9 @@ bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	/* Back to the engine, which needs its lock to take over (lock
 	 * order: engine, then sq_lock). */
 	eng = qe->eng;
-	pthread_mutex_unlock(&qp->sq_lock);
+	sv_spin_unlock(&qp->sq_lock);
 	pthread_mutex_lock(&eng->lock);
-	pthread_mutex_lock(&qp->sq_lock);
+	sv_spin_lock(&qp->sq_lock);
 	if (atomic_load(&qe->chan.lean))
 		lean_leave_locked(qe);
 	pthread_mutex_unlock(&eng->lock);
@@ -762,7 +799,8 @@ bool sv_chan_idle(struct sv_engine *eng)
 			list_entry(it, struct sv_qp_engine, chan.node);
 
 		if (qe->chan.rx.ch && rx_state_ok(atomic_load(&qe->state)) &&
-		    sv_chan_pending(&qe->chan.rx))
+		    (sv_chan_pending(&qe->chan.rx) ||
+		     qe->chan.rx.head != qe->chan.rx_acked))
 			return false;
 		if ((qe->chan.outstanding ||
 		     atomic_load_explicit(&qe->chan.lean,

@@ -254,6 +254,7 @@ struct sv_qp_engine {
 		uint64_t lean_counted;
 		uint32_t tries; /* attach attempts */
 		uint64_t acked; /* the ack line as last seen */
+		uint64_t rx_acked; /* rx.head as last acknowledged */
 		uint64_t stall_since; /* ns: acked has not moved since */
 		bool listed; /* on sv_engine.chans */
 		struct list_node node;
@@ -563,6 +564,11 @@ enum sv_sgl_err { SV_SGL_OK = 0, SV_SGL_PROT, SV_SGL_LEN };
 enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
 			    uint32_t nsge, uint64_t offset, uint8_t *data,
 			    uint32_t len, bool to_sgl);
+/* The same, with the key table's read lock already held (sv_mr_read_lock:
+ * a batch of small copies takes it once). */
+enum sv_sgl_err sv_sgl_copy_locked(struct sv_pd *pd, const struct ibv_sge *sge,
+				   uint32_t nsge, uint8_t *data, uint32_t len,
+				   bool to_sgl);
 enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
 				uint32_t nsge, unsigned int access);
 

@@ -36,13 +36,13 @@ enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
  * waits for at most such a copy.  Longer ones reference each MR. */
 #define SV_SGL_LOCKED_MAX 65536
 
-enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
-			    uint32_t nsge, uint64_t offset, uint8_t *data,
-			    uint32_t len, bool to_sgl)
+/* The copy itself; `locked`: the caller holds the key table's read lock
+ * (no reference per MR), else each MR is referenced while copied. */
+static enum sv_sgl_err copy_sges(struct sv_pd *pd, const struct ibv_sge *sge,
+				 uint32_t nsge, uint64_t offset, uint8_t *data,
+				 uint32_t len, bool to_sgl, bool locked)
 {
 	unsigned int access = to_sgl ? IBV_ACCESS_LOCAL_WRITE : 0;
-	bool locked = len <= SV_SGL_LOCKED_MAX;
-	enum sv_sgl_err err = SV_SGL_OK;
 	uint32_t i = 0;
 
 	/* Skip whole SGEs before the offset. */
@@ -50,17 +50,13 @@ enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
 		offset -= sge[i].length;
 		i++;
 	}
-	if (locked)
-		sv_mr_read_lock();
 	while (len) {
 		struct sv_mr *mr;
 		uint32_t n;
 		uint8_t *p;
 
-		if (i >= nsge) {
-			err = SV_SGL_LEN;
-			break;
-		}
+		if (i >= nsge)
+			return SV_SGL_LEN;
 		n = sge[i].length - (uint32_t)offset;
 		if (n > len)
 			n = len;
@@ -70,8 +66,7 @@ enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
 		if (!p) {
 			if (mr && !locked)
 				sv_mr_put(mr);
-			err = SV_SGL_PROT;
-			break;
+			return SV_SGL_PROT;
 		}
 		if (to_sgl)
 			sv_dma_copy(p, data, n);
@@ -84,7 +79,27 @@ enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
 		offset = 0;
 		i++;
 	}
-	if (locked)
-		sv_mr_read_unlock();
+	return SV_SGL_OK;
+}
+
+enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
+			    uint32_t nsge, uint64_t offset, uint8_t *data,
+			    uint32_t len, bool to_sgl)
+{
+	enum sv_sgl_err err;
+
+	if (len > SV_SGL_LOCKED_MAX)
+		return copy_sges(pd, sge, nsge, offset, data, len, to_sgl,
+				 false);
+	sv_mr_read_lock();
+	err = copy_sges(pd, sge, nsge, offset, data, len, to_sgl, true);
+	sv_mr_read_unlock();
 	return err;
+}
+
+enum sv_sgl_err sv_sgl_copy_locked(struct sv_pd *pd, const struct ibv_sge *sge,
+				   uint32_t nsge, uint8_t *data, uint32_t len,
+				   bool to_sgl)
+{
+	return copy_sges(pd, sge, nsge, 0, data, len, to_sgl, true);
 }
