@@ -27,7 +27,7 @@
 #include <netinet/in.h>
 
 #include "util/list.h"
-#include "util/spin.h"
+#include "util/qlock.h"
 
 struct sv_engine;
 struct sv_qp_engine;
@@ -284,8 +284,8 @@ struct sv_qp {
 	enum ibv_qp_type type;
 	bool sq_sig_all;
 
-	sv_spin_t sq_lock;
-	sv_spin_t rq_lock;
+	sv_qlock_t sq_lock;
+	sv_qlock_t rq_lock;
 	struct sv_wq sq;
 	struct sv_wq rq;
 	struct ibv_qp_cap cap;

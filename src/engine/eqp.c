@@ -264,14 +264,14 @@ static void reset_queues(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 
-	sv_spin_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock);
 	atomic_store(&qp->sq.head, 0);
 	atomic_store(&qp->sq.tail, 0);
-	sv_spin_unlock(&qp->sq_lock);
-	sv_spin_lock(&qp->rq_lock);
+	sv_qlock_unlock(&qp->sq_lock);
+	sv_qlock_lock(&qp->rq_lock);
 	atomic_store(&qp->rq.head, 0);
 	atomic_store(&qp->rq.tail, 0);
-	sv_spin_unlock(&qp->rq_lock);
+	sv_qlock_unlock(&qp->rq_lock);
 	memset(&qe->req, 0, sizeof(qe->req));
 	memset(&qe->comp, 0, sizeof(qe->comp));
 	sv_resp_reset(qe);

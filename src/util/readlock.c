@@ -1,41 +1,11 @@
 /* The read-mostly lock's slow paths: records, writers, the mode (readlock.h). */
 #include "util/readlock.h"
 
-#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "util/log.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define SV_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SV_TSAN 1
-#endif
-#endif
-
-static int membarrier(int cmd)
-{
-	return (int)syscall(__NR_membarrier, cmd, 0, 0);
-}
-
-/* membarrier's private expedited barrier, registered for this process. */
-static bool asym_available(void)
-{
-#ifdef SV_TSAN
-	return false;
-#else
-	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
-
-	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
-	    !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
-		return false;
-	return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-#endif
-}
+#include "util/membarrier.h"
 
 static void rec_release(void *p)
 {
@@ -53,7 +23,7 @@ void sv_readlock_init(struct sv_readlock *l)
 	pthread_mutex_init(&l->wmutex, NULL);
 	pthread_mutex_init(&l->reg, NULL);
 	l->asym = pthread_key_create(&l->key, rec_release) == 0 &&
-		  asym_available();
+		  sv_membarrier_ok();
 	sv_dbg("readlock: readers %s",
 	       l->asym ? "announce with plain stores (membarrier)" :
 			 "use a shared counter (no membarrier)");
@@ -104,8 +74,7 @@ void sv_write_lock(struct sv_readlock *l)
 	/* Every running thread passes a full barrier: a reader's flag
 	 * raised before it is visible below; a reader raising it after
 	 * sees `writer`.  It cannot fail once registered. */
-	if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		abort();
+	sv_membarrier();
 	for (r = atomic_load(&l->recs); r; r = r->next)
 		while (atomic_load_explicit(&r->active, memory_order_acquire))
 			sched_yield();

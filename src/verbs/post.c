@@ -220,7 +220,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_wq *sq = &qp->sq;
 	int state, err = 0, posted = 0;
 
-	sv_spin_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock);
 	state = sv_engine_qp_state(qp);
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
 	    state == IBV_QPS_RTR) {
@@ -252,7 +252,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		posted++;
 	}
 out:
-	sv_spin_unlock(&qp->sq_lock);
+	sv_qlock_unlock(&qp->sq_lock);
 	if (err)
 		*bad_wr = wr;
 	if (posted)
@@ -297,7 +297,7 @@ static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &qp->rq;
 	int state, err = 0, posted = 0;
 
-	sv_spin_lock(&qp->rq_lock);
+	sv_qlock_lock(&qp->rq_lock);
 	state = sv_engine_qp_state(qp);
 	/* A QP on an SRQ has no receive queue of its own, nor has either
 	 * end of XRC (the target receives through XRC SRQs). */
@@ -331,7 +331,7 @@ static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		posted++;
 	}
 out:
-	sv_spin_unlock(&qp->rq_lock);
+	sv_qlock_unlock(&qp->rq_lock);
 	if (err)
 		*bad_wr = wr;
 	/* Only a QP in ERR has something to do with new receives: flush.

@@ -369,14 +369,14 @@ static void clean_cqs(struct sv_qp *qp)
  * completions; completions already in the CQs are dropped too. */
 static void qp_reset_queues(struct sv_qp *qp)
 {
-	sv_spin_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock);
 	atomic_store(&qp->sq.head, 0);
 	atomic_store(&qp->sq.tail, 0);
-	sv_spin_unlock(&qp->sq_lock);
-	sv_spin_lock(&qp->rq_lock);
+	sv_qlock_unlock(&qp->sq_lock);
+	sv_qlock_lock(&qp->rq_lock);
 	atomic_store(&qp->rq.head, 0);
 	atomic_store(&qp->rq.tail, 0);
-	sv_spin_unlock(&qp->rq_lock);
+	sv_qlock_unlock(&qp->rq_lock);
 	clean_cqs(qp);
 }
 
@@ -627,8 +627,8 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	qp->xrcd = tgt ? xrcd : NULL;
 	qp->type = ia->qp_type;
 	qp->sq_sig_all = ia->sq_sig_all != 0;
-	sv_spin_init(&qp->sq_lock);
-	sv_spin_init(&qp->rq_lock);
+	sv_qlock_init(&qp->sq_lock);
+	sv_qlock_init(&qp->rq_lock);
 	pthread_mutex_init(&qp->state_lock, NULL);
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;

@@ -165,8 +165,8 @@ static struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	ibqp->state = real->qpx.qp_base.state;
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);
-	sv_spin_init(&qp->sq_lock);
-	sv_spin_init(&qp->rq_lock);
+	sv_qlock_init(&qp->sq_lock);
+	sv_qlock_init(&qp->rq_lock);
 	pthread_mutex_init(&qp->state_lock, NULL);
 	qp->ctx = to_sv_ctx(context);
 	qp->type = IBV_QPT_XRC_RECV;
