@@ -233,71 +233,90 @@ static void comm_est(struct sv_qp_engine *qe)
 	sv_async_post(qe->qp->ctx, &ev);
 }
 
-/* A receive completion: into the poller's array when this pass has one
- * for the QP's CQ (engine.c poll_hint), else into the CQ. */
-static int recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
-		    bool solicited)
+/* Where a receive completion goes: the poller's array when this pass has
+ * one for the QP's CQ (engine.c poll_hint), as long as the CQ ring is
+ * still empty (a completion pushed there during this pass, an ACK's, came
+ * first and must be seen first); else NULL (the CQ ring). */
+static struct ibv_wc *sink_slot(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
-
 	struct sv_cq *cq = qe->qp->rcq;
 
-	/* Only while the ring is still empty: a completion pushed there
-	 * during this pass (an ACK's) came first and must be seen first. */
 	if (eng->sink.cq == cq && eng->sink.n < eng->sink.max &&
 	    __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
-		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
-		eng->sink.wc[eng->sink.n++] = *wc;
-		return 0;
-	}
-	return sv_push_recv_cqe(qe, wc, solicited);
+		    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
+		return &eng->sink.wc[eng->sink.n];
+	return NULL;
 }
 
-/* Place one message into the receive WQE taken; 0, or the status to
- * report to the sender. */
-static uint32_t place(struct sv_qp_engine *qe, const struct sv_chan_msg *m)
+/* Place one message into the receive WQE at the head of the QP's receive
+ * queue, read where it is (no copy of it: the head moves past it only
+ * when done, so the application cannot reuse its slot meanwhile).  False
+ * when no receive is posted (the message waits: rnr_retry 7); else *nak
+ * is 0 or the status to report to the sender. */
+static bool rx_place(struct sv_qp_engine *qe, const struct sv_chan_msg *m,
+		     uint32_t *nak)
 {
-	struct ibv_wc wc;
+	struct sv_qp *qp = qe->qp;
+	uint32_t head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
+	const struct sv_recv_wqe *w;
 	enum sv_sgl_err e = SV_SGL_OK;
+	struct ibv_wc *wc, local;
+	uint64_t room = 0;
+	uint32_t nsge, i;
 
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = qe->resp.wqe->wr_id;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = qe->qpn;
-	wc.src_qp = qe->dest_qpn;
-	if (m->len > qe->resp.wqe_len)
+	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
+		return false;
+	w = sv_wq_at(&qp->rq, head);
+	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
+	for (i = 0; i < nsge; i++)
+		room += w->sge[i].length;
+	if (m->len > room)
 		e = SV_SGL_LEN;
 	else if (m->len)
-		e = sv_sgl_copy_locked(qe->qp->pd, qe->resp.wqe->sge,
-				       qe->resp.wqe->num_sge, (uint8_t *)m->data,
+		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
 				       m->len, true);
-	qe->resp.have_wqe = false;
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	SV_STAT(qe->eng, rdma_sends);
+	wc = sink_slot(qe);
+	if (!wc || e != SV_SGL_OK)
+		wc = &local;
+	*wc = (struct ibv_wc){
+		.wr_id = w->wr_id,
+		.opcode = IBV_WC_RECV,
+		.qp_num = qe->qpn,
+		.src_qp = qe->dest_qpn,
+	};
+	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
+	*nak = 0;
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
 		SV_STAT(qe->eng, resp_inv_req);
-		wc.status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
-					      IBV_WC_LOC_PROT_ERR;
-		wc.vendor_err = wc.status;
-		recv_cqe(qe, &wc, false);
+		wc->status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
+					       IBV_WC_LOC_PROT_ERR;
+		wc->vendor_err = wc->status;
+		sv_push_recv_cqe(qe, wc, false);
 		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
-		return e == SV_SGL_LEN ? IBV_WC_REM_INV_REQ_ERR :
+		*nak = e == SV_SGL_LEN ? IBV_WC_REM_INV_REQ_ERR :
 					 IBV_WC_REM_OP_ERR;
+		return true;
 	}
-	wc.status = IBV_WC_SUCCESS;
-	wc.byte_len = m->len;
+	wc->status = IBV_WC_SUCCESS;
+	wc->byte_len = m->len;
 	if (m->flags & SV_CHAN_F_IMM) {
-		wc.imm_data = m->imm;
-		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc->imm_data = m->imm;
+		wc->wc_flags = IBV_WC_WITH_IMM;
 	}
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_STAT(qe->eng, chan_recvs);
-	if (recv_cqe(qe, &wc, (m->flags & SV_CHAN_F_SE) != 0)) {
+	if (wc != &local) {
+		qe->eng->sink.n++;
+	} else if (sv_push_recv_cqe(qe, wc,
+				    (m->flags & SV_CHAN_F_SE) != 0)) {
 		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
-		return IBV_WC_REM_OP_ERR;
+		*nak = IBV_WC_REM_OP_ERR;
 	}
-	return 0;
+	return true;
 }
 
 /* How many messages this pass may take: the poller's array, when the
@@ -335,11 +354,11 @@ static void rx_run(struct sv_qp_engine *qe)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
-		if (!sv_rq_get(qe))
-			break; /* waits for a receive (rnr_retry 7) */
-		if (st == IBV_QPS_RTR && !qe->comm_est)
+		if (st == IBV_QPS_RTR && !qe->comm_est &&
+		    sv_wq_used(&qe->qp->rq))
 			comm_est(qe);
-		nak = place(qe, &m);
+		if (!rx_place(qe, &m, &nak))
+			break; /* waits for a receive (rnr_retry 7) */
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
 		if (nak)
@@ -447,9 +466,9 @@ void sv_chan_lean_leave(struct sv_qp_engine *qe)
 {
 	if (!atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
 		return;
-	sv_spin_lock(&qe->qp->sq_lock);
+	sv_qlock_lock(&qe->qp->sq_lock);
 	lean_leave_locked(qe);
-	sv_spin_unlock(&qe->qp->sq_lock);
+	sv_qlock_unlock(&qe->qp->sq_lock);
 }
 
 /* After a channel SEND, engine lock held: is the queue all channel? */
@@ -462,14 +481,14 @@ static void lean_enter(struct sv_qp_engine *qe)
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
 	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
 		return;
-	sv_spin_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		qe->chan.lean_psn = qe->req.psn;
 		atomic_store(&qe->chan.lean, true);
 		qe->eng->watch_dirty = true;
 		atomic_store(&qe->eng->quiet, NULL);
 	}
-	sv_spin_unlock(&qp->sq_lock);
+	sv_qlock_unlock(&qp->sq_lock);
 }
 
 /* Lean mode's post: sq_lock held, room in the queue checked. */
@@ -565,9 +584,9 @@ bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	/* Back to the engine, which needs its lock to take over (lock
 	 * order: engine, then sq_lock). */
 	eng = qe->eng;
-	sv_spin_unlock(&qp->sq_lock);
+	sv_qlock_unlock(&qp->sq_lock);
 	pthread_mutex_lock(&eng->lock);
-	sv_spin_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock);
 	if (atomic_load(&qe->chan.lean))
 		lean_leave_locked(qe);
 	pthread_mutex_unlock(&eng->lock);
