@@ -94,6 +94,7 @@ struct pub_view {
 	uint32_t mr_cap, mr_shift;
 	struct pub_qp *qp;
 	uint32_t qp_cap, qp_shift;
+	int memfd; /* the target's /proc/PID/mem (peers' views), or -1 */
 };
 
 static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +131,7 @@ static bool view_init(struct pub_view *v, void *base, size_t size)
 	struct pub_hdr *h = base;
 	uint64_t mr_end, qp_end;
 
+	v->memfd = -1;
 	if (size < sizeof(*h) || h->magic != SV_PUB_MAGIC ||
 	    h->version != SV_PUB_VERSION || h->size != size)
 		return false;
@@ -251,34 +253,47 @@ void *sv_pubtab_map(pid_t pid, int fd)
 	struct pub_view *v;
 	struct stat st;
 	void *p;
-	int f, seals;
+	int f, seals, memfd;
 
 	if (pid <= 0 || fd < 0)
 		return NULL;
+	/* The target's memory as a file, opened before its table so that
+	 * both name the process the table says it is; it stays bound to
+	 * that process's memory (a reused pid cannot redirect it). */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	memfd = open(path, O_RDWR | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
 	f = open(path, O_RDWR | O_CLOEXEC);
-	if (f < 0)
+	if (f < 0) {
+		if (memfd >= 0)
+			close(memfd);
 		return NULL;
+	}
 	/* A segment that could shrink under us would fault our lookups. */
 	seals = fcntl(f, F_GET_SEALS);
 	if (fstat(f, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		close(f);
-		return NULL;
+		goto fail;
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 f, 0);
 	close(f);
 	if (p == MAP_FAILED)
-		return NULL;
+		goto fail;
 	madvise(p, (size_t)st.st_size, MADV_DONTFORK);
 	v = calloc(1, sizeof(*v));
 	if (!v || !view_init(v, p, (size_t)st.st_size) || v->pid != pid) {
 		free(v);
 		munmap(p, (size_t)st.st_size);
-		return NULL;
+		goto fail;
 	}
+	v->memfd = memfd;
 	return v;
+fail:
+	if (memfd >= 0)
+		close(memfd);
+	return NULL;
 }
 
 void sv_pubtab_unmap(void *tab)
@@ -288,7 +303,14 @@ void sv_pubtab_unmap(void *tab)
 	if (!v)
 		return;
 	munmap(v->hdr, v->size);
+	if (v->memfd >= 0)
+		close(v->memfd);
 	free(v);
+}
+
+int sv_pubtab_memfd(const void *tab)
+{
+	return ((const struct pub_view *)tab)->memfd;
 }
 
 pid_t sv_pubtab_pid(const void *tab)

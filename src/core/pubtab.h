@@ -75,6 +75,10 @@ struct sv_pubtab_hold {
 /* The target process of a mapped table, and whether it is this one. */
 pid_t sv_pubtab_pid(const void *tab);
 bool sv_pubtab_is_self(const void *tab);
+/* The target's /proc/PID/mem, open for reading and writing, or -1: small
+ * copies through it skip the process lookup and permission check that
+ * process_vm_writev/readv make at every call (engine/direct.c). */
+int sv_pubtab_memfd(const void *tab);
 
 /*
  * Check a remote access through the peer's table exactly as the peer's

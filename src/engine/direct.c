@@ -52,6 +52,10 @@ struct local_sgl {
  * deregistration of their own MRs waits for them. */
 #define SV_DIRECT_LOCKED_MAX 65536
 
+/* Up to this length a copy goes through the target's /proc/PID/mem
+ * (copy_remote). */
+#define SV_DIRECT_MEMFD_MAX 4096
+
 static void local_put(struct local_sgl *l)
 {
 	if (l->locked) {
@@ -119,6 +123,7 @@ static bool copy_remote(const void *tab, bool write, struct iovec *iov,
 {
 	pid_t pid = sv_pubtab_pid(tab);
 	uint32_t i = 0;
+	int memfd;
 
 	if (sv_pubtab_is_self(tab)) {
 		/* Two contexts of one process: the peer's memory is ours. */
@@ -133,14 +138,29 @@ static bool copy_remote(const void *tab, bool write, struct iovec *iov,
 		}
 		return true;
 	}
+	/* Small copies through the target's /proc/PID/mem: ~0.9 us for 8 B
+	 * here against ~1.2 us for process_vm_writev, which looks the
+	 * process up and checks ptrace access again at every call.  It
+	 * bounces through a kernel page, so bulk copies keep
+	 * process_vm_writev/readv (faster from 32 KiB on: 3.0 against 4.7
+	 * us per 32 KiB here). */
+	memfd = len <= SV_DIRECT_MEMFD_MAX ? sv_pubtab_memfd(tab) : -1;
 	while (len) {
 		struct iovec r = { .iov_base = (void *)rva, .iov_len = len };
 		ssize_t got;
 		uint64_t left;
 
 		SV_DMA_BEGIN();
-		got = write ? process_vm_writev(pid, iov + i, n - i, &r, 1, 0) :
-			      process_vm_readv(pid, iov + i, n - i, &r, 1, 0);
+		if (memfd >= 0)
+			got = write ? pwritev(memfd, iov + i, (int)(n - i),
+					      (off_t)rva) :
+				      preadv(memfd, iov + i, (int)(n - i),
+					     (off_t)rva);
+		else
+			got = write ? process_vm_writev(pid, iov + i, n - i,
+							&r, 1, 0) :
+				      process_vm_readv(pid, iov + i, n - i,
+						       &r, 1, 0);
 		SV_DMA_END();
 		if (got < 0 && errno == EINTR)
 			continue;
