@@ -249,24 +249,32 @@ static struct ibv_wc *sink_slot(struct sv_qp_engine *qe)
 	return NULL;
 }
 
+enum rx_placed {
+	RX_NO_WQE, /* no receive posted: the message waits (rnr_retry 7) */
+	RX_DONE,
+	RX_FAILED, /* *fail is the error completion to report */
+	RX_OVERRUN, /* placed, but our CQ overran */
+};
+
 /* Place one message into the receive WQE at the head of the QP's receive
  * queue, read where it is (no copy of it: the head moves past it only
- * when done, so the application cannot reuse its slot meanwhile).  False
- * when no receive is posted (the message waits: rnr_retry 7); else *nak
- * is 0 or the status to report to the sender. */
-static bool rx_place(struct sv_qp_engine *qe, const struct sv_chan_msg *m,
-		     uint32_t *nak)
+ * when done, so the application cannot reuse its slot meanwhile).  The
+ * key table's read lock is held (rx_run); failures are left to rx_run,
+ * which handles them once it has let go of it (moving the QP to ERR takes
+ * sq_lock). */
+static enum rx_placed rx_place(struct sv_qp_engine *qe,
+			       const struct sv_chan_msg *m, struct ibv_wc *fail)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
 	const struct sv_recv_wqe *w;
 	enum sv_sgl_err e = SV_SGL_OK;
-	struct ibv_wc *wc, local;
 	uint64_t room = 0;
+	struct ibv_wc *wc;
 	uint32_t nsge, i;
 
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
-		return false;
+		return RX_NO_WQE;
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
@@ -278,9 +286,9 @@ static bool rx_place(struct sv_qp_engine *qe, const struct sv_chan_msg *m,
 				       m->len, true);
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	SV_STAT(qe->eng, rdma_sends);
-	wc = sink_slot(qe);
-	if (!wc || e != SV_SGL_OK)
-		wc = &local;
+	wc = e == SV_SGL_OK ? sink_slot(qe) : NULL;
+	if (!wc)
+		wc = fail;
 	*wc = (struct ibv_wc){
 		.wr_id = w->wr_id,
 		.opcode = IBV_WC_RECV,
@@ -288,18 +296,13 @@ static bool rx_place(struct sv_qp_engine *qe, const struct sv_chan_msg *m,
 		.src_qp = qe->dest_qpn,
 	};
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
-	*nak = 0;
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
 		SV_STAT(qe->eng, resp_inv_req);
 		wc->status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
 					       IBV_WC_LOC_PROT_ERR;
 		wc->vendor_err = wc->status;
-		sv_push_recv_cqe(qe, wc, false);
-		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
-		*nak = e == SV_SGL_LEN ? IBV_WC_REM_INV_REQ_ERR :
-					 IBV_WC_REM_OP_ERR;
-		return true;
+		return RX_FAILED;
 	}
 	wc->status = IBV_WC_SUCCESS;
 	wc->byte_len = m->len;
@@ -309,14 +312,13 @@ static bool rx_place(struct sv_qp_engine *qe, const struct sv_chan_msg *m,
 	}
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_STAT(qe->eng, chan_recvs);
-	if (wc != &local) {
+	if (wc != fail) {
 		qe->eng->sink.n++;
-	} else if (sv_push_recv_cqe(qe, wc,
-				    (m->flags & SV_CHAN_F_SE) != 0)) {
-		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
-		*nak = IBV_WC_REM_OP_ERR;
+		return RX_DONE;
 	}
-	return true;
+	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0))
+		return RX_OVERRUN;
+	return RX_DONE;
 }
 
 /* How many messages this pass may take: the poller's array, when the
@@ -336,7 +338,9 @@ static void rx_run(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
 	unsigned int n = 0, budget;
+	enum rx_placed r = RX_DONE;
 	struct sv_chan_msg m;
+	struct ibv_wc fail;
 	uint32_t nak = 0;
 	bool bad = false, more = false;
 
@@ -345,8 +349,14 @@ static void rx_run(struct sv_qp_engine *qe)
 	/* A message of the packet path is being received: it came first. */
 	if (qe->resp.in_msg || qe->resp.have_wqe)
 		return;
+	/* The first message an RTR QP takes raises COMM_EST. */
+	if (st == IBV_QPS_RTR && !qe->comm_est &&
+	    sv_chan_pending(&qe->chan.rx) && sv_wq_used(&qe->qp->rq))
+		comm_est(qe);
 	budget = rx_budget(qe);
-	sv_mr_read_lock(); /* once for the batch (place's copies) */
+	/* Once for the batch; nothing below takes another lock but the
+	 * CQ's (lock order: key table, then the CQ). */
+	sv_mr_read_lock();
 	for (;;) {
 		if (n == budget) {
 			more = sv_chan_pending(&qe->chan.rx);
@@ -354,17 +364,26 @@ static void rx_run(struct sv_qp_engine *qe)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
-		if (st == IBV_QPS_RTR && !qe->comm_est &&
-		    sv_wq_used(&qe->qp->rq))
-			comm_est(qe);
-		if (!rx_place(qe, &m, &nak))
-			break; /* waits for a receive (rnr_retry 7) */
+		r = rx_place(qe, &m, &fail);
+		if (r == RX_NO_WQE)
+			break;
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
-		if (nak)
+		if (r != RX_DONE)
 			break;
 	}
 	sv_mr_read_unlock();
+	if (r == RX_OVERRUN) {
+		/* Our CQ overran (sv_push_recv_cqe raised CQ_ERR). */
+		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
+		nak = IBV_WC_REM_OP_ERR;
+	} else if (r == RX_FAILED) {
+		sv_push_recv_cqe(qe, &fail, false);
+		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+		nak = fail.status == IBV_WC_LOC_LEN_ERR ?
+			      IBV_WC_REM_INV_REQ_ERR :
+			      IBV_WC_REM_OP_ERR;
+	}
 	/* Acknowledge now unless more messages are ready and the next pass
 	 * comes for them anyway: a sender waiting for a completion, or for
 	 * room, is never left without one while we wait for something. */
