@@ -1257,8 +1257,15 @@ def main():
                           else "full") + (", " + ", ".join(knobs)
                                           if knobs else "")))
 
+    # Within a pass, size by size across the series: a softverbs figure
+    # and its anchors at one size run seconds apart, not minutes.  The
+    # host's state drifts over minutes (on the VM this suite was tuned on,
+    # cross-core latency doubles or triples for minutes at a time, for
+    # UCX and softverbs alike), and a ratio of figures taken in different
+    # states measures the host, not softverbs.
+    sizes = sorted({z for s in series for z in s.sizes(cfg)})
     plan = [(rep, s, z) for rep in range(1, cfg.repeats + 1)
-            for s in series for z in s.sizes(cfg)]
+            for z in sizes for s in series if z in s.sizes(cfg)]
     print("bench: %d runs (%d series, %d repeat(s)); output in %s"
           % (len(plan), len(series), cfg.repeats, cfg.out), flush=True)
     rows = []
