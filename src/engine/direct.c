@@ -119,7 +119,7 @@ static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
  * partial transfers (a call moves at most about 2 GiB, and stops at a
  * page the target does not have mapped).  The local iovec is consumed. */
 static bool copy_remote(const void *tab, bool write, struct iovec *iov,
-			uint32_t n, uintptr_t rva, uint64_t len)
+			uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem)
 {
 	pid_t pid = sv_pubtab_pid(tab);
 	uint32_t i = 0;
@@ -145,6 +145,7 @@ static bool copy_remote(const void *tab, bool write, struct iovec *iov,
 	 * process_vm_writev/readv (faster from 32 KiB on: 3.0 against 4.7
 	 * us per 32 KiB here). */
 	memfd = len <= SV_DIRECT_MEMFD_MAX ? sv_pubtab_memfd(tab) : -1;
+	*via_mem = memfd >= 0;
 	while (len) {
 		struct iovec r = { .iov_base = (void *)rva, .iov_len = len };
 		ssize_t got;
@@ -248,7 +249,7 @@ static bool leave_to_poller(struct sv_qp_engine *qe)
 enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			     const void *tab)
 {
-	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
+	bool write = wqe->opcode == IBV_WR_RDMA_WRITE, via_mem = false;
 	struct sv_pubtab_hold h;
 	struct local_sgl l;
 	uintptr_t rva;
@@ -282,7 +283,7 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		local_put(&l);
 		goto fallback;
 	}
-	ok = copy_remote(tab, write, l.iov, l.n, rva, wqe->length);
+	ok = copy_remote(tab, write, l.iov, l.n, rva, wqe->length, &via_mem);
 	sv_pubtab_release(&h);
 	local_put(&l);
 	if (!ok)
@@ -308,6 +309,8 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		SV_STAT(qe->eng, direct_write);
 	else
 		SV_STAT(qe->eng, direct_read);
+	if (via_mem)
+		SV_STAT(qe->eng, direct_memfile);
 	sv_comp_retire(qe);
 	return SV_DIRECT_DONE;
 fallback:

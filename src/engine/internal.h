@@ -104,6 +104,7 @@
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
+	X(direct_memfile, "of those, copied through the target's mem file")  \
 	X(direct_fallback, "one-copy candidates left to the packet path")    \
 	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \

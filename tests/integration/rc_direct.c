@@ -2,7 +2,8 @@
  * One-copy placement between two processes of this host (docs/fastpath.md,
  * layer 2: engine/direct.c, core/pubtab.c):
  *   stopped  the target is SIGSTOPped while the initiator's 1 MiB RDMA
- *            WRITE and READ (and a burst of small and inline WRITEs)
+ *            WRITE and READ (and a burst of small and inline WRITEs,
+ *            which go through the target's /proc/PID/mem: direct_memfile)
  *            complete with the right bytes: only possible when the data
  *            moves without the target's help (skipped, 77, when the fast
  *            path is off: SOFTVERBS_FASTPATH=0 or no ptrace permission);
@@ -59,7 +60,7 @@ static bool fast_expected(void)
 /* ---- counters ----------------------------------------------------------- */
 
 struct direct_stats {
-	unsigned long long write, read, fallback;
+	unsigned long long write, read, fallback, memfile;
 };
 
 /* Close everything with SOFTVERBS_STATS=1 (set before the device was
@@ -92,18 +93,21 @@ static void close_with_stats(struct hx_ep *ep, struct direct_stats *st)
 			st->read += v;
 		else if (!strcmp(name, "direct_fallback"))
 			st->fallback += v;
+		else if (!strcmp(name, "direct_memfile"))
+			st->memfile += v;
 	}
 	fclose(f);
 	unlink(path);
-	hx_log("direct_write %llu direct_read %llu direct_fallback %llu",
-	       st->write, st->read, st->fallback);
+	hx_log("direct_write %llu direct_read %llu direct_fallback %llu "
+	       "direct_memfile %llu",
+	       st->write, st->read, st->fallback, st->memfile);
 }
 
 static void expect_direct(const struct direct_stats *st, unsigned min_w,
 			  unsigned min_r, unsigned min_fb)
 {
 	if (!fast_expected()) {
-		CHECK_EQ(st->write + st->read + st->fallback, 0);
+		CHECK_EQ(st->write + st->read + st->fallback + st->memfile, 0);
 		return;
 	}
 	CHECK(st->write >= min_w);
@@ -197,6 +201,10 @@ static void stopped_a(int fd)
 	hx_sync(fd); /* B checked */
 	close_with_stats(&ep, &st);
 	expect_direct(&st, 33, 1, 0);
+	/* The 32 small WRITEs went through the target's mem file, the
+	 * 1 MiB WRITE and READ through process_vm_writev/readv. */
+	if (fast_expected())
+		CHECK_EQ(st.memfile, 32);
 }
 
 static void stopped_b(int fd)
