@@ -20,7 +20,6 @@
 #include "util/readlock.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -52,26 +51,6 @@ static struct sv_readlock tab_lock;
 __attribute__((constructor)) static void keys_init(void)
 {
 	sv_readlock_init(&tab_lock);
-}
-
-static void rd_lock(void)
-{
-	sv_read_lock(&tab_lock);
-}
-
-static void rd_unlock(void)
-{
-	sv_read_unlock(&tab_lock);
-}
-
-static void wr_lock(void)
-{
-	sv_write_lock(&tab_lock);
-}
-
-static void wr_unlock(void)
-{
-	sv_write_unlock(&tab_lock);
 }
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */
@@ -186,7 +165,7 @@ int sv_mr_publish(struct sv_mr *mr)
 	uint32_t lkey, rkey;
 	int err;
 
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	err = tab_reserve(&ltab);
 	if (!err)
 		err = tab_reserve(&rtab);
@@ -202,7 +181,7 @@ int sv_mr_publish(struct sv_mr *mr)
 		tab_put(&ltab, lkey, mr);
 		tab_put(&rtab, rkey, mr);
 	}
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 	if (!err)
 		sv_pubtab_mr_add(mr); /* same-host peers may now copy directly */
 	return err;
@@ -214,7 +193,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 
 	/* Peers copying directly first: returns once none does. */
 	sv_pubtab_mr_del(mr);
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	atomic_store(&mr->state, SV_MR_INVALID);
 	s = tab_find(&ltab, mr->ibv.lkey);
 	if (s && s->mr == mr)
@@ -222,7 +201,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 	s = tab_find(&rtab, mr->ibv.rkey);
 	if (s && s->mr == mr)
 		tab_del(&rtab, s);
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 
 	/* No new reference can be taken now; wait for the old ones. */
 	drain(mr);
@@ -235,7 +214,7 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 
 	if (!key)
 		return NULL;
-	rd_lock();
+	sv_read_lock(&tab_lock);
 	if (t == &rtab && (key & SV_MW_KEY_BIT)) {
 		/* A window: its index finds it, the whole key must match
 		 * (a stale tag names an earlier binding). */
@@ -249,7 +228,7 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 		mr = s->mr;
 		atomic_fetch_add(&mr->refs, 1);
 	}
-	rd_unlock();
+	sv_read_unlock(&tab_lock);
 	return mr;
 }
 
@@ -265,12 +244,12 @@ struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
 
 void sv_mr_read_lock(void)
 {
-	rd_lock();
+	sv_read_lock(&tab_lock);
 }
 
 void sv_mr_read_unlock(void)
 {
-	rd_unlock();
+	sv_read_unlock(&tab_lock);
 }
 
 struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey)
@@ -339,7 +318,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
 	uint32_t index, tag;
 	int err;
 
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	err = tab_reserve(&wtab);
 	/* 24-bit index with bit 23 set: the key's bit 31. */
 	if (!err)
@@ -351,7 +330,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
 		atomic_store(&view->state, SV_MR_INVALID);
 		tab_put(&wtab, index, view);
 	}
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 	return err;
 }
 
@@ -377,31 +356,31 @@ static void drain(struct sv_mr *mr)
 
 void sv_mw_key_unpublish(struct sv_mr *view)
 {
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	atomic_store(&view->state, SV_MR_INVALID);
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 	drain(view);
 }
 
 void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey, bool valid)
 {
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	view->ibv.rkey = rkey;
 	if (valid)
 		atomic_store(&view->state, SV_MR_VALID);
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 }
 
 void sv_mw_key_release(struct sv_mr *view)
 {
 	struct key_slot *s;
 
-	wr_lock();
+	sv_write_lock(&tab_lock);
 	atomic_store(&view->state, SV_MR_INVALID);
 	s = tab_find(&wtab, view->ibv.rkey >> 8);
 	if (s && s->mr == view)
 		tab_del(&wtab, s);
-	wr_unlock();
+	sv_write_unlock(&tab_lock);
 	drain(view);
 }
 
@@ -412,10 +391,10 @@ struct sv_mr *sv_mw_key_find(uint32_t index)
 
 	if (!index || index > 0xffffff)
 		return NULL;
-	rd_lock();
+	sv_read_lock(&tab_lock);
 	s = tab_find(&wtab, index);
 	if (s)
 		view = s->mr;
-	rd_unlock();
+	sv_read_unlock(&tab_lock);
 	return view;
 }

@@ -48,14 +48,16 @@ struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l)
 	}
 	atomic_store(&r->in_use, true);
 	pthread_mutex_unlock(&l->reg);
-	pthread_setspecific(l->key, r);
+	/* (Fails only without memory for the key's second-level block;
+	 * going on would allocate a record at every read.) */
+	if (pthread_setspecific(l->key, r))
+		abort();
 	return r;
 }
 
 /* A reader met a writer: wait for it to finish. */
-void sv_readlock_read_slow(struct sv_readlock *l, struct sv_readlock_rec *r)
+void sv_readlock_wait_writer(struct sv_readlock *l)
 {
-	(void)r;
 	while (atomic_load(&l->writer))
 		sched_yield();
 }

@@ -55,7 +55,7 @@ struct sv_readlock {
 /* Once, before any thread reads or writes (a constructor). */
 void sv_readlock_init(struct sv_readlock *l);
 
-void sv_readlock_read_slow(struct sv_readlock *l, struct sv_readlock_rec *r);
+void sv_readlock_wait_writer(struct sv_readlock *l);
 struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l);
 
 static inline void sv_read_lock(struct sv_readlock *l)
@@ -68,7 +68,7 @@ static inline void sv_read_lock(struct sv_readlock *l)
 			if (!atomic_load(&l->writer))
 				return;
 			atomic_fetch_sub(&l->readers, 1);
-			sv_readlock_read_slow(l, NULL);
+			sv_readlock_wait_writer(l);
 		}
 	}
 	r = pthread_getspecific(l->key);
@@ -82,7 +82,7 @@ static inline void sv_read_lock(struct sv_readlock *l)
 		if (!atomic_load_explicit(&l->writer, memory_order_acquire))
 			return;
 		atomic_store_explicit(&r->active, 0, memory_order_release);
-		sv_readlock_read_slow(l, r);
+		sv_readlock_wait_writer(l);
 	}
 }
 
