@@ -247,6 +247,16 @@ int sv_pubtab_fd(void)
 	return fd;
 }
 
+const void *sv_pubtab_own(void)
+{
+	const void *tab;
+
+	pthread_mutex_lock(&own_lock);
+	tab = own.hdr ? &own : NULL;
+	pthread_mutex_unlock(&own_lock);
+	return tab;
+}
+
 void *sv_pubtab_map(pid_t pid, int fd)
 {
 	char path[64];

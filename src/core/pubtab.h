@@ -36,6 +36,9 @@ int sv_pubtab_fd(void);
  * opaque handle for the lookups below. */
 void *sv_pubtab_map(pid_t pid, int fd);
 void sv_pubtab_unmap(void *tab);
+/* Our own table as such a handle, or NULL if it does not exist: a helper
+ * checks a peer's job against it as the peer did (engine/help.c). */
+const void *sv_pubtab_own(void);
 
 /* ---- owner side: mirror the key table and the QPs ------------------------ */
 

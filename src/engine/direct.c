@@ -53,7 +53,7 @@ struct local_sgl {
 #define SV_DIRECT_LOCKED_MAX 65536
 
 /* Up to this length a copy goes through the target's /proc/PID/mem
- * (copy_remote). */
+ * (sv_direct_copy). */
 #define SV_DIRECT_MEMFD_MAX 4096
 
 static void local_put(struct local_sgl *l)
@@ -118,8 +118,8 @@ static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 /* Copy between our iovec and [rva, rva+len) of process pid, looping on
  * partial transfers (a call moves at most about 2 GiB, and stops at a
  * page the target does not have mapped).  The local iovec is consumed. */
-static bool copy_remote(const void *tab, bool write, struct iovec *iov,
-			uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem)
+bool sv_direct_copy(const void *tab, bool write, struct iovec *iov,
+		    uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem)
 {
 	pid_t pid = sv_pubtab_pid(tab);
 	uint32_t i = 0;
@@ -250,6 +250,7 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			     const void *tab)
 {
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE, via_mem = false;
+	enum sv_help_r help;
 	struct sv_pubtab_hold h;
 	struct local_sgl l;
 	uintptr_t rva;
@@ -283,7 +284,13 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		local_put(&l);
 		goto fallback;
 	}
-	ok = copy_remote(tab, write, l.iov, l.n, rva, wqe->length, &via_mem);
+	help = write ? sv_help_write(qe, tab, l.iov, l.n, rva, wqe) :
+		       SV_HELP_NOT;
+	if (help == SV_HELP_NOT)
+		ok = sv_direct_copy(tab, write, l.iov, l.n, rva, wqe->length,
+				    &via_mem);
+	else
+		ok = help == SV_HELP_DONE;
 	sv_pubtab_release(&h);
 	local_put(&l);
 	if (!ok)

@@ -31,6 +31,7 @@
 int sv_trace_on;
 int sv_loss_pct;
 int sv_stats_on;
+int sv_help_on;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void env_init(void)
@@ -45,6 +46,8 @@ static void env_init(void)
 		sv_loss_pct = 0;
 	s = getenv("SOFTVERBS_STATS");
 	sv_stats_on = s && *s && strcmp(s, "0");
+	s = getenv("SOFTVERBS_HELP");
+	sv_help_on = !s || strcmp(s, "0");
 }
 
 uint64_t sv_now_ns(void)
@@ -303,6 +306,10 @@ static void *progress_main(void *arg)
 		napped = nap && n == 0;
 		if (napped)
 			continue; /* look again, the words still set */
+		/* First the peers' large WRITEs (help.c): they are copying
+		 * their part already. */
+		if (!busy)
+			sv_help_serve(eng);
 		pthread_mutex_lock(&eng->lock);
 		if (!busy)
 			sv_shm_wake(eng);

@@ -106,6 +106,9 @@
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \
 	X(direct_fallback, "one-copy candidates left to the packet path")    \
+	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
+	X(help_taken, "of those, partly copied by it")                       \
+	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
 	X(chan_broken, "message channels closed: a malformed message")
@@ -458,6 +461,7 @@ static inline void list_node_init(struct list_node *n)
 extern int sv_trace_on;
 extern int sv_loss_pct;
 extern int sv_stats_on;
+extern int sv_help_on; /* SOFTVERBS_HELP (help.c), default on */
 
 /* engine.c */
 uint64_t sv_now_ns(void);
@@ -593,6 +597,25 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe,
 #define SV_QE_PUBTAB(qe) ((qe)->shm ? (qe)->shm->pubtab : NULL)
 void sv_direct_qp_publish(struct sv_qp_engine *qe);
 void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
+/* Copy between our iov[0..n) (consumed) and [rva, rva+len) of the table's
+ * process; *via_mem: through its mem file. */
+struct iovec;
+bool sv_direct_copy(const void *tab, bool write, struct iovec *iov,
+		    uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem);
+
+/* help.c: a large direct WRITE shared with the target's progress thread
+ * (link/help.h). */
+enum sv_help_r {
+	SV_HELP_NOT, /* not offered: copy it alone */
+	SV_HELP_DONE, /* every byte is in place */
+	SV_HELP_FAILED, /* a copy failed: the packet path runs it */
+};
+enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
+			     const struct iovec *iov, uint32_t n,
+			     uintptr_t rva, const struct sv_send_wqe *wqe);
+/* The progress thread, without the engine lock: take the jobs peers
+ * posted in our segments, then linger a little for the next ones. */
+void sv_help_serve(struct sv_engine *eng);
 
 /* chanpath.c: small SENDs of an RC QP through a message channel in the
  * same-host peer's segment (link/chan.h, docs/fastpath.md layer 3). */

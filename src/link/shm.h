@@ -31,6 +31,7 @@
 
 #include "engine/wire.h"
 #include "link/chan.h"
+#include "link/help.h"
 #include "util/list.h"
 
 #define SV_SHM_DIR "/dev/shm/softverbs"
@@ -65,6 +66,9 @@ struct sv_shm_hdr {
 	uint64_t owner_addr; /* the header's address in the owner */
 	_Alignas(64) _Atomic uint64_t tail; /* producers claim here */
 	_Alignas(64) _Atomic uint32_t sleeping; /* owner's thread waits */
+	/* The owner's progress thread takes help jobs (link/help.h). */
+	_Alignas(64) _Atomic uint32_t helping;
+	struct sv_help_job job[SV_HELP_JOBS];
 	_Alignas(64) struct sv_shm_slot slot[];
 };
 

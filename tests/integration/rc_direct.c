@@ -12,12 +12,20 @@
  *            IBV_WC_REM_ACCESS_ERR and both QPs in ERR exactly as on UDP,
  *            target memory unchanged; then a good WRITE/READ pair works;
  *   dereg    the target deregisters the MR (and registers the same memory
- *            again under a new key) while the initiator writes in a loop:
+ *            again under a new key) while the initiator writes in a loop
+ *            (64 KiB, and every 4th 512 KiB, which the target helps with):
  *            the next write fails with REM_ACCESS_ERR and, after
  *            ibv_dereg_mr returned, no byte of the memory changes;
  *   order    a SEND after 128 WRITEs (unsignaled but every 16th) and an
  *            inline one: when the SEND arrives every written byte is in
- *            place; READ gives the bytes back.
+ *            place; READ gives the bytes back;
+ *   help     large WRITEs while the target idles, which its progress
+ *            thread helps to copy (engine/help.c): one of three SGEs of
+ *            odd lengths to an odd remote offset, then a stream of 24
+ *            WRITEs of 4 MiB + 1 alternating between two regions, each
+ *            with its own pattern: every byte right, the last one last
+ *            (the target's copy of the final bytes); help_posted counts
+ *            every one, help_taken at least one (unless SOFTVERBS_HELP=0).
  * Each case checks the initiator's counters (SOFTVERBS_STATS at close):
  * direct_write / direct_read > 0 when the fast path is on, all direct
  * counters 0 with SOFTVERBS_FASTPATH=0.
@@ -61,6 +69,7 @@ static bool fast_expected(void)
 
 struct direct_stats {
 	unsigned long long write, read, fallback, memfile;
+	unsigned long long help_posted, help_taken;
 };
 
 /* Close everything with SOFTVERBS_STATS=1 (set before the device was
@@ -95,19 +104,26 @@ static void close_with_stats(struct hx_ep *ep, struct direct_stats *st)
 			st->fallback += v;
 		else if (!strcmp(name, "direct_memfile"))
 			st->memfile += v;
+		else if (!strcmp(name, "help_posted"))
+			st->help_posted += v;
+		else if (!strcmp(name, "help_taken"))
+			st->help_taken += v;
 	}
 	fclose(f);
 	unlink(path);
 	hx_log("direct_write %llu direct_read %llu direct_fallback %llu "
-	       "direct_memfile %llu",
-	       st->write, st->read, st->fallback, st->memfile);
+	       "direct_memfile %llu help_posted %llu help_taken %llu",
+	       st->write, st->read, st->fallback, st->memfile,
+	       st->help_posted, st->help_taken);
 }
 
 static void expect_direct(const struct direct_stats *st, unsigned min_w,
 			  unsigned min_r, unsigned min_fb)
 {
 	if (!fast_expected()) {
-		CHECK_EQ(st->write + st->read + st->fallback + st->memfile, 0);
+		CHECK_EQ(st->write + st->read + st->fallback + st->memfile +
+				 st->help_posted,
+			 0);
 		return;
 	}
 	CHECK(st->write >= min_w);
@@ -404,12 +420,18 @@ static void dereg_a(int fd)
 	for (i = 0; !failed && hx_now_ms() - t0 < 20000; i++) {
 		struct ibv_wc wc;
 
-		/* A new pattern each time: a late write would show. */
-		hx_fill(ep.buf, 4096, 1000 + i);
+		/* A new pattern each time: a late write would show.  Every
+		 * 4th WRITE is large, so that the target's thread helps
+		 * (help.c) and holds its own entry when the MR goes. */
+		bool big = i % 4 == 3;
+		uint32_t len = big ? 512 * 1024 : 65536;
+
+		hx_fill(ep.buf, big ? len : 4096, 1000 + i);
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-					 IBV_SEND_SIGNALED, i, ep.buf, 65536,
+					 IBV_SEND_SIGNALED, i, ep.buf, len,
 					 ep.mr->lkey,
-					 ep.peer.addr + (i % 16) * 65536,
+					 ep.peer.addr + (big ? (i / 4 % 2) * len :
+							       (i % 16) * 65536),
 					 ep.peer.rkey, 0), 0);
 		if (hx_poll(ep.scq, &wc, 1, 10000) != 1) {
 			CHECK(!"write completion");
@@ -536,11 +558,127 @@ static void order_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/* ---- help: large WRITEs the target's thread helps with ------------------------ */
+
+#define HELP_SRC (6 * MIB) /* A: the source, filled with one pattern */
+#define HELP_STREAM (4 * MIB + 1)
+#define HELP_N 24
+/* The three SGEs of the first WRITE (offset, length in A's buffer), and
+ * where it lands in B's. */
+static const size_t help_sge[3][2] = {
+	{ 0, 100000 }, { 2 * MIB + 3, MIB }, { 5 * MIB, 77777 }
+};
+#define HELP_DST 12345
+
+static bool help_expected(void)
+{
+	const char *s = getenv("SOFTVERBS_HELP");
+
+	return fast_expected() && !(s && !strcmp(s, "0"));
+}
+
+static void help_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge[3];
+	struct direct_stats st;
+	struct hx_ep ep;
+	int i;
+
+	stats_on();
+	o.buf_len = HELP_SRC + 2 * HELP_STREAM;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd); /* B is idle in a blocking read from here on */
+
+	hx_fill(ep.buf, HELP_SRC, 31);
+	for (i = 0; i < 3; i++) {
+		sge[i].addr = (uintptr_t)ep.buf + help_sge[i][0];
+		sge[i].length = (uint32_t)help_sge[i][1];
+		sge[i].lkey = ep.mr->lkey;
+	}
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = sge;
+	wr.num_sge = 3;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = ep.peer.addr + HELP_DST;
+	wr.wr.rdma.rkey = ep.peer.rkey;
+	HX_CHECK_RC(ibv_post_send(ep.qp, &wr, &bad), 0);
+	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		    100000 + MIB + 77777, 10000);
+
+	/* The stream: WRITE i carries pattern 100 + i into region i % 2 of
+	 * B; the sources alternate too, so one is refilled while the other
+	 * may still be in flight only after its completion was seen. */
+	for (i = 0; i < HELP_N; i++) {
+		uint8_t *src = ep.buf + HELP_SRC + (size_t)(i % 2) * HELP_STREAM;
+		bool sig = i % 2 == 1 || i == HELP_N - 1;
+
+		hx_fill(src, HELP_STREAM, 100 + (uint64_t)i);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+					 sig ? IBV_SEND_SIGNALED : 0,
+					 10 + (uint64_t)i, src, HELP_STREAM,
+					 ep.mr->lkey,
+					 ep.peer.addr + HELP_SRC +
+						 (uint64_t)(i % 2) * HELP_STREAM,
+					 ep.peer.rkey, 0), 0);
+		if (sig)
+			HX_EXPECT_T(ep.scq, NULL, 10 + (uint64_t)i,
+				    IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+				    HELP_STREAM, 10000);
+	}
+	hx_send_u64(fd, 1);
+	hx_sync(fd); /* B checked */
+	close_with_stats(&ep, &st);
+	expect_direct(&st, 1 + HELP_N, 0, 0);
+	if (help_expected()) {
+		CHECK_EQ(st.help_posted, 1 + HELP_N);
+		CHECK(st.help_taken >= 1);
+	} else {
+		CHECK_EQ(st.help_posted, 0);
+	}
+}
+
+static void help_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	uint8_t *want = malloc(HELP_SRC);
+	struct hx_ep ep;
+	size_t at = HELP_DST;
+	int i;
+
+	REQUIRE(want);
+	o.buf_len = HELP_SRC + 2 * HELP_STREAM;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	CHECK_EQ(hx_recv_u64(fd), 1);
+	hx_fill(want, HELP_SRC, 31);
+	for (i = 0; i < 3; i++) {
+		CHECK(!memcmp(ep.buf + at, want + help_sge[i][0],
+			      help_sge[i][1]));
+		at += help_sge[i][1];
+	}
+	CHECK_EQ(ep.buf[HELP_DST - 1], 0);
+	CHECK_EQ(ep.buf[at], 0);
+	/* Each region holds the last WRITE made into it. */
+	HX_CHECK_PATTERN(ep.buf + HELP_SRC, HELP_STREAM, 100 + HELP_N - 2);
+	HX_CHECK_PATTERN(ep.buf + HELP_SRC + HELP_STREAM, HELP_STREAM,
+			 100 + HELP_N - 1);
+	free(want);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(stopped, 60),
 	HX_CASE(errors, 90),
 	HX_CASE(dereg, 60),
 	HX_CASE(order, 60),
+	HX_CASE(help, 90),
 	{ 0 },
 };
 
