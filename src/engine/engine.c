@@ -260,6 +260,9 @@ static void *progress_main(void *arg)
 		int timeout, n, i;
 
 		pthread_mutex_lock(&eng->lock);
+		/* Peers offer large WRITEs to us only while we can take them
+		 * (help.c). */
+		sv_help_available(eng, !busy);
 		if (!list_empty(&eng->work))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram

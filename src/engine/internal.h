@@ -108,6 +108,7 @@
 	X(direct_fallback, "one-copy candidates left to the packet path")    \
 	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
 	X(help_taken, "of those, partly copied by it")                       \
+	X(help_revoked, "of those, taken back from a stopped target")         \
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
@@ -264,6 +265,10 @@ struct sv_qp_engine {
 		struct list_node node;
 	} chan;
 
+	/* large WRITEs the target's thread did not help with in a row
+	 * (help.c): the next ones are not offered for a while */
+	uint32_t help_missed, help_skip;
+
 	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
 	struct {
 		const struct sv_ah *ah;
@@ -404,6 +409,7 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the progress thread runs this pass */
+	bool help_avail; /* what the segments' helping words say */
 };
 
 /* Registered memory is shared with the application the way a HCA shares
@@ -616,6 +622,9 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
 /* The progress thread, without the engine lock: take the jobs peers
  * posted in our segments, then linger a little for the next ones. */
 void sv_help_serve(struct sv_engine *eng);
+/* Tell peers whether our thread takes jobs now (not while our
+ * application polls: its core is busy); changes only are written. */
+void sv_help_available(struct sv_engine *eng, bool yes);
 
 /* chanpath.c: small SENDs of an RC QP through a message channel in the
  * same-host peer's segment (link/chan.h, docs/fastpath.md layer 3). */

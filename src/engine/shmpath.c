@@ -51,8 +51,8 @@ void sv_shm_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	if (err)
 		sv_dbg("shm: port %u has no ring: %s", s->udp.port,
 		       strerror(err));
-	else if (sv_help_on) /* our progress thread takes jobs (help.c) */
-		atomic_store(&s->ring.hdr->helping, 1);
+	else /* whether our progress thread takes jobs (help.c) */
+		atomic_store(&s->ring.hdr->helping, eng->help_avail);
 }
 
 void sv_shm_sock_close(struct sv_sock *s)

@@ -29,6 +29,7 @@
 #define SV_HELP_MIN (256u * 1024) /* smaller WRITEs: one copy */
 #define SV_HELP_TAIL 4096u /* the sender writes the last bytes, last */
 #define SV_HELP_MAX_CHUNKS 0xffffu
+#define SV_HELP_REVOCABLE (1u << 31)
 
 /* The claim word: generation (32) | front (16) | back (16).  Chunks
  * [front, back) are unclaimed; the sender advances front, the helper
@@ -57,11 +58,18 @@ static inline uint32_t sv_help_back(uint64_t w)
 struct sv_help_job {
 	_Alignas(64) _Atomic uint64_t claim;
 	_Atomic uint32_t busy; /* the slot belongs to a sender (0: free) */
-	/* written by the helper */
-	_Alignas(64) _Atomic uint32_t done; /* chunks it has copied */
+	/* written by the helper, each tagged with the job's generation in
+	 * the high 32 bits (a late update for an older job is refused) */
+	_Alignas(64) _Atomic uint64_t done; /* chunks it has handled */
 	/* (first chunk + 1) << 16 | count of a claim it could not copy
 	 * (then it claims no more): the sender copies those itself. */
-	_Atomic uint32_t redo;
+	_Atomic uint64_t redo;
+	/* the helper thread's tid, SV_HELP_REVOCABLE if it copies inside
+	 * a restartable sequence (engine/help.c) */
+	_Atomic uint32_t tid;
+	/* written by the sender: the generation whose chunks the helper
+	 * must no longer copy (it found the helper stopped) */
+	_Atomic uint32_t revoked;
 	/* the job: written by the sender before it publishes the
 	 * generation, unchanged until every claimed chunk is done */
 	_Alignas(64) uint32_t qpn; /* the target QP (the helper's) */
