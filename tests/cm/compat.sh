@@ -50,9 +50,8 @@ check() { # check DESCRIPTION COMMAND...
 	fi
 }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+source "$here/../net/port.sh"
+free_port() { sv_free_port; }
 
 # wait_listen PORT [NETNS]: until a TCP socket listens there (5 s).
 wait_listen() {

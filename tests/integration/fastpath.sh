@@ -29,10 +29,8 @@ nobody)
 esac
 run=("$build/bin/softverbs" run --)
 
-for _ in $(seq 50); do
-	port=$((20000 + RANDOM % 40000))
-	ss -Hltn "sport = :$port" | grep -q . || break
-done
+source "${SV_NET:-$(dirname "$0")/../net}/port.sh"
+port=$(sv_free_port) || exit 1
 
 tmp=$(mktemp -d /tmp/sv-fastpath.XXXXXX)
 chmod 755 "$tmp"

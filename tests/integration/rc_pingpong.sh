@@ -28,11 +28,8 @@ else
 	run=()
 fi
 
-# A free TCP port: random, not listened on.
-for _ in $(seq 50); do
-	port=$((20000 + RANDOM % 40000))
-	ss -Hltn "sport = :$port" | grep -q . || break
-done
+source "${SV_NET:-$(dirname "$0")/../net}/port.sh"
+port=$(sv_free_port) || exit 1
 
 tmp=$(mktemp -d /tmp/sv-rcpp.XXXXXX)
 srv_pid=

@@ -57,10 +57,8 @@ if [ "$tool" = ud ]; then
 fi
 echo "server GID index $sgid ($srv_ip), client GID index $cgid ($cli_ip), port MTU $mtu, size $size"
 
-for _ in $(seq 50); do
-	port=$((20000 + RANDOM % 40000))
-	"${srv_ns[@]}" ss -Hltn "sport = :$port" | grep -q . || break
-done
+source "$net/port.sh"
+port=$(sv_free_port "${srv_ns[@]}") || exit 1
 
 tmp=$(mktemp -d /tmp/sv-xpp.XXXXXX)
 srv_pid=

@@ -30,6 +30,7 @@ set -u
 
 SV=$1 TOOL=$2 MODE=$3
 all_iters=${SV_PERFTEST_ALL_ITERS:-5}
+source "$(cd "$(dirname "$0")/../net" && pwd)/port.sh"
 cd /
 
 bin=$(command -v "$TOOL") || { echo "SKIP: $TOOL not installed (perftest)"; exit 77; }
@@ -177,10 +178,7 @@ cm_race() {
 # socket, or rdma_cm's port with -R); sets src, crc, port.
 run_once() {
 	local listening=0 i
-	for _ in $(seq 100); do
-		port=$((20000 + RANDOM % 40000))
-		ss -Hltn "sport = :$port" | grep -q . || break
-	done
+	port=$(sv_free_port) || return 1
 	# Line-buffered stdout (stdbuf) so that a side killed by `timeout`
 	# still shows how far it got; stdbuf only sets stdio buffering.
 	cmd=("$SV" run -- stdbuf -oL -eL "$bin" -d softverbs0 -x "$gid" -p "$port" "${args[@]}")
