@@ -21,11 +21,13 @@
  *            place; READ gives the bytes back;
  *   help     large WRITEs while the target idles, which its progress
  *            thread helps to copy (engine/help.c): one of three SGEs of
- *            odd lengths to an odd remote offset, then a stream of 24
+ *            odd lengths to an odd remote offset, then a stream of 40
  *            WRITEs of 4 MiB + 1 alternating between two regions, each
  *            with its own pattern: every byte right, the last one last
- *            (the target's copy of the final bytes); help_posted counts
- *            every one, help_taken at least one (unless SOFTVERBS_HELP=0);
+ *            (the target's copy of the final bytes); at least one was
+ *            posted as a job and taken (unless SOFTVERBS_HELP=0) - not
+ *            every one: after two that found no helper (a loaded
+ *            machine) a QP offers the next 16 to nobody;
  *   stopstream  a thread of the initiator stops and continues the target
  *            40 times while the initiator streams 4 MiB WRITEs: each
  *            completes within 3 s even when the target stops with chunks
@@ -574,7 +576,7 @@ static void order_b(int fd)
 
 #define HELP_SRC (6 * MIB) /* A: the source, filled with one pattern */
 #define HELP_STREAM (4 * MIB + 1)
-#define HELP_N 24
+#define HELP_N 40
 /* The three SGEs of the first WRITE (offset, length in A's buffer), and
  * where it lands in B's. */
 static const size_t help_sge[3][2] = {
@@ -647,8 +649,8 @@ static void help_a(int fd)
 	close_with_stats(&ep, &st);
 	expect_direct(&st, 1 + HELP_N, 0, 0);
 	if (help_expected()) {
-		CHECK_EQ(st.help_posted, 1 + HELP_N);
-		CHECK(st.help_taken >= 1);
+		CHECK(st.help_posted >= 1 && st.help_posted <= 1 + HELP_N);
+		CHECK(st.help_taken >= 1 && st.help_taken <= st.help_posted);
 	} else {
 		CHECK_EQ(st.help_posted, 0);
 	}
