@@ -28,6 +28,10 @@
  *   the time the packet path would spend on its retries (timeout x
  *   (retry_cnt + 1)) the oldest WQE completes with RETRY_EXC_ERR and the
  *   QP goes to ERR.  An infinite timeout (0) waits forever, as IBA says.
+ *   A peer whose process runs and whose channel is open is never timed
+ *   out: its engine takes every message, only perhaps late (no receive
+ *   WQE yet, which rnr_retry 7 waits for; or no CPU on a loaded machine,
+ *   which a HCA's responder never lacks).
  * - Receive errors are the responder's: a message longer than the WQE is
  *   LOC_LEN_ERR there and REM_INV_REQ_ERR here, a bad lkey in the WQE is
  *   LOC_PROT_ERR there and REM_OP_ERR here, a full CQ is LOC_QP_OP_ERR
@@ -767,6 +771,21 @@ static void tx_retire(struct sv_qp_engine *qe)
 	}
 }
 
+/* Will the peer still take what we sent?  Yes while its channel is the
+ * one we attached to, open, and its process runs: its engine consumes
+ * every message, perhaps late (waiting for a receive WQE: an RNR NAK on
+ * the packet path, retried forever with rnr_retry 7; or for a CPU).  A
+ * killed or stopped peer, or its QP in ERR or RESET (the channel closed),
+ * never will: that silence is what the watchdog is for. */
+static bool peer_will_take(struct sv_qp_engine *qe)
+{
+	const struct sv_chan_tx *t = &qe->chan.tx;
+
+	return t->ch && atomic_load(&t->ch->gen) == t->gen &&
+	       atomic_load(&t->ch->open) && qe->shm &&
+	       sv_shm_peer_running(qe->shm);
+}
+
 /* The peer consumes nothing any more: fail the oldest WQE as the packet
  * path fails it when its retries run out. */
 static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
@@ -785,6 +804,10 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	limit = t * (qe->retry_cnt + 1u);
 	if (now - qe->chan.stall_since < limit)
 		return;
+	if (peer_will_take(qe)) {
+		qe->chan.stall_since = now; /* look again in a while */
+		return;
+	}
 	sv_chan_lean_leave(qe); /* the engine's cursors from here */
 	if (!qe->chan.outstanding)
 		return;

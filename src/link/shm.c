@@ -237,25 +237,42 @@ static inline struct sv_shm_slot *slot_of(struct sv_shm_hdr *h, uint64_t pos,
 	return &h->slot[i];
 }
 
-/* Dead, or a zombie (its memory is gone all the same). */
-static bool pid_dead(int pid)
+/* A process's state letter from /proc/PID/stat ('R', 'S', 'T', 'Z'...),
+ * 0 if it is gone, '?' if it cannot be read. */
+static char pid_state(int pid)
 {
 	char path[64], buf[256], *p;
 	int fd, n;
 
-	if (pid <= 0)
-		return false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT;
+		return errno == ENOENT ? 0 : '?';
 	n = (int)read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return '?';
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Dead, or a zombie (its memory is gone all the same). */
+static bool pid_dead(int pid)
+{
+	char st;
+
+	if (pid <= 0)
+		return false;
+	st = pid_state(pid);
+	return !st || st == 'Z' || st == 'X';
+}
+
+bool sv_shm_peer_running(const struct sv_shm_peer *p)
+{
+	char st = pid_state(p->pid);
+
+	return st && st != 'Z' && st != 'X' && st != 'T' && st != 't';
 }
 
 /* now: the caller's clock, or 0 if it has not read one: a stalled slot

@@ -131,6 +131,9 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 void sv_shm_peer_detach(struct sv_shm_peer *p);
 /* Is the registry still naming this very mapping for its port? */
 bool sv_shm_peer_current(const struct sv_shm_peer *p);
+/* Is the peer process there and not stopped (SIGSTOP, a debugger)?
+ * Reads /proc: for rare checks. */
+bool sv_shm_peer_running(const struct sv_shm_peer *p);
 
 /* Producer: push n packets (at most SV_SHM_SLOTS).  They become visible
  * together, as a sendmmsg batch lands in a socket at once: the consumer

@@ -15,11 +15,16 @@
  *              on the same QP: receive completions in order, what a SEND
  *              announces is in place when it completes, send completions
  *              in SQ order with the right opcodes;
- *   rnr        receives posted 200 ms after the SENDs (rnr_retry 7): no
- *              completion before, then all in order; rnr_retry 3 to a QP
+ *   rnr        receives posted 600 ms after the SENDs (rnr_retry 7), three
+ *              times what the sender's transport timer gives a silent
+ *              peer (retry_cnt 1: 2 x 100 ms): no completion before, then
+ *              all in order, no RETRY_EXC_ERR; rnr_retry 3 to a QP
  *              that never posts a receive: RNR_RETRY_EXC_ERR (and that QP
  *              never uses the channel);
- *   dead_peer  the receiver is SIGKILLed, then (another QP) SIGSTOPped:
+ *   dead_peer  the receiver is SIGKILLed, then (another QP) SIGSTOPped,
+ *              then (another QP) SIGSTOPped after it held a SEND for
+ *              want of a receive for longer than the timer allows a
+ *              silent peer (a live peer is waited for, a stopped one not):
  *              RETRY_EXC_ERR after timeout x (retry_cnt + 1), bounded,
  *              the QP in ERR, later WQEs flushed;
  *   errors     receive WQE too small (LOC_LEN_ERR / REM_INV_REQ_ERR), a
@@ -843,6 +848,7 @@ static void order_b(int fd)
 /* ---- rnr ------------------------------------------------------------------- */
 
 #define RNR_N 10
+#define RNR_WAIT_MS 600
 
 static void rnr_a(int fd)
 {
@@ -852,6 +858,11 @@ static void rnr_a(int fd)
 	int i;
 
 	stats_on();
+	/* A peer that answers nothing would fail us after 2 x 100 ms (the
+	 * engine's shortest timeout); one that holds the SENDs for want of
+	 * a receive answers RNR, and rnr_retry 7 waits for as long as it
+	 * takes. */
+	o.retry_cnt = 1;
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	for (i = 0; i < RNR_N; i++) {
@@ -862,9 +873,10 @@ static void rnr_a(int fd)
 					 ep.buf + i * 1024, 10 + 50 * i,
 					 ep.mr->lkey, 0, 0, 0xabc000 + i), 0);
 	}
-	hx_sync(fd); /* B waits 200 ms before posting its receives */
-	/* Completion means the message was placed: not before a receive. */
-	HX_EXPECT_NONE(ep.scq, 100);
+	hx_sync(fd); /* B waits RNR_WAIT_MS before posting its receives */
+	/* Completion means the message was placed: not before a receive
+	 * (nor an error once the timer's 200 ms are over). */
+	HX_EXPECT_NONE(ep.scq, 400);
 	for (i = 0; i < RNR_N; i++)
 		HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
 			  IBV_WC_SEND, 10 + 50 * i);
@@ -906,7 +918,7 @@ static void rnr_b(int fd)
 	memset(ep.buf, CANARY, 64 * KIB);
 	hx_sync(fd);
 	t0 = hx_now_ms();
-	hx_msleep(200);
+	hx_msleep(RNR_WAIT_MS);
 	for (i = 0; i < RNR_N; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, i, ep.buf + i * 2048, 2048,
 					 ep.mr->lkey), 0);
@@ -1020,10 +1032,24 @@ static void dead_peer_a(int fd)
 	REQUIRE(wait_stopped(pid));
 	dead_sends(&ep, 20);
 	REQUIRE(kill(pid, SIGCONT) == 0);
+
+	/* 3. The peer runs and has no receive for the SEND (an RNR wait,
+	 * which keeps a sender waiting), then it is stopped. */
+	renew(&ep);
+	hx_fill(ep.buf, 64, 30);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 30,
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0), 0);
+	/* Longer than the 3 x 100 ms a silent peer gets. */
+	HX_EXPECT_NONE(ep.scq, 500);
+	REQUIRE(kill(pid, SIGSTOP) == 0);
+	REQUIRE(wait_stopped(pid));
+	HX_EXPECT_T(ep.scq, NULL, 30, IBV_WC_RETRY_EXC_ERR, -1, -1, 10000);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
+	REQUIRE(kill(pid, SIGCONT) == 0);
 	hx_sync(fd);
 	close_with_stats(&ep, &st);
 	/* The first SEND of each went into the channel. */
-	expect_sends(&st, 2);
+	expect_sends(&st, 3);
 }
 
 static void dead_peer_b(int fd)
@@ -1063,6 +1089,9 @@ static void dead_peer_b(int fd)
 	hx_ep_connect(&ep);
 	hx_send_u64(fd, (uint64_t)getpid());
 	hx_sync(fd);
+	/* Part 3: a new QP, a SEND we have no receive for, and A stops us
+	 * a while later. */
+	renew(&ep);
 	hx_sync(fd); /* continued */
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
