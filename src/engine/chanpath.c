@@ -835,12 +835,15 @@ void sv_chan_poll(struct sv_engine *eng)
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, chan.node);
 
-		if (qe->chan.rx.ch)
-			rx_run(qe);
+		/* Acknowledgements before messages: the peer acknowledged
+		 * our SENDs before it could answer them, and completions
+		 * seen together should tell it in that order. */
 		if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
 			lean_retire(qe);
 		else if (qe->chan.outstanding)
 			tx_retire(qe);
+		if (qe->chan.rx.ch)
+			rx_run(qe);
 		if (eng->now_ok && tx_pending(qe))
 			tx_watchdog(qe, eng->now);
 		if (!qe->chan.tx.ch && !qe->chan.rx.ch &&
