@@ -92,14 +92,14 @@ static struct sv_chan *own_chan(struct sv_qp_engine *qe)
 {
 	struct sv_shm_hdr *h = qe->sock->ring.hdr;
 
-	return h ? sv_shm_chan(h, qe->qpn & 0xff) : NULL;
+	return h ? sv_shm_chan(h, sv_qpn_slot(qe->qpn)) : NULL;
 }
 
 /* The peer's channel for our QP: where we send, and where, as the
  * peer's consumer, we acknowledge. */
 static struct sv_chan *peer_chan(struct sv_qp_engine *qe)
 {
-	return sv_shm_chan(qe->shm->hdr, qe->dest_qpn & 0xff);
+	return sv_shm_chan(qe->shm->hdr, sv_qpn_slot(qe->dest_qpn));
 }
 
 static void list_update(struct sv_qp_engine *qe)
@@ -214,8 +214,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 				      memory_order_relaxed);
 		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
 	}
-	atomic_store_explicit(&pc->ack, qe->chan.rx.head,
-			      memory_order_release);
+	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -270,7 +269,8 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			       const struct sv_chan_msg *m, struct ibv_wc *fail)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
+	uint32_t head =
+		atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
 	const struct sv_recv_wqe *w;
 	enum sv_sgl_err e = SV_SGL_OK;
 	uint64_t room = 0;
@@ -520,7 +520,8 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 {
 	struct sv_qp *qp = qe->qp;
 	struct sv_chan_tx *t = &qe->chan.tx;
-	uint32_t tail = atomic_load_explicit(&qp->sq.tail, memory_order_relaxed);
+	uint32_t tail =
+		atomic_load_explicit(&qp->sq.tail, memory_order_relaxed);
 	struct sv_send_wqe *w;
 	uint32_t flags = 0;
 	uint64_t end;
@@ -544,9 +545,8 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 				    wr->sg_list[i].length);
 			d += wr->sg_list[i].length;
 		}
-	} else if (len ? sv_sgl_copy(qp->pd, wr->sg_list,
-				     (uint32_t)wr->num_sge, 0, dst, len,
-				     false) :
+	} else if (len ? sv_sgl_copy(qp->pd, wr->sg_list, (uint32_t)wr->num_sge,
+				     0, dst, len, false) :
 			 sv_sgl_validate(qp->pd, wr->sg_list,
 					 (uint32_t)wr->num_sge, 0)) {
 		return false; /* the packet path reports LOC_PROT_ERR */
@@ -581,7 +581,8 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	/* Only posters write it, under sq_lock: no locked RMW needed. */
 	atomic_store_explicit(&qe->chan.lean_sends,
 			      atomic_load_explicit(&qe->chan.lean_sends,
-						   memory_order_relaxed) + 1,
+						   memory_order_relaxed) +
+				      1,
 			      memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
 	poke(qe, false);
@@ -600,9 +601,9 @@ bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
 
 	if (!qe || !atomic_load_explicit(&qe->chan.lean, memory_order_acquire))
 		return false;
-	if (lean_post(qe, wr, (uint32_t)(len > SV_CHAN_MAX_MSG ?
-						 SV_CHAN_MAX_MSG + 1 :
-						 len)))
+	if (lean_post(qe, wr,
+		      (uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 :
+							 len)))
 		return true;
 	/* Back to the engine, which needs its lock to take over (lock
 	 * order: engine, then sq_lock). */
@@ -672,8 +673,8 @@ enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		return SV_CHAN_NO;
 	/* Everything before it is in the channel, nothing on packets. */
 	if (qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
-	    qe->req.psn != qe->req.max_psn ||
-	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
+	    qe->req.psn != qe->req.max_psn || qe->comp.psn != qe->req.max_psn ||
+	    qe->req.rd_atomic)
 		return SV_CHAN_NO;
 	if (atomic_load_explicit(&t->ch->gen, memory_order_relaxed) != t->gen ||
 	    !atomic_load_explicit(&t->ch->open, memory_order_relaxed)) {
@@ -688,8 +689,8 @@ enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
 	if (wqe->send_flags & IBV_SEND_INLINE) {
 		sv_dma_copy(dst, wqe->inline_data, len);
-	} else if (len ? sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0,
-				     dst, len, false) :
+	} else if (len ? sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0, dst,
+				     len, false) :
 			 sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,
 					 0)) {
 		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
@@ -713,8 +714,7 @@ enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		/* A thread asleep for good would not run the watchdog. */
 		if (atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
-			sv_timer_note(qe->eng,
-				      sv_now_ns() + SV_CHAN_WATCH_NS);
+			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
 	SV_STAT(qe->eng, chan_sends);
 	poke(qe, true);
@@ -846,8 +846,7 @@ void sv_chan_poll(struct sv_engine *eng)
 			rx_run(qe);
 		if (eng->now_ok && tx_pending(qe))
 			tx_watchdog(qe, eng->now);
-		if (!qe->chan.tx.ch && !qe->chan.rx.ch &&
-		    !qe->chan.outstanding)
+		if (!qe->chan.tx.ch && !qe->chan.rx.ch && !qe->chan.outstanding)
 			list_update(qe);
 	}
 }

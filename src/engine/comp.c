@@ -33,13 +33,6 @@ static const uint32_t rnr_cus[32] = {
 	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
-static bool is_rdat(const struct sv_send_wqe *w)
-{
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static struct sv_send_wqe *wqe_at(struct sv_qp_engine *qe, uint32_t idx)
 {
 	return sv_wq_at(&qe->qp->sq, idx);
@@ -228,7 +221,7 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 			continue;
 		if (sv_psn_diff(psn, w->first_psn) < 0)
 			break;
-		if (is_rdat(w)) {
+		if (sv_wr_is_rd_atomic(w->opcode)) {
 			/* Acknowledged no further than what it got back. */
 			lost = true;
 			upto = sv_psn_add(w->first_psn,
@@ -407,8 +400,8 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 		sv_req_rewind(qe, psn);
 		qe->comp.deadline = 0;
 		qe->comp.probe = 0;
-		qe->comp.rnr_until =
-			sv_eng_now(qe->eng) + (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
+		qe->comp.rnr_until = sv_eng_now(qe->eng) +
+				     (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
 		sv_timer_note(qe->eng, qe->comp.rnr_until);
 		break;
 	case SV_AETH_NAK:
@@ -458,7 +451,7 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 		return NULL;
 	}
 	w = wqe_of_psn(qe, psn);
-	if (!w || !is_rdat(w)) {
+	if (!w || !sv_wr_is_rd_atomic(w->opcode)) {
 		SV_STAT(qe->eng, drop_bad_resp);
 		return NULL;
 	}

@@ -73,13 +73,14 @@ static int qpn_alloc(struct sv_engine *eng, struct sv_qp_engine *qe)
 	for (i = 0; i < SV_SLOTS_PER_SOCK; i++) {
 		unsigned int slot = (s->next_slot + i) % SV_SLOTS_PER_SOCK;
 
-		if (s->slot[slot] || (s->udp.port == 0xffff && slot == 0xff))
+		if (s->slot[slot] ||
+		    sv_qpn_make(s->udp.port, slot) == SV_QPN_MCAST)
 			continue;
 		s->slot[slot] = qe;
 		s->used++;
 		s->next_slot = slot + 1;
 		qe->sock = s;
-		qe->qpn = ((uint32_t)s->udp.port << 8) | slot;
+		qe->qpn = sv_qpn_make(s->udp.port, slot);
 		return 0;
 	}
 	return ENOMEM; /* not reached: used < capacity */
@@ -119,7 +120,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 		err = sv_engine_start_thread(eng);
 		if (err) {
 			list_del(&qe->node);
-			qe->sock->slot[qe->qpn & 0xff] = NULL;
+			qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 			qe->sock->used--;
 		} else {
 			sv_shm_qp_created(qe);
@@ -155,7 +156,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	sv_chan_lean_leave(qe);
 	/* Unreachable from the network first, then from the work lists. */
 	sv_direct_qp_unpublish(qe);
-	qe->sock->slot[qe->qpn & 0xff] = NULL;
+	qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 	qe->sock->used--;
 	if (qe->on_work)
 		list_del(&qe->work_node);
@@ -238,12 +239,11 @@ static void set_path(struct sv_qp_engine *qe)
 	    !(dst.addr[0] == 0xfe && (dst.addr[1] & 0xc0) == 0x80))
 		scope = 0; /* only link-local addresses need a scope */
 	qe->dest_qpn = qp->attr.dest_qp_num & SV_PSN_MASK;
-	sv_ipaddr_to_sin6(&dst, (uint16_t)(qe->dest_qpn >> 8), scope,
-			  &qe->peer);
+	sv_ipaddr_to_sin6(&dst, sv_qpn_port(qe->dest_qpn), scope, &qe->peer);
 	qe->flow.src = src;
 	qe->flow.dst = dst;
 	qe->flow.sport = qe->sock->udp.port;
-	qe->flow.dport = (uint16_t)(qe->dest_qpn >> 8);
+	qe->flow.dport = sv_qpn_port(qe->dest_qpn);
 }
 
 static void set_window(struct sv_qp_engine *qe)
@@ -381,27 +381,6 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 
 /* ---- completions ---------------------------------------------------------------- */
 
-enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 /* A CQ overrun takes every QP using that CQ to ERR (IBA). */
 static void cq_overrun(struct sv_engine *eng, struct sv_cq *cq)
 {
@@ -430,7 +409,7 @@ int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status)
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = wqe->wr_id;
 	wc.status = status;
-	wc.opcode = sv_wc_opcode(wqe->opcode);
+	wc.opcode = sv_wr(wqe->opcode)->wc;
 	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		wc.byte_len = 8;

@@ -133,8 +133,7 @@ static bool thread_stopped(pid_t pid, uint32_t tid)
 	ssize_t n;
 	int f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", (int)pid,
-		 tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", (int)pid, tid);
 	f = open(path, O_RDONLY | O_CLOEXEC);
 	if (f < 0)
 		return false;
@@ -222,16 +221,15 @@ static struct sv_help_job *job_take(struct sv_shm_hdr *hdr)
 	for (j = 0; j < SV_HELP_JOBS; j++) {
 		uint32_t free = 0;
 
-		if (atomic_compare_exchange_strong(&hdr->job[j].busy, &free,
-						   1))
+		if (atomic_compare_exchange_strong(&hdr->job[j].busy, &free, 1))
 			return &hdr->job[j];
 	}
 	return NULL;
 }
 
 enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
-			     const struct iovec *iov, uint32_t n,
-			     uintptr_t rva, const struct sv_send_wqe *wqe)
+			     const struct iovec *iov, uint32_t n, uintptr_t rva,
+			     const struct sv_send_wqe *wqe)
 {
 	uint64_t len = wqe->length, body = len - SV_HELP_TAIL, chunk, w;
 	uint32_t i, nch, gen, front = 0, back, take;
@@ -240,8 +238,7 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
 
 	if (!sv_help_on || len < SV_HELP_MIN || n > SV_HELP_IOV ||
 	    sv_pubtab_is_self(tab) ||
-	    !atomic_load_explicit(&qe->shm->hdr->helping,
-				  memory_order_relaxed))
+	    !atomic_load_explicit(&qe->shm->hdr->helping, memory_order_relaxed))
 		return SV_HELP_NOT;
 	/* Cut in pieces without a helper, a WRITE costs more than one copy
 	 * (ib_write_bw 1 MiB: 10.7 against 13.9 GB/s): after WRITEs that
@@ -271,8 +268,9 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
 		job->iov[i].base = (uint64_t)(uintptr_t)iov[i].iov_base;
 		job->iov[i].len = iov[i].iov_len;
 	}
-	gen = sv_help_gen(atomic_load_explicit(&job->claim,
-					       memory_order_relaxed)) + 1;
+	gen = sv_help_gen(
+		      atomic_load_explicit(&job->claim, memory_order_relaxed)) +
+	      1;
 	if (!gen)
 		gen = 1;
 	atomic_store_explicit(&job->done, (uint64_t)gen << 32,
@@ -320,8 +318,8 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
 	}
 	if (back < nch) {
 		enum wait_r wr = wait_helper(job, gen, nch - back, tab, rva);
-		uint64_t r = atomic_load_explicit(&job->redo,
-						  memory_order_acquire);
+		uint64_t r =
+			atomic_load_explicit(&job->redo, memory_order_acquire);
 		uint32_t c0 = 0, cn = 0;
 
 		SV_STAT(qe->eng, help_taken);
@@ -342,8 +340,9 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
 		}
 		if (ok && cn)
 			ok = push(tab, iov, n, rva, c0 * chunk,
-				  ((c0 + cn) * chunk < body ? (c0 + cn) * chunk :
-							      body) -
+				  ((c0 + cn) * chunk < body ?
+					   (c0 + cn) * chunk :
+					   body) -
 					  c0 * chunk);
 	}
 	/* The last bytes last: the whole message is in place before them. */
@@ -376,8 +375,8 @@ static bool job_read(const struct sv_help_job *job, struct job_view *v)
 	v->iova = j->iova;
 	v->len = j->len;
 	v->chunk = j->chunk;
-	if (!v->niov || v->niov > SV_HELP_IOV || v->chunk < 4096 ||
-	    !v->len || v->len > (uint64_t)SV_HELP_MAX_CHUNKS * v->chunk)
+	if (!v->niov || v->niov > SV_HELP_IOV || v->chunk < 4096 || !v->len ||
+	    v->len > (uint64_t)SV_HELP_MAX_CHUNKS * v->chunk)
 		return false;
 	for (i = 0; i < v->niov; i++) {
 		v->iov[i].iov_base = (void *)(uintptr_t)j->iov[i].base;
@@ -399,9 +398,10 @@ static pid_t job_peer(struct sv_engine *eng, struct sv_sock *s,
 	pid_t pid = 0;
 
 	pthread_mutex_lock(&eng->lock);
-	qe = s->slot[v->qpn & (SV_SLOTS_PER_SOCK - 1)];
+	qe = s->slot[sv_qpn_slot(v->qpn)];
 	if (qe && qe->qpn == v->qpn && qe->qp->type == IBV_QPT_RC &&
-	    qe->dest_qpn == v->src_qpn && qe->shm && qe->shm->pid != qe->shm->self)
+	    qe->dest_qpn == v->src_qpn && qe->shm &&
+	    qe->shm->pid != qe->shm->self)
 		pid = qe->shm->pid;
 	pthread_mutex_unlock(&eng->lock);
 	return pid;
@@ -431,9 +431,8 @@ static bool rseq_usable(void)
  * call resumes at the abort label (PULL_ABORTED), and once the call has
  * started the sender's revocation comes too late only for bytes that are
  * the ones it would write itself. */
-static long readv_unless_revoked(const _Atomic uint32_t *revoked,
-				 uint32_t gen, pid_t pid,
-				 const struct iovec *local,
+static long readv_unless_revoked(const _Atomic uint32_t *revoked, uint32_t gen,
+				 pid_t pid, const struct iovec *local,
 				 const struct iovec *remote, unsigned long nr)
 {
 	struct rseq *rs = (struct rseq *)((char *)__builtin_thread_pointer() +
@@ -469,8 +468,8 @@ static long readv_unless_revoked(const _Atomic uint32_t *revoked,
 		: "=&a"(ret), [cs] "=m"(rs->rseq_cs)
 		: [gen] "r"(gen), [rev] "m"(*revoked),
 		  [nr_readv] "i"(SYS_process_vm_readv), "D"((long)pid),
-		  "S"(local), "d"(1L), "r"(r10), "r"(r8), "r"(r9),
-		  [aborted] "i"(PULL_ABORTED), [revk] "i"(PULL_REVOKED)
+		  "S"(local), "d"(1L), "r"(r10), "r"(r8),
+		  "r"(r9), [aborted] "i"(PULL_ABORTED), [revk] "i"(PULL_REVOKED)
 		: "rcx", "r11", "memory", "cc");
 	__atomic_store_n(&rs->rseq_cs, 0, __ATOMIC_RELAXED);
 	return ret;
@@ -506,11 +505,12 @@ static long readv_once(bool revocable, const _Atomic uint32_t *revoked,
 enum pull_r { PULLED, PULL_FAILED, PULL_TAKEN_BACK };
 
 /* Chunks [c, c+k) of the job, pulled from the sender into va. */
-static enum pull_r pull(struct sv_help_job *job, uint32_t gen,
-			bool revocable, pid_t pid, const struct job_view *v,
-			uintptr_t va, uint32_t c, uint32_t k)
+static enum pull_r pull(struct sv_help_job *job, uint32_t gen, bool revocable,
+			pid_t pid, const struct job_view *v, uintptr_t va,
+			uint32_t c, uint32_t k)
 {
-	uint64_t off = (uint64_t)c * v->chunk, end = (uint64_t)(c + k) * v->chunk;
+	uint64_t off = (uint64_t)c * v->chunk,
+		 end = (uint64_t)(c + k) * v->chunk;
 	struct iovec part[SV_HELP_IOV], local;
 	uint32_t m;
 
@@ -595,8 +595,9 @@ static uint32_t job_help(struct sv_engine *eng, struct sv_sock *s,
 		if (sv_help_gen(w) != gen || back <= front || back > v.nch)
 			break;
 		k = (back - front + 1) / 2;
-		if (!atomic_compare_exchange_weak(
-			    &job->claim, &w, sv_help_word(gen, front, back - k)))
+		if (!atomic_compare_exchange_weak(&job->claim, &w,
+						  sv_help_word(gen, front,
+							       back - k)))
 			continue; /* w reloaded */
 		r = pull(job, gen, revocable, pid, &v, va, back - k, k);
 		if (r == PULL_FAILED) /* the sender copies them */
@@ -626,8 +627,8 @@ static bool scan(struct sv_engine *eng, struct sv_sock *const *s,
 	for (i = 0; i < n; i++)
 		for (j = 0; j < SV_HELP_JOBS; j++) {
 			struct sv_help_job *job = &s[i]->ring.hdr->job[j];
-			uint64_t w = atomic_load_explicit(
-				&job->claim, memory_order_acquire);
+			uint64_t w = atomic_load_explicit(&job->claim,
+							  memory_order_acquire);
 			bool decline;
 
 			if (sv_help_front(w) >= sv_help_back(w) ||
@@ -648,8 +649,8 @@ static bool scan(struct sv_engine *eng, struct sv_sock *const *s,
  * send CQ: helping it made 1 MiB WRITEs slower (73 against 62 us). */
 static bool app_polls(struct sv_engine *eng)
 {
-	uint64_t hint = atomic_load_explicit(&eng->last_hint,
-					     memory_order_relaxed);
+	uint64_t hint =
+		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
 
 	return hint && sv_now_ns() - hint < SV_HINT_HOLD_NS;
 }

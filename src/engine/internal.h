@@ -26,12 +26,14 @@
 
 #include "core/objects.h"
 #include "engine/engine.h"
-#include "engine/wire.h"
+#include "proto/addr.h"
+#include "proto/icrc.h"
+#include "proto/wire.h"
+#include "proto/wr.h"
 #include "link/shm.h"
 #include "link/udp.h"
 #include "util/list.h"
 
-#define SV_SLOTS_PER_SOCK 256
 #define SV_TX_BATCH 64 /* packets built before a sendmmsg */
 #define SV_RX_BATCH 64 /* datagrams per recvmmsg */
 #define SV_RX_BUDGET 512 /* datagrams per socket per pass */
@@ -499,7 +501,6 @@ int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		     bool solicited);
 bool sv_rq_get(struct sv_qp_engine *qe);
 void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next);
-enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode);
 
 /* net.c */
 struct sv_tx *sv_tx_get(struct sv_engine *eng);

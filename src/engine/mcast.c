@@ -39,7 +39,6 @@
 #include "core/device.h"
 #include "util/log.h"
 
-#define SV_MCAST_QPN 0xffffffu
 #define SV_MCAST_PORT 0xffffu
 #define SV_MCAST_MAX_IFS 64
 
@@ -378,7 +377,7 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 	/* IBA: multicast is UD, to QPN 0xffffff, to a group this
 	 * context has QPs attached to. */
 	g = group_by_ip(eng->mcast, &r->flow.dst);
-	if (pkt.qpn != SV_MCAST_QPN || !g) {
+	if (pkt.qpn != SV_QPN_MCAST || !g) {
 		SV_STAT(eng, drop_no_qp);
 		return mc_drop(eng, r, "not a multicast datagram of ours");
 	}

@@ -189,8 +189,8 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		return drop(eng, buf, len, "bad ICRC");
 	}
 	/* The QPN names the socket (port) and the slot on it. */
-	if ((pkt.qpn >> 8) != s->udp.port ||
-	    !(qe = s->slot[pkt.qpn & (SV_SLOTS_PER_SOCK - 1)])) {
+	if (sv_qpn_port(pkt.qpn) != s->udp.port ||
+	    !(qe = s->slot[sv_qpn_slot(pkt.qpn)])) {
 		SV_STAT(eng, drop_no_qp);
 		return drop(eng, buf, len, "no such QP");
 	}

@@ -37,17 +37,6 @@ static uint32_t npkts(uint64_t len, uint32_t pmtu)
 }
 
 /* Operations of the send queue that send nothing (memory windows). */
-static bool is_local_op(uint32_t op)
-{
-	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
-}
-
-static bool is_rd_atomic(uint32_t op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /* SEND/WRITE opcodes by position (IBA opcode table); UC is RC + 0x20. */
 static uint8_t data_opcode(struct sv_qp_engine *qe, uint32_t op, bool first,
 			   bool last)
@@ -386,7 +375,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	if (wqe->send_flags & IBV_SEND_SOLICITED)
 		sv_bth_set_se(b, 1);
-	sv_ipaddr_to_sin6(&dst, (uint16_t)(rqpn >> 8), scope, &t->dst);
+	sv_ipaddr_to_sin6(&dst, sv_qpn_port(rqpn), scope, &t->dst);
 	t->src = src;
 	sv_tx_finish(qe, t);
 	psn_sent(qe, 1);
@@ -429,7 +418,7 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t max_rd = qe->max_rd_atomic ? qe->max_rd_atomic : 1;
-	bool rdat = is_rd_atomic(wqe->opcode);
+	bool rdat = sv_wr_is_rd_atomic(wqe->opcode);
 
 	if (state == IBV_QPS_SQD)
 		return false;
@@ -437,7 +426,7 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		return false;
 	if (rdat && qe->req.rd_atomic >= max_rd)
 		return false;
-	if (is_local_op(wqe->opcode))
+	if (sv_wr_is(wqe->opcode, SV_WR_LOCAL))
 		return run_local_op(qe, wqe);
 	if (!(wqe->send_flags & IBV_SEND_INLINE) &&
 	    sv_sgl_validate(qp->pd, wqe->sge, wqe->num_sge,
@@ -633,7 +622,7 @@ void sv_req_probe(struct sv_qp_engine *qe)
 	w = sv_wq_at(&qp->sq, qe->comp.idx);
 	if (w->state != SV_WQE_ACTIVE && w->state != SV_WQE_SENT)
 		return;
-	if (is_rd_atomic(w->opcode)) {
+	if (sv_wr_is_rd_atomic(w->opcode)) {
 		sv_req_rewind(qe, qe->comp.psn);
 		return;
 	}

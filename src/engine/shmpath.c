@@ -115,7 +115,7 @@ static bool dest_local(struct sv_qp_engine *qe)
 static void choose(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
-	uint16_t port = (uint16_t)(qe->dest_qpn >> 8);
+	uint16_t port = sv_qpn_port(qe->dest_qpn);
 	struct list_node *it;
 	struct sv_shm_peer *p = NULL;
 	const char *reason = NULL;
@@ -134,7 +134,8 @@ static void choose(struct sv_qp_engine *qe)
 	}
 	for (it = eng->shm_peers.n.next; it != &eng->shm_peers.n;
 	     it = it->next) {
-		struct sv_shm_peer *c = list_entry(it, struct sv_shm_peer, node);
+		struct sv_shm_peer *c =
+			list_entry(it, struct sv_shm_peer, node);
 
 		if (c->port == port && sv_shm_peer_current(c)) {
 			p = c;

@@ -15,6 +15,7 @@
 #include <netinet/ip.h>
 
 #include "core/device.h"
+#include "proto/ip.h"
 
 /* Where an AH points: destination and source IP.  The last AH is
  * remembered (a datagram service mostly talks to few peers); the key is
@@ -58,65 +59,18 @@ out:
 	return 0;
 }
 
-#define SV_MCAST_QPN 0xffffffu
-
-static bool ip_is_multicast(const struct sv_ipaddr *ip)
-{
-	if (ip->family == AF_INET)
-		return (ip->addr[0] & 0xf0) == 0xe0;
-	return ip->addr[0] == 0xff;
-}
-
-static uint16_t ip_checksum(const uint8_t *p, size_t n)
-{
-	uint32_t sum = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* The GRH area of a received datagram (IBA, RoCE v2 Annex A17). */
-static void build_grh(uint8_t grh[40], const struct sv_flow *flow,
-		      uint32_t udplen)
-{
-	memset(grh, 0, 40);
-	if (flow->src.family == AF_INET) {
-		uint8_t *ip = grh + 20;
-
-		ip[0] = 0x45;
-		sv_store_be16(ip + 2, 20 + udplen);
-		sv_store_be16(ip + 6, 0x4000); /* DF */
-		ip[8] = 64; /* TTL */
-		ip[9] = 17; /* UDP */
-		memcpy(ip + 12, flow->src.addr, 4);
-		memcpy(ip + 16, flow->dst.addr, 4);
-		sv_store_be16(ip + 10, ip_checksum(ip, 20));
-	} else {
-		grh[0] = 0x60; /* version 6 */
-		sv_store_be16(grh + 4, udplen); /* payload length */
-		grh[6] = 17; /* next header: UDP */
-		grh[7] = 64; /* hop limit */
-		memcpy(grh + 8, flow->src.addr, 16);
-		memcpy(grh + 24, flow->dst.addr, 16);
-	}
-}
-
 void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	      const struct sv_flow *flow)
 {
 	uint8_t *deth = sv_pkt_h(pkt, SV_HDR_DETH);
 	struct sv_recv_wqe *w;
 	struct ibv_wc wc;
-	uint8_t grh[40];
+	uint8_t grh[SV_GRH_BYTES];
 	struct sv_pd *pd;
 
 	/* IBA: a multicast datagram is addressed to QPN 0xffffff, and
 	 * only a multicast datagram may be (mcast.c delivers those). */
-	if (ip_is_multicast(&flow->dst) != (pkt->qpn == SV_MCAST_QPN)) {
+	if (sv_ip_is_multicast(&flow->dst) != (pkt->qpn == SV_QPN_MCAST)) {
 		SV_STAT(qe->eng, drop_no_qp);
 		return;
 	}
@@ -137,20 +91,21 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	wc.qp_num = qe->qpn;
 	wc.src_qp = (uint32_t)sv_deth_sqp(deth);
 	wc.wc_flags = IBV_WC_GRH;
-	wc.byte_len = 40 + pkt->paylen;
+	wc.byte_len = SV_GRH_BYTES + pkt->paylen;
 	if (pkt->mask & SV_M_IMM) {
 		memcpy(&wc.imm_data, sv_pkt_h(pkt, SV_HDR_IMMDT), 4);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	build_grh(grh, flow, 8 + pkt->len);
-	if (qe->resp.wqe_len < 40 + (uint64_t)pkt->paylen) {
+	sv_grh_build(grh, flow, 8 + pkt->len);
+	if (qe->resp.wqe_len < SV_GRH_BYTES + (uint64_t)pkt->paylen) {
 		/* Too small for the datagram: a local length error on the
 		 * WQE; the QP stays usable (a datagram service). */
 		wc.status = IBV_WC_LOC_LEN_ERR;
-	} else if (sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh, 40, true) ||
+	} else if (sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh, SV_GRH_BYTES,
+			       true) ||
 		   (pkt->paylen &&
-		    sv_sgl_copy(pd, w->sge, w->num_sge, 40, pkt->payload,
-				pkt->paylen, true))) {
+		    sv_sgl_copy(pd, w->sge, w->num_sge, SV_GRH_BYTES,
+				pkt->payload, pkt->paylen, true))) {
 		wc.status = IBV_WC_LOC_PROT_ERR;
 	} else {
 		wc.status = IBV_WC_SUCCESS;

@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "engine/wire.h"
+#include "proto/wire.h"
 #include "link/chan.h"
 #include "link/help.h"
 #include "util/list.h"

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "engine/wire.h"
+#include "proto/wire.h"
 
 /* Receive buffers are larger than any valid packet so an oversized
  * datagram is seen as such rather than silently truncated. */

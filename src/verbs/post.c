@@ -31,40 +31,7 @@
 
 #include "core/mw.h"
 #include "engine/engine.h"
-
-static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
-{
-	/* An XRC initiator carries what RC carries (IBA Annex A14); an
-	 * XRC target sends nothing. */
-	if (type == IBV_QPT_XRC_SEND)
-		type = IBV_QPT_RC;
-	else if (type == IBV_QPT_XRC_RECV)
-		return false;
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
-	default:
-		/* TSO, ATOMIC_WRITE, FLUSH, DRIVER1: not offered. */
-		return false;
-	}
-}
-
-static bool is_local_op(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
-}
+#include "proto/wr.h"
 
 /* type1: the WR comes from ibv_bind_mw, which binds type 1 windows only;
  * ibv_post_send binds type 2 windows only. */
@@ -88,9 +55,9 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	uint64_t len = 0;
 	int i;
 
-	if (!opcode_ok(qp->type, wr->opcode))
+	if (!sv_wr_allowed(qp->type, wr->opcode))
 		return EINVAL;
-	if (is_local_op(wr->opcode)) {
+	if (sv_wr_is(wr->opcode, SV_WR_LOCAL)) {
 		*len_out = 0;
 		return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(wr, type1) :
 						      0;
@@ -105,16 +72,13 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* Inline carries data, not a destination for results. */
-		if (wr->opcode == IBV_WR_RDMA_READ ||
-		    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		if (!sv_wr_is(wr->opcode, SV_WR_INLINE_OK))
 			return EINVAL;
 		if (len > qp->cap.max_inline_data ||
 		    sizeof(struct sv_send_wqe) + len > qp->sq.stride)
 			return EINVAL;
 	}
-	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (sv_wr_is(wr->opcode, SV_WR_ATOMIC)) {
 		if (wr->num_sge != 1 || wr->sg_list[0].length < 8)
 			return EINVAL;
 		len = 8;
@@ -207,8 +171,7 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 		if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list,
 			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
-		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		if (sv_wr_is(wr->opcode, SV_WR_ATOMIC))
 			w->sge[0].length = 8;
 	}
 }

@@ -34,6 +34,7 @@
 
 #include "core/xrc.h"
 #include "engine/engine.h"
+#include "proto/wr.h"
 
 /* One WR of a batch.  Its gather list lives in the batch's sges[] (from
  * sge_first) and, for inline data, its bytes in inl[]: pointers are set
@@ -295,12 +296,6 @@ static struct sv_wr_ent *data_target(struct sv_wr_batch *b)
 	return e;
 }
 
-static bool is_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static int sges_reserve(struct sv_wr_batch *b, size_t more)
 {
 	size_t cap = b->sge_cap ? b->sge_cap : 16;
@@ -342,7 +337,7 @@ static void sv_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 		return;
 	}
 	/* An atomic's result lands in its one SGE: 8 bytes must fit. */
-	if (is_atomic(e->wr.opcode) &&
+	if (sv_wr_is(e->wr.opcode, SV_WR_ATOMIC) &&
 	    (num_sge != 1 || sg_list[0].length < 8)) {
 		batch_fail(b, EINVAL);
 		return;
@@ -381,7 +376,7 @@ static void sv_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 		return;
 	/* man ibv_wr_post: inline is valid only for SEND and RDMA_WRITE
 	 * (a READ or an atomic needs a place for what comes back). */
-	if (e->wr.opcode == IBV_WR_RDMA_READ || is_atomic(e->wr.opcode) ||
+	if (!sv_wr_is(e->wr.opcode, SV_WR_INLINE_OK) ||
 	    (num_buf && !buf_list)) {
 		batch_fail(b, EINVAL);
 		return;
@@ -517,7 +512,7 @@ static int batch_check(struct sv_qp *qp, struct sv_wr_batch *b)
 			return EINVAL;
 		if (qp->type == IBV_QPT_XRC_SEND && !e->xrc_set)
 			return EINVAL;
-		if (is_atomic(e->wr.opcode) && !e->data_set)
+		if (sv_wr_is(e->wr.opcode, SV_WR_ATOMIC) && !e->data_set)
 			return EINVAL;
 	}
 	/* Sends are refused before RTS (man ibv_post_send); SQD/ERR accept
@@ -746,11 +741,10 @@ static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	/* struct ibv_qp_init_attr is the prefix of the _ex one (the header's
 	 * own ibv_create_qp_ex relies on it): one creation path, which also
 	 * writes the granted caps back into a->cap. */
-	ibqp = sv_qp_create(context,
-			    a->qp_type == IBV_QPT_XRC_RECV ? NULL : a->pd,
-			    (struct ibv_qp_init_attr *)a,
-			    a->qp_type == IBV_QPT_XRC_RECV ? to_sv_xrcd(a->xrcd) :
-							      NULL);
+	ibqp = sv_qp_create(
+		context, a->qp_type == IBV_QPT_XRC_RECV ? NULL : a->pd,
+		(struct ibv_qp_init_attr *)a,
+		a->qp_type == IBV_QPT_XRC_RECV ? to_sv_xrcd(a->xrcd) : NULL);
 	if (!ibqp)
 		return NULL;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "proto/ip.h"
 
 /* ---- SRQ ---------------------------------------------------------------- */
 
@@ -298,6 +299,19 @@ static void v4_to_gid(uint32_t addr_be, union ibv_gid *gid)
 	memcpy(&gid->raw[12], &addr_be, 4);
 }
 
+/* The GID of an IP address: IPv4 as IPv4-mapped IPv6. */
+static void ipaddr_to_gid(const struct sv_ipaddr *ip, union ibv_gid *gid)
+{
+	if (ip->family == AF_INET) {
+		uint32_t a;
+
+		memcpy(&a, ip->addr, 4);
+		v4_to_gid(a, gid);
+	} else {
+		memcpy(gid->raw, ip->addr, 16);
+	}
+}
+
 /* Our index of a local GID, or -1 (errno ENOENT). */
 static int find_sgid_index(const union ibv_gid *gid)
 {
@@ -311,46 +325,13 @@ static int find_sgid_index(const union ibv_gid *gid)
 	return -1;
 }
 
-/* RFC 1071 checksum over the 20-byte header (check field included: a
- * correct header sums to zero). */
-static bool ipv4_header_ok(const struct iphdr *ip)
-{
-	const uint8_t *p = (const uint8_t *)ip;
-	uint32_t sum = 0;
-	int i;
-
-	for (i = 0; i < 20; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
-}
-
-/* RoCE v2 places what it received in the 40-byte GRH area: an IPv6 header,
- * or for IPv4 the 20-byte IPv4 header in its second half (bytes 20..39).
- * As rdma-core decides: an IPv4 header there with IHL 5 and a valid
- * checksum wins, otherwise a version-6 header is IPv6. */
-static int grh_ip_version(const struct ibv_grh *grh)
-{
-	const struct iphdr *ip4 = (const void *)((const uint8_t *)grh + 20);
-	int v6 = (be32toh(grh->version_tclass_flow) >> 28) == 6;
-
-	if (ip4->version == 4 && ip4->ihl == 5 && ipv4_header_ok(ip4))
-		return 4;
-	if (v6)
-		return 6;
-	if (ip4->version == 4)
-		return 4;
-	errno = EPROTONOSUPPORT;
-	return -1;
-}
-
 SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 				  struct ibv_wc *wc, struct ibv_grh *grh,
 				  struct ibv_ah_attr *ah_attr)
 {
-	uint32_t flow;
-	int version, idx;
+	struct sv_grh_info info;
+	union ibv_gid our;
+	int idx;
 
 	if (!context || !wc || !ah_attr ||
 	    ((wc->wc_flags & IBV_WC_GRH) && !grh)) {
@@ -368,47 +349,32 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 		errno = EINVAL;
 		return -1;
 	}
-	flow = be32toh(grh->version_tclass_flow);
-	ah_attr->grh.flow_label = flow & 0xfffff;
-	ah_attr->is_global = 1;
-	version = grh_ip_version(grh);
-	if (version == 4) {
-		const struct iphdr *ip4 =
-			(const void *)((const uint8_t *)grh + 20);
-		union ibv_gid our;
-
-		/* The reply goes back to the sender, from the address the
-		 * message was sent to; a multicast one cannot be a source. */
-		if (IN_MULTICAST(ntohl(ip4->daddr))) {
-			errno = EINVAL;
-			return -1;
-		}
-		v4_to_gid(ip4->daddr, &our);
-		idx = find_sgid_index(&our);
-		if (idx < 0)
-			return -1;
-		v4_to_gid(ip4->saddr, &ah_attr->grh.dgid);
-		ah_attr->grh.hop_limit = ip4->ttl;
-		ah_attr->grh.traffic_class = ip4->tos;
-	} else if (version == 6) {
-		if (grh->dgid.raw[0] == 0xff) {
-			errno = EINVAL;
-			return -1;
-		}
-		/* RoCE v2 carries UDP; anything else is not ours. */
-		if (grh->next_hdr != IPPROTO_UDP) {
-			errno = EPROTONOSUPPORT;
-			return -1;
-		}
-		idx = find_sgid_index(&grh->dgid);
-		if (idx < 0)
-			return -1;
-		ah_attr->grh.dgid = grh->sgid;
-		ah_attr->grh.hop_limit = grh->hop_limit;
-		ah_attr->grh.traffic_class = (flow >> 20) & 0xff;
-	} else {
+	/* RoCE v2 places the IP header it received in the GRH area
+	 * (proto/ip.h). */
+	if (sv_grh_parse((const uint8_t *)grh, &info)) {
+		errno = EPROTONOSUPPORT;
 		return -1;
 	}
+	ah_attr->grh.flow_label = info.flow_label;
+	ah_attr->is_global = 1;
+	/* The reply goes back to the sender, from the address the message
+	 * was sent to; a multicast one cannot be a source. */
+	if (sv_ip_is_multicast(&info.dst)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* RoCE v2 carries UDP; anything else is not ours. */
+	if (info.dst.family == AF_INET6 && info.next_hdr != IPPROTO_UDP) {
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	ipaddr_to_gid(&info.dst, &our);
+	idx = find_sgid_index(&our);
+	if (idx < 0)
+		return -1;
+	ipaddr_to_gid(&info.src, &ah_attr->grh.dgid);
+	ah_attr->grh.hop_limit = info.hop_limit;
+	ah_attr->grh.traffic_class = info.tclass;
 	ah_attr->grh.sgid_index = (uint8_t)idx;
 	return 0;
 }

@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "engine/wire.h"
+#include "proto/icrc.h"
+#include "proto/wire.h"
 
 /* Written independently of the table: the opcodes of IBA Table 40 for
  * RC/UC/UD and the headers each one carries. */

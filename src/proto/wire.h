@@ -8,8 +8,8 @@
  * class bits), and the header field accessors are generated from one list
  * of fields.  All multi-byte fields are big-endian on the wire (IBA).
  */
-#ifndef SV_ENGINE_WIRE_H
-#define SV_ENGINE_WIRE_H
+#ifndef SV_PROTO_WIRE_H
+#define SV_PROTO_WIRE_H
 
 #include <endian.h>
 #include <stdbool.h>
@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "proto/addr.h"
 
 /* ---- headers ------------------------------------------------------------ */
 
@@ -400,19 +402,6 @@ static inline int32_t sv_psn_diff(uint32_t a, uint32_t b)
 
 /* ---- parsed packets ------------------------------------------------------ */
 
-/* An IP address as the ICRC pseudo-header and the trace need it. */
-struct sv_ipaddr {
-	sa_family_t family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16]; /* 4 bytes for AF_INET */
-};
-
-/* The UDP/IP flow a packet travels on: everything the RoCE v2 ICRC covers
- * besides the IB headers and payload. */
-struct sv_flow {
-	struct sv_ipaddr src, dst;
-	uint16_t sport, dport; /* host order */
-};
-
 struct sv_pkt {
 	uint8_t *hdr; /* start of the BTH (UDP payload) */
 	uint32_t len; /* UDP payload length, ICRC included */
@@ -446,18 +435,6 @@ static inline uint8_t *sv_pkt_h(const struct sv_pkt *p, enum sv_hdr_id h)
 
 /* Parse and bounds-check buf[0..len): fills *pkt (pointing into buf). */
 enum sv_pkt_err sv_pkt_parse(struct sv_pkt *pkt, uint8_t *buf, uint32_t len);
-
-/* RoCE v2 invariant CRC of a packet of `len` bytes (ICRC included; the
- * last 4 bytes are not read).  See wire.c for exactly what it covers. */
-uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
-			 uint32_t len);
-/* The same over a real IPv4 (20 bytes) or IPv6 (40 bytes) header and UDP
- * header, masking the variant fields itself. */
-uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
-		     const uint8_t *pkt, uint32_t len);
-void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
-bool sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
-		   uint32_t len);
 
 /* IB MTU enum -> bytes. */
 static inline uint32_t sv_mtu_bytes(int mtu)

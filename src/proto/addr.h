@@ -1,0 +1,62 @@
+/*
+ * Addresses on the wire: the IP flow a RoCE v2 packet travels on, and how
+ * a QPN names a UDP port.
+ *
+ * softverbs needs no daemon to find a QP: a QPN is (udp_port << 8) | slot,
+ * so the destination port follows from the destination QPN (docs/design.md,
+ * "Addressing without a daemon").  These helpers are the only place that
+ * split is written.
+ */
+#ifndef SV_PROTO_ADDR_H
+#define SV_PROTO_ADDR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* An IP address as the ICRC pseudo-header, the GRH and the trace need it. */
+struct sv_ipaddr {
+	sa_family_t family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* 4 bytes for AF_INET */
+};
+
+/* The UDP/IP flow a packet travels on: everything the RoCE v2 ICRC covers
+ * besides the IB headers and payload. */
+struct sv_flow {
+	struct sv_ipaddr src, dst;
+	uint16_t sport, dport; /* host order */
+};
+
+static inline bool sv_ip_is_multicast(const struct sv_ipaddr *ip)
+{
+	if (ip->family == AF_INET)
+		return (ip->addr[0] & 0xf0) == 0xe0; /* 224.0.0.0/4 */
+	return ip->addr[0] == 0xff; /* ff00::/8 */
+}
+
+/* ---- QPN addressing ------------------------------------------------------ */
+
+#define SV_QPN_MASK 0xffffffu
+/* IBA: multicast datagrams are addressed to QPN 0xffffff.  Its port,
+ * 65535, is never allocated to a socket, so no QP ever has this number. */
+#define SV_QPN_MCAST 0xffffffu
+#define SV_SLOTS_PER_SOCK 256 /* QPs per UDP socket: the QPN's low byte */
+
+static inline uint32_t sv_qpn_make(uint16_t port, uint32_t slot)
+{
+	return ((uint32_t)port << 8) | (slot & 0xff);
+}
+
+/* The UDP port of the socket that owns a QPN. */
+static inline uint16_t sv_qpn_port(uint32_t qpn)
+{
+	return (uint16_t)((qpn & SV_QPN_MASK) >> 8);
+}
+
+/* The QP's slot in that socket. */
+static inline uint32_t sv_qpn_slot(uint32_t qpn)
+{
+	return qpn & 0xff;
+}
+
+#endif
