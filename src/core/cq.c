@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "core/async.h"
 
 /* Called without cq->lock: the token and the channel never change while
  * the CQ exists.  The write end is non-blocking, so a full pipe (8192

@@ -86,7 +86,7 @@ struct pub_qp {
 };
 
 /* A mapped table, ours or a peer's. */
-struct pub_view {
+struct sv_pubtab_view {
 	struct pub_hdr *hdr;
 	size_t size;
 	pid_t pid;
@@ -98,7 +98,7 @@ struct pub_view {
 };
 
 static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pub_view own;
+static struct sv_pubtab_view own;
 static int own_fd = -1;
 static bool own_tried;
 
@@ -126,7 +126,7 @@ static uint32_t hash(uint32_t key, uint32_t shift)
 	return (key * 0x9E3779B1u) >> (32 - shift);
 }
 
-static bool view_init(struct pub_view *v, void *base, size_t size)
+static bool view_init(struct sv_pubtab_view *v, void *base, size_t size)
 {
 	struct pub_hdr *h = base;
 	uint64_t mr_end, qp_end;
@@ -247,9 +247,9 @@ int sv_pubtab_fd(void)
 	return fd;
 }
 
-const void *sv_pubtab_own(void)
+const struct sv_pubtab_view *sv_pubtab_own(void)
 {
-	const void *tab;
+	const struct sv_pubtab_view *tab;
 
 	pthread_mutex_lock(&own_lock);
 	tab = own.hdr ? &own : NULL;
@@ -257,10 +257,10 @@ const void *sv_pubtab_own(void)
 	return tab;
 }
 
-void *sv_pubtab_map(pid_t pid, int fd)
+struct sv_pubtab_view *sv_pubtab_map(pid_t pid, int fd)
 {
 	char path[64];
-	struct pub_view *v;
+	struct sv_pubtab_view *v;
 	struct stat st;
 	void *p;
 	int f, seals, memfd;
@@ -306,9 +306,9 @@ fail:
 	return NULL;
 }
 
-void sv_pubtab_unmap(void *tab)
+void sv_pubtab_unmap(struct sv_pubtab_view *tab)
 {
-	struct pub_view *v = tab;
+	struct sv_pubtab_view *v = tab;
 
 	if (!v)
 		return;
@@ -318,23 +318,23 @@ void sv_pubtab_unmap(void *tab)
 	free(v);
 }
 
-int sv_pubtab_memfd(const void *tab)
+int sv_pubtab_memfd(const struct sv_pubtab_view *tab)
 {
-	return ((const struct pub_view *)tab)->memfd;
+	return ((const struct sv_pubtab_view *)tab)->memfd;
 }
 
-pid_t sv_pubtab_pid(const void *tab)
+pid_t sv_pubtab_pid(const struct sv_pubtab_view *tab)
 {
-	return ((const struct pub_view *)tab)->pid;
+	return ((const struct sv_pubtab_view *)tab)->pid;
 }
 
-bool sv_pubtab_is_self(const void *tab)
+bool sv_pubtab_is_self(const struct sv_pubtab_view *tab)
 {
 	/* Our own table exists once anything of ours was published; without
 	 * it, ask the kernel (glibc does not cache getpid). */
 	pid_t self = own.hdr ? own.pid : getpid();
 
-	return ((const struct pub_view *)tab)->pid == self;
+	return ((const struct sv_pubtab_view *)tab)->pid == self;
 }
 
 /* ---- owner side ----------------------------------------------------------- */
@@ -361,7 +361,7 @@ static bool drain(_Atomic uint32_t *users, const char *what, uint32_t key)
 	return true;
 }
 
-static struct pub_mr *mr_find(const struct pub_view *v, uint32_t key)
+static struct pub_mr *mr_find(const struct sv_pubtab_view *v, uint32_t key)
 {
 	uint32_t i = hash(key, v->mr_shift), n;
 
@@ -376,7 +376,7 @@ static struct pub_mr *mr_find(const struct pub_view *v, uint32_t key)
 	return NULL;
 }
 
-static struct pub_qp *qp_find(const struct pub_view *v, uint32_t key)
+static struct pub_qp *qp_find(const struct sv_pubtab_view *v, uint32_t key)
 {
 	uint32_t i = hash(key, v->qp_shift), n;
 
@@ -535,12 +535,12 @@ static bool qp_accepts(uint32_t state)
 	       state == IBV_QPS_SQE;
 }
 
-uintptr_t sv_pubtab_acquire(const void *tab, uint32_t qpn, uint32_t my_qpn,
+uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn, uint32_t my_qpn,
 			    uint32_t rkey, uint64_t iova, uint64_t len,
 			    unsigned int access, uint32_t rd_atomic,
 			    struct sv_pubtab_hold *h)
 {
-	const struct pub_view *v = tab;
+	const struct sv_pubtab_view *v = tab;
 	struct pub_qp *q;
 	struct pub_mr *m;
 	uint32_t qs, ms, qacc, macc;

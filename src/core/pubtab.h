@@ -26,6 +26,9 @@
 
 #include "core/objects.h"
 
+/* A process's published table as mapped here (ours or a peer's). */
+struct sv_pubtab_view;
+
 /* ---- the interface with the shm link (docs/fastpath.md) ----------------- */
 
 /* This process's table memfd (created on first call), or -1 when the fast
@@ -34,11 +37,11 @@ int sv_pubtab_fd(void);
 /* Map a peer's table (its pid and the fd number it advertises); NULL if it
  * cannot be opened or is not a table of that process.  The result is an
  * opaque handle for the lookups below. */
-void *sv_pubtab_map(pid_t pid, int fd);
-void sv_pubtab_unmap(void *tab);
+struct sv_pubtab_view *sv_pubtab_map(pid_t pid, int fd);
+void sv_pubtab_unmap(struct sv_pubtab_view *tab);
 /* Our own table as such a handle, or NULL if it does not exist: a helper
  * checks a peer's job against it as the peer did (engine/help.c). */
-const void *sv_pubtab_own(void);
+const struct sv_pubtab_view *sv_pubtab_own(void);
 
 /* ---- owner side: mirror the key table and the QPs ------------------------ */
 
@@ -76,12 +79,12 @@ struct sv_pubtab_hold {
 };
 
 /* The target process of a mapped table, and whether it is this one. */
-pid_t sv_pubtab_pid(const void *tab);
-bool sv_pubtab_is_self(const void *tab);
+pid_t sv_pubtab_pid(const struct sv_pubtab_view *tab);
+bool sv_pubtab_is_self(const struct sv_pubtab_view *tab);
 /* The target's /proc/PID/mem, open for reading and writing, or -1: small
  * copies through it skip the process lookup and permission check that
  * process_vm_writev/readv make at every call (engine/direct.c). */
-int sv_pubtab_memfd(const void *tab);
+int sv_pubtab_memfd(const struct sv_pubtab_view *tab);
 
 /*
  * Check a remote access through the peer's table exactly as the peer's
@@ -95,7 +98,7 @@ int sv_pubtab_memfd(const void *tab);
  * On success both entries are held (h) and the address in the peer's
  * memory is returned; 0 otherwise (nothing held).
  */
-uintptr_t sv_pubtab_acquire(const void *tab, uint32_t qpn, uint32_t my_qpn,
+uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn, uint32_t my_qpn,
 			    uint32_t rkey, uint64_t iova, uint64_t len,
 			    unsigned int access, uint32_t rd_atomic,
 			    struct sv_pubtab_hold *h);

@@ -59,7 +59,7 @@
 
 #include "core/mr.h"
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "core/async.h"
 
 /* Attach attempts of a QP whose peer's channel was not open yet (its
  * first request must raise COMM_EST, or it is on an SRQ...). */

@@ -299,7 +299,7 @@ static void implied_nak(struct sv_qp_engine *qe)
 }
 
 /* The WQE whose PSN range holds psn, among the outstanding ones. */
-static struct sv_send_wqe *wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
+struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
 {
 	uint32_t tail = sq_tail(qe), idx;
 
@@ -308,8 +308,7 @@ static struct sv_send_wqe *wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
 
 		if (w->state == SV_WQE_PENDING)
 			break;
-		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
-		    sv_psn_diff(psn, w->last_psn) <= 0)
+		if (sv_wqe_holds_psn(w, psn))
 			return w;
 	}
 	return NULL;
@@ -325,7 +324,7 @@ static void on_nak_error(struct sv_qp_engine *qe, uint32_t psn,
 	ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
-	target = wqe_of_psn(qe, psn);
+	target = sv_wqe_of_psn(qe, psn);
 	if (!target)
 		target = wqe_at(qe, qe->comp.idx);
 	/* Earlier WQEs whose responses never came cannot complete now. */
@@ -386,7 +385,7 @@ static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 			return;
 		if (qe->rnr_retry != 7) {
 			if (!qe->comp.rnr_left) {
-				struct sv_send_wqe *w = wqe_of_psn(qe, psn);
+				struct sv_send_wqe *w = sv_wqe_of_psn(qe, psn);
 
 				SV_STAT(qe->eng, retry_rnr_exceeded_err);
 				fail_wqe(qe, w ? w : wqe_at(qe, qe->comp.idx),
@@ -450,7 +449,7 @@ static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
 		SV_STAT(qe->eng, drop_stale_resp);
 		return NULL;
 	}
-	w = wqe_of_psn(qe, psn);
+	w = sv_wqe_of_psn(qe, psn);
 	if (!w || !sv_wr_is_rd_atomic(w->opcode)) {
 		SV_STAT(qe->eng, drop_bad_resp);
 		return NULL;

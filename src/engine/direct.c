@@ -118,7 +118,7 @@ static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 /* Copy between our iovec and [rva, rva+len) of process pid, looping on
  * partial transfers (a call moves at most about 2 GiB, and stops at a
  * page the target does not have mapped).  The local iovec is consumed. */
-bool sv_direct_copy(const void *tab, bool write, struct iovec *iov,
+bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write, struct iovec *iov,
 		    uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem)
 {
 	pid_t pid = sv_pubtab_pid(tab);
@@ -195,7 +195,7 @@ static uint32_t rd_need(const struct sv_qp_engine *qe, bool write)
 
 /* Would the peer accept this access now?  (Checked and let go.) */
 static bool peer_allows(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-			const void *tab, bool write)
+			const struct sv_pubtab_view *tab, bool write)
 {
 	struct sv_pubtab_hold h;
 
@@ -247,7 +247,7 @@ static bool leave_to_poller(struct sv_qp_engine *qe)
 }
 
 enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-			     const void *tab)
+			     const struct sv_pubtab_view *tab)
 {
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE, via_mem = false;
 	enum sv_help_r help;

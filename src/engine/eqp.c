@@ -15,7 +15,7 @@
 #include "core/cq.h"
 #include "core/device.h"
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "core/async.h"
 
 /* ---- QP numbers ------------------------------------------------------------ */
 
@@ -260,6 +260,8 @@ static void set_window(struct sv_qp_engine *qe)
 	qe->cwnd_acc = 0;
 }
 
+/* IBA 10.3.1: entering Reset empties both work queues without
+ * completions (verbs then drops those already in the CQs). */
 static void reset_queues(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;

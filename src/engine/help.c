@@ -103,7 +103,7 @@ static uint32_t slice(const struct iovec *iov, uint32_t n, uint64_t off,
 /* ---- the sender ---------------------------------------------------------- */
 
 /* Bytes [off, off+len) of the message to rva+off in the target. */
-static bool push(const void *tab, const struct iovec *iov, uint32_t n,
+static bool push(const struct sv_pubtab_view *tab, const struct iovec *iov, uint32_t n,
 		 uintptr_t rva, uint64_t off, uint64_t len)
 {
 	struct iovec part[SV_MAX_SGE];
@@ -115,7 +115,7 @@ static bool push(const void *tab, const struct iovec *iov, uint32_t n,
 
 /* Is the target still there?  Its mem file is bound to its memory: once
  * it has exited, reading fails (a reused pid cannot answer for it). */
-static bool target_alive(const void *tab, uintptr_t rva)
+static bool target_alive(const struct sv_pubtab_view *tab, uintptr_t rva)
 {
 	int fd = sv_pubtab_memfd(tab);
 	char c;
@@ -153,7 +153,7 @@ enum wait_r { WAIT_DONE, WAIT_REVOKED, WAIT_FAILED };
  * sender copies them).  WAIT_FAILED if the target died, or stayed
  * stopped for SV_HELP_WAIT_NS with a helper that cannot be revoked. */
 static enum wait_r wait_helper(struct sv_help_job *job, uint32_t gen,
-			       uint32_t need, const void *tab, uintptr_t rva)
+			       uint32_t need, const struct sv_pubtab_view *tab, uintptr_t rva)
 {
 	uint64_t start = 0, now, d;
 	unsigned int spins = 0;
@@ -227,7 +227,7 @@ static struct sv_help_job *job_take(struct sv_shm_hdr *hdr)
 	return NULL;
 }
 
-enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
+enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const struct sv_pubtab_view *tab,
 			     const struct iovec *iov, uint32_t n, uintptr_t rva,
 			     const struct sv_send_wqe *wqe)
 {
@@ -571,7 +571,7 @@ static uint32_t job_help(struct sv_engine *eng, struct sv_sock *s,
 	struct sv_pubtab_hold h;
 	struct job_view v;
 	enum pull_r r;
-	const void *own;
+	const struct sv_pubtab_view *own;
 	uintptr_t va;
 	pid_t pid;
 

@@ -450,9 +450,9 @@ static inline void sv_dma_copy(void *dst, const void *src, size_t n)
 	SV_DMA_END();
 }
 
-/* The send queue's tail as the engine may use it.  The verbs layer empties
- * the rings (modify to RESET) just before telling the engine; until it
- * has, a tail that is not within one ring of comp.idx means "nothing". */
+/* The send queue's tail as the engine may use it.  A modify to RESET
+ * empties the rings (reset_queues) and then the engine's cursors; a tail
+ * that is not within one ring of comp.idx means "nothing". */
 static inline uint32_t sv_sq_tail(struct sv_qp_engine *qe)
 {
 	uint32_t tail = atomic_load_explicit(&qe->qp->sq.tail,
@@ -555,6 +555,13 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now);
 void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now);
 void sv_probe_arm(struct sv_qp_engine *qe, bool reset);
 void sv_comp_retire(struct sv_qp_engine *qe);
+static inline bool sv_wqe_holds_psn(const struct sv_send_wqe *w, uint32_t psn)
+{
+	return sv_psn_diff(psn, w->first_psn) >= 0 &&
+	       sv_psn_diff(psn, w->last_psn) <= 0;
+}
+/* The WQE whose PSN range holds psn among the outstanding ones, or NULL. */
+struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn);
 
 /* resp.c */
 void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
@@ -599,7 +606,7 @@ enum sv_direct {
 	SV_DIRECT_WAIT, /* direct once the WQEs before it complete */
 };
 enum sv_direct sv_direct_run(struct sv_qp_engine *qe,
-			     struct sv_send_wqe *wqe, const void *pubtab);
+			     struct sv_send_wqe *wqe, const struct sv_pubtab_view *pubtab);
 /* The peer's published table, if the QP's peer is attached (shm link). */
 #define SV_QE_PUBTAB(qe) ((qe)->shm ? (qe)->shm->pubtab : NULL)
 void sv_direct_qp_publish(struct sv_qp_engine *qe);
@@ -607,7 +614,7 @@ void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
 /* Copy between our iov[0..n) (consumed) and [rva, rva+len) of the table's
  * process; *via_mem: through its mem file. */
 struct iovec;
-bool sv_direct_copy(const void *tab, bool write, struct iovec *iov,
+bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write, struct iovec *iov,
 		    uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem);
 
 /* help.c: a large direct WRITE shared with the target's progress thread
@@ -617,7 +624,7 @@ enum sv_help_r {
 	SV_HELP_DONE, /* every byte is in place */
 	SV_HELP_FAILED, /* a copy failed: the packet path runs it */
 };
-enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const void *tab,
+enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const struct sv_pubtab_view *tab,
 			     const struct iovec *iov, uint32_t n,
 			     uintptr_t rva, const struct sv_send_wqe *wqe);
 /* The progress thread, without the engine lock: take the jobs peers

@@ -34,7 +34,7 @@
 
 #include "core/device.h"
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "core/async.h"
 
 #define SV_NETMON_SETTLE_MS 20
 

@@ -491,7 +491,7 @@ void sv_req_run(struct sv_qp_engine *qe)
 	tail = sv_sq_tail(qe);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
-		const void *pubtab = SV_QE_PUBTAB(qe);
+		const struct sv_pubtab_view *pubtab = SV_QE_PUBTAB(qe);
 		/* A big copy counts like several packets, so that one QP
 		 * does not hold the engine long (read now: once complete,
 		 * the slot may be reused). */

@@ -23,7 +23,7 @@
 #include "core/mr.h"
 #include "core/mw.h"
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "core/async.h"
 
 enum resp_state {
 	RESP_CHK_PSN,

@@ -26,38 +26,20 @@ _Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES +
 		       SV_MAX_PKT,
 	       "XRC packets must fit SV_MAX_PKT");
 
-/* The WQE a request packet belongs to: the one whose PSN range holds the
- * packet's PSN.  Usually the requester's current WQE, for a probe the
- * oldest outstanding one; else among those in between. */
+/* The WQE a request packet belongs to: usually the requester's current
+ * WQE, else (a probe, a rewind) one of the outstanding ones. */
 static const struct sv_send_wqe *wqe_of(struct sv_qp_engine *qe, uint32_t psn)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail =
-		atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
-	uint32_t try[2] = { qe->req.idx, qe->comp.idx }, idx;
-	int i;
+	const struct sv_send_wqe *w;
 
-	for (i = 0; i < 2; i++) {
-		const struct sv_send_wqe *w;
-
-		if ((int32_t)(try[i] - qe->comp.idx) < 0 ||
-		    (int32_t)(tail - try[i]) <= 0)
-			continue;
-		w = sv_wq_at(&qp->sq, try[i]);
-		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
-		    sv_psn_diff(psn, w->last_psn) <= 0)
+	if ((int32_t)(qe->req.idx - qe->comp.idx) >= 0 &&
+	    (int32_t)(sv_sq_tail(qe) - qe->req.idx) > 0) {
+		w = sv_wq_at(&qp->sq, qe->req.idx);
+		if (sv_wqe_holds_psn(w, psn))
 			return w;
 	}
-	for (idx = qe->comp.idx; idx != tail; idx++) {
-		const struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
-
-		if (w->state == SV_WQE_PENDING)
-			break;
-		if (sv_psn_diff(psn, w->first_psn) >= 0 &&
-		    sv_psn_diff(psn, w->last_psn) <= 0)
-			return w;
-	}
-	return NULL;
+	return sv_wqe_of_psn(qe, psn);
 }
 
 void sv_xrc_tx(struct sv_qp_engine *qe, struct sv_tx *t)

@@ -16,14 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/pubtab.h"
 #include "util/log.h"
 
-#if __has_include("core/pubtab.h")
-#include "core/pubtab.h"
-#define SV_HAVE_PUBTAB 1
-#else
-#define SV_HAVE_PUBTAB 0
-#endif
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 #define SV_SHM_VERSION 3 /* 2: message channels after the slots, 3: help jobs */
@@ -108,9 +103,7 @@ static int registry_write(struct sv_shm_ring *r, int sockfd)
 	char tmp[128], buf[128];
 	int fd, n, tabfd = -1, err = 0;
 
-#if SV_HAVE_PUBTAB
 	tabfd = sv_pubtab_fd();
-#endif
 	pthread_once(&prune_once, prune_dead);
 	atomic_store(&registered, true);
 	snprintf(r->path, sizeof(r->path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
@@ -566,12 +559,8 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 	p->hdr = h;
 	p->size = size;
 	p->pubtab = NULL;
-#if SV_HAVE_PUBTAB
 	if (tabfd >= 0)
 		p->pubtab = sv_pubtab_map(pid, tabfd);
-#else
-	(void)tabfd;
-#endif
 	return 0;
 fail:
 	munmap(h, size);
@@ -603,10 +592,8 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 
 void sv_shm_peer_detach(struct sv_shm_peer *p)
 {
-#if SV_HAVE_PUBTAB
 	if (p->pubtab)
-		sv_pubtab_unmap((void *)p->pubtab);
-#endif
+		sv_pubtab_unmap((struct sv_pubtab_view *)p->pubtab);
 	munmap(p->hdr, p->size);
 	free(p);
 }

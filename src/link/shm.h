@@ -34,6 +34,8 @@
 #include "link/help.h"
 #include "util/list.h"
 
+struct sv_pubtab_view; /* core/pubtab.h */
+
 #define SV_SHM_DIR "/dev/shm/softverbs"
 #define SV_SHM_SLOTS 1024u /* power of two */
 /* Message channels after the slots, one per QP slot of the socket
@@ -98,7 +100,7 @@ struct sv_shm_peer {
 	unsigned int refs;
 	struct sv_shm_hdr *hdr;
 	size_t size;
-	const void *pubtab; /* peer's published MR table, mapped, or NULL */
+	const struct sv_pubtab_view *pubtab; /* peer's published MR table, mapped, or NULL */
 	struct list_node node;
 };
 

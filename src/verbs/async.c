@@ -1,75 +1,13 @@
 /*
- * Asynchronous events: a queue per context behind a real file descriptor
- * (a pipe: one byte per queued event), so applications can poll/epoll the
- * fd, set O_NONBLOCK on it, or block in ibv_get_async_event.
+ * Asynchronous events, the application's side: ibv_get_async_event and
+ * ibv_ack_async_event on the queue core/async.c fills.
  */
 #include "verbs/verbs.h"
 
+#include "core/async.h"
+
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "util/log.h"
-
-void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
-{
-	struct sv_async_event *e = calloc(1, sizeof(*e));
-	char b = 1;
-
-	if (!e) {
-		sv_err("async event %d lost: out of memory", ev->event_type);
-		return;
-	}
-	e->ev = *ev;
-	pthread_mutex_lock(&ctx->lock);
-	list_add_tail(&ctx->async_events, &e->node);
-	pthread_mutex_unlock(&ctx->lock);
-	if (write(ctx->async_pipe[1], &b, 1) != 1)
-		sv_err("async event %d: cannot signal the fd", ev->event_type);
-}
-
-/* The counter of events handed out for the object an event is about
- * (NULL for port and device events); destroy waits until the application
- * has acked that many, as rdma-core's destroy_{cq,qp,srq} do. */
-static uint32_t *reported_counter(const struct ibv_async_event *ev)
-{
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
-		return &to_sv_cq(ev->element.cq)->async_events_reported;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return &to_sv_qp(ev->element.qp)->async_events_reported;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		return &to_sv_srq(ev->element.srq)->async_events_reported;
-	default:
-		return NULL;
-	}
-}
-
-uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported)
-{
-	struct list_node *it, *tmp;
-	uint32_t n;
-
-	pthread_mutex_lock(&ctx->lock);
-	list_for_each_safe(&ctx->async_events, it, tmp) {
-		struct sv_async_event *e = list_entry(it, struct sv_async_event, node);
-
-		if (reported_counter(&e->ev) == reported) {
-			list_del(it);
-			free(e);
-		}
-	}
-	n = *reported;
-	pthread_mutex_unlock(&ctx->lock);
-	return n;
-}
 
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				  struct ibv_async_event *event)
@@ -91,7 +29,7 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 		if (n) {
 			list_del(n);
 			e = list_entry(n, struct sv_async_event, node);
-			cnt = reported_counter(&e->ev);
+			cnt = sv_async_reported(&e->ev);
 			if (cnt)
 				++*cnt;
 		}
@@ -111,31 +49,29 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 	pthread_cond_t *cond;
 	uint32_t *done;
 
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR: {
+	switch (sv_async_object(event->event_type)) {
+	case SV_ASYNC_CQ: {
 		struct ibv_cq *cq = event->element.cq;
 
-		mtx = &cq->mutex; cond = &cq->cond; done = &cq->async_events_completed;
+		mtx = &cq->mutex;
+		cond = &cq->cond;
+		done = &cq->async_events_completed;
 		break;
 	}
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+	case SV_ASYNC_QP: {
 		struct ibv_qp *qp = event->element.qp;
 
-		mtx = &qp->mutex; cond = &qp->cond; done = &qp->events_completed;
+		mtx = &qp->mutex;
+		cond = &qp->cond;
+		done = &qp->events_completed;
 		break;
 	}
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+	case SV_ASYNC_SRQ: {
 		struct ibv_srq *srq = event->element.srq;
 
-		mtx = &srq->mutex; cond = &srq->cond; done = &srq->events_completed;
+		mtx = &srq->mutex;
+		cond = &srq->cond;
+		done = &srq->events_completed;
 		break;
 	}
 	default:

@@ -296,7 +296,8 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	 * naming such a key sends with the QP's own key instead, so only a
 	 * privileged process may give its QP one (the kernel's rule:
 	 * CAP_NET_RAW, else EPERM). */
-	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u) && !has_cap_net_raw())
+	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u) &&
+	    !has_cap_net_raw())
 		return EPERM;
 	/* QPNs are 24 bits on the wire. */
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
@@ -365,21 +366,6 @@ static void clean_cqs(struct sv_qp *qp)
 		sv_cq_clean(to_sv_cq(ibqp->recv_cq), ibqp->qp_num);
 }
 
-/* IBA 10.3.1: entering Reset empties both work queues without
- * completions; completions already in the CQs are dropped too. */
-static void qp_reset_queues(struct sv_qp *qp)
-{
-	sv_qlock_lock(&qp->sq_lock);
-	atomic_store(&qp->sq.head, 0);
-	atomic_store(&qp->sq.tail, 0);
-	sv_qlock_unlock(&qp->sq_lock);
-	sv_qlock_lock(&qp->rq_lock);
-	atomic_store(&qp->rq.head, 0);
-	atomic_store(&qp->rq.tail, 0);
-	sv_qlock_unlock(&qp->rq_lock);
-	clean_cqs(qp);
-}
-
 /* The kernel drops the attributes an XRC QP ignores before it checks the
  * table (uverbs' modify_qp_mask): an initiator has no responder, a target
  * no requester.  perftest -c XRC sets them on both. */
@@ -427,9 +413,12 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp->attr.cur_qp_state = next;
 	ibqp->state = next;
 	qp->qpx.qp_base.state = next;
-	if (next == IBV_QPS_RESET)
-		qp_reset_queues(qp);
 	sv_engine_qp_modified(qp, attr_mask, cur);
+	/* IBA 10.3.1: entering Reset empties both work queues without
+	 * completions (the engine did, under its lock); completions already
+	 * in the CQs are dropped too. */
+	if (next == IBV_QPS_RESET)
+		clean_cqs(qp);
 	pthread_mutex_unlock(&qp->state_lock);
 	return 0;
 }

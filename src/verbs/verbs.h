@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 
+#include "core/async.h"
 #include "core/device.h"
 #include "core/objects.h"
 
@@ -24,14 +25,6 @@ static inline void *sv_null_errno(int err)
 	errno = err;
 	return NULL;
 }
-
-/* async.c: queue an async event on a context and make its fd readable. */
-void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev);
-/* async.c: drop the queued, unread events of the object whose counter of
- * handed-out events is `reported` (its async_events_reported), and return
- * that count: what destroy waits to see acked.  Call once the object can
- * raise no more events. */
-uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported);
 
 /* srq_ah.c: the address checks of a RoCE port (port 1, GRH present, an
  * existing source GID index), shared by ibv_create_ah and ibv_modify_qp.

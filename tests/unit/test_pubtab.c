@@ -57,7 +57,7 @@ static uint64_t now_ms(void)
 }
 
 /* Every check, one refusal at a time. */
-static void test_checks(void *tab)
+static void test_checks(struct sv_pubtab_view *tab)
 {
 	const uint32_t me = 0x123401, qpn = 0x567802, rkey = 0x1234567;
 	const uint64_t iova = 0x100000;
@@ -169,7 +169,7 @@ static void *del_qp(void *p)
 }
 
 /* Removal waits while a peer holds the entry, and no more. */
-static void test_drain(void *tab)
+static void test_drain(struct sv_pubtab_view *tab)
 {
 	const uint32_t me = 0x99901, qpn = 0x99902, rkey = 0x7654321;
 	struct del_arg a = { 0 };
@@ -222,7 +222,7 @@ static void test_drain(void *tab)
 }
 
 /* Many entries, removed and added again: tombstones are reused. */
-static void test_churn(void *tab)
+static void test_churn(struct sv_pubtab_view *tab)
 {
 	static struct sv_mr mrs[2000];
 	const uint32_t me = 0x4401, qpn = 0x4402;
@@ -278,7 +278,7 @@ static void test_child_write(int fd)
 		struct sv_pubtab_hold h;
 		uint8_t src[4096];
 		struct iovec l = { src, sizeof(src) }, r;
-		void *tab = sv_pubtab_map(parent, fd);
+		struct sv_pubtab_view *tab = sv_pubtab_map(parent, fd);
 		uintptr_t va;
 
 		if (!tab)
@@ -363,7 +363,7 @@ int main(void)
 {
 	const char *fp = getenv("SOFTVERBS_FASTPATH");
 	int fd;
-	void *tab;
+	struct sv_pubtab_view *tab;
 
 	if (fp && !strcmp(fp, "0")) {
 		CHECK(sv_pubtab_fd() == -1);
