@@ -21,10 +21,10 @@ python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py
 iproute2:/usr/sbin/ip
 nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
-binutils:/usr/bin/objdump"
-bench_pkgs="ucx-utils:/usr/bin/ucx_perftest
-libfabric-bin:/usr/bin/fi_pingpong
-iperf3:/usr/bin/iperf3
+binutils:/usr/bin/objdump
+ucx-utils:/usr/bin/ucx_perftest
+libfabric-bin:/usr/bin/fi_pingpong"
+bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot
 python3:/usr/bin/python3"

@@ -1,38 +1,47 @@
 /*
- * libefa.so.1 stand-in: the EFA direct-verbs entry points that Debian's
- * perftest binaries import, so that those binaries load on softverbs.
+ * libefa.so.1 stand-in: every function rdma-core 44's libefa exports, at
+ * the version it exports it (libefa.map), so that any unmodified binary
+ * linked against EFA direct verbs loads on softverbs: perftest, libfabric
+ * (linked with -z now, so one missing symbol stops every program using it),
+ * pyverbs' efadv module, ...
  *
  * rdma-core's real libefa is a provider and needs libibverbs' private
  * provider interface (IBVERBS_PRIVATE_34), which our libibverbs does not
- * offer.  perftest calls these only for AWS EFA devices (SRD transport);
- * softverbs0 is not one, so both functions answer what the real library
- * answers for a device that is not an EFA device: efadv_query_device returns
- * EOPNOTSUPP ("0 on success, or the value of errno on failure"),
- * efadv_create_qp_ex returns NULL with errno EOPNOTSUPP.
- *
- * The symbol set and versions are in libefa.map; tests/vendor checks them
- * against every perftest binary.
+ * offer.  Programs call efadv_* only for AWS EFA devices (SRD transport);
+ * softverbs0 is not one, so every function answers what the real library
+ * answers for a device, or an object, that is not EFA's (efadv.h for the
+ * prototypes, rdma-core 44's efadv.c for the answers).
  */
-#include <errno.h>
-#include <stddef.h>
-
 #include <infiniband/efadv.h>
 
-#define SV_EXPORT __attribute__((visibility("default")))
+#include "stub.h"
 
-/* EFA_1.1 */
-SV_EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
-					    struct ibv_qp_init_attr_ex *attr_ex,
-					    struct efadv_qp_init_attr *efa_attr,
-					    uint32_t inlen)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+/* ---- Constructors: NULL, errno EOPNOTSUPP ---------------------------- */
 
-/* Leaves *attr untouched, as the real library does for a foreign device. */
-SV_EXPORT int efadv_query_device(struct ibv_context *ibvctx,
-				 struct efadv_device_attr *attr, uint32_t inlen)
-{
-	return EOPNOTSUPP;
-}
+SV_STUB_NULL(struct ibv_qp *, efadv_create_driver_qp, struct ibv_pd *ibvpd,
+	     struct ibv_qp_init_attr *attr, uint32_t driver_qp_type)
+SV_STUB_NULL(struct ibv_qp *, efadv_create_qp_ex, struct ibv_context *ibvctx,
+	     struct ibv_qp_init_attr_ex *attr_ex,
+	     struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
+SV_STUB_NULL(struct ibv_cq_ex *, efadv_create_cq, struct ibv_context *ibvctx,
+	     struct ibv_cq_init_attr_ex *attr_ex,
+	     struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
+
+/*
+ * The real function is a pointer conversion that cannot fail, valid only for
+ * a CQ made by efadv_create_cq.  No such CQ can exist here: NULL, errno
+ * EOPNOTSUPP, rather than a pointer into some other provider's CQ.
+ */
+SV_STUB_NULL(struct efadv_cq *, efadv_cq_from_ibv_cq_ex,
+	     struct ibv_cq_ex *ibvcqx)
+
+/*
+ * ---- "0 on success, or the value of errno on failure": EOPNOTSUPP -----
+ * The caller's attr is left untouched, as the real library leaves it for a
+ * foreign device.
+ */
+
+SV_STUB_ERRNO(efadv_query_device, struct ibv_context *ibvctx,
+	      struct efadv_device_attr *attr, uint32_t inlen)
+SV_STUB_ERRNO(efadv_query_ah, struct ibv_ah *ibvah, struct efadv_ah_attr *attr,
+	      uint32_t inlen)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ABI of the libmlx5/libefa stand-ins against Debian's perftest binaries:
 #  - every MLX5_*/EFA_* symbol@version that any perftest binary imports is
-#    exported (defined, as a function) by our library, and nothing else is;
+#    exported (defined, as a function) by our library (that the library
+#    exports rdma-core's whole set, no more, is abi.lib{mlx5,efa}_symbols');
 #  - every version node a binary requires is defined;
 #  - the version definitions (names and the node each inherits) are those of
 #    rdma-core's real library, when it is installed (read only, for facts);
@@ -79,8 +80,6 @@ for pair in "libmlx5.so.1 MLX5_" "libefa.so.1 EFA_"; do
 	done
 	want=$(sed '/^$/d' <<<"$want" | sort -u)
 	[ -n "$want" ] || fail "no perftest binary imports any ${prefix}* symbol (test broken?)"
-	extra=$(comm -13 <(echo "$want") <(echo "$have"))
-	[ -z "$extra" ] || fail "our $lib exports symbols no perftest binary imports: $extra"
 	echo "$lib: $(wc -l <<<"$want") imported symbol(s) checked against ${#bins[@]} binaries"
 
 	real=$SYSLIB/$lib

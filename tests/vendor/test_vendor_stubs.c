@@ -1,10 +1,12 @@
 /*
- * The libmlx5 / libefa stand-ins, called the way perftest would call them
- * on softverbs0: each entry point, looked up by its exact symbol version,
- * must fail the documented way for a device of another vendor (NULL with
- * errno EOPNOTSUPP for constructors, EOPNOTSUPP for int functions) and
- * leave the caller's output buffers alone.  Symbols the perftest binaries do
- * not import must not be there at all.
+ * The libmlx5 / libefa stand-ins, called the way perftest, UCX, libfabric
+ * or pyverbs would call them on softverbs0: each entry point, looked up by
+ * its exact symbol version, must answer as rdma-core's library answers for a
+ * device of another vendor - mlx5dv_is_supported false, NULL with errno
+ * EOPNOTSUPP for constructors, and for int functions what each one's
+ * convention gives (EOPNOTSUPP; EOPNOTSUPP with errno set too; -1 with
+ * errno; -EOPNOTSUPP) - and leave the caller's output buffers alone.  That
+ * every symbol is there at its version is tests/abi's check.
  *
  * The libraries are dlopen()ed from SV_LIBDIR by path, as the loader would
  * find them through `softverbs run`, never through this program's link line.
@@ -37,6 +39,9 @@ static void *sym(void *h, const char *name, const char *version)
 		fprintf(stderr, "missing %s@%s\n", name, version);
 	return p;
 }
+
+/* NAME@VERSION as a pointer of the type the vendor's header declares NAME. */
+#define DV(h, name, version) ((__typeof__(&name))sym(h, #name, version))
 
 /* Pattern-filled memory must still hold the pattern: nothing was written. */
 static int untouched(const void *buf, size_t len, unsigned char pat)
@@ -89,13 +94,9 @@ static void test_mlx5(struct sv_dev *d)
 		destroy_mkey && qp_ex_from && crypto_login && dek_create &&
 		dek_destroy);
 
-	/* Exact versions only: not reachable under another node ... */
+	/* Exact versions only: not reachable under another node. */
 	CHECK(dlvsym(h, "mlx5dv_open_device", "MLX5_1.0") == NULL);
 	CHECK(dlvsym(h, "mlx5dv_create_qp", "MLX5_1.7") == NULL);
-	/* ... and nothing perftest does not import (real libmlx5 has these). */
-	CHECK(dlsym(h, "mlx5dv_is_supported") == NULL);
-	CHECK(dlsym(h, "mlx5dv_query_device") == NULL);
-	CHECK(dlsym(h, "mlx5dv_init_obj") == NULL);
 
 	/* mlx5dv_open_device(softverbs0): NULL, errno EOPNOTSUPP. */
 	struct mlx5dv_context_attr cattr = {
@@ -173,8 +174,6 @@ static void test_efa(struct sv_dev *d)
 	create_qp_ex = sym(h, "efadv_create_qp_ex", "EFA_1.1");
 	REQUIRE(query_device && create_qp_ex);
 	CHECK(dlvsym(h, "efadv_query_device", "EFA_1.0") == NULL);
-	CHECK(dlsym(h, "efadv_query_ah") == NULL);
-	CHECK(dlsym(h, "efadv_create_driver_qp") == NULL);
 
 	/* efadv_query_device(softverbs0): EOPNOTSUPP, attr not written. */
 	struct efadv_device_attr attr;
@@ -204,6 +203,196 @@ static void test_efa(struct sv_dev *d)
 	CHECK_EQ(dlclose(h), 0);
 }
 
+/*
+ * The entry points perftest does not import (UCX, libfabric, pyverbs, DPDK
+ * call them): one or more of each return convention of rdma-core's
+ * libmlx5, with real softverbs objects where the call takes one.
+ */
+static void test_mlx5_conventions(struct sv_dev *d)
+{
+	void *h = open_lib("libmlx5.so.1");
+
+	REQUIRE(h);
+	__typeof__(&mlx5dv_is_supported) is_supported =
+		DV(h, mlx5dv_is_supported, "MLX5_1.8");
+	__typeof__(&mlx5dv_query_device) query_device =
+		DV(h, mlx5dv_query_device, "MLX5_1.0");
+	__typeof__(&mlx5dv_init_obj) init_obj =
+		DV(h, mlx5dv_init_obj, "MLX5_1.2");
+	__typeof__(&mlx5dv_init_obj) init_obj_1_0 =
+		DV(h, mlx5dv_init_obj, "MLX5_1.0");
+	__typeof__(&mlx5dv_create_cq) create_cq =
+		DV(h, mlx5dv_create_cq, "MLX5_1.1");
+	__typeof__(&mlx5dv_devx_obj_create) obj_create =
+		DV(h, mlx5dv_devx_obj_create, "MLX5_1.7");
+	__typeof__(&mlx5dv_dr_domain_create) domain_create =
+		DV(h, mlx5dv_dr_domain_create, "MLX5_1.10");
+	__typeof__(&mlx5dv_dr_action_create_drop) create_drop =
+		DV(h, mlx5dv_dr_action_create_drop, "MLX5_1.10");
+	__typeof__(&mlx5dv_dr_domain_sync) domain_sync =
+		DV(h, mlx5dv_dr_domain_sync, "MLX5_1.10");
+	__typeof__(&mlx5dv_devx_get_event) get_event =
+		DV(h, mlx5dv_devx_get_event, "MLX5_1.11");
+	__typeof__(&mlx5dv_vfio_get_events_fd) vfio_fd =
+		DV(h, mlx5dv_vfio_get_events_fd, "MLX5_1.21");
+	__typeof__(&mlx5dv_qp_cancel_posted_send_wrs) cancel_wrs =
+		DV(h, mlx5dv_qp_cancel_posted_send_wrs, "MLX5_1.20");
+	__typeof__(&_mlx5dv_query_port) query_port =
+		DV(h, _mlx5dv_query_port, "MLX5_1.19");
+	__typeof__(&mlx5dv_pp_free) pp_free =
+		DV(h, mlx5dv_pp_free, "MLX5_1.13");
+	REQUIRE(is_supported && query_device && init_obj && init_obj_1_0 &&
+		create_cq && obj_create && domain_create && create_drop &&
+		domain_sync && get_event && vfio_fd && cancel_wrs &&
+		query_port && pp_free);
+
+	/* What every mlx5-aware program asks first: softverbs0 is not mlx5. */
+	CHECK(!is_supported(d->list[0]));
+
+	/* "0 or the value of errno": EOPNOTSUPP, errno and output untouched. */
+	struct mlx5dv_context dctx;
+	memset(&dctx, 0xa5, sizeof(dctx));
+	dctx.comp_mask = 0;
+	errno = 0;
+	CHECK_EQ(query_device(d->ctx, &dctx), EOPNOTSUPP);
+	CHECK_EQ(errno, 0);
+	dctx.comp_mask = 0xa5a5a5a5a5a5a5a5ull;
+	CHECK(untouched(&dctx, sizeof(dctx), 0xa5));
+
+	struct mlx5dv_port port;
+	memset(&port, 0x5a, sizeof(port));
+	CHECK_EQ(query_port(d->ctx, 1, &port, sizeof(port)), EOPNOTSUPP);
+	CHECK(untouched(&port, sizeof(port), 0x5a));
+
+	/* mlx5dv_init_obj on a softverbs PD, both versions. */
+	struct mlx5dv_pd dvpd;
+	struct mlx5dv_obj obj;
+	memset(&obj, 0, sizeof(obj));
+	memset(&dvpd, 0x5a, sizeof(dvpd));
+	obj.pd.in = d->pd;
+	obj.pd.out = &dvpd;
+	CHECK_EQ(init_obj(&obj, MLX5DV_OBJ_PD), EOPNOTSUPP);
+	CHECK_EQ(init_obj_1_0(&obj, MLX5DV_OBJ_PD), EOPNOTSUPP);
+	CHECK(untouched(&dvpd, sizeof(dvpd), 0x5a));
+
+	/* Constructors: NULL, errno EOPNOTSUPP. */
+	struct ibv_cq_init_attr_ex cattr = { .cqe = 16 };
+	struct mlx5dv_cq_init_attr mcattr = { 0 };
+	errno = 0;
+	CHECK(create_cq(d->ctx, &cattr, &mcattr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	unsigned char in[64], out[64];
+	memset(in, 0x11, sizeof(in));
+	memset(out, 0xa5, sizeof(out));
+	errno = 0;
+	CHECK(obj_create(d->ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(untouched(out, sizeof(out), 0xa5));
+
+	errno = 0;
+	CHECK(domain_create(d->ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(create_drop() == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/*
+	 * The steering calls that set errno to the value they return.  No
+	 * domain can exist; the stand-in must not look at the handle, so a
+	 * pattern-filled buffer stands in for it.
+	 */
+	unsigned char handle[256];
+	memset(handle, 0xa5, sizeof(handle));
+	errno = 0;
+	CHECK_EQ(domain_sync((struct mlx5dv_dr_domain *)handle,
+			     MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW),
+		 EOPNOTSUPP);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* -1 with errno. */
+	struct mlx5dv_devx_async_event_hdr ev;
+	memset(&ev, 0x5a, sizeof(ev));
+	errno = 0;
+	CHECK_EQ(get_event((struct mlx5dv_devx_event_channel *)handle, &ev,
+			   sizeof(ev)),
+		 -1);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(untouched(&ev, sizeof(ev), 0x5a));
+	errno = 0;
+	CHECK_EQ(vfio_fd(d->ctx), -1);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* "Number of WRs cancelled, or -errno". */
+	CHECK_EQ(cancel_wrs((struct mlx5dv_qp_ex *)handle, 7), -EOPNOTSUPP);
+
+	/* void: nothing happens, to the handle or to errno. */
+	errno = 0;
+	pp_free((struct mlx5dv_pp *)handle);
+	CHECK_EQ(errno, 0);
+	CHECK(untouched(handle, sizeof(handle), 0xa5));
+
+	CHECK_EQ(dlclose(h), 0);
+}
+
+/* The EFA entry points perftest does not import (libfabric, pyverbs). */
+static void test_efa_conventions(struct sv_dev *d)
+{
+	void *h = open_lib("libefa.so.1");
+
+	REQUIRE(h);
+	__typeof__(&efadv_create_driver_qp) create_driver_qp =
+		DV(h, efadv_create_driver_qp, "EFA_1.0");
+	__typeof__(&efadv_query_ah) query_ah = DV(h, efadv_query_ah, "EFA_1.1");
+	__typeof__(&efadv_create_cq) create_cq =
+		DV(h, efadv_create_cq, "EFA_1.2");
+	__typeof__(&efadv_cq_from_ibv_cq_ex) cq_from =
+		DV(h, efadv_cq_from_ibv_cq_ex, "EFA_1.2");
+	REQUIRE(create_driver_qp && query_ah && create_cq && cq_from);
+
+	struct ibv_qp_init_attr qattr = {
+		.send_cq = d->cq,
+		.recv_cq = d->cq,
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = 16,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_DRIVER,
+	};
+	errno = 0;
+	CHECK(create_driver_qp(d->pd, &qattr, EFADV_QP_DRIVER_TYPE_SRD) ==
+	      NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* libfabric's EFA provider asks for an extended CQ with SGIDs. */
+	struct ibv_cq_init_attr_ex cattr = { .cqe = 16 };
+	struct efadv_cq_init_attr ecattr = {
+		.wc_flags = EFADV_WC_EX_WITH_SGID,
+	};
+	errno = 0;
+	CHECK(create_cq(d->ctx, &cattr, &ecattr, sizeof(ecattr)) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* A softverbs extended CQ is not an EFA CQ. */
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(d->ctx, &cattr);
+	REQUIRE(cqx);
+	errno = 0;
+	CHECK(cq_from(cqx) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+
+	/* No EFA AH can exist: EOPNOTSUPP, attr not written. */
+	unsigned char ah[128];
+	struct efadv_ah_attr aattr;
+	memset(ah, 0xa5, sizeof(ah));
+	memset(&aattr, 0x5a, sizeof(aattr));
+	CHECK_EQ(query_ah((struct ibv_ah *)ah, &aattr, sizeof(aattr)),
+		 EOPNOTSUPP);
+	CHECK(untouched(&aattr, sizeof(aattr), 0x5a));
+
+	CHECK_EQ(dlclose(h), 0);
+}
+
 int main(void)
 {
 	struct sv_dev d = { 0 };
@@ -218,7 +407,9 @@ int main(void)
 	REQUIRE(d.cq);
 
 	test_mlx5(&d);
+	test_mlx5_conventions(&d);
 	test_efa(&d);
+	test_efa_conventions(&d);
 
 	/* The failed calls left nothing behind that keeps these busy. */
 	CHECK_EQ(ibv_destroy_cq(d.cq), 0);
