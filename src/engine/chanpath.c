@@ -70,13 +70,20 @@
  * acknowledgement is a store to a line the sender's core reads. */
 #define SV_CHAN_ACK_EVERY 64
 
-void sv_chan_engine_init(struct sv_engine *eng)
+static void chan_engine_init(struct sv_engine *eng)
 {
 	list_head_init(&eng->chans);
 	atomic_init(&eng->nwatch, 0);
 }
 
 static void tx_retire(struct sv_qp_engine *qe);
+
+/* What chan_try did with a SEND. */
+enum sv_chan_r {
+	SV_CHAN_NO, /* not for a channel: the packet path sends it */
+	SV_CHAN_SENT, /* in the channel */
+	SV_CHAN_WAIT, /* channel full, or WQEs before it still in it */
+};
 
 /* Channel SENDs not yet retired (engine lock). */
 static bool tx_pending(struct sv_qp_engine *qe)
@@ -156,7 +163,7 @@ static bool rx_state_ok(int st)
 	       st == IBV_QPS_SQE;
 }
 
-void sv_chan_qp_state(struct sv_qp_engine *qe)
+static void chan_qp_state(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
 	bool rx_ok = qe->qp->type == IBV_QPT_RC && !qe->qp->srq && qe->shm &&
@@ -175,7 +182,7 @@ void sv_chan_qp_state(struct sv_qp_engine *qe)
 	list_update(qe);
 }
 
-void sv_chan_qp_destroyed(struct sv_qp_engine *qe)
+static void chan_qp_destroyed(struct sv_qp_engine *qe)
 {
 	if (qe->chan.rx.ch)
 		rx_close(qe);
@@ -222,18 +229,6 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
 				      memory_order_relaxed);
 	poke(qe, true);
-}
-
-static void comm_est(struct sv_qp_engine *qe)
-{
-	struct ibv_async_event ev = {
-		.element.qp = &qe->qp->qpx.qp_base,
-		.event_type = IBV_EVENT_COMM_EST,
-	};
-
-	qe->comm_est = true;
-	sv_direct_qp_publish(qe);
-	sv_async_post(qe->qp->ctx, &ev);
 }
 
 /* Where a receive completion goes: the poller's array when this pass has
@@ -356,7 +351,7 @@ static void rx_run(struct sv_qp_engine *qe)
 	/* The first message an RTR QP takes raises COMM_EST. */
 	if (st == IBV_QPS_RTR && !qe->comm_est &&
 	    sv_chan_pending(&qe->chan.rx) && sv_wq_used(&qe->qp->rq))
-		comm_est(qe);
+		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
 	/* Once for the batch; nothing below takes another lock but the
 	 * CQ's (lock order: key table, then the CQ). */
@@ -658,7 +653,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 	}
 }
 
-enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
+static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
 	struct sv_chan_tx *t = &qe->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
@@ -827,9 +822,12 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 
 /* ---- the engine's passes ------------------------------------------------- */
 
-void sv_chan_poll(struct sv_engine *eng)
+static void chan_poll(struct sv_engine *eng)
 {
 	struct list_node *it, *tmp;
+
+	if (list_empty(&eng->chans))
+		return;
 
 	list_for_each_safe (&eng->chans, it, tmp) {
 		struct sv_qp_engine *qe =
@@ -853,7 +851,7 @@ void sv_chan_poll(struct sv_engine *eng)
 
 /* Under the lock, before the thread sleeps (after the sleeping words are
  * set): anything a peer published that a pass would take? */
-bool sv_chan_idle(struct sv_engine *eng)
+static bool chan_idle(struct sv_engine *eng)
 {
 	struct list_node *it;
 
@@ -874,7 +872,7 @@ bool sv_chan_idle(struct sv_engine *eng)
 	return true;
 }
 
-bool sv_chan_need_watchdog(struct sv_engine *eng)
+static bool chan_need_watchdog(struct sv_engine *eng)
 {
 	struct list_node *it;
 
@@ -884,69 +882,80 @@ bool sv_chan_need_watchdog(struct sv_engine *eng)
 	return false;
 }
 
-static void watch_set(struct sv_engine *eng, unsigned int i,
-		      const _Atomic uint64_t *w, uint64_t v, bool eq)
-{
-	atomic_store_explicit(&eng->watch[i].w, w, memory_order_relaxed);
-	atomic_store_explicit(&eng->watch[i].v, v, memory_order_relaxed);
-	atomic_store_explicit(&eng->watch[i].busy_if_eq, eq,
-			      memory_order_relaxed);
-}
-
 /* After a pass (set_quiet): the words a lock-free busy poll compares.
  * Only words of our own segments (which live as long as the engine's
  * sockets), never a peer's mapping. */
-void sv_chan_watch(struct sv_engine *eng)
+static void chan_watch(struct sv_engine *eng, unsigned int *n)
 {
 	struct list_node *it;
-	unsigned int n = 0;
 
 	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, chan.node);
 		struct sv_chan_rx *r = &qe->chan.rx;
 
-		if (r->ch && n < SV_WATCH_MAX)
-			watch_set(eng, n,
-				  &r->ch->slot[(uint32_t)r->head &
-					       (SV_CHAN_SLOTS - 1)]
-					   .seq,
-				  sv_chan_seq(r->gen, r->head), true);
 		if (r->ch)
-			n++;
+			sv_watch_word(eng, n,
+				      &r->ch->slot[(uint32_t)r->head &
+						   (SV_CHAN_SLOTS - 1)]
+					       .seq,
+				      sv_chan_seq(r->gen, r->head), true);
 		/* (A lean QP's posts do not pass here: watch it always.) */
 		if (qe->chan.outstanding ||
-		    atomic_load_explicit(&qe->chan.lean,
-					 memory_order_relaxed)) {
-			if (n < SV_WATCH_MAX)
-				watch_set(eng, n, &qe->chan.tx.own->ack,
-					  qe->chan.acked, false);
-			n++;
-		}
+		    atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+			sv_watch_word(eng, n, &qe->chan.tx.own->ack,
+				      qe->chan.acked, false);
 	}
-	atomic_store_explicit(&eng->nwatch, n, memory_order_relaxed);
 }
 
-/* Lock-free: false when a watched word says a pass has work (or there
- * are too many to watch). */
-bool sv_chan_watched_idle(struct sv_engine *eng)
+/* The requester's offer: a channel takes small SENDs; while SENDs it took
+ * are outstanding, the packet path waits for them (no overtaking). */
+static enum sv_path_r chan_send(struct sv_qp_engine *qe,
+				struct sv_send_wqe *wqe)
 {
-	unsigned int n = atomic_load_explicit(&eng->nwatch,
-					      memory_order_relaxed),
-		     i;
-
-	if (n > SV_WATCH_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		const _Atomic uint64_t *w = atomic_load_explicit(
-			&eng->watch[i].w, memory_order_relaxed);
-		uint64_t v = atomic_load_explicit(&eng->watch[i].v,
-						  memory_order_relaxed);
-		bool eq = atomic_load_explicit(&eng->watch[i].busy_if_eq,
-					       memory_order_relaxed);
-
-		if ((atomic_load_explicit(w, memory_order_relaxed) == v) == eq)
-			return false;
+	switch (chan_try(qe, wqe)) {
+	case SV_CHAN_SENT:
+		return SV_PATH_DONE;
+	case SV_CHAN_WAIT:
+		return SV_PATH_WAIT;
+	default:
+		return qe->chan.outstanding ? SV_PATH_WAIT : SV_PATH_NO;
 	}
-	return true;
 }
+
+/* The thread before it sleeps (engine lock, the shm link's sleeping words
+ * already set): what peers published since the last pass means no sleep;
+ * the first sleep with channels open is a nap, and SENDs waiting for
+ * their ack keep a watchdog running. */
+static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
+			       uint64_t until, bool busy)
+{
+	if (!busy && until != now && !chan_idle(eng))
+		until = now;
+	/* A message channel's producer reads our sleeping word without a
+	 * fence (poke): one that read it just before our store was
+	 * visible published without ringing.  So the first sleep is a
+	 * nap, after which we look again with the word still set, and
+	 * only then sleep for good. */
+	if (!busy && until > now + SV_CHAN_NAP_NS && !eng->napped &&
+	    !list_empty(&eng->chans)) {
+		until = now + SV_CHAN_NAP_NS;
+		eng->nap = true;
+	}
+	/* Messages waiting for their ack: the stall watchdog. */
+	if (until > now + SV_CHAN_WATCH_NS && chan_need_watchdog(eng))
+		until = now + SV_CHAN_WATCH_NS;
+	return until;
+}
+
+const struct sv_path_ops sv_path_chan = {
+	.name = "chan",
+	.engine_init = chan_engine_init,
+	.send = chan_send,
+	.quiesce = sv_chan_lean_leave,
+	.qp_state = chan_qp_state,
+	.qp_destroyed = chan_qp_destroyed,
+	.poll = chan_poll,
+	.watch = chan_watch,
+	.next_wake = chan_next_wake,
+};

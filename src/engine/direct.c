@@ -118,8 +118,9 @@ static bool local_get(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 /* Copy between our iovec and [rva, rva+len) of process pid, looping on
  * partial transfers (a call moves at most about 2 GiB, and stops at a
  * page the target does not have mapped).  The local iovec is consumed. */
-bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write, struct iovec *iov,
-		    uint32_t n, uintptr_t rva, uint64_t len, bool *via_mem)
+bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write,
+		    struct iovec *iov, uint32_t n, uintptr_t rva, uint64_t len,
+		    bool *via_mem)
 {
 	pid_t pid = sv_pubtab_pid(tab);
 	uint32_t i = 0;
@@ -158,10 +159,10 @@ bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write, struct iovec *
 				      preadv(memfd, iov + i, (int)(n - i),
 					     (off_t)rva);
 		else
-			got = write ? process_vm_writev(pid, iov + i, n - i,
-							&r, 1, 0) :
-				      process_vm_readv(pid, iov + i, n - i,
-						       &r, 1, 0);
+			got = write ? process_vm_writev(pid, iov + i, n - i, &r,
+							1, 0) :
+				      process_vm_readv(pid, iov + i, n - i, &r,
+						       1, 0);
 		SV_DMA_END();
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -174,7 +175,8 @@ bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write, struct iovec *
 				left -= iov[i].iov_len;
 				i++;
 			} else {
-				iov[i].iov_base = (char *)iov[i].iov_base + left;
+				iov[i].iov_base =
+					(char *)iov[i].iov_base + left;
 				iov[i].iov_len -= left;
 				left = 0;
 			}
@@ -230,8 +232,8 @@ static bool eng_in_thread(const struct sv_qp_engine *qe)
 static bool leave_to_poller(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
-	uint64_t hint = atomic_load_explicit(&eng->last_hint,
-					     memory_order_relaxed);
+	uint64_t hint =
+		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
 
 	if (!eng->in_thread || !hint ||
 	    sv_eng_now(eng) - hint >= SV_HINT_HOLD_NS)
@@ -246,9 +248,10 @@ static bool leave_to_poller(struct sv_qp_engine *qe)
 	return true;
 }
 
-enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
-			     const struct sv_pubtab_view *tab)
+static enum sv_path_r direct_send(struct sv_qp_engine *qe,
+				  struct sv_send_wqe *wqe)
 {
+	const struct sv_pubtab_view *tab = qe->shm->pubtab;
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE, via_mem = false;
 	enum sv_help_r help;
 	struct sv_pubtab_hold h;
@@ -258,9 +261,9 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 
 	if (!tab || qe->qp->type != IBV_QPT_RC || !wqe->length ||
 	    (!write && wqe->opcode != IBV_WR_RDMA_READ))
-		return SV_DIRECT_NO;
+		return SV_PATH_NO;
 	if (atomic_load(&qe->state) != IBV_QPS_RTS)
-		return SV_DIRECT_NO;
+		return SV_PATH_NO;
 	/* Ordering: the WQE is the next to complete, nothing is in flight.
 	 * Otherwise, if the peer would take it, wait for the WQEs before it
 	 * (their completions run the requester again) rather than start it
@@ -268,11 +271,11 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	 * ones behind it on the packet path too. */
 	if (qe->req.idx != qe->comp.idx || qe->req.psn != qe->req.max_psn ||
 	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
-		return peer_allows(qe, wqe, tab, write) ? SV_DIRECT_WAIT :
-							  SV_DIRECT_NO;
+		return peer_allows(qe, wqe, tab, write) ? SV_PATH_WAIT :
+							  SV_PATH_NO;
 
 	if (leave_to_poller(qe))
-		return SV_DIRECT_WAIT;
+		return SV_PATH_WAIT;
 	if (!local_get(qe, wqe, write ? 0 : IBV_ACCESS_LOCAL_WRITE, &l))
 		goto fallback;
 	rva = sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn, wqe->wr.rdma.rkey,
@@ -319,15 +322,15 @@ enum sv_direct sv_direct_run(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	if (via_mem)
 		SV_STAT(qe->eng, direct_memfile);
 	sv_comp_retire(qe);
-	return SV_DIRECT_DONE;
+	return SV_PATH_DONE;
 fallback:
 	SV_STAT(qe->eng, direct_fallback);
-	return SV_DIRECT_NO;
+	return SV_PATH_NO;
 }
 
 /* The responder attributes peers check, whenever they may have changed
  * (modify_qp, the engine's own move to ERR). */
-void sv_direct_qp_publish(struct sv_qp_engine *qe)
+static void direct_qp_publish(struct sv_qp_engine *qe)
 {
 	struct sv_pubtab_qp q;
 
@@ -347,8 +350,34 @@ void sv_direct_qp_publish(struct sv_qp_engine *qe)
 	sv_pubtab_qp_set(&q);
 }
 
-void sv_direct_qp_unpublish(struct sv_qp_engine *qe)
+static void direct_qp_unpublish(struct sv_qp_engine *qe)
 {
 	if (qe->qp->type == IBV_QPT_RC)
 		sv_pubtab_qp_del(qe->qpn);
 }
+
+/* The helper (help.c) is this path's other half: peers offer us parts of
+ * their large WRITEs while our thread is free to take them. */
+static uint64_t direct_next_wake(struct sv_engine *eng, uint64_t now,
+				 uint64_t until, bool busy)
+{
+	sv_help_available(eng, !busy);
+	return until;
+}
+
+static void direct_serve(struct sv_engine *eng, bool busy)
+{
+	/* First the peers' large WRITEs: they are copying their part
+	 * already. */
+	if (!busy)
+		sv_help_serve(eng);
+}
+
+const struct sv_path_ops sv_path_direct = {
+	.name = "direct",
+	.send = direct_send,
+	.qp_state = direct_qp_publish,
+	.qp_destroyed = direct_qp_unpublish,
+	.next_wake = direct_next_wake,
+	.serve = direct_serve,
+};

@@ -190,9 +190,50 @@ static void set_quiet(struct sv_engine *eng)
 	}
 	if (eng->watch_dirty) {
 		eng->watch_dirty = false;
-		sv_chan_watch(eng);
+		sv_paths_watch(eng);
 	}
 	atomic_store_explicit(&eng->quiet, q, memory_order_relaxed);
+}
+
+/* The words a lock-free busy poll compares besides the quiet socket's
+ * ring (path.h watch): each says "a pass has work" when equal (eq) or
+ * unequal to v.  Only words of our own segments, which live as long as the
+ * engine's sockets, never a peer's mapping. */
+void sv_watch_word(struct sv_engine *eng, unsigned int *n,
+		   const _Atomic uint64_t *w, uint64_t v, bool eq)
+{
+	unsigned int i = (*n)++;
+
+	if (i >= SV_WATCH_MAX)
+		return; /* too many: polls take the lock */
+	atomic_store_explicit(&eng->watch[i].w, w, memory_order_relaxed);
+	atomic_store_explicit(&eng->watch[i].v, v, memory_order_relaxed);
+	atomic_store_explicit(&eng->watch[i].busy_if_eq, eq,
+			      memory_order_relaxed);
+}
+
+/* Lock-free: false when a watched word says a pass has work (or there
+ * are too many to watch). */
+static bool watched_idle(struct sv_engine *eng)
+{
+	unsigned int n = atomic_load_explicit(&eng->nwatch,
+					      memory_order_relaxed),
+		     i;
+
+	if (n > SV_WATCH_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		const _Atomic uint64_t *w = atomic_load_explicit(
+			&eng->watch[i].w, memory_order_relaxed);
+		uint64_t v = atomic_load_explicit(&eng->watch[i].v,
+						  memory_order_relaxed);
+		bool eq = atomic_load_explicit(&eng->watch[i].busy_if_eq,
+					       memory_order_relaxed);
+
+		if ((atomic_load_explicit(w, memory_order_relaxed) == v) == eq)
+			return false;
+	}
+	return true;
 }
 
 /* Nothing claimed in the ring since the owner last consumed: tail is
@@ -223,15 +264,17 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 
 	take_kicks(eng);
 	if (rx)
-		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
-			struct sv_sock *s = list_entry(it, struct sv_sock, node);
+		for (it = eng->socks.n.next; it != &eng->socks.n;
+		     it = it->next) {
+			struct sv_sock *s =
+				list_entry(it, struct sv_sock, node);
 
 			sv_shm_rx(eng, s);
 			if (sv_shm_rx_udp_due(eng, s))
 				sv_rx_sock(eng, s);
 		}
-	if (rx && !list_empty(&eng->chans))
-		sv_chan_poll(eng);
+	if (rx)
+		sv_paths_poll(eng);
 	if (rx && eng->mcast)
 		sv_mcast_rx(eng);
 	run_work(eng);
@@ -251,39 +294,24 @@ static void *progress_main(void *arg)
 	struct sv_engine *eng = arg;
 	_Atomic uint64_t *sleep_until = &eng->sleep_until;
 	struct epoll_event ev[8];
-	bool napped = false;
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns(), hint = atomic_load(&eng->last_hint);
-		bool busy = hint && now - hint < SV_HINT_HOLD_NS, nap = false;
+		bool busy = hint && now - hint < SV_HINT_HOLD_NS;
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		int timeout, n, i;
 
 		pthread_mutex_lock(&eng->lock);
-		/* Peers offer large WRITEs to us only while we can take them
-		 * (help.c). */
-		sv_help_available(eng, !busy);
 		if (!list_empty(&eng->work))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
-		if (!busy && until != now &&
-		    (!sv_shm_sleep(eng) || !sv_chan_idle(eng)))
+		if (!busy && until != now && !sv_shm_sleep(eng))
 			until = now;
-		/* A message channel's producer reads our sleeping word
-		 * without a fence (chanpath.c): one that read it just before
-		 * our store was visible published without ringing.  So the
-		 * first sleep is a nap, after which we look again with the
-		 * word still set, and only then sleep for good. */
-		if (!busy && until > now + SV_CHAN_NAP_NS && !napped &&
-		    !list_empty(&eng->chans)) {
-			until = now + SV_CHAN_NAP_NS;
-			nap = true;
-		}
-		/* Messages waiting for their ack: the stall watchdog. */
-		if (until > now + SV_CHAN_WATCH_NS &&
-		    sv_chan_need_watchdog(eng))
-			until = now + SV_CHAN_WATCH_NS;
+		/* And the paths: what their peers published, naps,
+		 * watchdogs (path.h). */
+		eng->nap = false;
+		until = sv_paths_next_wake(eng, now, until, busy);
 		pthread_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -306,13 +334,10 @@ static void *progress_main(void *arg)
 				bell_drain(eng);
 		if (atomic_load(&eng->stop))
 			break;
-		napped = nap && n == 0;
-		if (napped)
+		eng->napped = eng->nap && n == 0;
+		if (eng->napped)
 			continue; /* look again, the words still set */
-		/* First the peers' large WRITEs (help.c): they are copying
-		 * their part already. */
-		if (!busy)
-			sv_help_serve(eng);
+		sv_paths_serve(eng, busy);
 		pthread_mutex_lock(&eng->lock);
 		if (!busy)
 			sv_shm_wake(eng);
@@ -371,7 +396,7 @@ int sv_engine_open(struct sv_context *ctx)
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
 	sv_shm_engine_init(eng);
-	sv_chan_engine_init(eng);
+	sv_paths_engine_init(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
 	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
 	if (!eng->tx || !eng->rxmem)
@@ -456,7 +481,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	q = atomic_load_explicit(&eng->quiet, memory_order_relaxed);
 	if (q && n % SV_HINT_EVERY &&
 	    !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
-	    ring_idle(q) && sv_chan_watched_idle(eng)) {
+	    ring_idle(q) && watched_idle(eng)) {
 		atomic_store_explicit(&eng->busy_passes, n + 1,
 				      memory_order_relaxed);
 		return 0;
@@ -519,8 +544,6 @@ int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 	return poll_hint(ctx, cq, wc, max);
 }
 
-
-
 static void kick_list_add(struct sv_engine *eng, struct sv_qp_engine *qe)
 {
 	pthread_mutex_lock(&eng->kick_lock);
@@ -550,7 +573,8 @@ void sv_engine_kick(struct sv_qp *qp)
 			return;
 		}
 	} else if (qe->chan.tx.ch && !qe->on_work && list_empty(&eng->work) &&
-		   !atomic_load_explicit(&eng->kick_any, memory_order_relaxed)) {
+		   !atomic_load_explicit(&eng->kick_any,
+					 memory_order_relaxed)) {
 		/* A QP sending through a message channel, nothing else
 		 * queued: run it alone.  A pass around it costs more than
 		 * the send itself (ib_send_bw's message rate). */

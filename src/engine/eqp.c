@@ -153,9 +153,10 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		fprintf(stderr, "softverbs: destroying ");
 		sv_qp_dump(qe, stderr);
 	}
-	sv_chan_lean_leave(qe);
-	/* Unreachable from the network first, then from the work lists. */
-	sv_direct_qp_unpublish(qe);
+	sv_paths_quiesce(qe);
+	/* Unreachable from peers and the network first, then from the work
+	 * lists. */
+	sv_paths_qp_destroyed(qe);
 	qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 	qe->sock->used--;
 	if (qe->on_work)
@@ -165,7 +166,6 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	pthread_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
-	sv_chan_qp_destroyed(qe);
 	sv_shm_qp_destroyed(qe);
 	pthread_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
@@ -291,7 +291,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 
 	pthread_mutex_lock(&eng->lock);
 	eng->now_ok = false;
-	sv_chan_lean_leave(qe); /* the engine's cursors from here */
+	sv_paths_quiesce(qe); /* the engine's cursors from here */
 	/* Paths and queued work change here: busy polls take the lock
 	 * until the next pass has looked. */
 	atomic_store(&eng->quiet, NULL);
@@ -370,10 +370,9 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		atomic_store(&qe->state, new_state);
 		break;
 	}
-	sv_direct_qp_publish(qe);
 	if (mask & IBV_QP_STATE)
 		sv_shm_qp_modified(qe, new_state, old);
-	sv_chan_qp_state(qe);
+	sv_paths_qp_state(qe);
 	if (new_state != IBV_QPS_RESET) {
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
@@ -520,14 +519,27 @@ static void sync_state(struct sv_qp_engine *qe)
 	pthread_mutex_unlock(&qp->state_lock);
 }
 
+/* The first request of an RTR QP arrived (IBA 11.6.3: COMM_EST); the
+ * paths learn it too (peers may now copy into the QP directly). */
+void sv_qp_comm_est(struct sv_qp_engine *qe)
+{
+	struct ibv_async_event ev = {
+		.element.qp = &qe->qp->qpx.qp_base,
+		.event_type = IBV_EVENT_COMM_EST,
+	};
+
+	qe->comm_est = true;
+	sv_paths_qp_state(qe);
+	sv_async_post(qe->qp->ctx, &ev);
+}
+
 void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 {
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
-	sv_chan_lean_leave(qe); /* the engine's cursors from here */
+	sv_paths_quiesce(qe); /* the engine's cursors from here */
 	atomic_store(&qe->state, IBV_QPS_ERR);
-	sv_direct_qp_publish(qe);
-	sv_chan_qp_state(qe);
+	sv_paths_qp_state(qe);
 	if (event >= 0) {
 		struct ibv_async_event ev = {
 			.element.qp = &qe->qp->qpx.qp_base,

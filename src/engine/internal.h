@@ -26,6 +26,7 @@
 
 #include "core/objects.h"
 #include "engine/engine.h"
+#include "engine/path.h"
 #include "proto/addr.h"
 #include "proto/icrc.h"
 #include "proto/wire.h"
@@ -219,6 +220,9 @@ struct sv_qp_engine {
 
 	/* path, set at RTR */
 	struct sv_shm_peer *shm; /* the peer's ring, NULL: UDP (shmpath.c) */
+	/* the paths besides packets that WQEs may take (path.c) */
+	const struct sv_path_ops *paths[SV_PATHS_MAX];
+	unsigned int npaths;
 	char path_why[64]; /* why UDP */
 	bool rx_udp; /* counted in sock->udp_qps */
 	bool peer_udp; /* the peer's packets came through UDP */
@@ -411,6 +415,9 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the progress thread runs this pass */
+	/* A path asked the thread to nap (path.h next_wake): if its wait
+	 * brings nothing, it looks again (napped) before it runs a pass. */
+	bool nap, napped;
 	bool help_avail; /* what the segments' helping words say */
 };
 
@@ -489,12 +496,15 @@ void sv_work_add(struct sv_qp_engine *qe, uint32_t what);
 void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
 int sv_engine_start_thread(struct sv_engine *eng);
 int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
+void sv_watch_word(struct sv_engine *eng, unsigned int *n,
+		   const _Atomic uint64_t *w, uint64_t v, bool eq);
 
 /* eqp.c */
 /* sv_qp_to_error's event: an ibv_event_type, or one of these. */
 #define SV_ERR_BY_USER (-1) /* modify_qp to ERR: no event, state set */
 #define SV_ERR_NO_EVENT (-2) /* reported by a completion only */
 void sv_qp_to_error(struct sv_qp_engine *qe, int event);
+void sv_qp_comm_est(struct sv_qp_engine *qe);
 void sv_qp_run(struct sv_qp_engine *qe);
 int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status);
 int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
@@ -599,18 +609,7 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
 
 /* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
- * entry in the published table. */
-enum sv_direct {
-	SV_DIRECT_NO, /* the packet path runs it */
-	SV_DIRECT_DONE, /* executed and completed */
-	SV_DIRECT_WAIT, /* direct once the WQEs before it complete */
-};
-enum sv_direct sv_direct_run(struct sv_qp_engine *qe,
-			     struct sv_send_wqe *wqe, const struct sv_pubtab_view *pubtab);
-/* The peer's published table, if the QP's peer is attached (shm link). */
-#define SV_QE_PUBTAB(qe) ((qe)->shm ? (qe)->shm->pubtab : NULL)
-void sv_direct_qp_publish(struct sv_qp_engine *qe);
-void sv_direct_qp_unpublish(struct sv_qp_engine *qe);
+ * entry in the published table; its ops are sv_path_direct. */
 /* Copy between our iov[0..n) (consumed) and [rva, rva+len) of the table's
  * process; *via_mem: through its mem file. */
 struct iovec;
@@ -635,27 +634,9 @@ void sv_help_serve(struct sv_engine *eng);
 void sv_help_available(struct sv_engine *eng, bool yes);
 
 /* chanpath.c: small SENDs of an RC QP through a message channel in the
- * same-host peer's segment (link/chan.h, docs/fastpath.md layer 3). */
-enum sv_chan_r {
-	SV_CHAN_NO, /* the packet path sends it */
-	SV_CHAN_SENT, /* in the channel */
-	SV_CHAN_WAIT, /* channel full, or WQEs before it still in it */
-};
-void sv_chan_engine_init(struct sv_engine *eng);
+ * same-host peer's segment (link/chan.h, docs/fastpath.md layer 3); its
+ * ops are sv_path_chan.  Lean mode's way back to the engine: */
 void sv_chan_lean_leave(struct sv_qp_engine *qe);
-void sv_chan_qp_state(struct sv_qp_engine *qe);
-void sv_chan_qp_destroyed(struct sv_qp_engine *qe);
-enum sv_chan_r sv_chan_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe);
-/* Must a WQE of the packet path wait for the channel to drain first? */
-static inline bool sv_chan_busy(const struct sv_qp_engine *qe)
-{
-	return qe->chan.outstanding != 0;
-}
-void sv_chan_poll(struct sv_engine *eng);
-bool sv_chan_idle(struct sv_engine *eng);
-void sv_chan_watch(struct sv_engine *eng);
-bool sv_chan_watched_idle(struct sv_engine *eng);
-bool sv_chan_need_watchdog(struct sv_engine *eng);
 
 /* mcast.c: receive on the multicast socket (each pass), join groups on
  * interfaces that came up (address monitor), release at close. */

@@ -491,7 +491,6 @@ void sv_req_run(struct sv_qp_engine *qe)
 	tail = sv_sq_tail(qe);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
-		const struct sv_pubtab_view *pubtab = SV_QE_PUBTAB(qe);
 		/* A big copy counts like several packets, so that one QP
 		 * does not hold the engine long (read now: once complete,
 		 * the slot may be reused). */
@@ -503,28 +502,15 @@ void sv_req_run(struct sv_qp_engine *qe)
 			qe->req.idx++;
 			continue;
 		}
-		/* A same-host peer: small SENDs through its message channel
-		 * (chanpath.c), and nothing else until they are acked. */
-		if (wqe->state == SV_WQE_PENDING && qe->shm && budget) {
-			enum sv_chan_r c = sv_chan_send(qe, wqe);
+		/* Paths besides packets (path.h): a same-host peer's message
+		 * channel takes small SENDs, one-copy placement WRITEs and
+		 * READs; else the packets below. */
+		if (wqe->state == SV_WQE_PENDING && qe->npaths && budget) {
+			enum sv_path_r r = sv_paths_send(qe, wqe);
 
-			if (c == SV_CHAN_WAIT)
+			if (r == SV_PATH_WAIT)
 				break;
-			if (c == SV_CHAN_SENT) {
-				budget--;
-				continue;
-			}
-			if (sv_chan_busy(qe))
-				break;
-		}
-		/* A same-host peer: WRITE/READ with one copy and no packet,
-		 * completed here (direct.c); else the packets below. */
-		if (wqe->state == SV_WQE_PENDING && pubtab && budget) {
-			enum sv_direct d = sv_direct_run(qe, wqe, pubtab);
-
-			if (d == SV_DIRECT_WAIT)
-				break;
-			if (d == SV_DIRECT_DONE) {
+			if (r == SV_PATH_DONE) {
 				if (atomic_load(&qe->state) != state)
 					return; /* the CQ overran: ERR */
 				budget -= cost < budget ? (unsigned int)cost :

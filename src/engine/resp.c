@@ -729,16 +729,8 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	}
 	if (qe->type == IBV_QPT_UD)
 		return sv_ud_rx(qe, pkt, flow);
-	if (state == IBV_QPS_RTR && !qe->comm_est) {
-		struct ibv_async_event ev = {
-			.element.qp = &qe->qp->qpx.qp_base,
-			.event_type = IBV_EVENT_COMM_EST,
-		};
-
-		qe->comm_est = true;
-		sv_direct_qp_publish(qe); /* peers may now copy directly */
-		sv_async_post(qe->qp->ctx, &ev);
-	}
+	if (state == IBV_QPS_RTR && !qe->comm_est)
+		sv_qp_comm_est(qe);
 	s = RESP_CHK_PSN;
 	while (s != RESP_DONE) {
 		if (s >= RESP_ERR_PSN_OUT_OF_SEQ) {

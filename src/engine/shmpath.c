@@ -94,6 +94,7 @@ static void release(struct sv_qp_engine *qe)
 	struct sv_shm_peer *p = qe->shm;
 
 	qe->shm = NULL;
+	sv_paths_select(qe);
 	qe->peer_udp = false;
 	if (p && !--p->refs) {
 		list_del(&p->node);
@@ -153,6 +154,7 @@ static void choose(struct sv_qp_engine *qe)
 		list_add_tail(&eng->shm_peers, &p->node);
 	}
 	qe->shm = p;
+	sv_paths_select(qe);
 	qe->path_why[0] = 0;
 }
 
