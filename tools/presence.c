@@ -477,6 +477,29 @@ static void node_desc(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%s %s", host, name);
 }
 
+/* The tool's own context is none of the command's diagnostics: with
+ * SOFTVERBS_STATS or SOFTVERBS_TRACE set for the command, our query would
+ * print a block of its own.  They are unset around it and set again. */
+static const char *const quiet_vars[] = { "SOFTVERBS_STATS",
+					  "SOFTVERBS_TRACE" };
+static char *quiet_vals[2];
+
+static void quiet(bool on)
+{
+	for (int i = 0; i < 2; i++) {
+		const char *v = getenv(quiet_vars[i]);
+
+		if (on && v) {
+			quiet_vals[i] = strdup(v);
+			unsetenv(quiet_vars[i]);
+		} else if (!on && quiet_vals[i]) {
+			setenv(quiet_vars[i], quiet_vals[i], 1);
+			free(quiet_vals[i]);
+			quiet_vals[i] = NULL;
+		}
+	}
+}
+
 /* Everything under SYS_CLASS/infiniband/<name> and infiniband_verbs/. */
 static int write_sysfs(struct ibv_device *dev, dev_t node)
 {
@@ -487,9 +510,12 @@ static int write_sysfs(struct ibv_device *dev, dev_t node)
 	uint8_t p;
 	int ret = -1;
 
+	quiet(true);
 	ctx = ibv_open_device(dev);
-	if (!ctx)
+	if (!ctx) {
+		quiet(false);
 		return failed("ibv_open_device(%s): %s", name, strerror(errno));
+	}
 	if (ibv_query_device(ctx, &da)) {
 		failed("ibv_query_device(%s) failed", name);
 		goto out;
@@ -545,6 +571,7 @@ static int write_sysfs(struct ibv_device *dev, dev_t node)
 	ret = 0;
 out:
 	ibv_close_device(ctx);
+	quiet(false);
 	return ret;
 }
 

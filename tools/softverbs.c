@@ -389,6 +389,12 @@ static int cmd_devices(int argc, char **argv)
 		       ibv_node_type_str(list[i]->node_type),
 		       transport_str(list[i]->transport_type), da.fw_ver,
 		       da.phys_port_cnt, da.phys_port_cnt == 1 ? "" : "s");
+		/* The names a kernel device's files would have: what `run`
+		 * and `setup` create (tools/presence.c). */
+		printf("  dev_name %s: /dev/infiniband/%s, "
+		       "/sys/class/infiniband/%s\n",
+		       list[i]->dev_name, list[i]->dev_name,
+		       ibv_get_device_name(list[i]));
 		for (p = 1; p <= da.phys_port_cnt && !ret; p++)
 			if (show_port(ctx, p))
 				ret = 1;
