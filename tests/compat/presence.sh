@@ -213,10 +213,15 @@ fallback)
 setup)
 	[ "$(id -u)" = 0 ] || skip "setup needs root"
 	# In a mount namespace of the test's own, private: setup's mounts are
-	# made there, never in the machine's.
+	# made there, never in the machine's.  /dev too gets a tmpfs of the
+	# test's own (holding just null): setup creates /dev/infiniband in
+	# /dev itself, which in a devtmpfs every namespace would see.
 	cat >"$tmp/setup.sh" <<'EOF'
-SV=$1 devname=$2 ibdev=$3 dump=$4
+SV=$1 devname=$2 ibdev=$3 dump=$4 tmp=$5
 say() { echo "$*"; }
+touch "$tmp/null" && mount --bind /dev/null "$tmp/null" &&
+	mount -t tmpfs test-dev /dev && touch /dev/null &&
+	mount --bind "$tmp/null" /dev/null || { say "no private /dev"; exit 1; }
 "$SV" setup >/dev/null || say "setup failed"
 "$SV" setup >/dev/null || say "setup again failed"
 say "mounts $(grep -c ' - tmpfs softverbs ' /proc/self/mountinfo)"
@@ -232,7 +237,7 @@ test -e /sys/class/net/lo && say "net lo after"
 say "undo again: $("$SV" setup --undo)"
 say "mounts after $(grep -c ' - tmpfs softverbs ' /proc/self/mountinfo)"
 EOF
-	run_ok 60 unshare -m --propagation private bash "$tmp/setup.sh" "$SV" "$devname" "$ibdev" "$dump"
+	run_ok 60 unshare -m --propagation private bash "$tmp/setup.sh" "$SV" "$devname" "$ibdev" "$dump" "$tmp"
 	cat "$out"
 	has '^mounts 2$' "setup twice: one tmpfs on /dev/infiniband, one on /sys/class"
 	has '^chr$'
