@@ -799,10 +799,16 @@ static int build_sysfs(struct ibv_device *dev, dev_t node)
 	return 0;
 }
 
+static bool our_mount(const char *dir);
+
+/* A half-built view comes down whole; only our own tmpfs, so that a
+ * failure before one was mounted never detaches the original /dev. */
 static void teardown(void)
 {
-	umount2(SYS_CLASS, MNT_DETACH);
-	umount2("/dev", MNT_DETACH);
+	if (our_mount(SYS_CLASS))
+		umount2(SYS_CLASS, MNT_DETACH);
+	if (our_mount("/dev"))
+		umount2("/dev", MNT_DETACH);
 }
 
 void sv_presence_enter(const char *prog)
