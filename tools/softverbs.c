@@ -1,12 +1,16 @@
 /*
  * softverbs: the command-line front end.
  *
- *   softverbs run [--] CMD [ARGS...]   run an unmodified RDMA program on softverbs
+ *   softverbs run [--no-sysfs] [--] CMD [ARGS...]
+ *                                      run an unmodified RDMA program on softverbs
  *   softverbs devices                  list devices, ports and GIDs
+ *   softverbs setup [--undo]           the device's /dev and /sys files, for good
  *   softverbs help
  *
  * "run" puts our library directory first on LD_LIBRARY_PATH and execs the
- * program, so the change reaches that process tree only.  The library
+ * program, so the change reaches that process tree only; in a private
+ * mount namespace, the program also finds /dev/infiniband and
+ * /sys/class/infiniband as a kernel device has them (tools/presence.c).  The library
  * directory is found from this executable's own location (bin/ next to
  * lib/, in the build tree and in an install prefix alike), never from the
  * current directory.  "devices" goes through the verbs API of our own
@@ -20,12 +24,14 @@
 #include <link.h>
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "link/shm.h"
+#include "presence.h"
 
 #define EXIT_USAGE 2
 
@@ -37,9 +43,21 @@ static void usage(FILE *f)
 		"usage: %s COMMAND [ARGS]\n"
 		"\n"
 		"commands:\n"
-		"  run [--] CMD [ARGS...]  run CMD with the softverbs libraries (libibverbs.so.1,\n"
-		"                          librdmacm.so.1) first on LD_LIBRARY_PATH\n"
+		"  run [--no-sysfs] [--] CMD [ARGS...]\n"
+		"                          run CMD with the softverbs libraries (libibverbs.so.1,\n"
+		"                          librdmacm.so.1) first on LD_LIBRARY_PATH, in a private\n"
+		"                          mount namespace where /dev/infiniband/<dev> and rdma_cm,\n"
+		"                          /sys/class/infiniband/softverbs0 and\n"
+		"                          /sys/class/infiniband_verbs exist for CMD and its\n"
+		"                          children only (as a user: in a user namespace mapping\n"
+		"                          your uid and gid to themselves); where the kernel\n"
+		"                          refuses namespaces, one line on stderr says so and CMD\n"
+		"                          runs without them.  --no-sysfs: no namespace, no files\n"
 		"  devices                 list devices, ports (state, MTU, link layer) and GIDs\n"
+		"  setup                   (root) the same files in the current mount namespace,\n"
+		"                          for every program: tmpfs mounts on /dev/infiniband and\n"
+		"                          /sys/class; again: refresh (GIDs are a snapshot)\n"
+		"  setup --undo            remove them\n"
 		"  help                    this text\n"
 		"\n"
 		"environment:\n"
@@ -48,6 +66,7 @@ static void usage(FILE *f)
 		"  SOFTVERBS_TRACE=1       one line per packet on stderr\n"
 		"  SOFTVERBS_STATS=1       per-context counters at ibv_close_device\n"
 		"  SOFTVERBS_FASTPATH=0    no shared-memory fast path: UDP only\n"
+		"  SOFTVERBS_SYSFS=0       run: as --no-sysfs\n"
 		"\n"
 		"example:  %s run -- ibv_devinfo -v\n",
 		prog, prog);
@@ -143,8 +162,13 @@ static int cmd_run(int argc, char **argv)
 	char libdir[PATH_MAX];
 	const char *old;
 	char *val;
+	bool sysfs = true;
 	int i = 0;
 
+	if (i < argc && !strcmp(argv[i], "--no-sysfs")) {
+		sysfs = false;
+		i++;
+	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
@@ -172,6 +196,10 @@ static int cmd_run(int argc, char **argv)
 	free(val);
 	if (preload_sanitizers())
 		return 1;
+	/* Last before exec: a user namespace wants a single thread, and the
+	 * command should inherit no mount of ours but the view. */
+	if (sysfs)
+		sv_presence_enter(prog);
 	execvp(argv[i], &argv[i]);
 	/* As the shell does: 127 when the command is not found, 126 when it
 	 * exists but cannot be executed. */
@@ -361,6 +389,12 @@ static int cmd_devices(int argc, char **argv)
 		       ibv_node_type_str(list[i]->node_type),
 		       transport_str(list[i]->transport_type), da.fw_ver,
 		       da.phys_port_cnt, da.phys_port_cnt == 1 ? "" : "s");
+		/* The names a kernel device's files would have: what `run`
+		 * and `setup` create (tools/presence.c). */
+		printf("  dev_name %s: /dev/infiniband/%s, "
+		       "/sys/class/infiniband/%s\n",
+		       list[i]->dev_name, list[i]->dev_name,
+		       ibv_get_device_name(list[i]));
 		for (p = 1; p <= da.phys_port_cnt && !ret; p++)
 			if (show_port(ctx, p))
 				ret = 1;
@@ -370,6 +404,19 @@ static int cmd_devices(int argc, char **argv)
 	if (!ret)
 		show_fastpath();
 	return ret;
+}
+
+static int cmd_setup(int argc, char **argv)
+{
+	bool undo = argc == 1 && !strcmp(argv[0], "--undo");
+
+	if (argc > 1 || (argc == 1 && !undo)) {
+		fprintf(stderr, "%s setup: unexpected argument %s\n", prog,
+			argv[argc > 1 && undo ? 1 : 0]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return undo ? sv_presence_undo(prog) : sv_presence_setup(prog);
 }
 
 int main(int argc, char **argv)
@@ -385,6 +432,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices(argc - 2, argv + 2);
+	if (!strcmp(cmd, "setup"))
+		return cmd_setup(argc - 2, argv + 2);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "--help")) {
 		usage(stdout);
