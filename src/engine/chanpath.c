@@ -51,15 +51,23 @@
  * progress thread sleeps (its ring's sleeping word); a thread about to
  * sleep re-checks its channels after setting the word.
  */
-#include "engine/internal.h"
+#include "engine/fastpath.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/mr.h"
-#include "util/log.h"
 #include "core/async.h"
+#include "core/mr.h"
+#include "engine/comp.h"
+#include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+#include "engine/sgl.h"
+#include "engine/stats.h"
+#include "util/log.h"
 
 /* Attach attempts of a QP whose peer's channel was not open yet (its
  * first request must raise COMM_EST, or it is on an SRQ...). */

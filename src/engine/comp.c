@@ -22,9 +22,15 @@
  * until a later completion is generated (sq.head only moves then), as on
  * a real HCA.
  */
-#include "engine/internal.h"
-
+#include "engine/comp.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/qpe.h"
+#include "engine/req.h"
+#include "engine/sgl.h"
+#include "engine/stats.h"
 #include "util/log.h"
+
 
 /* IBA: RNR NAK timer field -> microseconds * 100. */
 static const uint32_t rnr_cus[32] = {

@@ -26,7 +26,7 @@
  * for them to drain (deregistration, QP state change) only waits for a
  * copy.
  */
-#include "engine/internal.h"
+#include "engine/fastpath.h"
 
 #include <errno.h>
 #include <sys/uio.h>
@@ -34,6 +34,13 @@
 
 #include "core/mr.h"
 #include "core/pubtab.h"
+#include "engine/comp.h"
+#include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+#include "engine/stats.h"
 
 /* Our side of the transfer, checked with our lkeys (IBA 10.6.3), its MRs
  * kept from deregistration until the copy is over (read lock or

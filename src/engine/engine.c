@@ -16,7 +16,7 @@
  *     the poller for the same datagrams) and sleeps on the doorbell.
  * Idle, the thread sleeps in epoll with no timeout: no CPU is used.
  */
-#include "engine/internal.h"
+#include "engine/eng.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -26,6 +26,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/limits.h"
+#include "engine/mcast.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+#include "engine/recv.h"
+#include "engine/shmpath.h"
+#include "engine/stats.h"
+#include "engine/xmit.h"
 #include "util/log.h"
 
 int sv_trace_on;
@@ -175,7 +183,7 @@ static void run_work(struct sv_engine *eng)
  * QPs all receive through its ring, is all there is to watch and no work
  * is queued.  Anything else that brings work either kicks (kick_any),
  * comes with a timer (checked every SV_HINT_EVERY polls anyway) or
- * happens under the lock outside a pass (eqp.c clears quiet). */
+ * happens under the lock outside a pass (qp.c clears quiet). */
 static void set_quiet(struct sv_engine *eng)
 {
 	struct list_node *first = eng->socks.n.next;

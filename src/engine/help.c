@@ -34,7 +34,7 @@
  *   and copies the claimed chunks itself.  Without rseq the helper
  *   says so (no SV_HELP_REVOCABLE) and the sender waits for it.
  */
-#include "engine/internal.h"
+#include "engine/fastpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +55,11 @@
 #endif
 
 #include "core/pubtab.h"
+#include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/qpe.h"
+#include "engine/stats.h"
 #include "link/shm.h"
 #include "util/log.h"
 #include "util/spin.h"

@@ -5,7 +5,7 @@
  * 224.0.0.0/4), and a multicast datagram is addressed to QPN 0xffffff
  * (IBA).  Addressing follows the rule of every QPN (port << 8 |
  * slot): QPN 0xffffff is UDP port 65535, which no engine ever takes for
- * its QPs (eqp.c).  So a UD send with a multicast AH and the multicast QPN
+ * its QPs (qp.c).  So a UD send with a multicast AH and the multicast QPN
  * goes to (group address, 65535), with nothing special on the send side,
  * and the IP network delivers it to every host that joined the group.
  *
@@ -28,7 +28,7 @@
  * detach come from the verbs layer with the QP's state_lock held (which
  * comes before the engine lock).
  */
-#include "engine/internal.h"
+#include "engine/mcast.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -37,6 +37,12 @@
 #include <unistd.h>
 
 #include "core/device.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/qpe.h"
+#include "engine/stats.h"
+#include "engine/ud.h"
+#include "proto/icrc.h"
 #include "util/log.h"
 
 #define SV_MCAST_PORT 0xffffu

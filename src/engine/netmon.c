@@ -21,7 +21,6 @@
  * context list and the snapshot and is taken by the thread, before the
  * engine and context locks it then takes.
  */
-#include "engine/internal.h"
 
 #include <errno.h>
 #include <linux/netlink.h>
@@ -32,9 +31,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/device.h"
-#include "util/log.h"
 #include "core/async.h"
+#include "core/device.h"
+#include "engine/mcast.h"
+#include "util/log.h"
 
 #define SV_NETMON_SETTLE_MS 20
 

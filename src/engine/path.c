@@ -1,7 +1,9 @@
 /*
  * The path table and the one place a QP's paths are chosen (path.h).
  */
-#include "engine/internal.h"
+#include "engine/eng.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
 
 static const struct sv_path_ops *const paths[SV_PATHS_MAX] = {
 	&sv_path_chan,

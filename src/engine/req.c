@@ -25,11 +25,19 @@
  * the peer's socket buffer allows: go-back-N wastes what follows a loss,
  * so under loss a smaller window wastes less.
  */
-#include "engine/internal.h"
-
 #include "core/mw.h"
-
+#include "engine/comp.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+#include "engine/req.h"
+#include "engine/sgl.h"
+#include "engine/ud.h"
+#include "engine/xmit.h"
 #include "util/log.h"
+
+
 
 static uint32_t npkts(uint64_t len, uint32_t pmtu)
 {

@@ -18,12 +18,20 @@
  * coalesced ACK past a READ would tell the requester the READ's responses
  * were lost.
  */
-#include "engine/internal.h"
-
+#include "core/async.h"
 #include "core/mr.h"
 #include "core/mw.h"
+#include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/qpe.h"
+#include "engine/resp.h"
+#include "engine/sgl.h"
+#include "engine/stats.h"
+#include "engine/ud.h"
+#include "engine/xmit.h"
 #include "util/log.h"
-#include "core/async.h"
+
 
 enum resp_state {
 	RESP_CHK_PSN,

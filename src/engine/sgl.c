@@ -5,9 +5,10 @@
  * reference) before returning: no MR is held across progress passes, so
  * deregistration never waits on a message a dead peer will not finish.
  */
-#include "engine/internal.h"
-
 #include "core/mr.h"
+#include "engine/dma.h"
+#include "engine/sgl.h"
+
 
 enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
 				uint32_t nsge, unsigned int access)

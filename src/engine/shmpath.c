@@ -16,7 +16,7 @@
  * receive through UDP, or every SV_UDP_EVERY passes (stray datagrams,
  * doorbells); the progress thread always reads it.
  */
-#include "engine/internal.h"
+#include "engine/shmpath.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,6 +24,12 @@
 #include <stdlib.h>
 
 #include "core/device.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+#include "engine/recv.h"
+#include "engine/stats.h"
 #include "util/log.h"
 
 #define SV_UDP_EVERY 1024

@@ -4,10 +4,12 @@
  * (SOFTVERBS_TRACE=1: direction, opcode name, QPN, PSN, length, flags),
  * and one-line QP dumps with state names, so a stuck QP explains itself.
  */
-#include "engine/internal.h"
+#include "engine/stats.h"
 
 #include <inttypes.h>
 #include <unistd.h>
+#include "engine/eng.h"
+#include "engine/qpe.h"
 
 static const char *const qp_state_names[] = {
 	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",

@@ -9,12 +9,16 @@
  * the IPv4 header in its second half, for IPv6 the IPv6 header (what
  * ibv_init_ah_from_wc parses back into an address).
  */
-#include "engine/internal.h"
+#include "engine/ud.h"
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>
 
 #include "core/device.h"
+#include "engine/eng.h"
+#include "engine/qpe.h"
+#include "engine/sgl.h"
+#include "engine/stats.h"
 #include "proto/ip.h"
 
 /* Where an AH points: destination and source IP.  The last AH is

@@ -8,17 +8,23 @@
  * PD.  XRC opcodes are their RC twins plus 0xa0, with the same headers,
  * plus the XRCETH right after the BTH of requests.
  *
- * So the engine runs XRC QPs as RC (eqp.c gives them the RC type) and
+ * So the engine runs XRC QPs as RC (qp.c gives them the RC type) and
  * this file translates at the edges: sv_xrc_tx turns a packet built as RC
  * into XRC before its ICRC is computed, sv_xrc_rx turns a received XRC
  * packet (ICRC already checked) into its RC twin and hands it to the
  * completer, or, for a target, to the responder with the QP pointed at
  * the SRQ the request names.
  */
-#include "engine/internal.h"
-
 #include "core/xrc.h"
+#include "engine/comp.h"
+#include "engine/eng.h"
+#include "engine/qpe.h"
+#include "engine/resp.h"
+#include "engine/stats.h"
+#include "engine/xmit.h"
+#include "engine/xrc.h"
 #include "util/log.h"
+
 
 /* The largest XRC packet still fits the transmit buffer. */
 _Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES +

@@ -40,6 +40,12 @@ static inline struct list_node *list_first(const struct list_head *h)
 	return list_empty(h) ? NULL : h->n.next;
 }
 
+/* A node that is on no list (its own neighbour). */
+static inline void list_node_init(struct list_node *n)
+{
+	n->next = n->prev = n;
+}
+
 #define list_entry(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 

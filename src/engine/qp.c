@@ -1,21 +1,28 @@
 /*
- * The engine side of a QP: its number and socket slot, the hooks the
- * verbs layer calls on create/modify/destroy, the one error path (move to
- * ERR, raise the async event, flush every outstanding WQE with
- * IBV_WC_WR_FLUSH_ERR), completion helpers, receive WQE consumption and
- * the per-QP run and timer dispatch.
+ * A QP's life in the engine: its number and socket slot, the hooks the
+ * verbs layer calls on create/modify/destroy (the path to the peer set at
+ * RTR, the window, the queues emptied at RESET), and the per-QP run and
+ * timer dispatch of a progress pass.
  */
-#include "engine/internal.h"
-
-#include "core/mw.h"
+#include "engine/qpe.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/cq.h"
-#include "core/device.h"
-#include "util/log.h"
 #include "core/async.h"
+#include "core/device.h"
+#include "core/mw.h"
+#include "engine/comp.h"
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/path.h"
+#include "engine/req.h"
+#include "engine/resp.h"
+#include "engine/shmpath.h"
+#include "engine/stats.h"
+#include "engine/xmit.h"
+#include "engine/xrc.h"
+#include "util/log.h"
 
 /* ---- QP numbers ------------------------------------------------------------ */
 
@@ -380,244 +387,6 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	pthread_mutex_unlock(&eng->lock);
 }
 
-/* ---- completions ---------------------------------------------------------------- */
-
-/* A CQ overrun takes every QP using that CQ to ERR (IBA). */
-static void cq_overrun(struct sv_engine *eng, struct sv_cq *cq)
-{
-	struct list_node *it, *tmp;
-
-	list_for_each_safe (&eng->qps, it, tmp) {
-		struct sv_qp_engine *o =
-			list_entry(it, struct sv_qp_engine, node);
-
-		if (o->qp->scq == cq || o->qp->rcq == cq)
-			sv_qp_to_error(o, IBV_EVENT_QP_FATAL);
-	}
-}
-
-/* Complete the send WQE at comp.idx: its completion is read out of the
- * slot first, then the slot is given back (sq.head moves up to and
- * including it, retiring unsignaled WQEs before it), and only then is the
- * completion made visible, so that an application which polls it may post
- * into the slot at once (what perftest's bandwidth loops do). */
-int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status)
-{
-	struct sv_send_wqe *wqe = sv_wq_at(&qe->qp->sq, qe->comp.idx);
-	struct ibv_wc wc;
-	int err;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wqe->wr_id;
-	wc.status = status;
-	wc.opcode = sv_wr(wqe->opcode)->wc;
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		wc.byte_len = 8;
-	else
-		wc.byte_len = (uint32_t)wqe->length;
-	wc.qp_num = qe->qpn;
-	wc.src_qp = qe->dest_qpn;
-	wc.vendor_err = status == IBV_WC_SUCCESS ? 0 : status;
-	qe->comp.idx++;
-	atomic_store_explicit(&qe->qp->sq.head, qe->comp.idx,
-			      memory_order_release);
-	err = sv_cq_push(qe->qp->scq, &wc, false);
-	if (err == ENOSPC)
-		cq_overrun(qe->eng, qe->qp->scq);
-	return err;
-}
-
-int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
-		     bool solicited)
-{
-	int err = sv_cq_push(qe->qp->rcq, wc, solicited);
-
-	if (err == ENOSPC)
-		cq_overrun(qe->eng, qe->qp->rcq);
-	return err;
-}
-
-/* ---- receive WQEs ----------------------------------------------------------------- */
-
-static void copy_recv_wqe(struct sv_qp_engine *qe, const struct sv_recv_wqe *w)
-{
-	uint32_t n = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge, i;
-
-	qe->resp.wqe->wr_id = w->wr_id;
-	qe->resp.wqe->num_sge = n;
-	memcpy(qe->resp.wqe->sge, w->sge, n * sizeof(struct ibv_sge));
-	qe->resp.wqe_len = 0;
-	for (i = 0; i < n; i++)
-		qe->resp.wqe_len += w->sge[i].length;
-	qe->resp.offset = 0;
-	qe->resp.have_wqe = true;
-}
-
-/* Take the next receive WQE (QP's RQ or its SRQ) into qe->resp.wqe. */
-bool sv_rq_get(struct sv_qp_engine *qe)
-{
-	struct sv_qp *qp = qe->qp;
-	struct sv_srq *srq = qp->srq;
-	uint32_t head;
-
-	if (srq) {
-		bool limit = false;
-
-		pthread_mutex_lock(&srq->lock);
-		head = atomic_load(&srq->rq.head);
-		if (head == atomic_load(&srq->rq.tail)) {
-			pthread_mutex_unlock(&srq->lock);
-			return false;
-		}
-		copy_recv_wqe(qe, sv_wq_at(&srq->rq, head));
-		atomic_store(&srq->rq.head, head + 1);
-		/* IBA: the limit event fires once when the
-		 * WQE count drops below the armed limit, then disarms. */
-		if (srq->srq_limit && sv_wq_used(&srq->rq) < srq->srq_limit) {
-			srq->srq_limit = 0;
-			limit = true;
-		}
-		pthread_mutex_unlock(&srq->lock);
-		qe->resp.wqe_srq = true;
-		if (limit) {
-			struct ibv_async_event ev = {
-				.element.srq = &srq->ibv,
-				.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
-			};
-
-			sv_async_post(qp->ctx, &ev);
-		}
-		return true;
-	}
-	head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
-	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
-		return false;
-	copy_recv_wqe(qe, sv_wq_at(&qp->rq, head));
-	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
-	qe->resp.wqe_srq = false;
-	return true;
-}
-
-/* ---- errors and flushes -------------------------------------------------------------- */
-
-static void sync_state(struct sv_qp_engine *qe)
-{
-	struct sv_qp *qp = qe->qp;
-
-	if (!qe->state_dirty)
-		return;
-	/* modify_qp holds state_lock while it waits for the engine lock:
-	 * only try it, and come back later if it is busy. */
-	if (pthread_mutex_trylock(&qp->state_lock)) {
-		sv_timer_note(qe->eng, sv_eng_now(qe->eng) + 1000000);
-		return;
-	}
-	if (atomic_load(&qe->state) == IBV_QPS_ERR)
-		qp->attr.qp_state = IBV_QPS_ERR;
-	qe->state_dirty = false;
-	pthread_mutex_unlock(&qp->state_lock);
-}
-
-/* The first request of an RTR QP arrived (IBA 11.6.3: COMM_EST); the
- * paths learn it too (peers may now copy into the QP directly). */
-void sv_qp_comm_est(struct sv_qp_engine *qe)
-{
-	struct ibv_async_event ev = {
-		.element.qp = &qe->qp->qpx.qp_base,
-		.event_type = IBV_EVENT_COMM_EST,
-	};
-
-	qe->comm_est = true;
-	sv_paths_qp_state(qe);
-	sv_async_post(qe->qp->ctx, &ev);
-}
-
-void sv_qp_to_error(struct sv_qp_engine *qe, int event)
-{
-	if (atomic_load(&qe->state) == IBV_QPS_ERR)
-		return;
-	sv_paths_quiesce(qe); /* the engine's cursors from here */
-	atomic_store(&qe->state, IBV_QPS_ERR);
-	sv_paths_qp_state(qe);
-	if (event >= 0) {
-		struct ibv_async_event ev = {
-			.element.qp = &qe->qp->qpx.qp_base,
-			.event_type = (enum ibv_event_type)event,
-		};
-
-		/* Only errors the engine finds itself: a modify_qp to ERR
-		 * passes -1 and updates the state under its own lock. */
-		SV_STAT(qe->eng, qp_errors);
-		qe->state_dirty = true;
-		sync_state(qe);
-		sv_async_post(qe->qp->ctx, &ev);
-	} else if (event == SV_ERR_NO_EVENT) {
-		SV_STAT(qe->eng, qp_errors);
-		qe->state_dirty = true;
-		sync_state(qe);
-	}
-	qe->comp.deadline = 0;
-	qe->comp.probe = 0;
-	qe->comp.rnr_until = 0;
-	sv_work_add(qe, SV_WORK_FLUSH);
-}
-
-static void flush(struct sv_qp_engine *qe)
-{
-	struct sv_qp *qp = qe->qp;
-	uint32_t tail = sv_sq_tail(qe);
-	struct ibv_wc wc;
-
-	/* Send queue: the failed WQE with its status, every other
-	 * outstanding one with FLUSH_ERR, signaled or not (IBA). */
-	while (qe->comp.idx != tail) {
-		struct sv_send_wqe *w = sv_wq_at(&qp->sq, qe->comp.idx);
-
-		sv_complete_send(qe, w->state == SV_WQE_ERROR ?
-					     (enum ibv_wc_status)w->status :
-					     IBV_WC_WR_FLUSH_ERR);
-	}
-	qe->req.idx = tail;
-	qe->req.rd_atomic = 0;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = qe->qpn;
-	wc.vendor_err = IBV_WC_WR_FLUSH_ERR;
-	if (qe->resp.have_wqe) {
-		wc.wr_id = qe->resp.wqe->wr_id;
-		sv_push_recv_cqe(qe, &wc, false);
-		qe->resp.have_wqe = false;
-	}
-	if (!qp->srq) {
-		uint32_t h = atomic_load(&qp->rq.head);
-		uint32_t t = atomic_load_explicit(&qp->rq.tail,
-						  memory_order_acquire);
-
-		for (; h != t; h++) {
-			struct sv_recv_wqe *r = sv_wq_at(&qp->rq, h);
-
-			wc.wr_id = r->wr_id;
-			sv_push_recv_cqe(qe, &wc, false);
-		}
-		atomic_store_explicit(&qp->rq.head, t, memory_order_release);
-	} else if (!qe->last_wqe_sent) {
-		/* IBA: a QP on an SRQ tells when its last WQE is
-		 * done, so the consumer knows it may destroy it. */
-		struct ibv_async_event ev = {
-			.element.qp = &qp->qpx.qp_base,
-			.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
-		};
-
-		qe->last_wqe_sent = true;
-		sv_async_post(qp->ctx, &ev);
-	}
-	qe->resp.reply_head = qe->resp.reply_tail;
-	qe->resp.ack_pending = false;
-}
-
 /* ---- running a QP ------------------------------------------------------------------- */
 
 void sv_qp_run(struct sv_qp_engine *qe)
@@ -627,9 +396,9 @@ void sv_qp_run(struct sv_qp_engine *qe)
 
 	qe->work = 0;
 	if (qe->state_dirty)
-		sync_state(qe);
+		sv_qp_sync_state(qe);
 	if (state == IBV_QPS_ERR) {
-		flush(qe);
+		sv_qp_flush(qe);
 		return;
 	}
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT)
@@ -637,15 +406,15 @@ void sv_qp_run(struct sv_qp_engine *qe)
 	if ((w & SV_WORK_REPLY) || qe->resp.reply_head != qe->resp.reply_tail)
 		sv_resp_reply_run(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
-		return flush(qe);
+		return sv_qp_flush(qe);
 	sv_resp_ack_flush(qe);
 	if (state == IBV_QPS_RTS || state == IBV_QPS_SQD) {
 		sv_comp_retire(qe);
 		if (atomic_load(&qe->state) == IBV_QPS_ERR)
-			return flush(qe);
+			return sv_qp_flush(qe);
 		sv_req_run(qe);
 		if (atomic_load(&qe->state) == IBV_QPS_ERR)
-			return flush(qe);
+			return sv_qp_flush(qe);
 	}
 	/* IBA: SQD is "drained" once nothing is outstanding. */
 	if (atomic_load(&qe->state) == IBV_QPS_SQD && qe->sqd_pending &&
@@ -668,7 +437,7 @@ void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
 	uint64_t d;
 
 	if (qe->state_dirty)
-		sync_state(qe);
+		sv_qp_sync_state(qe);
 	if (qe->comp.rnr_until && now >= qe->comp.rnr_until) {
 		qe->comp.rnr_until = 0;
 		sv_work_add(qe, SV_WORK_REQ);

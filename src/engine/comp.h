@@ -1,0 +1,22 @@
+/*
+ * The completer (comp.c): ACKs, NAKs, READ responses and atomic ACKs
+ * matched to send WQEs; the retry, RNR and probe timers; congestion.
+ */
+#ifndef SV_ENGINE_COMP_H
+#define SV_ENGINE_COMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/qpe.h"
+
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout);
+void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt);
+void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now);
+void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now);
+void sv_probe_arm(struct sv_qp_engine *qe, bool reset);
+void sv_comp_retire(struct sv_qp_engine *qe);
+/* The WQE whose PSN range holds psn among the outstanding ones, or NULL. */
+struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * The engine of a context: its sockets, the transmit batch, the progress
+ * lock and the passes (engine.c).
+ *
+ * Lock contract: everything in struct sv_engine and struct sv_qp_engine
+ * (qpe.h) is guarded by sv_engine.lock (the progress lock), except where a
+ * field says otherwise.  A thread waits for packets or the doorbell without
+ * the lock and makes progress with it, so exactly one thread drives the
+ * QPs of a context at a time.  The lock order is util/lockorder.h's.
+ */
+#ifndef SV_ENGINE_ENG_H
+#define SV_ENGINE_ENG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/objects.h"
+#include "engine/engine.h"
+#include "engine/limits.h"
+#include "engine/stats.h"
+#include "link/shm.h"
+#include "link/udp.h"
+#include "proto/addr.h"
+#include "proto/wire.h"
+#include "util/list.h"
+
+struct sv_qp_engine;
+
+/* ---- sockets --------------------------------------------------------------- */
+
+struct sv_sock {
+	struct sv_udp_sock udp;
+	struct sv_qp_engine *slot[SV_SLOTS_PER_SOCK];
+	unsigned int used;
+	unsigned int next_slot; /* round-robin allocation cursor */
+	struct list_node node; /* sv_engine.socks */
+	struct sv_shm_ring ring; /* inbound shm ring (ring.hdr NULL: none) */
+	unsigned int udp_qps; /* QPs that may receive through UDP */
+	unsigned int rx_skip; /* busy passes since the last UDP receive */
+};
+
+/* ---- the transmit batch ----------------------------------------------------- */
+
+struct sv_tx {
+	uint8_t buf[SV_MAX_PKT];
+	uint32_t len;
+	struct sv_sock *sock;
+	struct sockaddr_in6 dst;
+	struct sv_ipaddr src;
+	struct sv_shm_peer *shm; /* through the peer's ring, else UDP */
+};
+
+/* ---- per context ----------------------------------------------------------- */
+
+struct sv_engine {
+	struct sv_context *ctx;
+	pthread_mutex_t lock; /* the progress lock */
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool stop;
+	int epfd; /* sockets + doorbell */
+	int bell_epfd; /* doorbell only (while the app polls) */
+	int bellfd; /* eventfd */
+	_Atomic uint64_t last_hint; /* ns of the last poll hint */
+	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
+	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
+
+	struct list_head socks;
+	struct list_head qps;
+	struct list_head work;
+	_Atomic uint32_t port_mtu;   /* bytes: the largest UD message */
+	struct sv_mcast *mcast;      /* multicast groups (mcast.c), or NULL */
+
+	pthread_mutex_t kick_lock;
+	struct list_head kicked;
+
+	/* ns: read at most once per pass, when something needs it (use
+	 * sv_eng_now); now_ok says whether this pass has read it. */
+	uint64_t now;
+	bool now_ok;
+	atomic_bool kick_any; /* set under kick_lock: kicked is not empty */
+	_Atomic unsigned int busy_passes; /* poll hints, for the clock */
+	/* Set after each pass when the only thing that can bring work to
+	 * a busy poller is a packet in this socket's ring (one socket,
+	 * shm only, no work queued): polls then look at the ring, the kick
+	 * flag and the timer count without the lock.  NULL: take the lock. */
+	_Atomic(struct sv_sock *) quiet;
+	struct sv_tx *tx; /* SV_TX_BATCH */
+	unsigned int ntx;
+	uint8_t *rxmem;
+	struct sv_udp_rx rx[SV_RX_BATCH];
+	uint32_t rcvbuf; /* bytes of our receive buffers */
+
+	struct sv_stats stats;
+	uint64_t rng; /* SOFTVERBS_LOSS */
+
+	struct list_head shm_peers; /* struct sv_shm_peer (shmpath.c) */
+	struct list_head chans; /* QPs with a message channel (chanpath.c) */
+	/* What a busy poll watches without the lock besides the quiet
+	 * socket's ring (set_quiet): words of our own segment, each busy
+	 * when equal (a channel's next slot) or unequal (an ack line) to
+	 * its value.  nwatch > SV_WATCH_MAX: too many, take the lock. */
+#define SV_WATCH_MAX 4
+	struct {
+		_Atomic(const _Atomic uint64_t *) w;
+		_Atomic uint64_t v;
+		_Atomic bool busy_if_eq;
+	} watch[SV_WATCH_MAX];
+	_Atomic unsigned int nwatch;
+	bool watch_dirty; /* what to watch changed since set_quiet */
+	/* A poller's wc array for this pass (sv_engine_poll_hint_cq): a
+	 * channel's receive completions for sink.cq go there directly. */
+	struct {
+		struct sv_cq *cq;
+		struct ibv_wc *wc;
+		int max, n;
+	} sink;
+	bool in_thread; /* the progress thread runs this pass */
+	/* A path asked the thread to nap (path.h next_wake): if its wait
+	 * brings nothing, it looks again (napped) before it runs a pass. */
+	bool nap, napped;
+	bool help_avail; /* what the segments' helping words say */
+};
+
+/* What SOFTVERBS_LOSS and SOFTVERBS_HELP ask for (engine.c). */
+extern int sv_loss_pct;
+extern int sv_help_on;
+
+uint64_t sv_now_ns(void);
+void sv_engine_pass(struct sv_engine *eng, bool rx);
+
+/* The time of the pass: a busy pass that arms no timer and receives
+ * nothing reads no clock. */
+static inline uint64_t sv_eng_now(struct sv_engine *eng)
+{
+	if (!eng->now_ok) {
+		eng->now = sv_now_ns();
+		eng->now_ok = true;
+	}
+	return eng->now;
+}
+void sv_work_add(struct sv_qp_engine *qe, uint32_t what);
+void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
+int sv_engine_start_thread(struct sv_engine *eng);
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
+void sv_watch_word(struct sv_engine *eng, unsigned int *n,
+		   const _Atomic uint64_t *w, uint64_t v, bool eq);
+
+#endif

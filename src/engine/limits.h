@@ -1,0 +1,35 @@
+/*
+ * The engine's tunables: batch sizes, budgets, windows and timers, each
+ * with the reason for its value.
+ */
+#ifndef SV_ENGINE_LIMITS_H
+#define SV_ENGINE_LIMITS_H
+
+#include <stdint.h>
+
+#define SV_TX_BATCH 64 /* packets built before a sendmmsg */
+#define SV_RX_BATCH 64 /* datagrams per recvmmsg */
+#define SV_RX_BUDGET 512 /* datagrams per socket per pass */
+#define SV_REQ_BUDGET 128 /* packets per QP per requester run */
+#define SV_REPLY_BUDGET 128 /* read response packets per QP per run */
+#define SV_WINDOW_MAX 256 /* un-ACKed packets in flight per QP */
+#define SV_WINDOW_MIN 8
+/* Floor of the IBA ACK timer.  A software peer can be descheduled for
+ * tens of milliseconds on a loaded host; the timer decides when to give
+ * up (retry_cnt), so it must not fire for that.  Fast recovery from loss
+ * is the probe timer's job (comp.c), which spends no retries. */
+#define SV_MIN_TIMEOUT_NS (100ull * 1000 * 1000)
+/* Consecutive timeouts double the wait, up to this (or the QP's own
+ * timeout when longer). */
+#define SV_MAX_BACKOFF_NS (1000ull * 1000 * 1000)
+#define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
+#define SV_HINT_EVERY 16 /* busy passes between clock reads */
+#define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
+#define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
+/* While SENDs wait in a message channel for their ack, the thread looks
+ * at least this often (chanpath.c's stall watchdog). */
+#define SV_CHAN_WATCH_NS (10ull * 1000 * 1000)
+/* The progress thread's first sleep with message channels open. */
+#define SV_CHAN_NAP_NS (1000ull * 1000)
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * The engine's state of a QP (struct sv_qp_engine), its send WQE states and
+ * responder resources, and the QP's lifecycle (qp.c), its one error, flush
+ * and state path (error.c) and its completion entries and receive WQEs
+ * (cqe.c).
+ */
+#ifndef SV_ENGINE_QPE_H
+#define SV_ENGINE_QPE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/objects.h"
+#include "engine/eng.h"
+#include "engine/path.h"
+#include "link/chan.h"
+#include "proto/addr.h"
+#include "proto/wire.h"
+#include "proto/wr.h"
+#include "util/list.h"
+
+/* ---- per-WQE states (sv_send_wqe.state) --------------------------------- */
+
+enum sv_wqe_state {
+	SV_WQE_PENDING = 0, /* not started */
+	SV_WQE_ACTIVE, /* some packets sent */
+	SV_WQE_SENT, /* all requests sent, awaiting responses */
+	SV_WQE_DONE, /* complete (successful) */
+	SV_WQE_ERROR, /* the requester found a local error */
+	SV_WQE_CHAN, /* in the peer's message channel (chanpath.c) */
+};
+
+/* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
+
+enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };
+
+struct sv_resp_res {
+	enum sv_res_type type;
+	uint32_t psn; /* first PSN of the request */
+	uint32_t npkts; /* PSNs the responses occupy */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig; /* ATOMIC: the value returned (replay) */
+};
+
+/* A reply being generated: a READ's response packets or an ATOMIC ACK. */
+struct sv_reply {
+	enum sv_res_type type;
+	uint32_t psn; /* PSN of the next packet */
+	uint32_t first_psn; /* PSN of the first packet */
+	uint64_t va; /* of the next packet */
+	uint32_t rkey;
+	uint32_t resid; /* bytes still to send */
+	uint32_t total;
+	uint64_t orig;
+	uint32_t msn;
+	bool dup; /* answers a duplicate request */
+	/* The PD the request was checked under (an XRC target's is its
+	 * SRQ's, request by request). */
+	struct sv_pd *pd;
+};
+
+#define SV_REPLY_Q 256 /* >= SV_MAX_RD_ATOMIC */
+
+/* ---- engine state of a QP ------------------------------------------------ */
+
+enum sv_work {
+	SV_WORK_REQ = 1 << 0, /* the requester may be able to send */
+	SV_WORK_FLUSH = 1 << 1, /* the QP is in ERR: flush the queues */
+	SV_WORK_REPLY = 1 << 2, /* read responses to generate */
+	SV_WORK_ACK = 1 << 3, /* an ACK/NAK is pending */
+	SV_WORK_STATE = 1 << 4, /* qp->attr.qp_state needs syncing */
+};
+
+struct sv_qp_engine {
+	struct sv_qp *qp;
+	struct sv_engine *eng;
+	struct sv_sock *sock;
+	uint32_t qpn;
+	_Atomic int state; /* enum ibv_qp_state: the data path's view */
+	enum ibv_qp_type type;
+	struct list_node node; /* sv_engine.qps */
+	struct list_node work_node; /* sv_engine.work */
+	bool on_work;
+	uint32_t work; /* SV_WORK_* */
+	struct list_node kick_node; /* sv_engine.kicked (kick_lock) */
+	bool kicked; /* kick_lock */
+
+	/* path, set at RTR */
+	struct sv_shm_peer *shm; /* the peer's ring, NULL: UDP (shmpath.c) */
+	/* the paths besides packets that WQEs may take (path.c) */
+	const struct sv_path_ops *paths[SV_PATHS_MAX];
+	unsigned int npaths;
+	char path_why[64]; /* why UDP */
+	bool rx_udp; /* counted in sock->udp_qps */
+	bool peer_udp; /* the peer's packets came through UDP */
+	struct sockaddr_in6 peer;
+	struct sv_flow flow; /* our packets: src = us, dst = peer */
+	uint32_t dest_qpn;
+	uint32_t pmtu;
+	uint32_t window; /* packets: the receiver's buffer allows */
+	uint32_t cwnd; /* packets: congestion window (<= window) */
+	uint32_t ssthresh;
+	uint32_t cwnd_acc; /* PSNs acknowledged towards cwnd + 1 */
+	uint32_t qkey;
+	uint32_t access; /* qp_access_flags */
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint32_t max_rd_atomic;
+	uint32_t max_dest_rd_atomic;
+	bool sqd_notify;
+	bool sqd_pending; /* drained event still to raise */
+	bool state_dirty; /* qp->attr.qp_state lags state */
+	bool comm_est; /* IBV_EVENT_COMM_EST raised */
+	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+
+	/* message channels with a same-host peer (chanpath.c) */
+	struct {
+		struct sv_chan_rx rx; /* ours, the peer sends into it */
+		struct sv_chan_tx tx; /* the peer's, we send into it */
+		struct sv_chan *own; /* our channel (rx.ch once open) */
+		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		/* Lean mode: post_send writes SENDs into the channel itself,
+		 * under sq_lock, without the engine; the engine's req.idx
+		 * and outstanding are stale meanwhile (comp.idx is the
+		 * retire cursor, moved under both locks).  Changed under
+		 * both the engine lock and sq_lock. */
+		_Atomic bool lean;
+		uint32_t lean_psn; /* req.psn when it began */
+		_Atomic uint64_t lean_sends; /* counted into stats later */
+		uint64_t lean_counted;
+		uint32_t tries; /* attach attempts */
+		uint64_t acked; /* the ack line as last seen */
+		uint64_t rx_acked; /* rx.head as last acknowledged */
+		uint64_t stall_since; /* ns: acked has not moved since */
+		bool listed; /* on sv_engine.chans */
+		struct list_node node;
+	} chan;
+
+	/* large WRITEs the target's thread did not help with in a row
+	 * (help.c): the next ones are not offered for a while */
+	uint32_t help_missed, help_skip;
+
+	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
+	struct {
+		const struct sv_ah *ah;
+		union ibv_gid dgid;
+		uint8_t sgid_index;
+		struct sv_ipaddr dst, src;
+		uint32_t scope;
+	} ud;
+
+	/* requester */
+	struct {
+		uint32_t psn; /* next PSN to send */
+		uint32_t max_psn; /* next PSN never sent */
+		uint32_t idx; /* the WQE holding req.psn */
+		uint32_t rd_atomic; /* READ/ATOMIC WQEs started, not done */
+		uint32_t since_ackreq;
+		bool local_done; /* a local operation is ready to retire */
+		bool blocked; /* a WQE failed locally: send nothing more */
+		bool probing; /* sending a probe: ask for an ACK */
+	} req;
+
+	/* completer */
+	struct {
+		uint32_t psn; /* oldest PSN not acknowledged */
+		uint32_t idx; /* oldest WQE not completed */
+		uint8_t retry_left;
+		uint8_t rnr_left;
+		uint8_t backoff; /* timeouts in a row without progress */
+		uint64_t timeout_ns; /* 0 = infinite */
+		uint64_t deadline; /* ACK timer (IBA timeout), 0 = off */
+		uint64_t probe; /* early resend timer, 0 = off */
+		uint64_t probe_ns; /* its current interval (backs off) */
+		uint64_t rnr_until; /* RNR wait, 0 = none */
+		uint32_t rnr_psn;
+		uint32_t retried_psn; /* implied-NAK retry already issued here */
+		bool retried;
+		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
+		uint64_t srtt; /* ns, smoothed round trip (0: no sample yet) */
+		uint64_t rtt_t; /* ns: when rtt_psn was sent, 0 = none timed */
+		uint32_t rtt_psn;
+	} comp;
+
+	/* responder */
+	struct {
+		uint32_t psn; /* expected PSN */
+		uint32_t msn;
+		uint32_t in_msg; /* 0, SV_M_SEND or SV_M_WRITE */
+		bool nak_sent; /* until the expected PSN arrives */
+		bool drop_msg; /* UC: discard until the next FIRST/ONLY */
+		/* the receive WQE being filled (copied out of the queue) */
+		bool have_wqe;
+		bool wqe_srq;
+		struct sv_recv_wqe *wqe; /* SV_MAX_SGE sges */
+		uint64_t wqe_len; /* sum of its SGE lengths */
+		uint64_t offset; /* bytes placed so far */
+		/* the RDMA WRITE being placed */
+		uint64_t va;
+		uint32_t rkey;
+		uint64_t resid;
+		uint64_t length; /* of the whole write (byte_len) */
+		uint32_t imm; /* network order */
+		bool solicited;
+		/* the pending ACK/NAK (coalesced) */
+		bool ack_pending;
+		uint8_t ack_syndrome;
+		uint32_t ack_psn;
+		/* READ/ATOMIC resources and the replies in progress */
+		struct sv_resp_res *res;
+		uint32_t nres, res_next;
+		struct sv_reply replies[SV_REPLY_Q];
+		uint32_t reply_head, reply_tail;
+	} resp;
+};
+
+/* The send queue's tail as the engine may use it.  A modify to RESET
+ * empties the rings (reset_queues) and then the engine's cursors; a tail
+ * that is not within one ring of comp.idx means "nothing". */
+static inline uint32_t sv_sq_tail(struct sv_qp_engine *qe)
+{
+	uint32_t tail = atomic_load_explicit(&qe->qp->sq.tail,
+					     memory_order_acquire);
+
+	return tail - qe->comp.idx > qe->qp->sq.size ? qe->comp.idx : tail;
+}
+
+static inline bool sv_wqe_holds_psn(const struct sv_send_wqe *w, uint32_t psn)
+{
+	return sv_psn_diff(psn, w->first_psn) >= 0 &&
+	       sv_psn_diff(psn, w->last_psn) <= 0;
+}
+
+/* qp.c: run a QP's machines; fire its due timers. */
+void sv_qp_run(struct sv_qp_engine *qe);
+void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next);
+
+/* error.c */
+/* sv_qp_to_error's event: an ibv_event_type, or one of these. */
+#define SV_ERR_BY_USER (-1) /* modify_qp to ERR: no event, state set */
+#define SV_ERR_NO_EVENT (-2) /* reported by a completion only */
+void sv_qp_to_error(struct sv_qp_engine *qe, int event);
+void sv_qp_comm_est(struct sv_qp_engine *qe);
+/* Flush the queues of a QP in ERR (SV_WORK_FLUSH). */
+void sv_qp_flush(struct sv_qp_engine *qe);
+/* Bring qp->attr.qp_state up to the engine's state (SV_WORK_STATE). */
+void sv_qp_sync_state(struct sv_qp_engine *qe);
+
+/* cqe.c */
+int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status);
+int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
+		     bool solicited);
+bool sv_rq_get(struct sv_qp_engine *qe);
+
+#endif

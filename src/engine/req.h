@@ -1,0 +1,17 @@
+/*
+ * The requester (req.c): walks the send queue and builds request packets.
+ */
+#ifndef SV_ENGINE_REQ_H
+#define SV_ENGINE_REQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/qpe.h"
+
+void sv_req_run(struct sv_qp_engine *qe);
+void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
+void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
+void sv_req_probe(struct sv_qp_engine *qe);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * Scatter/gather through the MR key table (sgl.c).
+ */
+#ifndef SV_ENGINE_SGL_H
+#define SV_ENGINE_SGL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/objects.h"
+
+enum sv_sgl_err { SV_SGL_OK = 0, SV_SGL_PROT, SV_SGL_LEN };
+enum sv_sgl_err sv_sgl_copy(struct sv_pd *pd, const struct ibv_sge *sge,
+			    uint32_t nsge, uint64_t offset, uint8_t *data,
+			    uint32_t len, bool to_sgl);
+/* The same, with the key table's read lock already held (sv_mr_read_lock:
+ * a batch of small copies takes it once). */
+enum sv_sgl_err sv_sgl_copy_locked(struct sv_pd *pd, const struct ibv_sge *sge,
+				   uint32_t nsge, uint8_t *data, uint32_t len,
+				   bool to_sgl);
+enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
+				uint32_t nsge, unsigned int access);
+
+#endif

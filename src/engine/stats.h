@@ -1,0 +1,90 @@
+/*
+ * Counters (named like rxe's where rxe has one), the packet trace, state
+ * names and QP dumps (stats.c).
+ */
+#ifndef SV_ENGINE_STATS_H
+#define SV_ENGINE_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- counters (named like rxe's where rxe has one) ----------------------- */
+
+/* clang-format off */
+#define SV_COUNTERS(X)                                                       \
+	X(sent_pkts, "packets sent")                                         \
+	X(rcvd_pkts, "packets received")                                     \
+	X(send_err, "packets the kernel refused to send")                    \
+	X(duplicate_request, "duplicate requests answered")                  \
+	X(out_of_seq_request, "requests after a PSN gap")                    \
+	X(rcvd_seq_err, "sequence error NAKs received")                      \
+	X(send_seq_nak, "sequence error NAKs sent")                          \
+	X(rcvd_rnr_err, "RNR NAKs received")                                 \
+	X(send_rnr_err, "RNR NAKs sent")                                     \
+	X(completer_retry_err, "retransmissions after a timeout")            \
+	X(retry_exceeded_err, "retry count exceeded")                        \
+	X(retry_rnr_exceeded_err, "RNR retry count exceeded")                \
+	X(implied_nak_retry, "retries for missing read/atomic responses")    \
+	X(fast_retransmit, "retries after a duplicate ACK")                  \
+	X(probe_retransmit, "early resends while waiting for an ACK")        \
+	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
+	X(rdma_sends, "SEND messages received")                              \
+	X(rdma_recvs, "receive WQEs completed")                              \
+	X(ack_sent, "ACKs sent")                                             \
+	X(nak_sent, "error NAKs sent")                                       \
+	X(nak_rcvd, "error NAKs received")                                   \
+	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
+	X(drop_icrc, "dropped: bad ICRC")                                    \
+	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
+	X(drop_qp_state, "dropped: QP not in a receiving state")             \
+	X(drop_transport, "dropped: opcode of another transport")            \
+	X(drop_wrong_peer, "dropped: not from the connected peer")           \
+	X(drop_pkey, "dropped: P_Key mismatch")                              \
+	X(drop_qkey, "dropped: Q_Key mismatch")                              \
+	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
+	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
+	X(drop_bad_resp, "dropped: inconsistent responses")                  \
+	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
+	X(resp_access_err, "remote access errors detected")                  \
+	X(resp_inv_req, "invalid requests detected")                         \
+	X(qp_errors, "QPs moved to the error state by the engine")          \
+	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
+	X(shm_tx_pkts, "packets sent through shared memory")                \
+	X(shm_rx_pkts, "packets received through shared memory")            \
+	X(shm_ring_full, "packets lost: the peer's ring was full")          \
+	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
+	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
+	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
+	X(direct_memfile, "of those, copied through the target's mem file")  \
+	X(direct_fallback, "one-copy candidates left to the packet path")    \
+	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
+	X(help_taken, "of those, partly copied by it")                       \
+	X(help_revoked, "of those, taken back from a stopped target")         \
+	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
+	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
+	X(chan_recvs, "messages received through a message channel")      \
+	X(chan_broken, "message channels closed: a malformed message")
+/* clang-format on */
+
+struct sv_stats {
+#define X(name, desc) uint64_t name;
+	SV_COUNTERS(X)
+#undef X
+};
+
+#define SV_STAT(eng, name) ((eng)->stats.name++)
+
+struct sv_engine;
+struct sv_qp_engine;
+
+/* What SOFTVERBS_TRACE and SOFTVERBS_STATS ask for (engine.c). */
+extern int sv_trace_on;
+extern int sv_stats_on;
+
+void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
+		  uint32_t len, const char *why);
+const char *sv_qp_state_name(int state);
+void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
+void sv_stats_print(struct sv_engine *eng, FILE *f);
+
+#endif

@@ -1,0 +1,16 @@
+/*
+ * Unreliable Datagram (ud.c): address handles resolved to IP addresses,
+ * and the UD responder.
+ */
+#ifndef SV_ENGINE_UD_H
+#define SV_ENGINE_UD_H
+
+#include "engine/qpe.h"
+
+int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
+		  struct sv_ipaddr *dst, struct sv_ipaddr *src,
+		  uint32_t *scope);
+void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+	      const struct sv_flow *flow);
+
+#endif

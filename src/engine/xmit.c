@@ -1,0 +1,142 @@
+/*
+ * Transmit: the batch a pass builds (packets are built in place, get their
+ * ICRC, and leave through each QP's link: the peer's shm ring, else one
+ * sendmmsg per socket run), and the ACK/NAK packet of the responder.
+ */
+#include "engine/xmit.h"
+
+#include <arpa/inet.h>
+
+#include "engine/eng.h"
+#include "engine/limits.h"
+#include "engine/qpe.h"
+#include "engine/shmpath.h"
+#include "engine/stats.h"
+#include "engine/xrc.h"
+#include "proto/icrc.h"
+#include "util/log.h"
+
+/* ---- transmit -------------------------------------------------------------- */
+
+struct sv_tx *sv_tx_get(struct sv_engine *eng)
+{
+	if (eng->ntx == SV_TX_BATCH)
+		sv_tx_flush(eng);
+	return &eng->tx[eng->ntx];
+}
+
+uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
+		   uint32_t psn, uint32_t paylen)
+{
+	const struct sv_opinfo *info = &sv_opinfo[opcode];
+	uint32_t pad = (4 - (paylen & 3)) & 3;
+	uint8_t *b = t->buf;
+
+	t->len = info->length + paylen + pad + SV_ICRC_BYTES;
+	memset(b, 0, info->length);
+	memset(b + info->length + paylen, 0, pad);
+	sv_bth_set_opcode(b, opcode);
+	sv_bth_set_pad(b, pad);
+	sv_bth_set_pkey(b, SV_DEFAULT_PKEY);
+	sv_bth_set_qpn(b, qe->dest_qpn);
+	sv_bth_set_psn(b, psn);
+	t->sock = qe->sock;
+	t->dst = qe->peer;
+	t->src = qe->flow.src;
+	t->shm = qe->shm;
+	return b;
+}
+
+void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
+{
+	struct sv_engine *eng = qe->eng;
+	struct sv_flow f;
+
+	if (sv_xrc_qp(qe->qp))
+		sv_xrc_tx(qe, t);
+	if (sv_trace_on)
+		sv_trace_pkt(eng, t->shm ? "tx-shm" : "tx", t->buf, t->len,
+			     NULL);
+	eng->ntx++;
+	if (t->shm) {
+		/* No wire, no ICRC (shm.h): the receiver does not check it. */
+		SV_STAT(eng, shm_tx_pkts);
+		return;
+	}
+	f.src = t->src;
+	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
+	f.sport = t->sock->udp.port;
+	sv_icrc_set(&f, t->buf, t->len);
+	SV_STAT(eng, sent_pkts);
+}
+
+/* Fault injection for tests (SOFTVERBS_LOSS=percent): a share of the
+ * packets we send is silently dropped, as a lossy network would. */
+static bool inject_loss(struct sv_engine *eng)
+{
+	uint64_t x;
+
+	if (!sv_loss_pct)
+		return false;
+	x = eng->rng ? eng->rng : 0x9e3779b97f4a7c15ull ^ (uintptr_t)eng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	eng->rng = x;
+	if (x % 100 >= (uint64_t)sv_loss_pct)
+		return false;
+	SV_STAT(eng, drop_injected);
+	return true;
+}
+
+/* Runs of packets for the same link and socket: a shm run goes into one
+ * peer's ring at once, a UDP run is one sendmmsg. */
+void sv_tx_flush(struct sv_engine *eng)
+{
+	struct sv_udp_tx batch[SV_TX_BATCH];
+	struct sv_tx *run[SV_TX_BATCH];
+	unsigned int i = 0;
+
+	while (i < eng->ntx) {
+		struct sv_sock *s = eng->tx[i].sock;
+		struct sv_shm_peer *peer = eng->tx[i].shm;
+		unsigned int n = 0, k = 0;
+
+		for (; i + k < eng->ntx && eng->tx[i + k].sock == s &&
+		       eng->tx[i + k].shm == peer;
+		     k++) {
+			struct sv_tx *t = &eng->tx[i + k];
+
+			if (inject_loss(eng))
+				continue;
+			run[n] = t;
+			batch[n].buf = t->buf;
+			batch[n].len = t->len;
+			batch[n].dst = &t->dst;
+			batch[n].src = &t->src;
+			n++;
+		}
+		if (n && peer)
+			sv_shm_tx(eng, run, n);
+		else if (n)
+			eng->stats.send_err +=
+				(uint64_t)sv_udp_send(&s->udp, batch, (int)n);
+		i += k;
+	}
+	eng->ntx = 0;
+}
+
+/* ACKNOWLEDGE carrying the responder's MSN (IBA). */
+void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
+{
+	struct sv_tx *t = sv_tx_get(qe->eng);
+	uint8_t *b = sv_tx_hdr(qe, t, SV_OP_RC_ACKNOWLEDGE, psn, 0);
+	uint8_t *aeth = b + sv_opinfo[SV_OP_RC_ACKNOWLEDGE].offset[SV_HDR_AETH];
+
+	sv_aeth_set_syndrome(aeth, syndrome);
+	sv_aeth_set_msn(aeth, qe->resp.msn);
+	sv_tx_finish(qe, t);
+	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK)
+		SV_STAT(qe->eng, ack_sent);
+}
+
