@@ -5,7 +5,8 @@ PREFIX  ?= /usr/local/lib/softverbs
 JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test demo bench install clean asan tsan
+.PHONY: all build deps test demo bench install clean asan tsan clang \
+	format format-check
 
 all: build
 
@@ -39,6 +40,19 @@ asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSV_SANITIZE=address,undefined"
 tsan:
 	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DSV_SANITIZE=thread" CTEST_ARGS="$(or $(TSAN_CTEST_ARGS),-L 'unit|integration' -LE udp)"
+# The whole tree built by clang (the project's -Werror flags: clang's
+# warnings differ from gcc's), then the unit tests on that build.  deps
+# first: configuring needs clang installed.
+clang:
+	@scripts/deps.sh test
+	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_C_COMPILER=clang" CTEST_ARGS="$(or $(CLANG_CTEST_ARGS),-L unit)"
+
+# clang-format (.clang-format, clang-format 14) over src/ and tests/:
+# format rewrites the files, format-check only lists those that differ.
+format:
+	@scripts/format.sh fix
+format-check:
+	@scripts/format.sh check
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-clang

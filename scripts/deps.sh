@@ -14,6 +14,8 @@ librdmacm-dev:/usr/include/rdma/rdma_cma.h
 zlib1g-dev:/usr/include/zlib.h
 cmake:/usr/bin/cmake
 pkg-config:/usr/bin/pkg-config"
+# test: also clang and clang-format, for make clang and make format-check
+# (.ci/run runs both).
 test_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo
 rdmacm-utils:/usr/bin/rping
 perftest:/usr/bin/ib_write_bw
@@ -23,7 +25,9 @@ nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
 binutils:/usr/bin/objdump
 ucx-utils:/usr/bin/ucx_perftest
-libfabric-bin:/usr/bin/fi_pingpong"
+libfabric-bin:/usr/bin/fi_pingpong
+clang:/usr/bin/clang
+clang-format:/usr/bin/clang-format"
 bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot

@@ -249,7 +249,9 @@ static unsigned int wait_room(struct sv_engine *eng, const struct sv_tx *t,
 /* Packets *t[0..n) all go to the same peer, from the same socket.
  * (GCC 12 cannot see that pkt[0..n) is filled before each push.) */
 #pragma GCC diagnostic push
+#ifndef __clang__ /* clang has no such warning and warns about the name */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t, unsigned int n)
 {
 	struct sv_shm_pkt pkt[SV_TX_BATCH];
