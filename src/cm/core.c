@@ -74,29 +74,6 @@ uint32_t sv_cm_random24(void)
 	return v & 0xffffff;
 }
 
-const char *sv_cm_state_name(enum sv_cm_state s)
-{
-	static const char *const names[] = {
-		[SV_CM_IDLE] = "IDLE",
-		[SV_CM_ADDR_BOUND] = "ADDR_BOUND",
-		[SV_CM_ADDR_RESOLVED] = "ADDR_RESOLVED",
-		[SV_CM_ROUTE_RESOLVED] = "ROUTE_RESOLVED",
-		[SV_CM_LISTEN] = "LISTEN",
-		[SV_CM_CONNECT] = "CONNECT",
-		[SV_CM_REP_RCVD] = "REP_RCVD",
-		[SV_CM_REQ_RCVD] = "REQ_RCVD",
-		[SV_CM_REP_SENT] = "REP_SENT",
-		[SV_CM_ESTABLISHED] = "ESTABLISHED",
-		[SV_CM_DREQ_SENT] = "DREQ_SENT",
-		[SV_CM_DISCONNECTED] = "DISCONNECTED",
-		[SV_CM_FAILED] = "FAILED",
-	};
-
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) && names[s] ?
-		       names[s] :
-		       "?";
-}
-
 /* ---- the device ---------------------------------------------------------- */
 
 int sv_cm_dev_open(void)
