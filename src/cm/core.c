@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 struct sv_cm_global sv_cm = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.acked = PTHREAD_COND_INITIALIZER,
@@ -37,18 +39,12 @@ struct sv_cm_global sv_cm = {
 
 #define SV_WAKE_HANDLE UINT64_MAX
 
-static int log_on = -1;
-
+/* The CM's trace, at SOFTVERBS_LOG=3 (debug). */
 void sv_cm_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (log_on < 0) {
-		const char *s = getenv("SOFTVERBS_LOG");
-
-		log_on = s && atoi(s) >= 3;
-	}
-	if (!log_on)
+	if (sv_log_level < SV_LOG_DBG)
 		return;
 	fprintf(stderr, "softverbs cm[%d]: ", (int)getpid());
 	va_start(ap, fmt);

@@ -29,6 +29,7 @@
 #include "engine/wire.h"
 #include "link/shm.h"
 #include "link/udp.h"
+#include "util/env.h"
 #include "util/list.h"
 
 #define SV_SLOTS_PER_SOCK 256
@@ -464,10 +465,12 @@ static inline void list_node_init(struct list_node *n)
 	n->next = n->prev = n;
 }
 
-extern int sv_trace_on;
-extern int sv_loss_pct;
-extern int sv_stats_on;
-extern int sv_help_on; /* SOFTVERBS_HELP (help.c), default on */
+/* The engine's switches, read-only (util/env.c says what each means); the
+ * engine's code still spells them as the variables they once were. */
+#define sv_trace_on sv_env_trace()
+#define sv_loss_pct sv_env_loss()
+#define sv_stats_on sv_env_stats()
+#define sv_help_on sv_env_help()
 
 /* engine.c */
 uint64_t sv_now_ns(void);
