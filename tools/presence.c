@@ -53,6 +53,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "util/env.h"
+
 /* The source name of our tmpfs mounts: how `setup --undo` (and a reader of
  * /proc/self/mountinfo) tells them from anyone else's. */
 #define MNT_SOURCE "softverbs"
@@ -813,11 +815,10 @@ static void teardown(void)
 
 void sv_presence_enter(const char *prog)
 {
-	const char *env = getenv("SOFTVERBS_SYSFS");
 	struct ibv_device *dev;
 	dev_t node;
 
-	if (env && !strcmp(env, "0"))
+	if (!sv_env_sysfs())
 		return;
 	dev = our_device();
 	if (!dev)

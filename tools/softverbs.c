@@ -32,6 +32,7 @@
 
 #include "link/shm.h"
 #include "presence.h"
+#include "util/env.h"
 
 #define EXIT_USAGE 2
 
@@ -60,16 +61,10 @@ static void usage(FILE *f)
 		"  setup --undo            remove them\n"
 		"  help                    this text\n"
 		"\n"
-		"environment:\n"
-		"  SOFTVERBS_LOG=0..3      library diagnostics: error (default), warn, info, debug\n"
-		"  SOFTVERBS_MTU=256..4096 override the port's active MTU\n"
-		"  SOFTVERBS_TRACE=1       one line per packet on stderr\n"
-		"  SOFTVERBS_STATS=1       per-context counters at ibv_close_device\n"
-		"  SOFTVERBS_FASTPATH=0    no shared-memory fast path: UDP only\n"
-		"  SOFTVERBS_SYSFS=0       run: as --no-sysfs\n"
-		"\n"
-		"example:  %s run -- ibv_devinfo -v\n",
-		prog, prog);
+		"environment (each read once per process, at its first use):\n",
+		prog);
+	sv_env_print(f);
+	fprintf(f, "\nexample:  %s run -- ibv_devinfo -v\n", prog);
 }
 
 /* The directory holding our libibverbs.so.1: <dir of this executable>/../lib.

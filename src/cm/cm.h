@@ -91,8 +91,7 @@ enum sv_cm_state {
 	SV_CM_DISCONNECTED, /* DISCONNECTED reported, timewait */
 	SV_CM_FAILED, /* rejected, unreachable, aborted */
 };
-
-const char *sv_cm_state_name(enum sv_cm_state s);
+#define SV_CM_NSTATES (SV_CM_FAILED + 1)
 
 enum sv_cm_timer {
 	SV_TIMER_NONE,
@@ -182,7 +181,7 @@ struct sv_cm_id {
 	struct rdma_cm_id id; /* public; first */
 	struct list_node node; /* sv_cm.ids */
 	struct list_node timer_node; /* sv_cm.timers when timer != NONE */
-	enum sv_cm_state state;
+	enum sv_cm_state state; /* written by sv_cm_id_set_state only */
 	enum sv_cm_timer timer;
 	uint64_t deadline_ms;
 	bool sync; /* created without a channel */
@@ -312,6 +311,16 @@ void sv_event_purge_mc(struct sv_cm_id *id, struct sv_cm_mc *mc);
 int sv_cm_sync_complete(struct sv_cm_id *id);
 /* Sync ids: whether an event is queued on the private channel. */
 bool sv_cm_sync_pending(struct sv_cm_id *id);
+
+/* ---- state.c: the id's state machine ----------------------------------- */
+
+const char *sv_cm_state_name(enum sv_cm_state s);
+/* Whether the table lets an id go from one state to the other. */
+bool sv_cm_state_may(enum sv_cm_state from, enum sv_cm_state to);
+/* The only way id->state changes (lock held).  A transition the table does
+ * not have is logged with both states' names; a debug build aborts, a
+ * release build keeps the old state and returns false (see state.c). */
+bool sv_cm_id_set_state(struct sv_cm_id *id, enum sv_cm_state to);
 
 /* ---- id.c -------------------------------------------------------------- */
 

@@ -182,7 +182,7 @@ static void fail(struct sv_cm_id *id, int type, int status,
 	struct sv_cm_event *e = msg_event(id, type, status, m, report_len);
 
 	sv_cm_timer_clear(id);
-	id->state = SV_CM_FAILED;
+	sv_cm_id_set_state(id, SV_CM_FAILED);
 	drop_sock(id, linger);
 	if (e)
 		sv_event_queue(id, e);
@@ -191,7 +191,7 @@ static void fail(struct sv_cm_id *id, int type, int status,
 static void disconnected(struct sv_cm_id *id, int status, bool linger)
 {
 	sv_cm_timer_clear(id);
-	id->state = SV_CM_DISCONNECTED;
+	sv_cm_id_set_state(id, SV_CM_DISCONNECTED);
 	drop_sock(id, linger);
 	sv_event_post(id, RDMA_CM_EVENT_DISCONNECTED, status);
 	sv_cm_timer_set(id, SV_TIMER_TIMEWAIT, SV_CM_TIMEWAIT_MS);
@@ -205,7 +205,7 @@ static void dreq_received(struct sv_cm_id *id)
 	msg_init(&r, id, SV_CM_MSG_DREP);
 	id_send(id, &r);
 	sv_cm_timer_clear(id);
-	id->state = SV_CM_DISCONNECTED;
+	sv_cm_id_set_state(id, SV_CM_DISCONNECTED);
 	drop_sock(id, true);
 	sv_cm_timer_set(id, SV_TIMER_DREQ_GRACE, SV_CM_DREQ_GRACE_MS);
 }
@@ -334,7 +334,7 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	s->deadline_ms = 0;
 	s->id = id;
 	id->sock = s;
-	id->state = SV_CM_REQ_RCVD;
+	sv_cm_id_set_state(id, SV_CM_REQ_RCVD);
 	id->unborn = true;
 	id->tos = ls->tos;
 	id->tos_set = ls->tos_set;
@@ -466,7 +466,7 @@ static void rep_received(struct sv_cm_id *id, const struct sv_cm_wire *m)
 		id->remote_ece.vendor_id = be32toh(m->ece_vendor);
 		id->remote_ece.options = be32toh(m->ece_options);
 	}
-	id->state = SV_CM_REP_RCVD;
+	sv_cm_id_set_state(id, SV_CM_REP_RCVD);
 	e = msg_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m,
 		      SV_IB_REP_PDATA);
 	if (!e)
@@ -494,7 +494,7 @@ static void sidr_rep_received(struct sv_cm_id *id, const struct sv_cm_wire *m)
 	id->conn.remote_qpn = be32toh(m->qpn) & 0xffffff;
 	id->conn.remote_qkey = be32toh(m->qkey);
 	id->conn.valid = true;
-	id->state = SV_CM_ESTABLISHED;
+	sv_cm_id_set_state(id, SV_CM_ESTABLISHED);
 	drop_sock(id, true);
 	e = msg_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, m,
 		      SV_IB_SIDR_REP_PDATA);
@@ -509,7 +509,7 @@ static void sidr_rep_received(struct sv_cm_id *id, const struct sv_cm_wire *m)
 static void established(struct sv_cm_id *id)
 {
 	sv_cm_timer_clear(id);
-	id->state = SV_CM_ESTABLISHED;
+	sv_cm_id_set_state(id, SV_CM_ESTABLISHED);
 	sv_event_post(id, RDMA_CM_EVENT_ESTABLISHED, 0);
 }
 
@@ -792,7 +792,7 @@ SV_EXPORT int rdma_connect(struct rdma_cm_id *cmid,
 
 	s = id->sock;
 	s->kind = SV_SOCK_CONN;
-	id->state = SV_CM_CONNECT;
+	sv_cm_id_set_state(id, SV_CM_CONNECT);
 	sv_cm_timer_set(id, SV_TIMER_REP, SV_CM_REP_TIMEOUT_MS);
 	if (connect(s->fd, &cmid->route.addr.dst_addr,
 		    sv_cm_addrlen(&cmid->route.addr.dst_addr)) == 0) {
@@ -890,10 +890,10 @@ SV_EXPORT int rdma_accept(struct rdma_cm_id *cmid,
 		goto out;
 	}
 	if (ud) {
-		id->state = SV_CM_ESTABLISHED;
+		sv_cm_id_set_state(id, SV_CM_ESTABLISHED);
 		drop_sock(id, true);
 	} else {
-		id->state = SV_CM_REP_SENT;
+		sv_cm_id_set_state(id, SV_CM_REP_SENT);
 		sv_cm_timer_set(id, SV_TIMER_RTU, SV_CM_RTU_TIMEOUT_MS);
 	}
 out:
@@ -934,7 +934,7 @@ static int reject(struct rdma_cm_id *cmid, const void *pdata, uint8_t len,
 	send_rej(id, is_ud(id) ? SV_SIDR_REJECT : reason, pdata,
 		 pdata ? len : 0);
 	sv_cm_timer_clear(id);
-	id->state = SV_CM_FAILED;
+	sv_cm_id_set_state(id, SV_CM_FAILED);
 	drop_sock(id, true);
 out:
 	sv_cm_unlock();
@@ -963,7 +963,7 @@ int sv_conn_establish(struct sv_cm_id *id)
 	if (id->state != SV_CM_REP_RCVD)
 		return EINVAL;
 	msg_init(&m, id, SV_CM_MSG_RTU);
-	id->state = SV_CM_ESTABLISHED;
+	sv_cm_id_set_state(id, SV_CM_ESTABLISHED);
 	if (id->peer_gone || id_send(id, &m))
 		/* The passive side vanished after its REP: the connection
 		 * the application now has is already gone. */
@@ -1005,7 +1005,7 @@ SV_EXPORT int rdma_disconnect(struct rdma_cm_id *cmid)
 		if (id_send(id, &m)) {
 			disconnected(id, 0, false);
 		} else {
-			id->state = SV_CM_DREQ_SENT;
+			sv_cm_id_set_state(id, SV_CM_DREQ_SENT);
 			sv_cm_timer_set(id, SV_TIMER_DREQ,
 					SV_CM_DREQ_TIMEOUT_MS);
 		}
@@ -1026,7 +1026,7 @@ SV_EXPORT int rdma_disconnect(struct rdma_cm_id *cmid)
 		if (id->sock && !id->sock->connecting)
 			send_rej(id, SV_REJ_CONSUMER_DEFINED, NULL, 0);
 		sv_cm_timer_clear(id);
-		id->state = SV_CM_FAILED;
+		sv_cm_id_set_state(id, SV_CM_FAILED);
 		drop_sock(id, true);
 		break;
 	case SV_CM_DREQ_SENT:

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 struct sv_cm_global sv_cm = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.acked = PTHREAD_COND_INITIALIZER,
@@ -37,18 +39,12 @@ struct sv_cm_global sv_cm = {
 
 #define SV_WAKE_HANDLE UINT64_MAX
 
-static int log_on = -1;
-
+/* The CM's trace, at SOFTVERBS_LOG=3 (debug). */
 void sv_cm_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (log_on < 0) {
-		const char *s = getenv("SOFTVERBS_LOG");
-
-		log_on = s && atoi(s) >= 3;
-	}
-	if (!log_on)
+	if (sv_log_level < SV_LOG_DBG)
 		return;
 	fprintf(stderr, "softverbs cm[%d]: ", (int)getpid());
 	va_start(ap, fmt);
@@ -72,29 +68,6 @@ uint32_t sv_cm_random24(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
 		v = (uint32_t)sv_now_ms() * 2654435761u ^ (uint32_t)getpid();
 	return v & 0xffffff;
-}
-
-const char *sv_cm_state_name(enum sv_cm_state s)
-{
-	static const char *const names[] = {
-		[SV_CM_IDLE] = "IDLE",
-		[SV_CM_ADDR_BOUND] = "ADDR_BOUND",
-		[SV_CM_ADDR_RESOLVED] = "ADDR_RESOLVED",
-		[SV_CM_ROUTE_RESOLVED] = "ROUTE_RESOLVED",
-		[SV_CM_LISTEN] = "LISTEN",
-		[SV_CM_CONNECT] = "CONNECT",
-		[SV_CM_REP_RCVD] = "REP_RCVD",
-		[SV_CM_REQ_RCVD] = "REQ_RCVD",
-		[SV_CM_REP_SENT] = "REP_SENT",
-		[SV_CM_ESTABLISHED] = "ESTABLISHED",
-		[SV_CM_DREQ_SENT] = "DREQ_SENT",
-		[SV_CM_DISCONNECTED] = "DISCONNECTED",
-		[SV_CM_FAILED] = "FAILED",
-	};
-
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) && names[s] ?
-		       names[s] :
-		       "?";
 }
 
 /* ---- the device ---------------------------------------------------------- */

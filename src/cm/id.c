@@ -55,7 +55,7 @@ struct sv_cm_id *sv_id_alloc(struct rdma_event_channel *ch, void *context,
 	id->id.context = context;
 	id->id.ps = ps;
 	id->id.qp_type = qpt;
-	id->state = SV_CM_IDLE;
+	id->state = SV_CM_IDLE; /* where it starts, not a transition */
 	id->gid_index = -1;
 	id->afonly = -1;
 	id->qkey = RDMA_UDP_QKEY;
@@ -218,7 +218,7 @@ SV_EXPORT int rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
 		}
 	}
 	if (!ret)
-		id->state = SV_CM_ADDR_BOUND;
+		sv_cm_id_set_state(id, SV_CM_ADDR_BOUND);
 	sv_cm_unlock();
 	return ret ? sv_cm_err(ret) : 0;
 }
@@ -358,7 +358,7 @@ SV_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cmid,
 	/* The source must belong to the RDMA device (every local IP does,
 	 * unless it vanished meanwhile): the kernel says ADDR_ERROR. */
 	status = attach_src(id);
-	id->state = status ? SV_CM_ADDR_BOUND : SV_CM_ADDR_RESOLVED;
+	sv_cm_id_set_state(id, status ? SV_CM_ADDR_BOUND : SV_CM_ADDR_RESOLVED);
 	sv_event_post(id,
 		      status ? RDMA_CM_EVENT_ADDR_ERROR :
 			       RDMA_CM_EVENT_ADDR_RESOLVED,
@@ -417,7 +417,7 @@ SV_EXPORT int rdma_resolve_route(struct rdma_cm_id *cmid, int timeout_ms)
 	}
 	ret = sv_id_set_path(id);
 	if (!ret) {
-		id->state = SV_CM_ROUTE_RESOLVED;
+		sv_cm_id_set_state(id, SV_CM_ROUTE_RESOLVED);
 		sv_event_post(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	}
 	sv_cm_unlock();
@@ -450,7 +450,7 @@ SV_EXPORT int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 		ret = sv_id_bind_sock(id, (struct sockaddr *)&any);
 		if (ret)
 			goto out;
-		id->state = SV_CM_ADDR_BOUND;
+		sv_cm_id_set_state(id, SV_CM_ADDR_BOUND);
 	}
 	if (id->state != SV_CM_ADDR_BOUND || !id->sock) {
 		ret = EINVAL;
@@ -463,7 +463,7 @@ SV_EXPORT int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	id->backlog = backlog;
 	id->sock->kind = SV_SOCK_LISTEN;
 	sv_sock_want(id->sock, EPOLLIN);
-	id->state = SV_CM_LISTEN;
+	sv_cm_id_set_state(id, SV_CM_LISTEN);
 out:
 	sv_cm_unlock();
 	return ret ? sv_cm_err(ret) : 0;
@@ -529,7 +529,7 @@ static int set_ib_path(struct sv_cm_id *id, void *optval, size_t optlen)
 		return ret;
 	if (pd->path.mtu & 0x3f)
 		id->id.route.path_rec->mtu = pd->path.mtu & 0x3f;
-	id->state = SV_CM_ROUTE_RESOLVED;
+	sv_cm_id_set_state(id, SV_CM_ROUTE_RESOLVED);
 	sv_event_post(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	return 0;
 }

@@ -15,6 +15,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "util/env.h"
+
 static struct sv_device the_device;
 static pthread_once_t device_once = PTHREAD_ONCE_INIT;
 
@@ -187,16 +189,11 @@ static enum ibv_mtu mtu_from_netdev(int mtu)
  * with only lo).  SOFTVERBS_MTU=256..4096 overrides. */
 enum ibv_mtu sv_port_active_mtu(void)
 {
-	const char *env = getenv("SOFTVERBS_MTU");
 	struct ifaddrs *ifa, *it;
 	int fd, min_mtu = 0, lo_mtu = 0;
 
-	if (env) {
-		int v = atoi(env);
-
-		if (v >= 256 && v <= 4096)
-			return mtu_from_netdev(v + 200);
-	}
+	if (sv_env_mtu())
+		return mtu_from_netdev(sv_env_mtu() + 200);
 	if (getifaddrs(&ifa))
 		return IBV_MTU_1024;
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

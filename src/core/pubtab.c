@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/env.h"
 #include "util/log.h"
 
 #define SV_PUB_MAGIC 0x5356505542544231ull /* "SVPUBTB1" */
@@ -172,13 +173,6 @@ static void atfork_child(void)
 	pthread_mutex_init(&own_lock, NULL);
 }
 
-static bool fastpath_enabled(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-
-	return !(s && !strcmp(s, "0"));
-}
-
 /* Create the table once (own_lock held); false if it does not exist. */
 static bool own_ready(void)
 {
@@ -194,7 +188,7 @@ static bool own_ready(void)
 	if (own_tried)
 		return false;
 	own_tried = true;
-	if (!fastpath_enabled())
+	if (!sv_env_fastpath())
 		return false;
 	size = layout(&mr_off, &qp_off);
 	fd = memfd_create("softverbs-pubtab", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -124,10 +124,6 @@ struct sv_engine {
 	bool help_avail; /* what the segments' helping words say */
 };
 
-/* What SOFTVERBS_LOSS and SOFTVERBS_HELP ask for (engine.c). */
-extern int sv_loss_pct;
-extern int sv_help_on;
-
 uint64_t sv_now_ns(void);
 void sv_engine_pass(struct sv_engine *eng, bool rx);
 

@@ -34,29 +34,8 @@
 #include "engine/shmpath.h"
 #include "engine/stats.h"
 #include "engine/xmit.h"
+#include "util/env.h"
 #include "util/log.h"
-
-int sv_trace_on;
-int sv_loss_pct;
-int sv_stats_on;
-int sv_help_on;
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-
-static void env_init(void)
-{
-	const char *s;
-
-	s = getenv("SOFTVERBS_TRACE");
-	sv_trace_on = s && *s && strcmp(s, "0");
-	s = getenv("SOFTVERBS_LOSS");
-	sv_loss_pct = s ? atoi(s) : 0;
-	if (sv_loss_pct < 0 || sv_loss_pct > 100)
-		sv_loss_pct = 0;
-	s = getenv("SOFTVERBS_STATS");
-	sv_stats_on = s && *s && strcmp(s, "0");
-	s = getenv("SOFTVERBS_HELP");
-	sv_help_on = !s || strcmp(s, "0");
-}
 
 uint64_t sv_now_ns(void)
 {
@@ -391,7 +370,6 @@ int sv_engine_open(struct sv_context *ctx)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	int i, err = ENOMEM;
 
-	pthread_once(&env_once, env_init);
 	eng = calloc(1, sizeof(*eng));
 	if (!eng)
 		goto fail;
@@ -450,7 +428,7 @@ void sv_engine_close(struct sv_context *ctx)
 		bell_ring(eng);
 		pthread_join(eng->thread, NULL);
 	}
-	if (sv_stats_on)
+	if (sv_env_stats())
 		sv_engine_stats_dump(ctx, stderr);
 	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);

@@ -61,6 +61,7 @@
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "link/shm.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "util/spin.h"
 
@@ -241,7 +242,7 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const struct sv_pubtab_vie
 	struct sv_help_job *job;
 	bool ok = true, first = true;
 
-	if (!sv_help_on || len < SV_HELP_MIN || n > SV_HELP_IOV ||
+	if (!sv_env_help() || len < SV_HELP_MIN || n > SV_HELP_IOV ||
 	    sv_pubtab_is_self(tab) ||
 	    !atomic_load_explicit(&qe->shm->hdr->helping, memory_order_relaxed))
 		return SV_HELP_NOT;
@@ -668,7 +669,7 @@ void sv_help_serve(struct sv_engine *eng)
 	struct list_node *it;
 	unsigned int n = 0, spins = 0;
 
-	if (!sv_help_on || app_polls(eng))
+	if (!sv_env_help() || app_polls(eng))
 		return;
 	/* Sockets are freed only after this thread is joined. */
 	pthread_mutex_lock(&eng->lock);
@@ -715,7 +716,7 @@ void sv_help_available(struct sv_engine *eng, bool yes)
 {
 	struct list_node *it;
 
-	if (!sv_help_on || eng->help_avail == yes)
+	if (!sv_env_help() || eng->help_avail == yes)
 		return;
 	eng->help_avail = yes;
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {

@@ -43,6 +43,7 @@
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "proto/icrc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define SV_MCAST_PORT 0xffffu
@@ -360,7 +361,7 @@ static struct sv_mgroup *group_by_ip(struct sv_mcast *mc,
 
 static void mc_drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
 {
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
 }
 
@@ -395,7 +396,7 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 		SV_STAT(eng, drop_transport);
 		return mc_drop(eng, r, "not a UD opcode");
 	}
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(eng, "rx-mcast", r->buf, r->len, NULL);
 	for (i = 0; i < g->nqps; i++) {
 		struct sv_qp_engine *qe = g->qps[i];

@@ -22,6 +22,7 @@
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "engine/xrc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* ---- QP numbers ------------------------------------------------------------ */
@@ -156,7 +157,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	eng = qe->eng;
 	pthread_mutex_lock(&eng->lock);
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
-	if (sv_stats_on) {
+	if (sv_env_stats()) {
 		fprintf(stderr, "softverbs: destroying ");
 		sv_qp_dump(qe, stderr);
 	}

@@ -18,6 +18,7 @@
 #include "engine/ud.h"
 #include "engine/xrc.h"
 #include "proto/icrc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* ---- receive --------------------------------------------------------------- */
@@ -37,7 +38,7 @@ static const char *const pkt_err_names[] = {
 static void drop(struct sv_engine *eng, const uint8_t *buf, uint32_t len,
 		 const char *why)
 {
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(eng, "rx-drop", buf, len, why);
 }
 
@@ -116,7 +117,7 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	}
 	if (!shm && qe->shm)
 		sv_shm_rx_udp_seen(qe);
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
 	if (want == SV_M_XRC)
 		sv_xrc_rx(qe, &pkt, flow);

@@ -30,6 +30,7 @@
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "engine/xmit.h"
+#include "util/env.h"
 #include "util/log.h"
 
 
@@ -612,7 +613,7 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	struct sv_qp_engine *qe = c->qe;
 	const struct resp_error *e = &resp_errors[st];
 
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
 			     resp_state_names[st]);
 	if (sv_log_level >= SV_LOG_DBG) {

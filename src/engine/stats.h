@@ -77,10 +77,6 @@ struct sv_stats {
 struct sv_engine;
 struct sv_qp_engine;
 
-/* What SOFTVERBS_TRACE and SOFTVERBS_STATS ask for (engine.c). */
-extern int sv_trace_on;
-extern int sv_stats_on;
-
 void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		  uint32_t len, const char *why);
 const char *sv_qp_state_name(int state);

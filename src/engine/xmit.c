@@ -14,6 +14,7 @@
 #include "engine/stats.h"
 #include "engine/xrc.h"
 #include "proto/icrc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* ---- transmit -------------------------------------------------------------- */
@@ -54,7 +55,7 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 
 	if (sv_xrc_qp(qe->qp))
 		sv_xrc_tx(qe, t);
-	if (sv_trace_on)
+	if (sv_env_trace())
 		sv_trace_pkt(eng, t->shm ? "tx-shm" : "tx", t->buf, t->len,
 			     NULL);
 	eng->ntx++;
@@ -76,14 +77,14 @@ static bool inject_loss(struct sv_engine *eng)
 {
 	uint64_t x;
 
-	if (!sv_loss_pct)
+	if (!sv_env_loss())
 		return false;
 	x = eng->rng ? eng->rng : 0x9e3779b97f4a7c15ull ^ (uintptr_t)eng;
 	x ^= x << 13;
 	x ^= x >> 7;
 	x ^= x << 17;
 	eng->rng = x;
-	if (x % 100 >= (uint64_t)sv_loss_pct)
+	if (x % 100 >= (uint64_t)sv_env_loss())
 		return false;
 	SV_STAT(eng, drop_injected);
 	return true;

@@ -14,6 +14,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "util/env.h"
+
 static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
 static const char *avail_why;
 static unsigned long netns_ino;
@@ -39,13 +41,12 @@ static int registry_dir(void)
 
 static void avail_init(void)
 {
-	const char *s = getenv("SOFTVERBS_FASTPATH");
 	struct stat st;
 	uint64_t probe = 0x5eed, got = 0;
 	struct iovec l = { &got, sizeof(got) }, r = { &probe, sizeof(probe) };
 	int fd;
 
-	if (s && !strcmp(s, "0")) {
+	if (!sv_env_fastpath()) {
 		avail_why = "disabled by SOFTVERBS_FASTPATH=0";
 		return;
 	}

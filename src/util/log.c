@@ -1,21 +1,10 @@
-/* Diagnostics to stderr, level from SOFTVERBS_LOG, read once at load. */
+/* Diagnostics to stderr, level from SOFTVERBS_LOG (util/env.c). */
 #include "util/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
-int sv_log_level = SV_LOG_ERR;
-
-__attribute__((constructor)) static void sv_log_init(void)
-{
-	const char *s = getenv("SOFTVERBS_LOG");
-
-	if (s)
-		sv_log_level = atoi(s);
-}
-
-void sv_log(enum sv_log_level lvl, const char *fmt, ...)
+void sv_log(enum sv_log_lvl lvl, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	va_list ap;

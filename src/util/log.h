@@ -2,10 +2,14 @@
 #ifndef SV_UTIL_LOG_H
 #define SV_UTIL_LOG_H
 
-enum sv_log_level { SV_LOG_ERR, SV_LOG_WARN, SV_LOG_INFO, SV_LOG_DBG };
+#include "util/env.h"
 
-extern int sv_log_level;
-void sv_log(enum sv_log_level lvl, const char *fmt, ...)
+enum sv_log_lvl { SV_LOG_ERR, SV_LOG_WARN, SV_LOG_INFO, SV_LOG_DBG };
+
+/* The level in effect (SOFTVERBS_LOG, util/env.c), read-only. */
+#define sv_log_level sv_env_log()
+
+void sv_log(enum sv_log_lvl lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #define sv_err(...)  sv_log(SV_LOG_ERR, __VA_ARGS__)

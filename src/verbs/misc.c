@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/env.h"
 #include "util/log.h"
 
 /* Historical prototypes: rdma-core moved them to its private driver.h,
@@ -23,35 +24,12 @@ int ibv_dofork_range(void *base, size_t size);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 			size_t size);
 
-/* rdma-core's IBV_SYSFS_PATH_MAX: the longest sysfs root it accepts. */
-#define SV_SYSFS_PATH_MAX 256
-
 /* ---- sysfs ---------------------------------------------------------------- */
 
-static char sysfs_path[SV_SYSFS_PATH_MAX] = "/sys";
-static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;
-
-static void sysfs_path_init(void)
-{
-	/* SYSFS_PATH relocates sysfs (containers, tests).  secure_getenv
-	 * ignores it in set-user-ID/set-group-ID programs, so a caller's
-	 * environment cannot redirect a privileged program's reads. */
-	const char *env = secure_getenv("SYSFS_PATH");
-	size_t len;
-
-	if (!env)
-		return;
-	snprintf(sysfs_path, sizeof(sysfs_path), "%s", env);
-	/* "/sys/" and "/sys" are the same root: callers append "/class/..." */
-	len = strlen(sysfs_path);
-	while (len > 0 && sysfs_path[len - 1] == '/')
-		sysfs_path[--len] = '\0';
-}
-
+/* SYSFS_PATH relocates sysfs (containers, tests); util/env.c reads it. */
 SV_EXPORT const char *ibv_get_sysfs_path(void)
 {
-	pthread_once(&sysfs_once, sysfs_path_init);
-	return sysfs_path;
+	return sv_env_sysfs_path();
 }
 
 /*

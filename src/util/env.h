@@ -1,0 +1,133 @@
+/*
+ * The environment variables softverbs reads, all in one table (env.c): it
+ * parses them into one struct, and it is the list `softverbs help` prints
+ * and README.md shows (unit.test_env checks that README agrees).
+ *
+ * Each variable is read once per process, at its first use, not when the
+ * library is loaded: a program (the tests do) may setenv SOFTVERBS_STATS
+ * before it opens a device, while SOFTVERBS_LOG is already needed by a
+ * constructor's debug line at load.  A forked child reads again at first
+ * use, as a new process would: a child may change a switch for itself
+ * (unit.test_pubtab turns the fast path off in one).
+ */
+#ifndef SV_UTIL_ENV_H
+#define SV_UTIL_ENV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* rdma-core's IBV_SYSFS_PATH_MAX: the longest sysfs root it accepts. */
+#define SV_ENV_PATH_MAX 256
+
+struct sv_env {
+	int log; /* SOFTVERBS_LOG: enum sv_log_lvl, any integer taken */
+	int mtu; /* SOFTVERBS_MTU in bytes, 0: the interfaces' MTU */
+	int trace; /* SOFTVERBS_TRACE */
+	int stats; /* SOFTVERBS_STATS */
+	int fastpath; /* SOFTVERBS_FASTPATH */
+	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
+	int help; /* SOFTVERBS_HELP */
+	int loss; /* SOFTVERBS_LOSS, percent */
+	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
+};
+
+/* The variables, in the order `softverbs help` lists them. */
+enum sv_env_id {
+	SV_ENV_LOG,
+	SV_ENV_MTU,
+	SV_ENV_TRACE,
+	SV_ENV_STATS,
+	SV_ENV_FASTPATH,
+	SV_ENV_SYSFS,
+	SV_ENV_SYSFS_PATH,
+	SV_ENV_HELP, /* used by tests only */
+	SV_ENV_LOSS, /* used by tests only */
+	SV_ENV_NVARS
+};
+
+enum sv_env_kind {
+	SV_ENV_INT, /* atoi; outside min..max: the default */
+	SV_ENV_ON, /* 1 when set, not empty and not "0"; else 0 */
+	SV_ENV_OFF, /* 0 when exactly "0"; else 1 */
+	SV_ENV_DIR, /* a directory, trailing '/' dropped; secure_getenv */
+};
+
+struct sv_env_var {
+	const char *name;
+	enum sv_env_kind kind;
+	size_t off; /* its field in struct sv_env */
+	int min, max, def; /* SV_ENV_INT */
+	const char *values; /* what to set it to, as documented */
+	const char *dflt; /* the default, as documented (SV_ENV_DIR: used) */
+	const char *what; /* what it does, one line */
+};
+
+extern const struct sv_env_var sv_env_vars[SV_ENV_NVARS];
+
+/* The struct, each field valid once its variable was read. */
+extern struct sv_env sv_env_data;
+extern atomic_bool sv_env_got[SV_ENV_NVARS];
+void sv_env_read(enum sv_env_id id);
+
+/* The struct with variable id read (on first use; thread-safe). */
+static inline const struct sv_env *sv_env(enum sv_env_id id)
+{
+	if (!atomic_load_explicit(&sv_env_got[id], memory_order_acquire))
+		sv_env_read(id);
+	return &sv_env_data;
+}
+
+/* What the layers call: one per variable. */
+static inline int sv_env_log(void)
+{
+	return sv_env(SV_ENV_LOG)->log;
+}
+
+static inline int sv_env_mtu(void)
+{
+	return sv_env(SV_ENV_MTU)->mtu;
+}
+
+static inline int sv_env_trace(void)
+{
+	return sv_env(SV_ENV_TRACE)->trace;
+}
+
+static inline int sv_env_stats(void)
+{
+	return sv_env(SV_ENV_STATS)->stats;
+}
+
+static inline int sv_env_fastpath(void)
+{
+	return sv_env(SV_ENV_FASTPATH)->fastpath;
+}
+
+static inline int sv_env_sysfs(void)
+{
+	return sv_env(SV_ENV_SYSFS)->sysfs;
+}
+
+static inline const char *sv_env_sysfs_path(void)
+{
+	return sv_env(SV_ENV_SYSFS_PATH)->sysfs_path;
+}
+
+static inline int sv_env_help(void)
+{
+	return sv_env(SV_ENV_HELP)->help;
+}
+
+static inline int sv_env_loss(void)
+{
+	return sv_env(SV_ENV_LOSS)->loss;
+}
+
+/* Parse the whole environment as it is now into e (tests). */
+void sv_env_parse(struct sv_env *e);
+/* The table as `softverbs help` shows it. */
+void sv_env_print(FILE *f);
+
+#endif
