@@ -31,11 +31,6 @@ void sv_engine_qp_modified(struct sv_qp *qp, int attr_mask,
  * for the post verbs. */
 int sv_engine_qp_state(struct sv_qp *qp);
 
-/* Data path entry points installed into ibv_context.ops: post_send and
- * post_recv with their WR validation (src/verbs/post.c); post_srq_recv is
- * the SRQ's own (src/verbs/srq_ah.c). */
-void sv_engine_install_ops(struct sv_context *ctx);
-
 /* Called by the post verbs after enqueueing: the QP has new work.  Runs
  * the engine inline when its lock is free, else rings the doorbell. */
 void sv_engine_kick(struct sv_qp *qp);

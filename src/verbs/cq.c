@@ -343,7 +343,7 @@ static int cq_pop(struct sv_cq *cq, int n, struct ibv_wc *wc)
 	return i;
 }
 
-static int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 	int n;
@@ -362,7 +362,7 @@ static int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	return cq_pop(cq, num_entries, wc);
 }
 
-static int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 
@@ -375,10 +375,4 @@ static int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->armed = SV_CQ_ARM_SOLICITED;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
-}
-
-void sv_cq_install_ops(struct sv_context *ctx)
-{
-	ctx->vctx.context.ops.poll_cq = sv_poll_cq;
-	ctx->vctx.context.ops.req_notify_cq = sv_req_notify_cq;
 }

@@ -186,7 +186,7 @@ static void cq_ex_install(struct sv_cq *cq, uint64_t wc_flags)
 
 /* ---- create ------------------------------------------------------------- */
 
-static struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 					 struct ibv_cq_init_attr_ex *attr)
 {
 	struct sv_cq *cq;
@@ -226,7 +226,7 @@ static struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 
 /* The raw clock behind completion timestamps: CLOCK_MONOTONIC.  With one
  * tick per nanosecond, the timespec is the tick count itself. */
-static int sv_query_rt_values(struct ibv_context *context,
+int sv_query_rt_values(struct ibv_context *context,
 			      struct ibv_values_ex *values)
 {
 	uint32_t asked;
@@ -241,12 +241,4 @@ static int sv_query_rt_values(struct ibv_context *context,
 		values->comp_mask |= IBV_VALUES_MASK_RAW_CLOCK;
 	}
 	return 0;
-}
-
-void sv_cq_ex_install_ops(struct sv_context *ctx)
-{
-	ctx->vctx.create_cq_ex = sv_create_cq_ex;
-	ctx->vctx.query_rt_values = sv_query_rt_values;
-	/* modify_cq (moderation) stays NULL: completion events are not
-	 * moderated, and the header's ibv_modify_cq answers EOPNOTSUPP. */
 }

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,12 +53,53 @@ SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 /* ---- contexts ----------------------------------------------------------- */
 
 static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
-			    struct ibv_port_attr *port_attr, size_t port_attr_len);
+			    struct ibv_port_attr *port_attr,
+			    size_t port_attr_len);
 static int sv_query_device_ex(struct ibv_context *context,
 			      const struct ibv_query_device_ex_input *input,
-			      struct ibv_device_attr_ex *attr, size_t attr_size);
+			      struct ibv_device_attr_ex *attr,
+			      size_t attr_size);
 static int sv_compat_query_port(struct ibv_context *context, uint8_t port_num,
 				struct _compat_ibv_port_attr *port_attr);
+
+/* Every operation of a context, in one table: a provider's ops as rdma-core
+ * lays them out, the public ibv_context_ops the header's inline verbs jump
+ * through and the extended entries of verbs_context.  What is left out
+ * (NULL) the header answers with EOPNOTSUPP: modify_cq (no CQ moderation),
+ * the flow steering, WQ, RWQ table, DM, parent domain and counters
+ * entries. */
+static const struct verbs_context sv_ctx_ops = {
+	.query_port = sv_query_port_ex,
+	.query_device_ex = sv_query_device_ex,
+	.create_cq_ex = sv_create_cq_ex,
+	.query_rt_values = sv_query_rt_values,
+	.create_qp_ex = sv_create_qp_ex,
+	.open_xrcd = sv_open_xrcd,
+	.close_xrcd = sv_close_xrcd,
+	.create_srq_ex = sv_create_srq_ex,
+	.get_srq_num = sv_get_srq_num,
+	.open_qp = sv_open_qp,
+	.context.ops = {
+		._compat_query_port = sv_compat_query_port,
+		.poll_cq = sv_poll_cq,
+		.req_notify_cq = sv_req_notify_cq,
+		.post_send = sv_post_send,
+		.post_recv = sv_post_recv,
+		.post_srq_recv = sv_post_srq_recv,
+		.alloc_mw = sv_alloc_mw,
+		.dealloc_mw = sv_dealloc_mw,
+		.bind_mw = sv_bind_mw,
+	},
+};
+
+/* Copy the table's operations into a context being opened: the extended
+ * entries are every field before sz (verbs.h: new entries are added at the
+ * front), the rest of the context is its own. */
+static void sv_ctx_ops_install(struct verbs_context *v)
+{
+	memcpy(v, &sv_ctx_ops, offsetof(struct verbs_context, sz));
+	v->context.ops = sv_ctx_ops.context.ops;
+}
 
 SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -87,17 +129,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	v->context.num_comp_vectors = 1;
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&v->context.mutex, NULL);
-	v->query_port = sv_query_port_ex;
-	v->query_device_ex = sv_query_device_ex;
-	v->context.ops._compat_query_port = sv_compat_query_port;
-	sv_cq_install_ops(ctx);
-	sv_cq_ex_install_ops(ctx);
-	sv_qp_ex_install_ops(ctx);
-	sv_qp_install_ops(ctx);
-	sv_srq_install_ops(ctx);
-	sv_mw_install_ops(ctx);
-	sv_xrc_install_ops(ctx);
-	sv_engine_install_ops(ctx);
+	sv_ctx_ops_install(v);
 
 	if (sv_engine_open(ctx)) {
 		int err = errno ? errno : ENOMEM;
@@ -118,7 +150,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 
 	sv_engine_netmon_del(ctx);
 	sv_engine_close(ctx);
-	list_for_each_safe(&ctx->async_events, it, tmp)
+	list_for_each_safe (&ctx->async_events, it, tmp)
 		free(list_entry(it, struct sv_async_event, node));
 	close(ctx->async_pipe[0]);
 	close(ctx->async_pipe[1]);
@@ -174,14 +206,16 @@ static int sv_query_device_ex(struct ibv_context *context,
 }
 
 static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
-			    struct ibv_port_attr *port_attr, size_t port_attr_len)
+			    struct ibv_port_attr *port_attr,
+			    size_t port_attr_len)
 {
 	struct ibv_port_attr pa;
 
 	if (port_num != SV_PORT || !port_attr)
 		return EINVAL;
 	sv_port_attr(&pa);
-	memcpy(port_attr, &pa, port_attr_len < sizeof(pa) ? port_attr_len : sizeof(pa));
+	memcpy(port_attr, &pa,
+	       port_attr_len < sizeof(pa) ? port_attr_len : sizeof(pa));
 	return 0;
 }
 
@@ -189,7 +223,8 @@ static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
 static int sv_compat_query_port(struct ibv_context *context, uint8_t port_num,
 				struct _compat_ibv_port_attr *port_attr)
 {
-	return sv_query_port_ex(context, port_num, (struct ibv_port_attr *)port_attr,
+	return sv_query_port_ex(context, port_num,
+				(struct ibv_port_attr *)port_attr,
 				offsetof(struct ibv_port_attr, flags));
 }
 
@@ -212,8 +247,8 @@ SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 	struct ibv_gid_entry e;
 	int n;
 
-	if (port_num != SV_PORT || flags || !entry || gid_index >= SV_MAX_GIDS ||
-	    entry_size < sizeof(e))
+	if (port_num != SV_PORT || flags || !entry ||
+	    gid_index >= SV_MAX_GIDS || entry_size < sizeof(e))
 		return EINVAL;
 	n = sv_gid_table(tab, SV_MAX_GIDS);
 	if ((int)gid_index >= n)
@@ -242,7 +277,8 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 	if ((size_t)n > max_entries)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		struct ibv_gid_entry *e = (void *)((char *)entries + i * entry_size);
+		struct ibv_gid_entry *e =
+			(void *)((char *)entries + i * entry_size);
 
 		memset(e, 0, entry_size);
 		e->gid = tab[i].gid;
@@ -279,10 +315,14 @@ SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 }
 
 /* rdma-core's provider-private enum (driver.h), kept by value. */
-enum sv_gid_type_sysfs { SV_GID_TYPE_SYSFS_IB_ROCE_V1, SV_GID_TYPE_SYSFS_ROCE_V2 };
+enum sv_gid_type_sysfs {
+	SV_GID_TYPE_SYSFS_IB_ROCE_V1,
+	SV_GID_TYPE_SYSFS_ROCE_V2
+};
 
 SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-				 unsigned int index, enum sv_gid_type_sysfs *type)
+				 unsigned int index,
+				 enum sv_gid_type_sysfs *type)
 {
 	struct ibv_gid_entry e;
 	int ret = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
@@ -304,7 +344,8 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 			     int index, __be16 *pkey)
 {
-	if (port_num != SV_PORT || index < 0 || index >= SV_MAX_PKEYS || !pkey) {
+	if (port_num != SV_PORT || index < 0 || index >= SV_MAX_PKEYS ||
+	    !pkey) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -10,7 +10,7 @@
 
 #include "core/mw.h"
 
-static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct sv_mw *mw;
 
@@ -20,18 +20,10 @@ static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	return mw ? &mw->ibv : NULL;
 }
 
-static int sv_dealloc_mw(struct ibv_mw *ibmw)
+int sv_dealloc_mw(struct ibv_mw *ibmw)
 {
 	if (!ibmw)
 		return EINVAL;
 	sv_mw_free(to_sv_mw(ibmw));
 	return 0;
-}
-
-void sv_mw_install_ops(struct sv_context *ctx)
-{
-	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
-
-	ops->alloc_mw = sv_alloc_mw;
-	ops->dealloc_mw = sv_dealloc_mw;
 }

@@ -223,7 +223,7 @@ out:
 	return err;
 }
 
-static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
 	return post_send(ibqp, wr, bad_wr, false);
@@ -234,7 +234,7 @@ static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
  * mw->rkey at once (man ibv_bind_mw), the bind itself is done when its
  * completion says so.  ibv_bind_mw's inline part has checked the window
  * type, the region and their PDs. */
-static int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		      struct ibv_mw_bind *mw_bind)
 {
 	struct ibv_send_wr wr, *bad;
@@ -253,7 +253,7 @@ static int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 	return err;
 }
 
-static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr)
 {
 	struct sv_qp *qp = to_sv_qp(ibqp);
@@ -303,11 +303,4 @@ out:
 	if (posted && sv_engine_qp_state(qp) == IBV_QPS_ERR)
 		sv_engine_kick(qp);
 	return err;
-}
-
-void sv_engine_install_ops(struct sv_context *ctx)
-{
-	ctx->vctx.context.ops.post_send = sv_post_send;
-	ctx->vctx.context.ops.post_recv = sv_post_recv;
-	ctx->vctx.context.ops.bind_mw = sv_bind_mw;
 }

@@ -732,31 +732,3 @@ SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	return EOPNOTSUPP;
 }
-
-/* ---- context ops -------------------------------------------------------- */
-
-/* Honest defaults until the engine installs the data path (it does so
- * when the context opens): a post that cannot be carried out fails. */
-static int no_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-static int no_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-void sv_qp_install_ops(struct sv_context *ctx)
-{
-	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
-
-	if (!ops->post_send)
-		ops->post_send = no_post_send;
-	if (!ops->post_recv)
-		ops->post_recv = no_post_recv;
-}

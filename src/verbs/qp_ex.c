@@ -726,7 +726,7 @@ static void install_wr_ops(struct ibv_qp_ex *x)
 	x->wr_set_xrc_srqn = sv_wr_set_xrc_srqn;
 }
 
-static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 				      struct ibv_qp_init_attr_ex *a)
 {
 	struct ibv_qp *ibqp;
@@ -771,9 +771,4 @@ SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 	if (!qp->wrx)
 		return sv_null_errno(EOPNOTSUPP);
 	return &qp->qpx;
-}
-
-void sv_qp_ex_install_ops(struct sv_context *ctx)
-{
-	ctx->vctx.create_qp_ex = sv_create_qp_ex;
 }

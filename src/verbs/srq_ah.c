@@ -194,7 +194,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 /* Copy each WR into the ring; on the first bad one stop, point *bad_wr at
  * it and return the reason (the ones before it stay posted). */
-static int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
 	struct sv_srq *srq = to_sv_srq(ibsrq);
@@ -231,10 +231,6 @@ static int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	return err;
 }
 
-void sv_srq_install_ops(struct sv_context *ctx)
-{
-	ctx->vctx.context.ops.post_srq_recv = sv_post_srq_recv;
-}
 
 /* ---- address handles ---------------------------------------------------- */
 

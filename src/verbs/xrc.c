@@ -12,7 +12,7 @@
 
 #include "core/xrc.h"
 
-static struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
+struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 				     struct ibv_xrcd_init_attr *attr)
 {
 	struct sv_xrcd_handle *h;
@@ -40,7 +40,7 @@ static struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 	return &h->ibv;
 }
 
-static int sv_close_xrcd(struct ibv_xrcd *xrcd)
+int sv_close_xrcd(struct ibv_xrcd *xrcd)
 {
 	struct sv_xrcd_handle *h;
 	int err;
@@ -54,7 +54,7 @@ static int sv_close_xrcd(struct ibv_xrcd *xrcd)
 	return err;
 }
 
-static struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
+struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 					struct ibv_srq_init_attr_ex *a)
 {
 	struct ibv_srq *ibsrq;
@@ -117,7 +117,7 @@ int sv_xrc_srq_release(struct sv_srq *srq)
 
 /* man ibv_get_srq_num: the number of an XRC SRQ, which XRC senders
  * name it by (wr.qp_type.xrc.remote_srqn). */
-static int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 {
 	struct sv_srq *srq;
 
@@ -132,7 +132,7 @@ static int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 
 /* man ibv_open_qp: another handle on an XRC target QP of the domain,
  * found by its number. */
-static struct ibv_qp *sv_open_qp(struct ibv_context *context,
+struct ibv_qp *sv_open_qp(struct ibv_context *context,
 				 struct ibv_qp_open_attr *a)
 {
 	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
@@ -173,15 +173,4 @@ static struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	qp->real = real;
 	list_head_init(&qp->mcast);
 	return ibqp;
-}
-
-void sv_xrc_install_ops(struct sv_context *ctx)
-{
-	struct verbs_context *v = &ctx->vctx;
-
-	v->open_xrcd = sv_open_xrcd;
-	v->close_xrcd = sv_close_xrcd;
-	v->create_srq_ex = sv_create_srq_ex;
-	v->get_srq_num = sv_get_srq_num;
-	v->open_qp = sv_open_qp;
 }
