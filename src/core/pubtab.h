@@ -2,7 +2,7 @@
  * The published table: what a process tells its same-host peers about its
  * memory regions and RC QPs, so that a peer may place RDMA WRITE and READ
  * data with one copy (process_vm_writev / process_vm_readv) instead of
- * sending packets (engine/direct.c, docs/fastpath.md).
+ * sending packets (paths/direct.c, docs/fastpath.md).
  *
  * One memfd segment per process (MR keys are process-global), created on
  * first use unless SOFTVERBS_FASTPATH=0.  It mirrors every registered
@@ -40,7 +40,7 @@ int sv_pubtab_fd(void);
 struct sv_pubtab_view *sv_pubtab_map(pid_t pid, int fd);
 void sv_pubtab_unmap(struct sv_pubtab_view *tab);
 /* Our own table as such a handle, or NULL if it does not exist: a helper
- * checks a peer's job against it as the peer did (engine/help.c). */
+ * checks a peer's job against it as the peer did (paths/help.c). */
 const struct sv_pubtab_view *sv_pubtab_own(void);
 
 /* ---- owner side: mirror the key table and the QPs ------------------------ */
@@ -83,7 +83,7 @@ pid_t sv_pubtab_pid(const struct sv_pubtab_view *tab);
 bool sv_pubtab_is_self(const struct sv_pubtab_view *tab);
 /* The target's /proc/PID/mem, open for reading and writing, or -1: small
  * copies through it skip the process lookup and permission check that
- * process_vm_writev/readv make at every call (engine/direct.c). */
+ * process_vm_writev/readv make at every call (paths/direct.c). */
 int sv_pubtab_memfd(const struct sv_pubtab_view *tab);
 
 /*

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/limits.h"
 #include "engine/stats.h"
+#include "link/link.h"
 #include "link/shm.h"
 #include "link/udp.h"
 #include "proto/addr.h"
@@ -37,6 +38,13 @@ struct sv_sock {
 	unsigned int next_slot; /* round-robin allocation cursor */
 	struct list_node node; /* sv_engine.socks */
 	struct sv_shm_ring ring; /* inbound shm ring (ring.hdr NULL: none) */
+	/* The socket's endpoints, in the order a pass drains them (the
+	 * ring, then UDP): link/link.h, engine/links.c. */
+	struct {
+		const struct sv_link_ops *ops;
+		void *ep;
+	} link[2];
+	unsigned int nlinks;
 	unsigned int udp_qps; /* QPs that may receive through UDP */
 	unsigned int rx_skip; /* busy passes since the last UDP receive */
 };
@@ -49,13 +57,15 @@ struct sv_tx {
 	struct sv_sock *sock;
 	struct sockaddr_in6 dst;
 	struct sv_ipaddr src;
-	struct sv_shm_peer *shm; /* through the peer's ring, else UDP */
+	const struct sv_link_ops *link; /* the QP's link to its peer */
+	void *peer; /* the link's handle of the peer (NULL: UDP) */
 };
 
 /* ---- per context ----------------------------------------------------------- */
 
 struct sv_engine {
 	struct sv_context *ctx;
+	const struct sv_path_table *paths; /* from the layer above */
 	pthread_mutex_t lock; /* the progress lock */
 	pthread_t thread;
 	bool thread_started;
@@ -70,8 +80,8 @@ struct sv_engine {
 	struct list_head socks;
 	struct list_head qps;
 	struct list_head work;
-	_Atomic uint32_t port_mtu;   /* bytes: the largest UD message */
-	struct sv_mcast *mcast;      /* multicast groups (mcast.c), or NULL */
+	_Atomic uint32_t port_mtu; /* bytes: the largest UD message */
+	struct sv_mcast *mcast; /* multicast groups (mcast.c), or NULL */
 
 	pthread_mutex_t kick_lock;
 	struct list_head kicked;
@@ -96,8 +106,8 @@ struct sv_engine {
 	struct sv_stats stats;
 	uint64_t rng; /* SOFTVERBS_LOSS */
 
-	struct list_head shm_peers; /* struct sv_shm_peer (shmpath.c) */
-	struct list_head chans; /* QPs with a message channel (chanpath.c) */
+	struct list_head shm_peers; /* struct sv_shm_peer (links.c) */
+	struct list_head chans; /* QPs with a message channel (paths/chan.c) */
 	/* What a busy poll watches without the lock besides the quiet
 	 * socket's ring (set_quiet): words of our own segment, each busy
 	 * when equal (a channel's next slot) or unequal (an ack line) to
@@ -111,7 +121,9 @@ struct sv_engine {
 	_Atomic unsigned int nwatch;
 	bool watch_dirty; /* what to watch changed since set_quiet */
 	/* A poller's wc array for this pass (sv_engine_poll_hint_cq): a
-	 * channel's receive completions for sink.cq go there directly. */
+	 * path's receive completions for sink.cq go there directly, while
+	 * a path says it may deliver some (sink_on, set by the paths). */
+	bool sink_on;
 	struct {
 		struct sv_cq *cq;
 		struct ibv_wc *wc;

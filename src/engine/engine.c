@@ -27,11 +27,11 @@
 #include <unistd.h>
 
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/mcast.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/recv.h"
-#include "engine/shmpath.h"
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "util/env.h"
@@ -256,9 +256,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 			struct sv_sock *s =
 				list_entry(it, struct sv_sock, node);
 
-			sv_shm_rx(eng, s);
-			if (sv_shm_rx_udp_due(eng, s))
-				sv_rx_sock(eng, s);
+			sv_links_rx(eng, s);
 		}
 	if (rx)
 		sv_paths_poll(eng);
@@ -293,7 +291,7 @@ static void *progress_main(void *arg)
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
-		if (!busy && until != now && !sv_shm_sleep(eng))
+		if (!busy && until != now && !sv_links_sleep(eng))
 			until = now;
 		/* And the paths: what their peers published, naps,
 		 * watchdogs (path.h). */
@@ -327,7 +325,7 @@ static void *progress_main(void *arg)
 		sv_paths_serve(eng, busy);
 		pthread_mutex_lock(&eng->lock);
 		if (!busy)
-			sv_shm_wake(eng);
+			sv_links_wake(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
@@ -364,7 +362,7 @@ int sv_engine_watch(struct sv_engine *eng, int fd, void *tag)
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-int sv_engine_open(struct sv_context *ctx)
+int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 {
 	struct sv_engine *eng;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -374,6 +372,7 @@ int sv_engine_open(struct sv_context *ctx)
 	if (!eng)
 		goto fail;
 	eng->ctx = ctx;
+	eng->paths = paths;
 	eng->epfd = eng->bell_epfd = eng->bellfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
@@ -381,7 +380,7 @@ int sv_engine_open(struct sv_context *ctx)
 	list_head_init(&eng->qps);
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
-	sv_shm_engine_init(eng);
+	sv_links_engine_init(eng);
 	sv_paths_engine_init(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
 	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
@@ -433,8 +432,7 @@ void sv_engine_close(struct sv_context *ctx)
 	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
-		sv_shm_sock_close(s);
-		sv_udp_close(&s->udp);
+		sv_links_sock_close(s);
 		free(s);
 	}
 	sv_mcast_close(eng);
@@ -484,7 +482,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	 * armed (an event is owed for a completion entering it) and keeps
 	 * no timestamps.  Another thread arming it meanwhile sees these
 	 * completions as taken before its request. */
-	if (cq && !list_empty(&eng->chans) && !cq->ts) {
+	if (cq && eng->sink_on && !cq->ts) {
 		pthread_mutex_lock(&cq->lock);
 		if (cq->tail == cq->head && cq->armed == SV_CQ_ARM_NONE &&
 		    !cq->overrun) {
@@ -558,12 +556,12 @@ void sv_engine_kick(struct sv_qp *qp)
 			bell_ring(eng);
 			return;
 		}
-	} else if (qe->chan.tx.ch && !qe->on_work && list_empty(&eng->work) &&
+	} else if (qe->run_alone && !qe->on_work && list_empty(&eng->work) &&
 		   !atomic_load_explicit(&eng->kick_any,
 					 memory_order_relaxed)) {
-		/* A QP sending through a message channel, nothing else
-		 * queued: run it alone.  A pass around it costs more than
-		 * the send itself (ib_send_bw's message rate). */
+		/* A QP whose path asks it (a message channel's sender),
+		 * nothing else queued: run it alone.  A pass around it costs
+		 * more than the send itself (ib_send_bw's message rate). */
 		eng->now_ok = false;
 		sv_qp_run(qe);
 		if (eng->ntx)

@@ -13,7 +13,8 @@
 
 /* Per context: start/stop progress (thread, sockets, timers).
  * sv_engine_open returns 0, or -1 with errno set. */
-int sv_engine_open(struct sv_context *ctx);
+struct sv_path_table;
+int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths);
 void sv_engine_close(struct sv_context *ctx);
 
 /* Per QP: allocate the QP number and transport state (0 or errno),
@@ -36,10 +37,11 @@ int sv_engine_qp_state(struct sv_qp *qp);
 void sv_engine_kick(struct sv_qp *qp);
 
 /* Called by post_send for each valid WR, with sq_lock held and room in
- * the queue: true when the WR went into the peer's message channel at
- * once (the QP is in the channel's lean mode, chanpath.c); false: post it
- * as usual (the QP has left lean mode if it was in it). */
-bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
+ * the queue: true when one of the QP's paths carried the WR at once (the
+ * message channel's lean mode, paths/chan.c); false: post it as usual.
+ * A path may let go of sq_lock for a moment (to take the engine lock in
+ * order): the caller reads the queue's tail again afterwards. */
+bool sv_engine_post_path(struct sv_qp *qp, const struct ibv_send_wr *wr,
 			 uint64_t len);
 
 /* Counters of a context's engine, printable (SOFTVERBS_STATS=1 prints

@@ -26,10 +26,5 @@
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 #define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
-/* While SENDs wait in a message channel for their ack, the thread looks
- * at least this often (chanpath.c's stall watchdog). */
-#define SV_CHAN_WATCH_NS (10ull * 1000 * 1000)
-/* The progress thread's first sleep with message channels open. */
-#define SV_CHAN_NAP_NS (1000ull * 1000)
 
 #endif

@@ -1,37 +1,47 @@
 /*
- * The path table and the one place a QP's paths are chosen (path.h).
+ * The path interface's dispatch (path.h): each operation goes to every path
+ * of the engine that has it, and the one place a QP's paths are chosen.
+ * The table comes from the layer above (sv_engine_open).
  */
 #include "engine/eng.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 
-static const struct sv_path_ops *const paths[SV_PATHS_MAX] = {
-	&sv_path_chan,
-	&sv_path_direct,
-};
-
-#define for_each_path(p)                                 \
-	for (const struct sv_path_ops *const *p = paths; \
-	     p < paths + SV_PATHS_MAX; p++)
+/* The i-th path of an engine. */
+static const struct sv_path_ops *path(const struct sv_engine *eng,
+				      unsigned int i)
+{
+	return eng->paths->ops[i];
+}
 
 void sv_paths_engine_init(struct sv_engine *eng)
 {
-	for_each_path(p) if ((*p)->engine_init)(*p)->engine_init(eng);
+	unsigned int i;
+
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->engine_init)
+			path(eng, i)->engine_init(eng);
 }
 
-/* Both same-host paths need the peer's segment (the shm link attached):
- * the channel lives after its packet slots, and one-copy placement needs
- * the peer's published table besides.  Each path's send still decides
- * per WQE (QP type, opcode, size, state). */
+void sv_paths_sock_open(struct sv_engine *eng, struct sv_sock *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->sock_open)
+			path(eng, i)->sock_open(eng, s);
+}
+
+/* Each path says whether it applies to the QP as its link is now; its send
+ * still decides per WQE (QP type, opcode, size, state). */
 void sv_paths_select(struct sv_qp_engine *qe)
 {
-	unsigned int n = 0;
+	struct sv_engine *eng = qe->eng;
+	unsigned int i, n = 0;
 
-	if (qe->shm) {
-		qe->paths[n++] = &sv_path_chan;
-		if (qe->shm->pubtab)
-			qe->paths[n++] = &sv_path_direct;
-	}
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->applies(qe))
+			qe->paths[n++] = path(eng, i);
 	qe->npaths = n;
 }
 
@@ -48,46 +58,85 @@ enum sv_path_r sv_paths_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	return SV_PATH_NO;
 }
 
+bool sv_engine_post_path(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 uint64_t len)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	unsigned int i;
+
+	if (!qe)
+		return false;
+	for (i = 0; i < qe->npaths; i++)
+		if (qe->paths[i]->post && qe->paths[i]->post(qp, wr, len))
+			return true;
+	return false;
+}
+
 /* The QP-wide notices go to every path, chosen for the QP or not: a path
  * may hold state of the QP that outlives its choice (the published table
  * entry peers copy through, a channel peers send into). */
 void sv_paths_quiesce(struct sv_qp_engine *qe)
 {
-	for_each_path(p) if ((*p)->quiesce)(*p)->quiesce(qe);
+	unsigned int i;
+
+	for (i = 0; i < qe->eng->paths->n; i++)
+		if (path(qe->eng, i)->quiesce)
+			path(qe->eng, i)->quiesce(qe);
 }
 
 void sv_paths_qp_state(struct sv_qp_engine *qe)
 {
-	for_each_path(p) if ((*p)->qp_state)(*p)->qp_state(qe);
+	unsigned int i;
+
+	for (i = 0; i < qe->eng->paths->n; i++)
+		if (path(qe->eng, i)->qp_state)
+			path(qe->eng, i)->qp_state(qe);
 }
 
 void sv_paths_qp_destroyed(struct sv_qp_engine *qe)
 {
-	for_each_path(p) if ((*p)->qp_destroyed)(*p)->qp_destroyed(qe);
+	unsigned int i;
+
+	for (i = 0; i < qe->eng->paths->n; i++)
+		if (path(qe->eng, i)->qp_destroyed)
+			path(qe->eng, i)->qp_destroyed(qe);
 }
 
 void sv_paths_poll(struct sv_engine *eng)
 {
-	for_each_path(p) if ((*p)->poll)(*p)->poll(eng);
+	unsigned int i;
+
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->poll)
+			path(eng, i)->poll(eng);
 }
 
 void sv_paths_watch(struct sv_engine *eng)
 {
-	unsigned int n = 0;
+	unsigned int i, n = 0;
 
-	for_each_path(p) if ((*p)->watch)(*p)->watch(eng, &n);
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->watch)
+			path(eng, i)->watch(eng, &n);
 	atomic_store_explicit(&eng->nwatch, n, memory_order_relaxed);
 }
 
 uint64_t sv_paths_next_wake(struct sv_engine *eng, uint64_t now, uint64_t until,
 			    bool busy)
 {
-	for_each_path(p) if ((*p)->next_wake) until =
-		(*p)->next_wake(eng, now, until, busy);
+	unsigned int i;
+
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->next_wake)
+			until = path(eng, i)->next_wake(eng, now, until, busy);
 	return until;
 }
 
 void sv_paths_serve(struct sv_engine *eng, bool busy)
 {
-	for_each_path(p) if ((*p)->serve)(*p)->serve(eng, busy);
+	unsigned int i;
+
+	for (i = 0; i < eng->paths->n; i++)
+		if (path(eng, i)->serve)
+			path(eng, i)->serve(eng, busy);
 }

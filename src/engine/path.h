@@ -1,25 +1,24 @@
 /*
  * Paths: the ways a send WQE can travel besides the packet engine, behind
  * one interface, in the manner of libfabric's shm protocol table
- * (smr_select_proto / smr_send_ops).
- *
- *   chanpath.c  message channels: small RC SENDs into the same-host peer's
- *               ring (docs/fastpath.md layer 3)
- *   direct.c    one-copy RDMA WRITE/READ into the same-host peer's memory,
- *               with help.c, the target's thread pulling part of a large
- *               WRITE (layer 2)
+ * (smr_select_proto / smr_send_ops).  The paths themselves are a layer
+ * above the engine (src/paths: message channels, one-copy placement); the
+ * verbs layer hands each engine their table when it opens (sv_engine_open),
+ * so the engine never names one.
  *
  * The packet engine is the path of last resort: whatever no path takes
  * goes as packets over the QP's link (UDP or the shm rings).  Which paths
- * a QP may use is decided in one place (sv_paths_select, path.c) when its
- * link to the peer changes; the requester offers each WQE to those paths
- * in order, and modify_qp, the error path, destroy and the progress loop
- * tell every path through the same few operations, never a path by name.
+ * a QP may use is decided in one place (sv_paths_select, path.c, asking
+ * each path's `applies`) when its link to the peer changes; the requester
+ * offers each WQE to those paths in order, and modify_qp, the error path,
+ * destroy and the progress loop tell every path through the same few
+ * operations.
  *
- * Adding a path: write its ops (any may be NULL), add it to path.c's table
- * and to sv_paths_select's rule, and keep its per-QP state in its own
- * file's structures.  Every op runs under the engine lock unless it says
- * otherwise.
+ * Adding a path: write its ops (any may be NULL but applies and send) in a
+ * file of src/paths and add it to paths.c's table.  Its state is its own;
+ * the engine keeps a few generic words that paths set and the engine reads
+ * (sv_qp_engine.sq_by_post and run_alone, sv_engine.sink_on).  Every op
+ * runs under the engine lock unless it says otherwise.
  */
 #ifndef SV_ENGINE_PATH_H
 #define SV_ENGINE_PATH_H
@@ -27,9 +26,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ibv_send_wr;
 struct sv_engine;
+struct sv_qp;
 struct sv_qp_engine;
 struct sv_send_wqe;
+struct sv_sock;
 
 enum sv_path_r {
 	SV_PATH_NO, /* not this path: ask the next one (packets last) */
@@ -41,9 +43,18 @@ struct sv_path_ops {
 	const char *name;
 	/* A context's engine is being set up (before any QP). */
 	void (*engine_init)(struct sv_engine *eng);
+	/* A new socket of the engine (its links open): a path may set up
+	 * what it keeps in the socket's segment. */
+	void (*sock_open)(struct sv_engine *eng, struct sv_sock *s);
+	/* May this QP use the path, as its link to the peer is now? */
+	bool (*applies)(const struct sv_qp_engine *qe);
 	/* The requester offers a WQE it has not started. */
 	enum sv_path_r (*send)(struct sv_qp_engine *qe,
 			       struct sv_send_wqe *wqe);
+	/* post_send, under sq_lock, before it queues a valid WR: true when
+	 * the path carried it at once (no engine, no WQE to run). */
+	bool (*post)(struct sv_qp *qp, const struct ibv_send_wr *wr,
+		     uint64_t len);
 	/* The engine takes the send queue back before it moves the QP to
 	 * ERR by itself or destroys it. */
 	void (*quiesce)(struct sv_qp_engine *qe);
@@ -68,12 +79,16 @@ struct sv_path_ops {
 	void (*serve)(struct sv_engine *eng, bool busy);
 };
 
-/* The paths there are, in the order the requester asks them. */
-extern const struct sv_path_ops sv_path_chan, sv_path_direct;
-#define SV_PATHS_MAX 2
+/* The paths an engine offers, in the order the requester asks them. */
+#define SV_PATHS_MAX 4
+struct sv_path_table {
+	unsigned int n;
+	const struct sv_path_ops *ops[SV_PATHS_MAX];
+};
 
 /* path.c: the paths' ops, called for each path that has the op. */
 void sv_paths_engine_init(struct sv_engine *eng);
+void sv_paths_sock_open(struct sv_engine *eng, struct sv_sock *s);
 /* Choose the QP's paths from its link to the peer (after attach/detach). */
 void sv_paths_select(struct sv_qp_engine *qe);
 enum sv_path_r sv_paths_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe);

@@ -15,10 +15,10 @@
 #include "engine/comp.h"
 #include "engine/eng.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/path.h"
 #include "engine/req.h"
 #include "engine/resp.h"
-#include "engine/shmpath.h"
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "engine/xrc.h"
@@ -35,18 +35,11 @@ static int sock_open(struct sv_engine *eng, struct sv_sock **out)
 
 	if (!s)
 		return ENOMEM;
-	err = sv_udp_open(&s->udp);
+	err = sv_links_sock_open(eng, s);
 	if (err) {
 		free(s);
 		return err;
 	}
-	err = sv_engine_watch(eng, s->udp.fd, s);
-	if (err) {
-		sv_udp_close(&s->udp);
-		free(s);
-		return err;
-	}
-	sv_shm_sock_open(eng, s);
 	if (!getsockopt(s->udp.fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) &&
 	    rcv > 0 && (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
 		eng->rcvbuf = (uint32_t)rcv;
@@ -131,7 +124,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 			qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 			qe->sock->used--;
 		} else {
-			sv_shm_qp_created(qe);
+			sv_links_qp_created(qe);
 		}
 	}
 	pthread_mutex_unlock(&eng->lock);
@@ -174,7 +167,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	pthread_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
-	sv_shm_qp_destroyed(qe);
+	sv_links_qp_destroyed(qe);
 	pthread_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
 	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
@@ -379,7 +372,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		break;
 	}
 	if (mask & IBV_QP_STATE)
-		sv_shm_qp_modified(qe, new_state, old);
+		sv_links_qp_modified(qe, new_state, old);
 	sv_paths_qp_state(qe);
 	if (new_state != IBV_QPS_RESET) {
 		sv_qp_run(qe);

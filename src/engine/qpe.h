@@ -28,7 +28,7 @@ enum sv_wqe_state {
 	SV_WQE_SENT, /* all requests sent, awaiting responses */
 	SV_WQE_DONE, /* complete (successful) */
 	SV_WQE_ERROR, /* the requester found a local error */
-	SV_WQE_CHAN, /* in the peer's message channel (chanpath.c) */
+	SV_WQE_CHAN, /* in the peer's message channel (paths/chan.c) */
 };
 
 /* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
@@ -89,10 +89,17 @@ struct sv_qp_engine {
 	bool kicked; /* kick_lock */
 
 	/* path, set at RTR */
-	struct sv_shm_peer *shm; /* the peer's ring, NULL: UDP (shmpath.c) */
+	struct sv_shm_peer *shm; /* the peer's ring, NULL: UDP (links.c) */
 	/* the paths besides packets that WQEs may take (path.c) */
 	const struct sv_path_ops *paths[SV_PATHS_MAX];
 	unsigned int npaths;
+	/* Set by a path: post_send runs the send queue through it (the
+	 * channel's lean mode), so the requester leaves it alone.  Changed
+	 * under the engine lock and sq_lock. */
+	_Atomic bool sq_by_post;
+	/* Set by a path: a kick of this QP runs it alone, without a whole
+	 * pass around it (a pass costs more than a channel SEND). */
+	bool run_alone;
 	char path_why[64]; /* why UDP */
 	bool rx_udp; /* counted in sock->udp_qps */
 	bool peer_udp; /* the peer's packets came through UDP */
@@ -118,18 +125,17 @@ struct sv_qp_engine {
 	bool comm_est; /* IBV_EVENT_COMM_EST raised */
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
 
-	/* message channels with a same-host peer (chanpath.c) */
+	/* The paths' own state of the QP, kept here for them (src/paths);
+	 * the engine does not read it.  Message channels (paths/chan.c): */
 	struct {
 		struct sv_chan_rx rx; /* ours, the peer sends into it */
 		struct sv_chan_tx tx; /* the peer's, we send into it */
 		struct sv_chan *own; /* our channel (rx.ch once open) */
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
-		/* Lean mode: post_send writes SENDs into the channel itself,
-		 * under sq_lock, without the engine; the engine's req.idx
-		 * and outstanding are stale meanwhile (comp.idx is the
-		 * retire cursor, moved under both locks).  Changed under
-		 * both the engine lock and sq_lock. */
-		_Atomic bool lean;
+		/* Lean mode (sq_by_post): post_send writes SENDs into the
+		 * channel itself, under sq_lock, without the engine; the
+		 * engine's req.idx and outstanding are stale meanwhile
+		 * (comp.idx is the retire cursor, moved under both locks). */
 		uint32_t lean_psn; /* req.psn when it began */
 		_Atomic uint64_t lean_sends; /* counted into stats later */
 		uint64_t lean_counted;
@@ -224,8 +230,8 @@ struct sv_qp_engine {
  * that is not within one ring of comp.idx means "nothing". */
 static inline uint32_t sv_sq_tail(struct sv_qp_engine *qe)
 {
-	uint32_t tail = atomic_load_explicit(&qe->qp->sq.tail,
-					     memory_order_acquire);
+	uint32_t tail =
+		atomic_load_explicit(&qe->qp->sq.tail, memory_order_acquire);
 
 	return tail - qe->comp.idx > qe->qp->sq.size ? qe->comp.idx : tail;
 }

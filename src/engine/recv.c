@@ -11,9 +11,9 @@
 #include "engine/comp.h"
 #include "engine/eng.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
-#include "engine/shmpath.h"
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "engine/xrc.h"
@@ -54,7 +54,7 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	uint32_t want;
 
 	if (!shm) {
-		/* A zero-length datagram is a shm doorbell (shmpath.c): it
+		/* A zero-length datagram is a shm doorbell (links.c): it
 		 * only had to wake us. */
 		if (!len && !truncated)
 			return;
@@ -116,7 +116,7 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		return drop(eng, buf, len, "not from the connected peer");
 	}
 	if (!shm && qe->shm)
-		sv_shm_rx_udp_seen(qe);
+		sv_links_rx_udp_seen(qe);
 	if (sv_env_trace())
 		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
 	if (want == SV_M_XRC)
@@ -125,23 +125,4 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		sv_resp_rx(qe, &pkt, flow);
 	else
 		sv_comp_rx(qe, &pkt);
-}
-
-void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s)
-{
-	unsigned int budget = SV_RX_BUDGET;
-
-	while (budget) {
-		int i, n = sv_udp_recv(&s->udp, eng->rx, SV_RX_BATCH);
-
-		for (i = 0; i < n; i++) {
-			struct sv_udp_rx *r = &eng->rx[i];
-
-			sv_rx_pkt(eng, s, r->buf, r->len, r->truncated,
-				  &r->flow, false);
-		}
-		if (n < SV_RX_BATCH)
-			break;
-		budget -= (unsigned int)n < budget ? (unsigned int)n : budget;
-	}
 }

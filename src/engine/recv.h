@@ -11,7 +11,6 @@
 #include "engine/eng.h"
 #include "proto/addr.h"
 
-void sv_rx_sock(struct sv_engine *eng, struct sv_sock *s);
 void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	       uint32_t len, bool truncated, const struct sv_flow *flow,
 	       bool shm);

@@ -488,8 +488,9 @@ void sv_req_run(struct sv_qp_engine *qe)
 		return;
 	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD)
 		return;
-	/* post_send runs the queue itself (chanpath.c lean mode). */
-	if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+	/* post_send runs the queue through a path (the channel's lean
+	 * mode). */
+	if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		return;
 	/* Responses may have completed what we were about to resend. */
 	if ((int32_t)(qe->req.idx - qe->comp.idx) < 0)

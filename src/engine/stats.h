@@ -61,7 +61,7 @@
 	X(help_taken, "of those, partly copied by it")                       \
 	X(help_revoked, "of those, taken back from a stopped target")         \
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
-	X(chan_sends, "SENDs through a message channel (chanpath.c)")      \
+	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
 	X(chan_broken, "message channels closed: a malformed message")
 /* clang-format on */

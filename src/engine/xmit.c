@@ -9,8 +9,8 @@
 
 #include "engine/eng.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/qpe.h"
-#include "engine/shmpath.h"
 #include "engine/stats.h"
 #include "engine/xrc.h"
 #include "proto/icrc.h"
@@ -44,7 +44,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	t->sock = qe->sock;
 	t->dst = qe->peer;
 	t->src = qe->flow.src;
-	t->shm = qe->shm;
+	sv_links_of_qp(qe, &t->link, &t->peer);
 	return b;
 }
 
@@ -56,11 +56,12 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	if (sv_xrc_qp(qe->qp))
 		sv_xrc_tx(qe, t);
 	if (sv_env_trace())
-		sv_trace_pkt(eng, t->shm ? "tx-shm" : "tx", t->buf, t->len,
-			     NULL);
+		sv_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
+			     t->len, NULL);
 	eng->ntx++;
-	if (t->shm) {
-		/* No wire, no ICRC (shm.h): the receiver does not check it. */
+	if (!t->link->wire) {
+		/* No wire, no ICRC (link.h): the receiver does not check
+		 * it. */
 		SV_STAT(eng, shm_tx_pkts);
 		return;
 	}
@@ -90,38 +91,34 @@ static bool inject_loss(struct sv_engine *eng)
 	return true;
 }
 
-/* Runs of packets for the same link and socket: a shm run goes into one
- * peer's ring at once, a UDP run is one sendmmsg. */
+/* Runs of packets for the same socket, link and peer: a run goes into one
+ * peer's ring at once, or is one sendmmsg. */
 void sv_tx_flush(struct sv_engine *eng)
 {
-	struct sv_udp_tx batch[SV_TX_BATCH];
-	struct sv_tx *run[SV_TX_BATCH];
+	struct sv_link_pkt batch[SV_TX_BATCH];
 	unsigned int i = 0;
 
 	while (i < eng->ntx) {
-		struct sv_sock *s = eng->tx[i].sock;
-		struct sv_shm_peer *peer = eng->tx[i].shm;
+		struct sv_tx *first = &eng->tx[i];
 		unsigned int n = 0, k = 0;
 
-		for (; i + k < eng->ntx && eng->tx[i + k].sock == s &&
-		       eng->tx[i + k].shm == peer;
+		for (; i + k < eng->ntx && eng->tx[i + k].sock == first->sock &&
+		       eng->tx[i + k].link == first->link &&
+		       eng->tx[i + k].peer == first->peer;
 		     k++) {
 			struct sv_tx *t = &eng->tx[i + k];
 
 			if (inject_loss(eng))
 				continue;
-			run[n] = t;
 			batch[n].buf = t->buf;
 			batch[n].len = t->len;
 			batch[n].dst = &t->dst;
 			batch[n].src = &t->src;
 			n++;
 		}
-		if (n && peer)
-			sv_shm_tx(eng, run, n);
-		else if (n)
-			eng->stats.send_err +=
-				(uint64_t)sv_udp_send(&s->udp, batch, (int)n);
+		if (n)
+			sv_links_tx(eng, first->sock, first->link, first->peer,
+				    batch, n);
 		i += k;
 	}
 	eng->ntx = 0;
@@ -140,4 +137,3 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK)
 		SV_STAT(qe->eng, ack_sent);
 }
-

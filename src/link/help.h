@@ -65,7 +65,7 @@ struct sv_help_job {
 	 * (then it claims no more): the sender copies those itself. */
 	_Atomic uint64_t redo;
 	/* the helper thread's tid, SV_HELP_REVOCABLE if it copies inside
-	 * a restartable sequence (engine/help.c) */
+	 * a restartable sequence (paths/help.c) */
 	_Atomic uint32_t tid;
 	/* written by the sender: the generation whose chunks the helper
 	 * must no longer copy (it found the helper stopped) */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -176,6 +177,7 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 	r->hdr = h;
 	r->size = size;
 	r->port = port;
+	r->sockfd = sockfd;
 	err = registry_write(r, sockfd);
 	if (err) {
 		sv_dbg("shm: cannot register port %u: %s", port,
@@ -305,7 +307,7 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 					   base + SV_SHM_SLOTS)) {
 		sv_warn("shm: port %u: skipped a slot its producer (pid %d) never filled",
 			r->port, (int)s->pid);
-		/* Busy pollers read head without the lock (shmpath.c). */
+		/* Busy pollers read head without the lock (links.c). */
 		__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELAXED);
 	}
 	r->stall_since = 0;
@@ -616,3 +618,123 @@ bool sv_shm_peer_current(const struct sv_shm_peer *p)
 	return sscanf(buf, "softverbs-shm 1 %d", &pid) == 1 && pid == p->pid &&
 	       !pid_dead(pid);
 }
+
+/* ---- the link (link/link.h) ---------------------------------------------- */
+
+static int shm_link_open(void *ep, uint16_t *port, int *sockfd)
+{
+	return sv_shm_ring_open(ep, *port, *sockfd);
+}
+
+static void shm_close(void *ep)
+{
+	struct sv_shm_ring *r = ep;
+
+	if (r->hdr)
+		sv_shm_ring_close(r);
+}
+
+/* Packets pkt[0..n) all go to the one peer.  Each slot carries the flow a
+ * datagram would have had: from our address and port, to the peer's. */
+static unsigned int shm_transmit(void *ep, void *peer,
+				 const struct sv_link_pkt *pkt, unsigned int n,
+				 unsigned int *bells)
+{
+	struct sv_shm_ring *r = ep;
+	struct sv_shm_pkt sp[SV_LINK_BATCH];
+	struct sv_flow f[SV_LINK_BATCH];
+	unsigned int i, lost = 0;
+	bool wake;
+
+	while (n) {
+		unsigned int k = n < SV_LINK_BATCH ? n : SV_LINK_BATCH, done;
+
+		for (i = 0; i < k; i++) {
+			f[i].src = *pkt[i].src;
+			sv_sockaddr_to_ipaddr((const struct sockaddr *)pkt[i].dst,
+					      &f[i].dst, &f[i].dport);
+			f[i].sport = r->port;
+			sp[i].flow = &f[i];
+			sp[i].buf = pkt[i].buf;
+			sp[i].len = pkt[i].len;
+		}
+		done = sv_shm_push(peer, sp, k, &wake);
+		/* The peer's thread sleeps in epoll on that port: a
+		 * zero-length datagram wakes it (and is dropped there). */
+		if (wake) {
+			++*bells;
+			if (sendto(r->sockfd, NULL, 0, MSG_DONTWAIT,
+				   (const struct sockaddr *)pkt[0].dst,
+				   sizeof(*pkt[0].dst)) < 0)
+				sv_dbg("shm: doorbell: %s", strerror(errno));
+		}
+		lost += k - done;
+		if (done < k)
+			return lost + (n - k); /* full: the rest too */
+		pkt += k;
+		n -= k;
+	}
+	return lost;
+}
+
+static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
+				unsigned int budget, uint64_t now)
+{
+	struct sv_shm_ring *r = ep;
+	const struct sv_shm_slot *sl;
+	unsigned int got = 0;
+
+	if (!r->hdr)
+		return 0;
+	while (got < budget && (sl = sv_shm_ring_peek(r, now))) {
+		/* The slot stays ours until sv_shm_ring_next: the packet is
+		 * processed in place.  Its length is read once. */
+		uint32_t len = *(volatile const uint32_t *)&sl->len;
+		struct sv_flow flow = sl->flow;
+
+		flow.dport = r->port;
+		fn(arg, (uint8_t *)sl->data, len > SV_MAX_PKT ? 0 : len,
+		   len > SV_MAX_PKT, &flow);
+		sv_shm_ring_next(r);
+		got++;
+	}
+	return got;
+}
+
+static bool shm_sleep(void *ep)
+{
+	struct sv_shm_ring *r = ep;
+
+	return !r->hdr || sv_shm_ring_sleep(r);
+}
+
+static void shm_wake(void *ep)
+{
+	struct sv_shm_ring *r = ep;
+
+	if (r->hdr)
+		sv_shm_ring_wake(r);
+}
+
+static int shm_attach(uint16_t port, void **peer, const char **why)
+{
+	return sv_shm_peer_attach(port, (struct sv_shm_peer **)peer, why);
+}
+
+static void shm_detach(void *peer)
+{
+	sv_shm_peer_detach(peer);
+}
+
+const struct sv_link_ops sv_link_shm = {
+	.name = "shm",
+	.cheap = true,
+	.open = shm_link_open,
+	.close = shm_close,
+	.transmit = shm_transmit,
+	.receive = shm_receive,
+	.sleep = shm_sleep,
+	.wake = shm_wake,
+	.attach = shm_attach,
+	.detach = shm_detach,
+};

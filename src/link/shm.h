@@ -29,9 +29,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/wire.h"
 #include "link/chan.h"
 #include "link/help.h"
+#include "link/link.h"
+#include "proto/wire.h"
 #include "util/list.h"
 
 struct sv_pubtab_view; /* core/pubtab.h */
@@ -88,6 +89,7 @@ struct sv_shm_ring {
 	uint64_t head; /* next round to consume (consumer only) */
 	uint64_t stall_since; /* ns: head slot claimed, not yet filled */
 	uint16_t port;
+	int sockfd; /* the socket's UDP fd: doorbells to peers leave by it */
 	char path[96]; /* registry file, "" if none */
 };
 
@@ -100,7 +102,8 @@ struct sv_shm_peer {
 	unsigned int refs;
 	struct sv_shm_hdr *hdr;
 	size_t size;
-	const struct sv_pubtab_view *pubtab; /* peer's published MR table, mapped, or NULL */
+	const struct sv_pubtab_view
+		*pubtab; /* peer's published MR table, mapped, or NULL */
 	struct list_node node;
 };
 
@@ -119,8 +122,7 @@ void sv_shm_ring_close(struct sv_shm_ring *r);
 /* Consumer: the packet at the head, or NULL when the ring is empty; then
  * sv_shm_ring_next() gives the slot back.  The slot's len is already
  * bounded by SV_MAX_PKT (else it is skipped: a broken peer). */
-const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r,
-					   uint64_t now);
+const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now);
 void sv_shm_ring_next(struct sv_shm_ring *r);
 /* Set the sleeping word; false when the ring is not empty (don't sleep). */
 bool sv_shm_ring_sleep(struct sv_shm_ring *r);

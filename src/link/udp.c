@@ -15,9 +15,6 @@
  * otherwise the kernel caps at net.core.[rw]mem_max. */
 #define SV_UDP_BUFSZ (8 << 20)
 
-static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0,    0,
-					     0, 0, 0, 0, 0xff, 0xff };
-
 static void set_buf(int fd, int force_opt, int opt, int size)
 {
 	if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof(size)) == 0)
@@ -70,55 +67,6 @@ void sv_udp_close(struct sv_udp_sock *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-}
-
-void sv_sockaddr_to_ipaddr(const struct sockaddr *sa, struct sv_ipaddr *ip,
-			   uint16_t *port)
-{
-	memset(ip, 0, sizeof(*ip));
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		ip->family = AF_INET;
-		memcpy(ip->addr, &in->sin_addr, 4);
-		if (port)
-			*port = ntohs(in->sin_port);
-	} else {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		if (!memcmp(&in6->sin6_addr, v4mapped_prefix, 12)) {
-			ip->family = AF_INET;
-			memcpy(ip->addr, (const uint8_t *)&in6->sin6_addr + 12,
-			       4);
-		} else {
-			ip->family = AF_INET6;
-			memcpy(ip->addr, &in6->sin6_addr, 16);
-		}
-		if (port)
-			*port = ntohs(in6->sin6_port);
-	}
-}
-
-void sv_ipaddr_to_sin6(const struct sv_ipaddr *ip, uint16_t port,
-		       uint32_t scope, struct sockaddr_in6 *sin6)
-{
-	memset(sin6, 0, sizeof(*sin6));
-	sin6->sin6_family = AF_INET6;
-	sin6->sin6_port = htons(port);
-	if (ip->family == AF_INET) {
-		memcpy(&sin6->sin6_addr, v4mapped_prefix, 12);
-		memcpy((uint8_t *)&sin6->sin6_addr + 12, ip->addr, 4);
-	} else {
-		memcpy(&sin6->sin6_addr, ip->addr, 16);
-		sin6->sin6_scope_id = scope;
-	}
-}
-
-bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b)
-{
-	if (a->family != b->family)
-		return false;
-	return !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
 }
 
 int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
@@ -211,7 +159,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 
 /* ---- send -------------------------------------------------------------- */
 
-int sv_udp_send(struct sv_udp_sock *s, const struct sv_udp_tx *tx, int n)
+int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 {
 	struct mmsghdr msgs[SV_UDP_BATCH];
 	struct iovec iov[SV_UDP_BATCH];
@@ -224,7 +172,7 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_udp_tx *tx, int n)
 		if (batch > SV_UDP_BATCH)
 			batch = SV_UDP_BATCH;
 		for (i = 0; i < batch; i++) {
-			const struct sv_udp_tx *t = &tx[done + i];
+			const struct sv_link_pkt *t = &tx[done + i];
 			struct msghdr *m = &msgs[i].msg_hdr;
 			struct cmsghdr *c;
 
@@ -279,3 +227,57 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_udp_tx *tx, int n)
 	}
 	return lost;
 }
+
+/* ---- the link (link/link.h) ---------------------------------------------- */
+
+static int udp_open(void *ep, uint16_t *port, int *sockfd)
+{
+	struct sv_udp_sock *s = ep;
+	int err = sv_udp_open(s);
+
+	if (!err) {
+		*port = s->port;
+		*sockfd = s->fd;
+	}
+	return err;
+}
+
+static void udp_close(void *ep)
+{
+	sv_udp_close(ep);
+}
+
+static unsigned int udp_transmit(void *ep, void *peer,
+				 const struct sv_link_pkt *pkt, unsigned int n,
+				 unsigned int *bells)
+{
+	return (unsigned int)sv_udp_send(ep, pkt, (int)n);
+}
+
+static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
+				unsigned int budget, uint64_t now)
+{
+	struct sv_udp_sock *s = ep;
+	unsigned int got = 0;
+
+	while (got < budget) {
+		int i, n = sv_udp_recv(s, s->rx, (int)s->nrx);
+
+		for (i = 0; i < n; i++)
+			fn(arg, s->rx[i].buf, s->rx[i].len, s->rx[i].truncated,
+			   &s->rx[i].flow);
+		got += (unsigned int)n;
+		if ((unsigned int)n < s->nrx)
+			break;
+	}
+	return got;
+}
+
+const struct sv_link_ops sv_link_udp = {
+	.name = "udp",
+	.wire = true,
+	.open = udp_open,
+	.close = udp_close,
+	.transmit = udp_transmit,
+	.receive = udp_receive,
+};

@@ -17,15 +17,22 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "link/link.h"
 #include "proto/wire.h"
 
 /* Receive buffers are larger than any valid packet so an oversized
  * datagram is seen as such rather than silently truncated. */
 #define SV_UDP_RXBUF (SV_MAX_PKT + 256)
 
+struct sv_udp_rx;
+
 struct sv_udp_sock {
 	int fd;
 	uint16_t port; /* host order */
+	/* Where the link's receive puts a batch (the engine's buffers,
+	 * shared by its sockets): nrx datagrams of SV_UDP_RXBUF bytes. */
+	struct sv_udp_rx *rx;
+	unsigned int nrx;
 };
 
 /* Open a socket with an ephemeral port.  0 or errno. */
@@ -44,24 +51,10 @@ struct sv_udp_rx {
  * none are waiting). */
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n);
 
-/* One datagram of a send batch: to dst, from the local address src. */
-struct sv_udp_tx {
-	const uint8_t *buf;
-	uint32_t len;
-	const struct sockaddr_in6 *dst;
-	const struct sv_ipaddr *src;
-};
-
-/* Send n datagrams.  Returns how many the kernel refused (each is lost,
+/* Send n datagrams (each to its dst, from its src).  Returns how many the kernel refused (each is lost,
  * like a packet dropped by the network; reliability is the transport's). */
-int sv_udp_send(struct sv_udp_sock *s, const struct sv_udp_tx *tx, int n);
+int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n);
 
-/* socket address <-> sv_ipaddr (IPv4-mapped IPv6 becomes AF_INET). */
-void sv_sockaddr_to_ipaddr(const struct sockaddr *sa, struct sv_ipaddr *ip,
-			   uint16_t *port);
-void sv_ipaddr_to_sin6(const struct sv_ipaddr *ip, uint16_t port,
-		       uint32_t scope, struct sockaddr_in6 *sin6);
-bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b);
 /* Which local address would the kernel use to reach dst?  0 or errno. */
 int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src);
 

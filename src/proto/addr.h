@@ -34,6 +34,14 @@ static inline bool sv_ip_is_multicast(const struct sv_ipaddr *ip)
 	return ip->addr[0] == 0xff; /* ff00::/8 */
 }
 
+/* socket address <-> sv_ipaddr (IPv4-mapped IPv6 becomes AF_INET). */
+struct sockaddr;
+struct sockaddr_in6;
+void sv_sockaddr_to_ipaddr(const struct sockaddr *sa, struct sv_ipaddr *ip,
+			   uint16_t *port);
+void sv_ipaddr_to_sin6(const struct sv_ipaddr *ip, uint16_t port,
+		       uint32_t scope, struct sockaddr_in6 *sin6);
+bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b);
 /* ---- QPN addressing ------------------------------------------------------ */
 
 #define SV_QPN_MASK 0xffffffu

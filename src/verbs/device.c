@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "paths/paths.h"
 #include "util/log.h"
 
 /* ---- device list -------------------------------------------------------- */
@@ -131,7 +132,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&v->context.mutex, NULL);
 	sv_ctx_ops_install(v);
 
-	if (sv_engine_open(ctx)) {
+	if (sv_engine_open(ctx, &sv_paths)) {
 		int err = errno ? errno : ENOMEM;
 
 		close(ctx->async_pipe[0]);

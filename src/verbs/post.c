@@ -203,10 +203,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			break;
 		}
 		/* A small SEND to a same-host peer: straight into its
-		 * message channel, no engine (engine/chanpath.c). */
-		if (!type1 && sv_engine_post_lean(qp, wr, len))
+		 * message channel, no engine (paths/chan.c). */
+		if (!type1 && sv_engine_post_path(qp, wr, len))
 			continue;
-		/* (post_lean may have let go of sq_lock for a moment.) */
+		/* (A path may have let go of sq_lock for a moment.) */
 		tail = atomic_load_explicit(&sq->tail, memory_order_relaxed);
 		fill_send_wqe(qp, sv_wq_at(sq, tail), wr, len);
 		/* Publish the WQE before the engine can see the new tail. */

@@ -1,6 +1,6 @@
 /*
  * Message channels between two processes of this host (docs/fastpath.md,
- * layer 3: link/chan.h, engine/chanpath.c): an RC SEND / SEND_WITH_IMM of
+ * layer 3: link/chan.h, paths/chan.c): an RC SEND / SEND_WITH_IMM of
  * up to 1024 bytes from a QP with rnr_retry 7 to a QP without an SRQ
  * crosses a shared-memory ring instead of packets, with exactly the packet
  * path's semantics.  Every case also runs with SOFTVERBS_FASTPATH=0 (UDP)

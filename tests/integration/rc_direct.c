@@ -1,6 +1,6 @@
 /*
  * One-copy placement between two processes of this host (docs/fastpath.md,
- * layer 2: engine/direct.c, core/pubtab.c):
+ * layer 2: paths/direct.c, core/pubtab.c):
  *   stopped  the target is SIGSTOPped while the initiator's 1 MiB RDMA
  *            WRITE and READ (and a burst of small and inline WRITEs,
  *            which go through the target's /proc/PID/mem: direct_memfile)
@@ -20,7 +20,7 @@
  *            inline one: when the SEND arrives every written byte is in
  *            place; READ gives the bytes back;
  *   help     large WRITEs while the target idles, which its progress
- *            thread helps to copy (engine/help.c): one of three SGEs of
+ *            thread helps to copy (paths/help.c): one of three SGEs of
  *            odd lengths to an odd remote offset, then a stream of 40
  *            WRITEs of 4 MiB + 1 alternating between two regions, each
  *            with its own pattern: every byte right, the last one last

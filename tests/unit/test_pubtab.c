@@ -259,7 +259,7 @@ static void test_churn(struct sv_pubtab_view *tab)
 }
 
 /* A child maps our table by pid and fd and writes into our memory the way
- * engine/direct.c does. */
+ * paths/direct.c does. */
 static void test_child_write(int fd)
 {
 	const uint32_t me = 0x7701, qpn = 0x7702, rkey = 0x2468ace;

@@ -51,7 +51,7 @@
  * progress thread sleeps (its ring's sleeping word); a thread about to
  * sleep re-checks its channels after setting the word.
  */
-#include "engine/fastpath.h"
+#include "paths/paths.h"
 
 #include <errno.h>
 #include <string.h>
@@ -96,7 +96,7 @@ enum sv_chan_r {
 /* Channel SENDs not yet retired (engine lock). */
 static bool tx_pending(struct sv_qp_engine *qe)
 {
-	if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+	if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		return atomic_load_explicit(&qe->qp->sq.tail,
 					    memory_order_relaxed) !=
 		       qe->comp.idx;
@@ -128,6 +128,10 @@ static void list_update(struct sv_qp_engine *qe)
 		list_del(&qe->chan.node);
 		qe->chan.listed = false;
 	}
+	/* What the engine reads of it: a sender runs alone when kicked,
+	 * and receive completions may go straight to a poller. */
+	qe->run_alone = qe->chan.tx.ch != NULL;
+	qe->eng->sink_on = !list_empty(&qe->eng->chans);
 	/* What busy polls watch changes: they take the lock until the
 	 * next pass has set it. */
 	qe->eng->watch_dirty = true;
@@ -447,7 +451,7 @@ static bool tx_attach(struct sv_qp_engine *qe)
  * Once a QP's send queue holds nothing but channel SENDs, the requester
  * has nothing left to decide for the next ones: they go into the channel
  * in order, as posted.  So the QP enters lean mode and post_send writes
- * them there itself, under sq_lock (sv_engine_post_lean): no engine lock,
+ * them there itself, under sq_lock (chan_post): no engine lock,
  * no pass, no WQE built and re-read.  The engine still retires them (the
  * ack line, under its lock: comp.idx is the cursor) and watches for
  * stalls.  Anything else leaves lean mode first, under both locks, and
@@ -482,15 +486,15 @@ static void lean_leave_locked(struct sv_qp_engine *qe)
 		idx++;
 	qe->req.idx = idx;
 	qe->chan.outstanding = idx - qe->comp.idx;
-	atomic_store(&qe->chan.lean, false);
+	atomic_store(&qe->sq_by_post, false);
 	lean_count(qe);
 	qe->eng->watch_dirty = true;
 	atomic_store(&qe->eng->quiet, NULL);
 }
 
-void sv_chan_lean_leave(struct sv_qp_engine *qe)
+static void lean_leave(struct sv_qp_engine *qe)
 {
-	if (!atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+	if (!atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		return;
 	sv_qlock_lock(&qe->qp->sq_lock);
 	lean_leave_locked(qe);
@@ -510,7 +514,7 @@ static void lean_enter(struct sv_qp_engine *qe)
 	sv_qlock_lock(&qp->sq_lock);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		qe->chan.lean_psn = qe->req.psn;
-		atomic_store(&qe->chan.lean, true);
+		atomic_store(&qe->sq_by_post, true);
 		qe->eng->watch_dirty = true;
 		atomic_store(&qe->eng->quiet, NULL);
 	}
@@ -596,13 +600,13 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	return true;
 }
 
-bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
-			 uint64_t len)
+static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
+		      uint64_t len)
 {
 	struct sv_qp_engine *qe = qp->eng;
 	struct sv_engine *eng;
 
-	if (!qe || !atomic_load_explicit(&qe->chan.lean, memory_order_acquire))
+	if (!qe || !atomic_load_explicit(&qe->sq_by_post, memory_order_acquire))
 		return false;
 	if (lean_post(qe, wr,
 		      (uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 :
@@ -614,7 +618,7 @@ bool sv_engine_post_lean(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	sv_qlock_unlock(&qp->sq_lock);
 	pthread_mutex_lock(&eng->lock);
 	sv_qlock_lock(&qp->sq_lock);
-	if (atomic_load(&qe->chan.lean))
+	if (atomic_load(&qe->sq_by_post))
 		lean_leave_locked(qe);
 	pthread_mutex_unlock(&eng->lock);
 	return false;
@@ -635,7 +639,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	if (atomic_load_explicit(&own->nak, memory_order_relaxed)) {
 		/* The engine's retirement reports it. */
-		sv_chan_lean_leave(qe);
+		lean_leave(qe);
 		tx_retire(qe);
 		return;
 	}
@@ -811,7 +815,7 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 		qe->chan.stall_since = now; /* look again in a while */
 		return;
 	}
-	sv_chan_lean_leave(qe); /* the engine's cursors from here */
+	lean_leave(qe); /* the engine's cursors from here */
 	if (!qe->chan.outstanding)
 		return;
 	w = sv_wq_at(&qe->qp->sq, qe->comp.idx);
@@ -844,7 +848,7 @@ static void chan_poll(struct sv_engine *eng)
 		/* Acknowledgements before messages: the peer acknowledged
 		 * our SENDs before it could answer them, and completions
 		 * seen together should tell it in that order. */
-		if (atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+		if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 			lean_retire(qe);
 		else if (qe->chan.outstanding)
 			tx_retire(qe);
@@ -872,7 +876,7 @@ static bool chan_idle(struct sv_engine *eng)
 		     qe->chan.rx.head != qe->chan.rx_acked))
 			return false;
 		if ((qe->chan.outstanding ||
-		     atomic_load_explicit(&qe->chan.lean,
+		     atomic_load_explicit(&qe->sq_by_post,
 					  memory_order_relaxed)) &&
 		    atomic_load(&qe->chan.tx.own->ack) != qe->chan.acked)
 			return false;
@@ -910,7 +914,7 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 				      sv_chan_seq(r->gen, r->head), true);
 		/* (A lean QP's posts do not pass here: watch it always.) */
 		if (qe->chan.outstanding ||
-		    atomic_load_explicit(&qe->chan.lean, memory_order_relaxed))
+		    atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 			sv_watch_word(eng, n, &qe->chan.tx.own->ack,
 				      qe->chan.acked, false);
 	}
@@ -956,11 +960,21 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 	return until;
 }
 
+/* A channel lives after the packet slots of the peer's segment: any QP
+ * attached through the shm link (chan_try decides the rest: RC, rnr_retry
+ * 7, no SRQ at the peer, a SEND of at most SV_CHAN_MAX_MSG). */
+static bool chan_applies(const struct sv_qp_engine *qe)
+{
+	return qe->shm != NULL;
+}
+
 const struct sv_path_ops sv_path_chan = {
 	.name = "chan",
 	.engine_init = chan_engine_init,
+	.applies = chan_applies,
+	.post = chan_post,
 	.send = chan_send,
-	.quiesce = sv_chan_lean_leave,
+	.quiesce = lean_leave,
 	.qp_state = chan_qp_state,
 	.qp_destroyed = chan_qp_destroyed,
 	.poll = chan_poll,

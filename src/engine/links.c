@@ -1,5 +1,12 @@
 /*
- * The shm link in the engine (link/shm.h has the link itself).
+ * The engine's links (link/link.h has the interface, link/udp.c and
+ * link/shm.c the two links).
+ *
+ * Every engine socket has an endpoint on each link that opens there (UDP
+ * always, the shm ring where the fast path is available); a pass drains
+ * the cheap ones (the rings) always and UDP when it is due, runs of
+ * packets leave through the link their QP uses, and the progress thread
+ * arms each link's wake-up before it sleeps.
  *
  * A connected QP (RC, UC, XRC) whose peer QP lives on this host, in this
  * network namespace, in a process we may cross-memory attach to, sends its
@@ -16,7 +23,7 @@
  * receive through UDP, or every SV_UDP_EVERY passes (stray datagrams,
  * doorbells); the progress thread always reads it.
  */
-#include "engine/shmpath.h"
+#include "engine/links.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,35 +43,56 @@
 /* How long a transmitter waits for room in a full peer ring. */
 #define SV_SHM_FULL_WAIT_NS (20ull * 1000 * 1000)
 
-void sv_shm_engine_init(struct sv_engine *eng)
+void sv_links_engine_init(struct sv_engine *eng)
 {
 	list_head_init(&eng->shm_peers);
 }
 
 /* ---- sockets ----------------------------------------------------------------- */
 
-void sv_shm_sock_open(struct sv_engine *eng, struct sv_sock *s)
+static void add_link(struct sv_sock *s, const struct sv_link_ops *ops, void *ep)
 {
-	const char *why;
-	int err;
-
-	if (!sv_shm_available(&why)) {
-		s->ring.hdr = NULL;
-		s->ring.fd = -1;
-		return;
-	}
-	err = sv_shm_ring_open(&s->ring, s->udp.port, s->udp.fd);
-	if (err)
-		sv_dbg("shm: port %u has no ring: %s", s->udp.port,
-		       strerror(err));
-	else /* whether our progress thread takes jobs (help.c) */
-		atomic_store(&s->ring.hdr->helping, eng->help_avail);
+	s->link[s->nlinks].ops = ops;
+	s->link[s->nlinks].ep = ep;
+	s->nlinks++;
 }
 
-void sv_shm_sock_close(struct sv_sock *s)
+int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 {
-	if (s->ring.hdr)
-		sv_shm_ring_close(&s->ring);
+	const char *why;
+	uint16_t port;
+	int err, fd;
+
+	s->udp.rx = eng->rx;
+	s->udp.nrx = SV_RX_BATCH;
+	err = sv_link_udp.open(&s->udp, &port, &fd);
+	if (err)
+		return err;
+	err = sv_engine_watch(eng, fd, s);
+	if (err) {
+		sv_link_udp.close(&s->udp);
+		return err;
+	}
+	/* The rings first: a pass drains them before it reads the socket. */
+	s->ring.fd = -1;
+	if (sv_shm_available(&why)) {
+		err = sv_link_shm.open(&s->ring, &port, &fd);
+		if (err) {
+			sv_dbg("shm: port %u has no ring: %s", port,
+			       strerror(err));
+		} else {
+			add_link(s, &sv_link_shm, &s->ring);
+		}
+	}
+	add_link(s, &sv_link_udp, &s->udp);
+	sv_paths_sock_open(eng, s);
+	return 0;
+}
+
+void sv_links_sock_close(struct sv_sock *s)
+{
+	while (s->nlinks--)
+		s->link[s->nlinks].ops->close(s->link[s->nlinks].ep);
 }
 
 /* ---- paths ------------------------------------------------------------------- */
@@ -85,7 +113,7 @@ static void why(struct sv_qp_engine *qe, const char *s)
 	snprintf(qe->path_why, sizeof(qe->path_why), "%s", s);
 }
 
-void sv_shm_qp_created(struct sv_qp_engine *qe)
+void sv_links_qp_created(struct sv_qp_engine *qe)
 {
 	if (qe->type == IBV_QPT_UD) {
 		why(qe, "UD uses UDP");
@@ -104,7 +132,7 @@ static void release(struct sv_qp_engine *qe)
 	qe->peer_udp = false;
 	if (p && !--p->refs) {
 		list_del(&p->node);
-		sv_shm_peer_detach(p);
+		sv_link_shm.detach(p);
 	}
 }
 
@@ -151,7 +179,7 @@ static void choose(struct sv_qp_engine *qe)
 		}
 	}
 	if (!p) {
-		if (sv_shm_peer_attach(port, &p, &reason)) {
+		if (sv_link_shm.attach(port, (void **)&p, &reason)) {
 			why(qe, reason);
 			sv_dbg("shm: qp 0x%06x -> 0x%06x stays on UDP: %s",
 			       qe->qpn, qe->dest_qpn, reason);
@@ -164,8 +192,8 @@ static void choose(struct sv_qp_engine *qe)
 	qe->path_why[0] = 0;
 }
 
-void sv_shm_qp_modified(struct sv_qp_engine *qe, enum ibv_qp_state new_state,
-			enum ibv_qp_state old_state)
+void sv_links_qp_modified(struct sv_qp_engine *qe, enum ibv_qp_state new_state,
+			  enum ibv_qp_state old_state)
 {
 	if (qe->type == IBV_QPT_UD)
 		return;
@@ -182,7 +210,7 @@ void sv_shm_qp_modified(struct sv_qp_engine *qe, enum ibv_qp_state new_state,
 	set_rx_udp(qe, !qe->shm);
 }
 
-void sv_shm_qp_destroyed(struct sv_qp_engine *qe)
+void sv_links_qp_destroyed(struct sv_qp_engine *qe)
 {
 	release(qe);
 	set_rx_udp(qe, false);
@@ -190,7 +218,7 @@ void sv_shm_qp_destroyed(struct sv_qp_engine *qe)
 
 /* A packet of this QP's peer came through UDP: the peer may not attach
  * to us, so this socket is read at every pass again. */
-void sv_shm_rx_udp_seen(struct sv_qp_engine *qe)
+void sv_links_rx_udp_seen(struct sv_qp_engine *qe)
 {
 	if (qe->shm && !qe->peer_udp) {
 		qe->peer_udp = true;
@@ -198,22 +226,19 @@ void sv_shm_rx_udp_seen(struct sv_qp_engine *qe)
 	}
 }
 
-const char *sv_shm_path(const struct sv_qp_engine *qe)
+void sv_links_of_qp(const struct sv_qp_engine *qe,
+		    const struct sv_link_ops **link, void **peer)
 {
-	return qe->shm ? NULL : qe->path_why;
+	if (qe->shm) {
+		*link = &sv_link_shm;
+		*peer = qe->shm;
+	} else {
+		*link = &sv_link_udp;
+		*peer = NULL;
+	}
 }
 
 /* ---- transmit ---------------------------------------------------------------- */
-
-/* The peer's thread sleeps in epoll on that port: a zero-length
- * datagram wakes it (and is dropped there). */
-static void doorbell(struct sv_engine *eng, const struct sv_tx *t)
-{
-	SV_STAT(eng, shm_wakeups);
-	if (sendto(t->sock->udp.fd, NULL, 0, MSG_DONTWAIT,
-		   (const struct sockaddr *)&t->dst, sizeof(t->dst)) < 0)
-		sv_dbg("shm: doorbell: %s", strerror(errno));
-}
 
 /* Is p the ring of one of this engine's own sockets? */
 static bool own_ring(struct sv_engine *eng, const struct sv_shm_peer *p)
@@ -228,49 +253,22 @@ static bool own_ring(struct sv_engine *eng, const struct sv_shm_peer *p)
 	return false;
 }
 
-/* Push pkt[0..n) as room appears, for SV_SHM_FULL_WAIT_NS at most;
- * returns how many went. */
-static unsigned int wait_room(struct sv_engine *eng, const struct sv_tx *t,
-			      const struct sv_shm_pkt *pkt, unsigned int n)
+void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
+		 const struct sv_link_ops *link, void *peer,
+		 const struct sv_link_pkt *pkt, unsigned int n)
 {
-	uint64_t until = sv_now_ns() + SV_SHM_FULL_WAIT_NS;
-	unsigned int done = 0;
-	bool wake;
+	unsigned int bells = 0, lost, i;
+	uint64_t until = 0;
+	void *ep = NULL;
 
-	while (done < n && sv_now_ns() < until) {
-		sched_yield();
-		done += sv_shm_push(t->shm, pkt + done, n - done, &wake);
-		if (wake)
-			doorbell(eng, t);
+	for (i = 0; i < s->nlinks; i++)
+		if (s->link[i].ops == link)
+			ep = s->link[i].ep;
+	if (!ep) { /* the socket has no endpoint there (not reached) */
+		eng->stats.send_err += n;
+		return;
 	}
-	return done;
-}
-
-/* Packets *t[0..n) all go to the same peer, from the same socket.
- * (GCC 12 cannot see that pkt[0..n) is filled before each push.) */
-#pragma GCC diagnostic push
-#ifndef __clang__ /* clang has no such warning and warns about the name */
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t, unsigned int n)
-{
-	struct sv_shm_pkt pkt[SV_TX_BATCH];
-	struct sv_flow f[SV_TX_BATCH];
-	unsigned int i, done;
-	bool wake;
-
-	for (i = 0; i < n; i++) {
-		f[i].src = t[i]->src;
-		sv_sockaddr_to_ipaddr((struct sockaddr *)&t[i]->dst, &f[i].dst,
-				      &f[i].dport);
-		f[i].sport = t[i]->sock->udp.port;
-		pkt[i].flow = &f[i];
-		pkt[i].buf = t[i]->buf;
-		pkt[i].len = t[i]->len;
-	}
-	done = sv_shm_push(t[0]->shm, pkt, n, &wake);
-	if (wake)
-		doorbell(eng, t[0]);
+	lost = link->transmit(ep, peer, pkt, n, &bells);
 	/* A full ring: the consumer is behind.  UC has no retransmission
 	 * and its sender no window, so a burst of large UC messages would
 	 * lose whole messages where a socket's big receive buffer would
@@ -279,69 +277,91 @@ void sv_shm_tx(struct sv_engine *eng, struct sv_tx *const *t, unsigned int n)
 	 * that drains them) and not for long (a stopped peer): then the
 	 * rest is lost, as datagrams the peer's socket had no room for,
 	 * and RC's transport recovers. */
-	if (done < n && !own_ring(eng, t[0]->shm))
-		done += wait_room(eng, t[0], pkt + done, n - done);
-	eng->stats.shm_ring_full += n - done;
+	if (lost && peer && !own_ring(eng, peer)) {
+		until = sv_now_ns() + SV_SHM_FULL_WAIT_NS;
+		while (lost && sv_now_ns() < until) {
+			sched_yield();
+			lost = link->transmit(ep, peer, pkt + (n - lost), lost,
+					      &bells);
+		}
+	}
+	eng->stats.shm_wakeups += bells;
+	if (link->wire)
+		eng->stats.send_err += lost;
+	else
+		eng->stats.shm_ring_full += lost;
 }
-#pragma GCC diagnostic pop
 
 /* ---- receive ----------------------------------------------------------------- */
 
-void sv_shm_rx(struct sv_engine *eng, struct sv_sock *s)
+struct rx_ctx {
+	struct sv_engine *eng;
+	struct sv_sock *sock;
+	bool wire;
+};
+
+static void deliver(void *arg, uint8_t *buf, uint32_t len, bool truncated,
+		    const struct sv_flow *flow)
 {
-	unsigned int budget = SV_RX_BUDGET;
-	const struct sv_shm_slot *sl;
-	uint64_t now = eng->now_ok ? eng->now : 0; /* 0: not read */
+	struct rx_ctx *c = arg;
 
-	if (!s->ring.hdr)
-		return;
-	while (budget-- && (sl = sv_shm_ring_peek(&s->ring, now))) {
-		/* The slot stays ours until sv_shm_ring_next: the packet is
-		 * processed in place.  Its length is read once. */
-		uint32_t len = *(volatile const uint32_t *)&sl->len;
-		struct sv_flow flow = sl->flow;
-
-		flow.dport = s->udp.port;
-		SV_STAT(eng, shm_rx_pkts);
-		sv_rx_pkt(eng, s, (uint8_t *)sl->data,
-			  len > SV_MAX_PKT ? 0 : len, len > SV_MAX_PKT, &flow,
-			  true);
-		sv_shm_ring_next(&s->ring);
-	}
+	if (!c->wire)
+		SV_STAT(c->eng, shm_rx_pkts);
+	sv_rx_pkt(c->eng, c->sock, buf, len, truncated, flow, !c->wire);
 }
 
-/* Should this pass read the socket through recvmmsg too? */
-bool sv_shm_rx_udp_due(struct sv_engine *eng, struct sv_sock *s)
+/* Should this pass read a link that costs a system call (UDP)? */
+static bool rx_due(struct sv_engine *eng, struct sv_sock *s)
 {
 	if (!s->ring.hdr || s->udp_qps || eng->in_thread)
 		return true;
 	return !(++s->rx_skip % SV_UDP_EVERY);
 }
 
+void sv_links_rx(struct sv_engine *eng, struct sv_sock *s)
+{
+	uint64_t now = eng->now_ok ? eng->now : 0; /* 0: not read */
+	unsigned int i;
+
+	for (i = 0; i < s->nlinks; i++) {
+		const struct sv_link_ops *ops = s->link[i].ops;
+		struct rx_ctx c = { eng, s, ops->wire };
+
+		if (!ops->cheap && !rx_due(eng, s))
+			continue;
+		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now);
+	}
+}
+
 /* ---- the progress thread's sleep ------------------------------------------- */
 
-bool sv_shm_sleep(struct sv_engine *eng)
+bool sv_links_sleep(struct sv_engine *eng)
 {
 	struct list_node *it;
 	bool ok = true;
+	unsigned int i;
 
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
-		if (s->ring.hdr && !sv_shm_ring_sleep(&s->ring))
-			ok = false;
+		for (i = 0; i < s->nlinks; i++)
+			if (s->link[i].ops->sleep &&
+			    !s->link[i].ops->sleep(s->link[i].ep))
+				ok = false;
 	}
 	return ok;
 }
 
-void sv_shm_wake(struct sv_engine *eng)
+void sv_links_wake(struct sv_engine *eng)
 {
 	struct list_node *it;
+	unsigned int i;
 
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
-		if (s->ring.hdr)
-			sv_shm_ring_wake(&s->ring);
+		for (i = 0; i < s->nlinks; i++)
+			if (s->link[i].ops->wake)
+				s->link[i].ops->wake(s->link[i].ep);
 	}
 }

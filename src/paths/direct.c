@@ -26,7 +26,7 @@
  * for them to drain (deregistration, QP state change) only waits for a
  * copy.
  */
-#include "engine/fastpath.h"
+#include "paths/paths.h"
 
 #include <errno.h>
 #include <sys/uio.h>
@@ -380,8 +380,24 @@ static void direct_serve(struct sv_engine *eng, bool busy)
 		sv_help_serve(eng);
 }
 
+/* One-copy placement needs the peer's published table, mapped along with
+ * its ring by the shm link. */
+static bool direct_applies(const struct sv_qp_engine *qe)
+{
+	return qe->shm && qe->shm->pubtab;
+}
+
+/* A new socket's segment says whether our thread takes help jobs now. */
+static void direct_sock_open(struct sv_engine *eng, struct sv_sock *s)
+{
+	if (s->ring.hdr)
+		atomic_store(&s->ring.hdr->helping, eng->help_avail);
+}
+
 const struct sv_path_ops sv_path_direct = {
 	.name = "direct",
+	.applies = direct_applies,
+	.sock_open = direct_sock_open,
 	.send = direct_send,
 	.qp_state = direct_qp_publish,
 	.qp_destroyed = direct_qp_unpublish,

@@ -34,7 +34,7 @@
  *   and copies the claimed chunks itself.  Without rseq the helper
  *   says so (no SV_HELP_REVOCABLE) and the sender waits for it.
  */
-#include "engine/fastpath.h"
+#include "paths/paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 /* The helper copies inside a restartable sequence where the kernel and
- * glibc provide one (engine/help.c, "revocation"). */
+ * glibc provide one (paths/help.c, "revocation"). */
 #if defined(__x86_64__) && defined(__has_include)
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
@@ -206,7 +206,7 @@ static enum wait_r wait_helper(struct sv_help_job *job, uint32_t gen,
 	}
 }
 
-/* The target's thread sleeps: ring its doorbell (as chanpath.c does). */
+/* The target's thread sleeps: ring its doorbell (as paths/chan.c does). */
 static void wake_target(struct sv_qp_engine *qe)
 {
 	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;

@@ -1,0 +1,42 @@
+/*
+ * The engine's links (links.c, link/link.h): each socket's endpoints on
+ * every link, receiving from them in a pass, transmitting runs of packets,
+ * the progress thread's sleep and wake-up, and which link a QP's packets
+ * take to its peer (the shm link from RTR when the peer is a same-host
+ * process we may attach to, else UDP).
+ */
+#ifndef SV_ENGINE_LINKS_H
+#define SV_ENGINE_LINKS_H
+
+#include <stdbool.h>
+
+#include "engine/qpe.h"
+#include "link/link.h"
+
+void sv_links_engine_init(struct sv_engine *eng);
+/* Open a socket's endpoints: UDP (which chooses the port), then the shm
+ * ring where the fast path is available.  0 or errno. */
+int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s);
+void sv_links_sock_close(struct sv_sock *s);
+/* A pass receives from the socket's links: the cheap ones always, the
+ * others (UDP) when a QP may receive there or this is the thread. */
+void sv_links_rx(struct sv_engine *eng, struct sv_sock *s);
+/* Send pkt[0..n) of socket s over `link` to `peer`; counts what is lost. */
+void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
+		 const struct sv_link_ops *link, void *peer,
+		 const struct sv_link_pkt *pkt, unsigned int n);
+/* The link and peer handle a QP's packets take now. */
+void sv_links_of_qp(const struct sv_qp_engine *qe,
+		    const struct sv_link_ops **link, void **peer);
+bool sv_links_sleep(struct sv_engine *eng);
+void sv_links_wake(struct sv_engine *eng);
+
+/* A QP's peer on the shm link (chosen at RTR, released at RESET). */
+void sv_links_qp_created(struct sv_qp_engine *qe);
+void sv_links_qp_modified(struct sv_qp_engine *qe, enum ibv_qp_state new_state,
+			  enum ibv_qp_state old_state);
+void sv_links_qp_destroyed(struct sv_qp_engine *qe);
+/* A packet of this QP's peer came through UDP. */
+void sv_links_rx_udp_seen(struct sv_qp_engine *qe);
+
+#endif

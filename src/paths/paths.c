@@ -1,0 +1,11 @@
+/*
+ * The paths' table, which the verbs layer hands to every engine it opens
+ * (engine/path.h).  Order matters: the requester asks them in this order,
+ * and a small SEND is the channel's before anything else is considered.
+ */
+#include "paths/paths.h"
+
+const struct sv_path_table sv_paths = {
+	.n = 2,
+	.ops = { &sv_path_chan, &sv_path_direct },
+};

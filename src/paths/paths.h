@@ -1,0 +1,60 @@
+/*
+ * The paths layer: the ways a send WQE travels besides packets, each an
+ * implementation of the engine's path interface (engine/path.h), above the
+ * engine and below verbs.
+ *
+ *   chan.c    message channels: small RC SENDs into a same-host peer's
+ *             ring (docs/fastpath.md layer 3)
+ *   direct.c  one-copy RDMA WRITE/READ into a same-host peer's memory
+ *             (layer 2), with
+ *   help.c    the target's idle thread pulling part of a large WRITE
+ *   paths.c   the table the verbs layer hands to each engine
+ */
+#ifndef SV_PATHS_PATHS_H
+#define SV_PATHS_PATHS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/pubtab.h"
+#include "engine/path.h"
+#include "engine/qpe.h"
+
+/* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
+ * entry in the published table; its ops are sv_path_direct. */
+/* Copy between our iov[0..n) (consumed) and [rva, rva+len) of the table's
+ * process; *via_mem: through its mem file. */
+struct iovec;
+bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write,
+		    struct iovec *iov, uint32_t n, uintptr_t rva, uint64_t len,
+		    bool *via_mem);
+
+/* help.c: a large direct WRITE shared with the target's progress thread
+ * (link/help.h). */
+enum sv_help_r {
+	SV_HELP_NOT, /* not offered: copy it alone */
+	SV_HELP_DONE, /* every byte is in place */
+	SV_HELP_FAILED, /* a copy failed: the packet path runs it */
+};
+enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
+			     const struct sv_pubtab_view *tab,
+			     const struct iovec *iov, uint32_t n, uintptr_t rva,
+			     const struct sv_send_wqe *wqe);
+/* The progress thread, without the engine lock: take the jobs peers
+ * posted in our segments, then linger a little for the next ones. */
+void sv_help_serve(struct sv_engine *eng);
+/* Tell peers whether our thread takes jobs now (not while our
+ * application polls: its core is busy); changes only are written. */
+void sv_help_available(struct sv_engine *eng, bool yes);
+
+/* The paths, in the order the requester asks them (paths.c). */
+extern const struct sv_path_ops sv_path_chan, sv_path_direct;
+extern const struct sv_path_table sv_paths;
+
+/* While SENDs wait in a message channel for their ack, the thread looks
+ * at least this often (chan.c's stall watchdog). */
+#define SV_CHAN_WATCH_NS (10ull * 1000 * 1000)
+/* The progress thread's first sleep with message channels open. */
+#define SV_CHAN_NAP_NS (1000ull * 1000)
+
+#endif
