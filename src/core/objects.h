@@ -211,6 +211,41 @@ struct sv_send_wqe {
 	};
 };
 
+/* sv_send_wqe.state: where the engine (or a path) is with it. */
+enum sv_wqe_state {
+	SV_WQE_PENDING = 0, /* not started */
+	SV_WQE_ACTIVE, /* some packets sent */
+	SV_WQE_SENT, /* all requests sent, awaiting responses */
+	SV_WQE_DONE, /* complete (successful) */
+	SV_WQE_ERROR, /* the requester found a local error */
+	SV_WQE_CHAN, /* in the peer's message channel (paths/chan.c) */
+};
+
+/* The part of a send WQE every poster writes the same way from the WR
+ * (verbs/post.c for the engine, paths/chan.c's lean mode for a channel
+ * SEND): what its completion reports, and the engine's bookkeeping reset.
+ * The opcode's own fields and the data are the poster's. */
+static inline void sv_send_wqe_from_wr(struct sv_send_wqe *w,
+				       const struct ibv_send_wr *wr,
+				       uint64_t len)
+{
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = (uint32_t)wr->send_flags;
+	w->imm_data = wr->imm_data;
+	w->num_sge = 0;
+	w->length = len;
+	w->invalidate_rkey = 0;
+	w->xrc_srqn = 0;
+	w->first_psn = w->last_psn = 0;
+	w->sent = 0;
+	w->state = SV_WQE_PENDING;
+	w->status = 0;
+	w->atomic_result = 0;
+	w->read_done = 0;
+	w->chan_end = 0;
+}
+
 struct sv_recv_wqe {
 	uint64_t wr_id;
 	uint32_t num_sge;

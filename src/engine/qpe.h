@@ -20,17 +20,6 @@
 #include "proto/wr.h"
 #include "util/list.h"
 
-/* ---- per-WQE states (sv_send_wqe.state) --------------------------------- */
-
-enum sv_wqe_state {
-	SV_WQE_PENDING = 0, /* not started */
-	SV_WQE_ACTIVE, /* some packets sent */
-	SV_WQE_SENT, /* all requests sent, awaiting responses */
-	SV_WQE_DONE, /* complete (successful) */
-	SV_WQE_ERROR, /* the requester found a local error */
-	SV_WQE_CHAN, /* in the peer's message channel (paths/chan.c) */
-};
-
 /* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
 
 enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };

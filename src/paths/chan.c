@@ -568,20 +568,11 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 								  0);
 	/* The WQE as the engine retires or flushes it. */
 	w = sv_wq_at(&qp->sq, tail);
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = (uint32_t)wr->send_flags & ~(uint32_t)IBV_SEND_INLINE;
-	w->imm_data = wr->imm_data;
-	w->num_sge = 0;
-	w->length = len;
-	w->invalidate_rkey = 0;
-	w->xrc_srqn = 0;
+	sv_send_wqe_from_wr(w, wr, len);
+	w->send_flags &= ~(uint32_t)IBV_SEND_INLINE; /* the data is sent */
 	w->first_psn = qe->chan.lean_psn;
 	w->last_psn = sv_psn_add(qe->chan.lean_psn, SV_PSN_MASK);
 	w->sent = len;
-	w->status = 0;
-	w->atomic_result = 0;
-	w->read_done = 0;
 	w->chan_end = end;
 	w->state = SV_WQE_CHAN;
 	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);

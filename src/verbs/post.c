@@ -102,12 +102,8 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 			  const struct ibv_send_wr *wr, uint64_t len)
 {
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = (uint32_t)wr->send_flags;
-	w->imm_data = wr->imm_data;
-	w->length = len;
+	memset(&w->wr, 0, sizeof(w->wr));
+	sv_send_wqe_from_wr(w, wr, len);
 	/* XRC: the target's XRC SRQ, carried in each request's XRCETH. */
 	if (qp->type == IBV_QPT_XRC_SEND)
 		w->xrc_srqn = wr->qp_type.xrc.remote_srqn & 0xffffff;
@@ -224,7 +220,7 @@ out:
 }
 
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad_wr)
+		 struct ibv_send_wr **bad_wr)
 {
 	return post_send(ibqp, wr, bad_wr, false);
 }
@@ -235,7 +231,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
  * completion says so.  ibv_bind_mw's inline part has checked the window
  * type, the region and their PDs. */
 int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-		      struct ibv_mw_bind *mw_bind)
+	       struct ibv_mw_bind *mw_bind)
 {
 	struct ibv_send_wr wr, *bad;
 	int err;
@@ -254,7 +250,7 @@ int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 }
 
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad_wr)
+		 struct ibv_recv_wr **bad_wr)
 {
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_wq *rq = &qp->rq;
