@@ -150,6 +150,19 @@ static inline uint64_t sv_eng_now(struct sv_engine *eng)
 	return eng->now;
 }
 void sv_work_add(struct sv_qp_engine *qe, uint32_t what);
+/* Queue the QP for the next pass of whoever takes the engine lock (the
+ * kick list; any thread, engine lock or not). */
+void sv_kick_later(struct sv_engine *eng, struct sv_qp_engine *qe);
+
+/* Did the application poll within SV_HINT_HOLD_NS of now?  Its core is
+ * busy then: the thread stays off it, and copies are left to it. */
+static inline bool sv_app_polls(struct sv_engine *eng, uint64_t now)
+{
+	uint64_t hint =
+		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
+
+	return hint && now - hint < SV_HINT_HOLD_NS;
+}
 void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
 int sv_engine_start_thread(struct sv_engine *eng);
 int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);

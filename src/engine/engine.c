@@ -281,8 +281,8 @@ static void *progress_main(void *arg)
 	struct epoll_event ev[8];
 
 	while (!atomic_load(&eng->stop)) {
-		uint64_t now = sv_now_ns(), hint = atomic_load(&eng->last_hint);
-		bool busy = hint && now - hint < SV_HINT_HOLD_NS;
+		uint64_t now = sv_now_ns();
+		bool busy = sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		int timeout, n, i;
 
@@ -528,7 +528,7 @@ int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 	return poll_hint(ctx, cq, wc, max);
 }
 
-static void kick_list_add(struct sv_engine *eng, struct sv_qp_engine *qe)
+void sv_kick_later(struct sv_engine *eng, struct sv_qp_engine *qe)
 {
 	pthread_mutex_lock(&eng->kick_lock);
 	if (!qe->kicked) {
@@ -548,7 +548,7 @@ void sv_engine_kick(struct sv_qp *qp)
 	/* The lock free: the QP goes on the work list directly and this
 	 * pass runs it (no kick list, no clock unless its work needs one). */
 	if (pthread_mutex_trylock(&eng->lock)) {
-		kick_list_add(eng, qe);
+		sv_kick_later(eng, qe);
 		/* Whoever holds the lock takes the kick list before its
 		 * next pass or, if it is past that point, the doorbell
 		 * brings the thread. */

@@ -239,19 +239,9 @@ static bool eng_in_thread(const struct sv_qp_engine *qe)
 static bool leave_to_poller(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
-	uint64_t hint =
-		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
-
-	if (!eng->in_thread || !hint ||
-	    sv_eng_now(eng) - hint >= SV_HINT_HOLD_NS)
+	if (!eng->in_thread || !sv_app_polls(eng, sv_eng_now(eng)))
 		return false;
-	pthread_mutex_lock(&eng->kick_lock);
-	if (!qe->kicked) {
-		qe->kicked = true;
-		list_add_tail(&eng->kicked, &qe->kick_node);
-	}
-	atomic_store(&eng->kick_any, true);
-	pthread_mutex_unlock(&eng->kick_lock);
+	sv_kick_later(eng, qe);
 	return true;
 }
 

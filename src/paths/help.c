@@ -655,10 +655,7 @@ static bool scan(struct sv_engine *eng, struct sv_sock *const *s,
  * send CQ: helping it made 1 MiB WRITEs slower (73 against 62 us). */
 static bool app_polls(struct sv_engine *eng)
 {
-	uint64_t hint =
-		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
-
-	return hint && sv_now_ns() - hint < SV_HINT_HOLD_NS;
+	return sv_app_polls(eng, sv_now_ns());
 }
 
 void sv_help_serve(struct sv_engine *eng)
