@@ -23,7 +23,11 @@ nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
 binutils:/usr/bin/objdump
 ucx-utils:/usr/bin/ucx_perftest
-libfabric-bin:/usr/bin/fi_pingpong"
+libfabric-bin:/usr/bin/fi_pingpong
+openmpi-bin:/usr/bin/mpirun.openmpi
+libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
+mpich:/usr/bin/mpiexec.hydra
+libmpich-dev:/usr/include/x86_64-linux-gnu/mpich/mpi.h"
 bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot
