@@ -15,7 +15,7 @@ zlib1g-dev:/usr/include/zlib.h
 cmake:/usr/bin/cmake
 pkg-config:/usr/bin/pkg-config"
 # test: also clang and clang-format, for make clang and make format-check
-# (.ci/run runs both).
+# (.ci/run runs both), and the middleware of the stack label.
 test_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo
 rdmacm-utils:/usr/bin/rping
 perftest:/usr/bin/ib_write_bw
@@ -27,7 +27,11 @@ binutils:/usr/bin/objdump
 ucx-utils:/usr/bin/ucx_perftest
 libfabric-bin:/usr/bin/fi_pingpong
 clang:/usr/bin/clang
-clang-format:/usr/bin/clang-format"
+clang-format:/usr/bin/clang-format
+openmpi-bin:/usr/bin/mpirun.openmpi
+libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
+mpich:/usr/bin/mpiexec.hydra
+libmpich-dev:/usr/include/x86_64-linux-gnu/mpich/mpi.h"
 bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot

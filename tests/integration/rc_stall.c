@@ -1,0 +1,170 @@
+/*
+ * The RC patterns of UCX's rendezvous that stalled on the shm link (issue
+ * #15 item 3): unsignaled SENDs, then a signaled RDMA READ on the same QP,
+ * the peer idle (it polls nothing while the READ runs).
+ *   unsig_read        2 unsignaled 4 KiB SENDs (packets), then a 64 KiB
+ *                     READ, 100 rounds
+ *   unsig_small_read  the same with 64-byte SENDs (message channels)
+ * Every READ's bytes and every SEND's bytes are checked.  The one-copy
+ * READ (docs/fastpath.md) waits for every earlier WQE to be acknowledged;
+ * on shm the last packet of an unsignaled message asks for no ACK
+ * (docs/engine.md, "The shm link", ACKs), so without more the READ waits
+ * for the probe timer, which resends that packet to get its ACK: one
+ * probe_retransmit (SOFTVERBS_STATS) per round, and a stall of at least
+ * 500 us each time.  Nothing is lost on that link, so a READ must not
+ * depend on a retransmission: the requester's probe_retransmit stays
+ * below one in 20 rounds (a probe may still fire when a loaded host
+ * deschedules the peer for a while).  Over UDP (SOFTVERBS_FASTPATH=0)
+ * every message asks for its ACK and the same bound holds.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define ROUNDS 100
+#define NSEND 2
+#define READ_LEN 65536u
+#define RECV_OFF (128u * 1024) /* B: the receive slots */
+
+struct stall_params {
+	uint32_t send_len;
+};
+
+/* Close everything with SOFTVERBS_STATS=1 (set before the device was
+ * opened) and return the engine's probe_retransmit count. */
+static unsigned long long close_probes(struct hx_ep *ep)
+{
+	char path[] = "/tmp/rc_stall.XXXXXX", line[256], name[64];
+	int tmp = mkstemp(path), saved;
+	unsigned long long v, probes = 0;
+	FILE *f;
+
+	REQUIRE(tmp >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(tmp, 2);
+	CHECK_EQ(hx_ep_close(ep), 0);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fdopen(tmp, "r");
+	REQUIRE(f);
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %63s %llu", name, &v) == 2 &&
+		    !strcmp(name, "probe_retransmit"))
+			probes += v;
+	fclose(f);
+	unlink(path);
+	return probes;
+}
+
+static void open_ep(struct hx_ep *ep, int fd)
+{
+	struct hx_opts o = hx_opts_default();
+
+	o.max_send_wr = 64;
+	o.max_recv_wr = NSEND * ROUNDS;
+	o.send_cqe = 256;
+	o.recv_cqe = 512;
+	setenv("SOFTVERBS_STATS", "1", 1);
+	hx_ep_open(ep, &o, fd);
+	hx_ep_connect(ep);
+}
+
+static void stall_a(int fd, uint32_t send_len)
+{
+	struct hx_ep ep;
+	unsigned long long probes;
+	uint64_t slow = 0, t0, worst = 0;
+	int r, k;
+
+	open_ep(&ep, fd);
+	hx_sync(fd); /* B's receives are posted, its READ source filled */
+	for (r = 0; r < ROUNDS; r++) {
+		uint8_t *dst = ep.buf + 64 * 1024;
+
+		for (k = 0; k < NSEND; k++) {
+			uint8_t *src = ep.buf + k * 8192;
+
+			hx_fill(src, send_len, 1000 + r * NSEND + k);
+			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 1, src,
+						 send_len, ep.mr->lkey, 0, 0, 0),
+				    0);
+		}
+		memset(dst, 0, READ_LEN);
+		t0 = hx_now_ms();
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+					 IBV_SEND_SIGNALED, 100 + r, dst,
+					 READ_LEN, ep.mr->lkey, ep.peer.addr,
+					 ep.peer.rkey, 0),
+			    0);
+		HX_EXPECT(ep.scq, NULL, 100 + r, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_READ, READ_LEN);
+		t0 = hx_now_ms() - t0;
+		if (t0 > worst)
+			worst = t0;
+		if (t0 >= 20)
+			slow++;
+		HX_CHECK_PATTERN(dst, READ_LEN, 7);
+	}
+	hx_sync(fd); /* B checks the SENDs */
+	hx_sync(fd);
+	probes = close_probes(&ep);
+	hx_log("%d rounds of %d unsignaled %u-byte SENDs + a signaled READ: probe_retransmit %llu, slowest READ %llu ms, %llu of 20 ms or more",
+	       ROUNDS, NSEND, send_len, probes, (unsigned long long)worst,
+	       (unsigned long long)slow);
+	if (probes > ROUNDS / 20)
+		fprintf(stderr, "[A] the READs waited for the probe timer: %llu probe_retransmit in %d rounds (at most %d)\n",
+			probes, ROUNDS, ROUNDS / 20);
+	CHECK(probes <= ROUNDS / 20);
+}
+
+static void stall_b(int fd, uint32_t send_len)
+{
+	struct hx_ep ep;
+	int i;
+
+	open_ep(&ep, fd);
+	hx_fill(ep.buf, READ_LEN, 7);
+	for (i = 0; i < NSEND * ROUNDS; i++)
+		REQUIRE(hx_post_recv(&ep, i, ep.buf + RECV_OFF + i * 4096,
+				     4096, ep.mr->lkey) == 0);
+	hx_sync(fd);
+	hx_sync(fd); /* idle until A is done */
+	for (i = 0; i < NSEND * ROUNDS; i++) {
+		if (!HX_EXPECT(ep.rcq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       send_len))
+			continue;
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF + i * 4096, send_len,
+				 1000 + i);
+	}
+	hx_sync(fd);
+	close_probes(&ep);
+}
+
+static void unsig_read_a(int fd)
+{
+	stall_a(fd, 4096);
+}
+static void unsig_read_b(int fd)
+{
+	stall_b(fd, 4096);
+}
+static void unsig_small_read_a(int fd)
+{
+	stall_a(fd, 64);
+}
+static void unsig_small_read_b(int fd)
+{
+	stall_b(fd, 64);
+}
+
+static const struct hx_case cases[] = {
+	HX_CASE(unsig_read, 60),
+	HX_CASE(unsig_small_read, 60),
+	{ 0 },
+};
+
+HX_MAIN(cases)
