@@ -1,6 +1,25 @@
 /*
  * The completer: matches responses to send WQEs and completes them in
- * order.
+ * order, as an explicit state machine over each response packet (the
+ * shape of rxe's rxe_comp.c and of our responder, resp.c):
+ *
+ *   GET_ACK -> CHECK_PSN -+-> CHECK_ACK -+-> WRITE_SEND ----> UPDATE_COMP
+ *                         |              +-> DUP_ACK [-> FAST_RETRANSMIT]
+ *                         |              +-> SEQ_NAK -------> UPDATE_COMP
+ *                         |              +-> RNR -> RNR_RETRY
+ *                         |              +-> ERR_NAK_*
+ *                         +-> GET_WQE [-> COMP_ACK -> UPDATE_COMP]
+ *                             -> CHECK_SEQ -> READ | ATOMIC
+ *                             [-> COMP_WQE] -> UPDATE_COMP
+ *   UPDATE_COMP -> IMPLIED_NAK, or the state its caller chose
+ *   CHECK_SEQ -> IMPLIED_NAK when responses are missing before this one
+ *   FAST_RETRANSMIT, IMPLIED_NAK, SEQ_NAK -> ERROR_RETRY -> DONE
+ *   DROP_STALE, DROP_BAD, DROP_QUIET -> DONE
+ *
+ * Each state is one function returning the next state; every drop is a
+ * state, every failure an error state mapped by one table (comp_errors)
+ * to the NAK that reports it and the completion status.  DONE wakes the
+ * requester; EXIT (the QP sends nothing) does not.
  *
  * comp.psn is the oldest PSN not yet acknowledged and comp.idx the oldest
  * WQE not yet completed.  Responses are handled by kind:
@@ -31,6 +50,83 @@
 #include "engine/stats.h"
 #include "util/log.h"
 
+/* The states, in the order a packet meets them; errors last. */
+/* clang-format off */
+#define COMP_STATES(X)                                                       \
+	X(GET_ACK)         /* the packet's kind; the QP must send */         \
+	X(CHECK_PSN)       /* a PSN we sent */                               \
+	X(CHECK_ACK)       /* ACK, RNR NAK, NAK: the AETH syndrome */        \
+	X(GET_WQE)         /* the READ/ATOMIC WQE a response answers */      \
+	X(COMP_ACK)        /* a response acknowledges the WQEs before it */  \
+	X(CHECK_SEQ)       /* the next response of the oldest WQE */         \
+	X(READ)            /* READ data placed */                            \
+	X(ATOMIC)          /* the original value stored */                   \
+	X(WRITE_SEND)      /* an ACK: SEND/WRITE WQEs done through it */     \
+	X(COMP_WQE)        /* a READ/ATOMIC WQE completes */                 \
+	X(UPDATE_COMP)     /* comp.psn moved: window, timers */              \
+	X(DUP_ACK)         /* the ACK of comp.psn - 1 again */               \
+	X(FAST_RETRANSMIT) /* ... taken as a lost packet */                  \
+	X(SEQ_NAK)         /* PSN sequence error NAK */                      \
+	X(IMPLIED_NAK)     /* a READ/ATOMIC response was lost */             \
+	X(ERROR_RETRY)     /* go back N, spending a retry */                 \
+	X(RNR)             /* RNR NAK */                                     \
+	X(RNR_RETRY)       /* resend after the RNR time */                   \
+	X(DROP_STALE)      /* dropped: not a PSN outstanding */              \
+	X(DROP_BAD)        /* dropped: inconsistent with the WQE */          \
+	X(DROP_QUIET)      /* dropped uncounted */                           \
+	X(EXIT)            /* dropped unseen, the requester not woken */     \
+	X(DONE)            /* handled: the requester runs */                 \
+	X(ERR_NAK_INV_REQ)                                                   \
+	X(ERR_NAK_REM_ACCESS)                                                \
+	X(ERR_NAK_REM_OP)                                                    \
+	X(ERR_NAK_INV_RD)                                                    \
+	X(ERR_LOC_PROT)                                                      \
+	X(ERR_RNR_RETRY_EXC)
+
+#define X(name) COMP_##name,
+enum comp_state { COMP_STATES(X) COMP_NUM_STATES };
+#undef X
+#define X(name) #name,
+static const char *const comp_state_names[] = { COMP_STATES(X) };
+#undef X
+/* clang-format on */
+
+/* Each failure: nak, the AETH NAK code that reports it (IBA), 0 for one
+ * found here; wc, the status of the WQE it fails.  The QP then enters the
+ * error state and the later WQEs are flushed. */
+static const struct comp_error {
+	uint8_t nak;
+	enum ibv_wc_status wc;
+} comp_errors[COMP_NUM_STATES] = {
+	[COMP_ERR_NAK_INV_REQ] = { SV_AETH_NAK_INVALID,
+				   IBV_WC_REM_INV_REQ_ERR },
+	[COMP_ERR_NAK_REM_ACCESS] = { SV_AETH_NAK_REM_ACCESS,
+				      IBV_WC_REM_ACCESS_ERR },
+	[COMP_ERR_NAK_REM_OP] = { SV_AETH_NAK_REM_OP, IBV_WC_REM_OP_ERR },
+	[COMP_ERR_NAK_INV_RD] = { SV_AETH_NAK_INV_RD,
+				  IBV_WC_REM_INV_RD_REQ_ERR },
+	/* The READ data or atomic result cannot be stored (a bad SGE). */
+	[COMP_ERR_LOC_PROT] = { 0, IBV_WC_LOC_PROT_ERR },
+	[COMP_ERR_RNR_RETRY_EXC] = { 0, IBV_WC_RNR_RETRY_EXC_ERR },
+};
+
+enum comp_kind { KIND_ACK, KIND_READ, KIND_ATOMIC };
+
+struct comp_ctx {
+	struct sv_qp_engine *qe;
+	struct sv_pkt *pkt;
+	enum comp_kind kind;
+	uint8_t syn; /* AETH syndrome (ACKs and NAKs) */
+	struct sv_send_wqe *w; /* the READ/ATOMIC WQE a response answers */
+	/* UPDATE_COMP: comp.psn before, a READ/ATOMIC response lost, and
+	 * the next state otherwise */
+	uint32_t before;
+	bool lost;
+	enum comp_state next;
+	/* ERROR_RETRY: resend from retry_psn, for the log: why */
+	uint32_t retry_psn;
+	const char *why;
+};
 
 /* IBA: RNR NAK timer field -> microseconds * 100. */
 static const uint32_t rnr_cus[32] = {
@@ -39,21 +135,18 @@ static const uint32_t rnr_cus[32] = {
 	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
+/* ---- the send queue ------------------------------------------------------ */
+
 static struct sv_send_wqe *wqe_at(struct sv_qp_engine *qe, uint32_t idx)
 {
 	return sv_wq_at(&qe->qp->sq, idx);
-}
-
-static uint32_t sq_tail(struct sv_qp_engine *qe)
-{
-	return sv_sq_tail(qe);
 }
 
 /* Complete DONE WQEs from comp.idx; report an ERROR WQE and fail the QP. */
 void sv_comp_retire(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	uint32_t tail = sq_tail(qe);
+	uint32_t tail = sv_sq_tail(qe);
 
 	while (qe->comp.idx != tail) {
 		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
@@ -83,126 +176,6 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 	}
 }
 
-static void progress(struct sv_qp_engine *qe);
-
-/* Congestion control: slow start below ssthresh, then one more packet
- * per window acknowledged; a loss halves the window, a timeout starts
- * over from the minimum. */
-static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
-{
-	if (qe->cwnd < qe->ssthresh) {
-		qe->cwnd += n;
-	} else {
-		qe->cwnd_acc += n;
-		while (qe->cwnd_acc >= qe->cwnd) {
-			qe->cwnd_acc -= qe->cwnd;
-			qe->cwnd++;
-		}
-	}
-	if (qe->cwnd > qe->window)
-		qe->cwnd = qe->window;
-}
-
-void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
-{
-	qe->ssthresh =
-		qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
-	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
-	qe->cwnd_acc = 0;
-}
-
-/* Forward progress: the retry counters start over (IBA) and
- * the timer restarts if anything is still outstanding. */
-static void progress_from(struct sv_qp_engine *qe, uint32_t before)
-{
-	int32_t n = sv_psn_diff(qe->comp.psn, before);
-
-	if (n > 0)
-		cc_acked(qe, (uint32_t)n);
-	progress(qe);
-}
-
-static void progress(struct sv_qp_engine *qe)
-{
-	bool outstanding = sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0;
-
-	qe->comp.retry_left = qe->retry_cnt;
-	qe->comp.rnr_left = qe->rnr_retry;
-	qe->comp.retried = false;
-	qe->comp.backoff = 0;
-	if (outstanding && qe->comp.timeout_ns) {
-		qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
-		sv_timer_note(qe->eng, qe->comp.deadline);
-	} else {
-		qe->comp.deadline = 0;
-	}
-	if (outstanding)
-		sv_probe_arm(qe, true);
-	else
-		qe->comp.probe = 0;
-}
-
-/* The probe timer resends the oldest unacknowledged packet well before
- * the IBA timeout, without spending retry_cnt: over UDP a lost tail
- * (the last packets of a burst, a READ request or its last response)
- * would otherwise cost a whole timeout.  A duplicate is harmless (the
- * responder answers it, never executing anything twice) and its answer
- * shows where the responder is; a probe that finds nothing lost costs one
- * packet and leaves the congestion window alone.  It backs off while
- * nothing comes back; the IBA timeout still decides when to give up.  It
- * also runs with timeout 0 ("wait forever"), which then still recovers
- * from loss. */
-static uint64_t probe_base(struct sv_qp_engine *qe)
-{
-	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
-
-	return ns < SV_PROBE_MIN_NS ? SV_PROBE_MIN_NS : ns;
-}
-
-/* Duplicate ACKs within about a round trip of a rewind answer packets
- * sent before it: not a new loss. */
-static uint64_t dupack_guard(struct sv_qp_engine *qe)
-{
-	uint64_t ns = qe->comp.srtt ? 2 * qe->comp.srtt + 100000 : 1000000;
-
-	return ns;
-}
-
-static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
-{
-	uint64_t s;
-
-	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
-		return;
-	s = sv_eng_now(qe->eng) - qe->comp.rtt_t;
-	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
-	qe->comp.rtt_t = 0;
-}
-
-void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
-{
-	if (reset || !qe->comp.probe_ns)
-		qe->comp.probe_ns = probe_base(qe);
-	qe->comp.probe = sv_eng_now(qe->eng) + qe->comp.probe_ns;
-	sv_timer_note(qe->eng, qe->comp.probe);
-}
-
-void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
-{
-	qe->comp.probe = 0;
-	if (atomic_load(&qe->state) == IBV_QPS_ERR || qe->comp.rnr_until)
-		return;
-	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
-		return; /* nothing outstanding */
-	SV_STAT(qe->eng, probe_retransmit);
-	sv_req_probe(qe);
-	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
-		qe->comp.probe_ns *= 2;
-	if (qe->comp.probe_ns > 1000ull * 1000 * 1000)
-		qe->comp.probe_ns = 1000ull * 1000 * 1000;
-	sv_probe_arm(qe, false);
-}
-
 static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
 		     enum ibv_wc_status st)
 {
@@ -211,11 +184,27 @@ static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
 	sv_comp_retire(qe);
 }
 
+/* The WQE whose PSN range holds psn, among the outstanding ones. */
+struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
+{
+	uint32_t tail = sv_sq_tail(qe), idx;
+
+	for (idx = qe->comp.idx; idx != tail; idx++) {
+		struct sv_send_wqe *w = wqe_at(qe, idx);
+
+		if (w->state == SV_WQE_PENDING)
+			break;
+		if (sv_wqe_holds_psn(w, psn))
+			return w;
+	}
+	return NULL;
+}
+
 /* Mark SEND/WRITE WQEs acknowledged through psn.  Returns true when an
  * unanswered READ/ATOMIC lies at or before psn (its response was lost). */
 static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 {
-	uint32_t tail = sq_tail(qe), idx, upto = sv_psn_add(psn, 1);
+	uint32_t tail = sv_sq_tail(qe), idx, upto = sv_psn_add(psn, 1);
 	bool lost = false;
 
 	for (idx = qe->comp.idx; idx != tail; idx++) {
@@ -248,6 +237,127 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 	return lost;
 }
 
+/* ---- congestion control -------------------------------------------------- */
+
+/* Slow start below ssthresh, then one more packet per window
+ * acknowledged; a loss halves the window, a timeout starts over from the
+ * minimum. */
+static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
+{
+	if (qe->cwnd < qe->ssthresh) {
+		qe->cwnd += n;
+	} else {
+		qe->cwnd_acc += n;
+		while (qe->cwnd_acc >= qe->cwnd) {
+			qe->cwnd_acc -= qe->cwnd;
+			qe->cwnd++;
+		}
+	}
+	if (qe->cwnd > qe->window)
+		qe->cwnd = qe->window;
+}
+
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
+{
+	qe->ssthresh =
+		qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
+	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
+	qe->cwnd_acc = 0;
+}
+
+/* ---- timers: progress, probe, retry -------------------------------------- */
+
+/* The probe timer resends the oldest unacknowledged packet well before
+ * the IBA timeout, without spending retry_cnt: over UDP a lost tail
+ * (the last packets of a burst, a READ request or its last response)
+ * would otherwise cost a whole timeout.  A duplicate is harmless (the
+ * responder answers it, never executing anything twice) and its answer
+ * shows where the responder is; a probe that finds nothing lost costs one
+ * packet and leaves the congestion window alone.  It backs off while
+ * nothing comes back; the IBA timeout still decides when to give up.  It
+ * also runs with timeout 0 ("wait forever"), which then still recovers
+ * from loss. */
+static uint64_t probe_base(struct sv_qp_engine *qe)
+{
+	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
+
+	return ns < SV_PROBE_MIN_NS ? SV_PROBE_MIN_NS : ns;
+}
+
+void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
+{
+	if (reset || !qe->comp.probe_ns)
+		qe->comp.probe_ns = probe_base(qe);
+	qe->comp.probe = sv_eng_now(qe->eng) + qe->comp.probe_ns;
+	sv_timer_note(qe->eng, qe->comp.probe);
+}
+
+void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
+{
+	qe->comp.probe = 0;
+	if (atomic_load(&qe->state) == IBV_QPS_ERR || qe->comp.rnr_until)
+		return;
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
+		return; /* nothing outstanding */
+	SV_STAT(qe->eng, probe_retransmit);
+	sv_req_probe(qe);
+	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
+		qe->comp.probe_ns *= 2;
+	if (qe->comp.probe_ns > 1000ull * 1000 * 1000)
+		qe->comp.probe_ns = 1000ull * 1000 * 1000;
+	sv_probe_arm(qe, false);
+}
+
+/* Forward progress: the retry counters start over (IBA) and
+ * the timer restarts if anything is still outstanding. */
+static void progress(struct sv_qp_engine *qe)
+{
+	bool outstanding = sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0;
+
+	qe->comp.retry_left = qe->retry_cnt;
+	qe->comp.rnr_left = qe->rnr_retry;
+	qe->comp.retried = false;
+	qe->comp.backoff = 0;
+	if (outstanding && qe->comp.timeout_ns) {
+		qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
+		sv_timer_note(qe->eng, qe->comp.deadline);
+	} else {
+		qe->comp.deadline = 0;
+	}
+	if (outstanding)
+		sv_probe_arm(qe, true);
+	else
+		qe->comp.probe = 0;
+}
+
+/* Progress by comp.psn having moved from before: the window grows too. */
+static void progress_from(struct sv_qp_engine *qe, uint32_t before)
+{
+	int32_t n = sv_psn_diff(qe->comp.psn, before);
+
+	if (n > 0)
+		cc_acked(qe, (uint32_t)n);
+	progress(qe);
+}
+
+/* Duplicate ACKs within about a round trip of a rewind answer packets
+ * sent before it: not a new loss. */
+static uint64_t dupack_guard(struct sv_qp_engine *qe)
+{
+	return qe->comp.srtt ? 2 * qe->comp.srtt + 100000 : 1000000;
+}
+
+static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
+{
+	uint64_t s;
+
+	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
+		return;
+	s = sv_eng_now(qe->eng) - qe->comp.rtt_t;
+	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
+	qe->comp.rtt_t = 0;
+}
+
 /* The wait before the next timeout.  IBA gives the Local ACK Timeout as
  * a lower bound; over a host's scheduler rather than a fabric, a peer
  * whose threads did not run for a while looks exactly like a dead one, so
@@ -264,8 +374,9 @@ static uint64_t retry_wait(struct sv_qp_engine *qe)
 	return ns > cap || ns < base ? cap : ns;
 }
 
-/* Resend from comp.psn, spending a retry (shared by timeouts, sequence
- * NAKs and implied NAKs). */
+/* Resend from psn, spending a retry (shared by the ACK timer and the
+ * ERROR_RETRY state: sequence NAKs, implied NAKs, duplicate ACKs); none
+ * left: the oldest WQE fails with IBV_WC_RETRY_EXC_ERR (IBA). */
 static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 {
 	if (sv_log_level >= SV_LOG_DBG) {
@@ -279,7 +390,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 		SV_STAT(qe->eng, retry_exceeded_err);
 		if (sv_log_level >= SV_LOG_DBG)
 			sv_stats_print(qe->eng, stderr);
-		if (qe->comp.idx != sq_tail(qe))
+		if (qe->comp.idx != sv_sq_tail(qe))
 			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
@@ -292,40 +403,335 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 	}
 }
 
-static void implied_nak(struct sv_qp_engine *qe)
+/* The ACK timer: nothing arrived for the Local ACK Timeout (IBA). */
+void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 {
-	/* One resend per gap: every later response of the same burst would
-	 * otherwise trigger its own. */
-	if (qe->comp.retried && qe->comp.retried_psn == qe->comp.psn)
+	qe->comp.deadline = 0;
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
+		return; /* nothing outstanding */
+	SV_STAT(qe->eng, completer_retry_err);
+	qe->comp.retried = false;
+	if (qe->comp.backoff < 32)
+		qe->comp.backoff++;
+	sv_cc_loss(qe, true);
+	retry(qe, qe->comp.psn, "timeout");
+	sv_work_add(qe, SV_WORK_REQ);
+}
+
+/* ---- states -------------------------------------------------------------- */
+
+/* The QP must be able to send (IBA: responses mean nothing otherwise);
+ * the packet's kind picks the path. */
+static enum comp_state get_ack(struct comp_ctx *c)
+{
+	int state = atomic_load(&c->qe->state);
+
+	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD &&
+	    state != IBV_QPS_SQE) {
+		SV_STAT(c->qe->eng, drop_qp_state);
+		return COMP_EXIT;
+	}
+	c->kind = (c->pkt->mask & SV_M_READ_RESP)		? KIND_READ :
+		  c->pkt->opcode == SV_OP_RC_ATOMIC_ACKNOWLEDGE ? KIND_ATOMIC :
+								  KIND_ACK;
+	return COMP_CHECK_PSN;
+}
+
+/* Only PSNs we sent: a response answers one of [comp.psn, max_psn - 1];
+ * an ACK or NAK may also repeat comp.psn - 1 (a duplicate ACK). */
+static enum comp_state check_psn(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	uint32_t psn = c->pkt->psn, lo = qe->comp.psn;
+
+	if (c->kind == KIND_ACK)
+		lo = sv_psn_add(lo, SV_PSN_MASK);
+	if (sv_psn_diff(psn, qe->req.max_psn) >= 0 || sv_psn_diff(psn, lo) < 0)
+		return COMP_DROP_STALE;
+	return c->kind == KIND_ACK ? COMP_CHECK_ACK : COMP_GET_WQE;
+}
+
+/* The AETH syndrome: ACK, RNR NAK or NAK with its code (IBA). */
+static enum comp_state check_ack(struct comp_ctx *c)
+{
+	uint8_t syn = (uint8_t)sv_aeth_syndrome(sv_pkt_h(c->pkt, SV_HDR_AETH));
+	int s;
+
+	c->syn = syn;
+	switch (syn & SV_AETH_TYPE_MASK) {
+	case SV_AETH_ACK:
+		if (sv_psn_diff(c->pkt->psn, c->qe->comp.psn) < 0)
+			return COMP_DUP_ACK;
+		return COMP_WRITE_SEND;
+	case SV_AETH_RNR_NAK:
+		return COMP_RNR;
+	case SV_AETH_NAK:
+		if (syn == SV_AETH_NAK_PSN_SEQ)
+			return COMP_SEQ_NAK;
+		for (s = COMP_ERR_NAK_INV_REQ; s < COMP_NUM_STATES; s++)
+			if (comp_errors[s].nak == syn)
+				return (enum comp_state)s;
+		return COMP_DROP_BAD; /* reserved NAK code */
+	default:
+		return COMP_DROP_BAD; /* reserved syndrome type */
+	}
+}
+
+/* Acknowledge through psn, then UPDATE_COMP; next unless a READ/ATOMIC
+ * response turned out lost. */
+static enum comp_state acked(struct comp_ctx *c, uint32_t psn,
+			     enum comp_state next)
+{
+	c->before = c->qe->comp.psn;
+	c->lost = ack_through(c->qe, psn);
+	c->next = next;
+	return COMP_UPDATE_COMP;
+}
+
+/* An ACK: everything through its PSN is done (IBA: ACKs are cumulative). */
+static enum comp_state write_send(struct comp_ctx *c)
+{
+	rtt_sample(c->qe, c->pkt->psn);
+	return acked(c, c->pkt->psn, COMP_DONE);
+}
+
+/* A duplicate ACK for the PSN before the oldest one outstanding: the
+ * responder still waits for it (its NAK or our resend was lost).  Resend
+ * now rather than at the timeout, unless we just did (the duplicate then
+ * answers packets sent before that rewind). */
+static enum comp_state dup_ack(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
+	    sv_eng_now(qe->eng) - qe->comp.last_rewind > dupack_guard(qe))
+		return COMP_FAST_RETRANSMIT;
+	return COMP_DONE;
+}
+
+static enum comp_state fast_retransmit(struct comp_ctx *c)
+{
+	SV_STAT(c->qe->eng, fast_retransmit);
+	c->retry_psn = c->qe->comp.psn;
+	c->why = "duplicate ACK";
+	return COMP_ERROR_RETRY;
+}
+
+/* PSN sequence error NAK: the responder got everything before its PSN
+ * and nothing since; go back N to it (IBA). */
+static enum comp_state seq_nak(struct comp_ctx *c)
+{
+	SV_STAT(c->qe->eng, rcvd_seq_err);
+	c->retry_psn = c->pkt->psn;
+	c->why = "sequence NAK";
+	return acked(c, sv_psn_add(c->pkt->psn, SV_PSN_MASK), COMP_ERROR_RETRY);
+}
+
+/* RNR NAK: everything before its PSN is done; the WQE at it waits for
+ * a receive WQE at the responder, rnr_retry times (7 = forever, IBA). */
+static enum comp_state rnr(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	SV_STAT(qe->eng, rcvd_rnr_err);
+	/* Unlike an ACK, no progress(): the RNR wait (RNR_RETRY) replaces
+	 * the ACK timer and the probe, and the counters stay as they are. */
+	ack_through(qe, sv_psn_add(c->pkt->psn, SV_PSN_MASK));
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return COMP_DONE;
+	if (qe->rnr_retry != 7) {
+		if (!qe->comp.rnr_left) {
+			SV_STAT(qe->eng, retry_rnr_exceeded_err);
+			return COMP_ERR_RNR_RETRY_EXC;
+		}
+		qe->comp.rnr_left--;
+	}
+	return COMP_RNR_RETRY;
+}
+
+/* Resend from the refused PSN once the responder's RNR time (IBA) has
+ * passed; the ACK timer and the probe are off meanwhile. */
+static enum comp_state rnr_retry(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	sv_req_rewind(qe, c->pkt->psn);
+	qe->comp.deadline = 0;
+	qe->comp.probe = 0;
+	qe->comp.rnr_until = sv_eng_now(qe->eng) +
+			     (uint64_t)rnr_cus[c->syn & 0x1f] * 10000ull;
+	sv_timer_note(qe->eng, qe->comp.rnr_until);
+	return COMP_DONE;
+}
+
+/* The READ/ATOMIC WQE a response answers. */
+static enum comp_state get_wqe(struct comp_ctx *c)
+{
+	struct sv_send_wqe *w = sv_wqe_of_psn(c->qe, c->pkt->psn);
+
+	if (!w || !sv_wr_is_rd_atomic(w->opcode))
+		return COMP_DROP_BAD;
+	c->w = w;
+	if (sv_psn_diff(w->first_psn, c->qe->comp.psn) > 0)
+		return COMP_COMP_ACK;
+	return COMP_CHECK_SEQ;
+}
+
+/* A response implies the SEND/WRITE WQEs before its WQE were executed
+ * (IBA): acknowledge them.  An earlier READ/ATOMIC among them without
+ * its response means that response was lost. */
+static enum comp_state comp_ack(struct comp_ctx *c)
+{
+	return acked(c, sv_psn_add(c->w->first_psn, SV_PSN_MASK),
+		     COMP_CHECK_SEQ);
+}
+
+/* Responses are used in PSN order only, for the oldest WQE. */
+static enum comp_state check_seq(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	/* An older WQE is not complete yet: the resend answers again. */
+	if (wqe_at(qe, qe->comp.idx) != c->w)
+		return COMP_DROP_QUIET;
+	if (c->pkt->psn != qe->comp.psn)
+		return COMP_IMPLIED_NAK; /* responses missing before it */
+	if (c->kind == KIND_READ)
+		return c->w->opcode == IBV_WR_RDMA_READ ? COMP_READ :
+							  COMP_DROP_QUIET;
+	return c->w->opcode == IBV_WR_RDMA_READ ? COMP_DROP_BAD : COMP_ATOMIC;
+}
+
+/* A response moved comp.psn by one: UPDATE_COMP then DONE. */
+static void resp_used(struct comp_ctx *c)
+{
+	c->before = c->qe->comp.psn;
+	c->qe->comp.psn = sv_psn_add(c->qe->comp.psn, 1);
+	c->lost = false;
+	c->next = COMP_DONE;
+}
+
+static enum comp_state do_read(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_send_wqe *w = c->w;
+	struct sv_pkt *pkt = c->pkt;
+	uint64_t off, rest;
+	uint32_t want;
+
+	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) *
+	      qe->pmtu;
+	rest = w->length > off ? w->length - off : 0;
+	want = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
+	/* The response must be exactly the next piece of the WQE.  Where
+	 * the request it answers ends does not matter: after a resend the
+	 * responder may still be answering an earlier, longer request for the
+	 * same bytes, and those responses are as good. */
+	if (pkt->paylen != want || off != w->read_done)
+		return COMP_DROP_BAD;
+	if (want && sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, off,
+				pkt->payload, want, true))
+		return COMP_ERR_LOC_PROT;
+	w->read_done += want;
+	resp_used(c);
+	if (w->read_done == w->length && (w->length || (pkt->mask & SV_M_END)))
+		return COMP_COMP_WQE;
+	return COMP_UPDATE_COMP;
+}
+
+static enum comp_state do_atomic(struct comp_ctx *c)
+{
+	struct sv_send_wqe *w = c->w;
+	uint64_t orig;
+
+	/* The original value, in host order, into the WQE's 8-byte SGE. */
+	orig = sv_atmack_orig(sv_pkt_h(c->pkt, SV_HDR_ATMACK));
+	w->atomic_result = orig;
+	if (sv_sgl_copy(c->qe->qp->pd, w->sge, w->num_sge, 0, (uint8_t *)&orig,
+			sizeof(orig), true))
+		return COMP_ERR_LOC_PROT;
+	resp_used(c);
+	return COMP_COMP_WQE;
+}
+
+/* A READ/ATOMIC WQE got its whole answer: it completes in order. */
+static enum comp_state comp_wqe(struct comp_ctx *c)
+{
+	c->w->state = SV_WQE_DONE;
+	c->qe->req.rd_atomic--;
+	sv_comp_retire(c->qe);
+	return COMP_UPDATE_COMP;
+}
+
+/* comp.psn moved: the window grows and the timers restart. */
+static enum comp_state update_comp(struct comp_ctx *c)
+{
+	if (c->qe->comp.psn != c->before)
+		progress_from(c->qe, c->before);
+	return c->lost ? COMP_IMPLIED_NAK : c->next;
+}
+
+/* A READ/ATOMIC response was lost (a gap in the responses, or an ACK or
+ * response beyond an unanswered READ/ATOMIC: IBA's implied NAK): resend
+ * from comp.psn, once per gap (every later response of the same burst
+ * would otherwise trigger its own). */
+static enum comp_state implied_nak(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	if (qe->comp.retried && qe->comp.retried_psn == qe->comp.psn)
+		return COMP_DONE;
 	SV_STAT(qe->eng, implied_nak_retry);
 	qe->comp.retried = true;
 	qe->comp.retried_psn = qe->comp.psn;
-	retry(qe, qe->comp.psn, "implied NAK");
+	c->retry_psn = qe->comp.psn;
+	c->why = "implied NAK";
+	return COMP_ERROR_RETRY;
 }
 
-/* The WQE whose PSN range holds psn, among the outstanding ones. */
-struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn)
+static enum comp_state error_retry(struct comp_ctx *c)
 {
-	uint32_t tail = sq_tail(qe), idx;
-
-	for (idx = qe->comp.idx; idx != tail; idx++) {
-		struct sv_send_wqe *w = wqe_at(qe, idx);
-
-		if (w->state == SV_WQE_PENDING)
-			break;
-		if (sv_wqe_holds_psn(w, psn))
-			return w;
-	}
-	return NULL;
+	retry(c->qe, c->retry_psn, c->why);
+	return COMP_DONE;
 }
 
-static void on_nak_error(struct sv_qp_engine *qe, uint32_t psn,
-			 enum ibv_wc_status st)
+static enum comp_state drop_stale(struct comp_ctx *c)
 {
+	SV_STAT(c->qe->eng, drop_stale_resp);
+	return COMP_DONE;
+}
+
+static enum comp_state drop_bad(struct comp_ctx *c)
+{
+	SV_STAT(c->qe->eng, drop_bad_resp);
+	return COMP_DONE;
+}
+
+/* Dropped uncounted: not the oldest WQE's response yet, or a READ
+ * response for a non-READ WQE. */
+static enum comp_state drop_quiet(struct comp_ctx *c)
+{
+	(void)c;
+	return COMP_DONE;
+}
+
+/* A failure (comp_errors): the WQE it concerns fails and the QP enters
+ * the error state. */
+static void comp_error(struct comp_ctx *c, enum comp_state s)
+{
+	const struct comp_error *e = &comp_errors[s];
+	struct sv_qp_engine *qe = c->qe;
 	struct sv_send_wqe *target;
-	uint32_t tail = sq_tail(qe);
+	uint32_t tail = sv_sq_tail(qe), psn = c->pkt->psn;
 
+	if (!e->nak) {
+		target = c->w ? c->w : sv_wqe_of_psn(qe, psn);
+		fail_wqe(qe, target ? target : wqe_at(qe, qe->comp.idx), e->wc);
+		return;
+	}
+	/* An error NAK: everything before its PSN was executed. */
 	SV_STAT(qe->eng, nak_rcvd);
 	ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
@@ -342,245 +748,57 @@ static void on_nak_error(struct sv_qp_engine *qe, uint32_t psn,
 		sv_complete_send(qe, IBV_WC_WR_FLUSH_ERR);
 	}
 	if (qe->comp.idx != tail)
-		fail_wqe(qe, target, st);
+		fail_wqe(qe, target, e->wc);
 	else
 		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
 }
 
-static void on_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
-{
-	uint8_t syn = (uint8_t)sv_aeth_syndrome(sv_pkt_h(pkt, SV_HDR_AETH));
-	uint32_t psn = pkt->psn;
-	uint32_t before = qe->comp.psn;
-	bool lost;
+/* ---- the machine --------------------------------------------------------- */
 
-	/* Only PSNs we sent: [comp.psn - 1, max_psn - 1]. */
-	if (sv_psn_diff(psn, qe->req.max_psn) >= 0 ||
-	    sv_psn_diff(psn, sv_psn_add(qe->comp.psn, SV_PSN_MASK)) < 0) {
-		SV_STAT(qe->eng, drop_stale_resp);
-		return;
-	}
-	switch (syn & SV_AETH_TYPE_MASK) {
-	case SV_AETH_ACK:
-		if (sv_psn_diff(psn, qe->comp.psn) < 0) {
-			/* A duplicate ACK for the PSN before the oldest one
-			 * outstanding: the responder still waits for it
-			 * (its NAK or our resend was lost).  Resend now
-			 * rather than at the timeout, unless we just did. */
-			if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
-			    sv_eng_now(qe->eng) - qe->comp.last_rewind >
-				    dupack_guard(qe)) {
-				SV_STAT(qe->eng, fast_retransmit);
-				retry(qe, qe->comp.psn, "duplicate ACK");
-			}
-			return;
-		}
-		rtt_sample(qe, psn);
-		if (ack_through(qe, psn)) {
-			if (qe->comp.psn != before)
-				progress_from(qe, before);
-			implied_nak(qe);
-		} else if (qe->comp.psn != before) {
-			progress_from(qe, before);
-		}
-		break;
-	case SV_AETH_RNR_NAK:
-		SV_STAT(qe->eng, rcvd_rnr_err);
-		ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
-		if (atomic_load(&qe->state) == IBV_QPS_ERR)
-			return;
-		if (qe->rnr_retry != 7) {
-			if (!qe->comp.rnr_left) {
-				struct sv_send_wqe *w = sv_wqe_of_psn(qe, psn);
+typedef enum comp_state (*comp_fn)(struct comp_ctx *c);
 
-				SV_STAT(qe->eng, retry_rnr_exceeded_err);
-				fail_wqe(qe, w ? w : wqe_at(qe, qe->comp.idx),
-					 IBV_WC_RNR_RETRY_EXC_ERR);
-				return;
-			}
-			qe->comp.rnr_left--;
-		}
-		/* Resend from the refused PSN once the responder's RNR time
-		 * (IBA) has passed; the ACK timer is off meanwhile. */
-		sv_req_rewind(qe, psn);
-		qe->comp.deadline = 0;
-		qe->comp.probe = 0;
-		qe->comp.rnr_until = sv_eng_now(qe->eng) +
-				     (uint64_t)rnr_cus[syn & 0x1f] * 10000ull;
-		sv_timer_note(qe->eng, qe->comp.rnr_until);
-		break;
-	case SV_AETH_NAK:
-		switch (syn) {
-		case SV_AETH_NAK_PSN_SEQ:
-			SV_STAT(qe->eng, rcvd_seq_err);
-			lost = ack_through(qe, sv_psn_add(psn, SV_PSN_MASK));
-			if (qe->comp.psn != before)
-				progress_from(qe, before);
-			if (lost)
-				implied_nak(qe);
-			else
-				retry(qe, psn, "sequence NAK");
-			break;
-		case SV_AETH_NAK_INVALID:
-			on_nak_error(qe, psn, IBV_WC_REM_INV_REQ_ERR);
-			break;
-		case SV_AETH_NAK_REM_ACCESS:
-			on_nak_error(qe, psn, IBV_WC_REM_ACCESS_ERR);
-			break;
-		case SV_AETH_NAK_REM_OP:
-			on_nak_error(qe, psn, IBV_WC_REM_OP_ERR);
-			break;
-		case SV_AETH_NAK_INV_RD:
-			on_nak_error(qe, psn, IBV_WC_REM_INV_RD_REQ_ERR);
-			break;
-		default:
-			SV_STAT(qe->eng, drop_bad_resp);
-			break;
-		}
-		break;
-	default:
-		SV_STAT(qe->eng, drop_bad_resp);
-		break;
-	}
-}
-
-/* The READ/ATOMIC WQE a response at psn belongs to, after acknowledging
- * the SEND/WRITE WQEs before it (a response implies they were executed). */
-static struct sv_send_wqe *rdat_for(struct sv_qp_engine *qe, uint32_t psn)
-{
-	struct sv_send_wqe *w;
-
-	if (sv_psn_diff(psn, qe->comp.psn) < 0 ||
-	    sv_psn_diff(psn, qe->req.max_psn) >= 0) {
-		SV_STAT(qe->eng, drop_stale_resp);
-		return NULL;
-	}
-	w = sv_wqe_of_psn(qe, psn);
-	if (!w || !sv_wr_is_rd_atomic(w->opcode)) {
-		SV_STAT(qe->eng, drop_bad_resp);
-		return NULL;
-	}
-	if (sv_psn_diff(w->first_psn, qe->comp.psn) > 0) {
-		uint32_t before = qe->comp.psn;
-
-		bool lost =
-			ack_through(qe, sv_psn_add(w->first_psn, SV_PSN_MASK));
-
-		if (qe->comp.psn != before)
-			progress_from(qe, before);
-		if (lost) {
-			implied_nak(qe); /* an earlier READ/ATOMIC lost */
-			return NULL;
-		}
-	}
-	if (wqe_at(qe, qe->comp.idx) != w)
-		return NULL;
-	if (psn != qe->comp.psn) {
-		implied_nak(qe); /* responses missing before this one */
-		return NULL;
-	}
-	return w;
-}
-
-static void on_read_resp(struct sv_qp_engine *qe, struct sv_pkt *pkt)
-{
-	struct sv_send_wqe *w = rdat_for(qe, pkt->psn);
-	uint64_t off, rest;
-	uint32_t want;
-	bool more;
-
-	if (!w || w->opcode != IBV_WR_RDMA_READ)
-		return;
-	off = (uint64_t)(uint32_t)sv_psn_diff(pkt->psn, w->first_psn) *
-	      qe->pmtu;
-	rest = w->length > off ? w->length - off : 0;
-	want = rest > qe->pmtu ? qe->pmtu : (uint32_t)rest;
-	/* The response must be exactly the next piece of the WQE.  Where
-	 * the request it answers ends does not matter: after a resend the
-	 * responder may still be answering an earlier, longer request for the
-	 * same bytes, and those responses are as good. */
-	if (pkt->paylen != want || off != w->read_done) {
-		SV_STAT(qe->eng, drop_bad_resp);
-		return;
-	}
-	if (want && sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, off,
-				pkt->payload, want, true)) {
-		fail_wqe(qe, w, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
-	w->read_done += want;
-	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
-	cc_acked(qe, 1);
-	/* Decided before the WQE completes: its slot may be reused then. */
-	more = (pkt->mask & SV_M_END) || w->read_done >= w->sent;
-	if (w->read_done == w->length &&
-	    (w->length || (pkt->mask & SV_M_END))) {
-		w->state = SV_WQE_DONE;
-		qe->req.rd_atomic--;
-		sv_comp_retire(qe);
-	}
-	progress(qe);
-	if (more)
-		sv_work_add(qe, SV_WORK_REQ); /* next chunk, fence, limit */
-}
-
-static void on_atomic_ack(struct sv_qp_engine *qe, struct sv_pkt *pkt)
-{
-	struct sv_send_wqe *w = rdat_for(qe, pkt->psn);
-	uint64_t orig;
-
-	if (!w || w->opcode == IBV_WR_RDMA_READ) {
-		if (w)
-			SV_STAT(qe->eng, drop_bad_resp);
-		return;
-	}
-	/* The original value, in host order, into the WQE's 8-byte SGE. */
-	orig = sv_atmack_orig(sv_pkt_h(pkt, SV_HDR_ATMACK));
-	w->atomic_result = orig;
-	if (sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, 0, (uint8_t *)&orig,
-			sizeof(orig), true)) {
-		fail_wqe(qe, w, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
-	qe->comp.psn = sv_psn_add(qe->comp.psn, 1);
-	cc_acked(qe, 1);
-	w->state = SV_WQE_DONE;
-	qe->req.rd_atomic--;
-	sv_comp_retire(qe);
-	progress(qe);
-	sv_work_add(qe, SV_WORK_REQ);
-}
+/* clang-format off */
+static const comp_fn comp_states[COMP_NUM_STATES] = {
+	[COMP_GET_ACK] = get_ack,		[COMP_CHECK_PSN] = check_psn,
+	[COMP_CHECK_ACK] = check_ack,		[COMP_GET_WQE] = get_wqe,
+	[COMP_COMP_ACK] = comp_ack,		[COMP_CHECK_SEQ] = check_seq,
+	[COMP_READ] = do_read,			[COMP_ATOMIC] = do_atomic,
+	[COMP_WRITE_SEND] = write_send,		[COMP_COMP_WQE] = comp_wqe,
+	[COMP_UPDATE_COMP] = update_comp,	[COMP_DUP_ACK] = dup_ack,
+	[COMP_FAST_RETRANSMIT] = fast_retransmit, [COMP_SEQ_NAK] = seq_nak,
+	[COMP_IMPLIED_NAK] = implied_nak,	[COMP_ERROR_RETRY] = error_retry,
+	[COMP_RNR] = rnr,			[COMP_RNR_RETRY] = rnr_retry,
+	[COMP_DROP_STALE] = drop_stale,		[COMP_DROP_BAD] = drop_bad,
+	[COMP_DROP_QUIET] = drop_quiet,
+};
+/* clang-format on */
 
 void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt)
 {
-	int state = atomic_load(&qe->state);
+	struct comp_ctx c = { .qe = qe, .pkt = pkt };
+	bool dbg = sv_log_level >= SV_LOG_DBG;
+	enum comp_state s = COMP_GET_ACK, next;
 
-	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD &&
-	    state != IBV_QPS_SQE) {
-		SV_STAT(qe->eng, drop_qp_state);
-		return;
+	while (s != COMP_DONE && s != COMP_EXIT) {
+		if (s >= COMP_ERR_NAK_INV_REQ) {
+			comp_error(&c, s);
+			next = COMP_DONE;
+		} else {
+			next = comp_states[s](&c);
+		}
+		if (dbg)
+			sv_dbg("qp 0x%06x comp psn %u: %s -> %s", qe->qpn,
+			       pkt->psn, comp_state_names[s],
+			       comp_state_names[next]);
+		s = next;
 	}
-	if (pkt->mask & SV_M_READ_RESP)
-		on_read_resp(qe, pkt);
-	else if (pkt->opcode == SV_OP_RC_ATOMIC_ACKNOWLEDGE)
-		on_atomic_ack(qe, pkt);
-	else
-		on_ack(qe, pkt);
-	sv_work_add(qe, SV_WORK_REQ);
+	/* Whatever happened may let the requester send: the window opened,
+	 * a rewind, the next READ chunk, a fence released. */
+	if (s == COMP_DONE)
+		sv_work_add(qe, SV_WORK_REQ);
 }
 
-void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
+const char *sv_comp_state_name(int s)
 {
-	qe->comp.deadline = 0;
-	if (atomic_load(&qe->state) == IBV_QPS_ERR)
-		return;
-	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
-		return; /* nothing outstanding */
-	SV_STAT(qe->eng, completer_retry_err);
-	qe->comp.retried = false;
-	if (qe->comp.backoff < 32)
-		qe->comp.backoff++;
-	sv_cc_loss(qe, true);
-	retry(qe, qe->comp.psn, "timeout");
-	sv_work_add(qe, SV_WORK_REQ);
+	return s >= 0 && s < COMP_NUM_STATES ? comp_state_names[s] : "?";
 }

@@ -18,5 +18,7 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset);
 void sv_comp_retire(struct sv_qp_engine *qe);
 /* The WQE whose PSN range holds psn among the outstanding ones, or NULL. */
 struct sv_send_wqe *sv_wqe_of_psn(struct sv_qp_engine *qe, uint32_t psn);
+/* The name of a completer state, for logs ("?" if none). */
+const char *sv_comp_state_name(int s);
 
 #endif
