@@ -159,6 +159,10 @@ struct sv_qp_engine {
 		bool local_done; /* a local operation is ready to retire */
 		bool blocked; /* a WQE failed locally: send nothing more */
 		bool probing; /* sending a probe: ask for an ACK */
+		/* sv_req_ask_ack asked for the ACK of everything before
+		 * asked_psn (valid while asked) */
+		bool asked;
+		uint32_t asked_psn;
 	} req;
 
 	/* completer */

@@ -37,8 +37,6 @@
 #include "engine/xmit.h"
 #include "util/log.h"
 
-
-
 static uint32_t npkts(uint64_t len, uint32_t pmtu)
 {
 	return len ? (uint32_t)((len + pmtu - 1) / pmtu) : 1;
@@ -151,12 +149,23 @@ static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
  * completion), so its ACK can wait for the next AckReq (a signaled
  * message, a quarter window, a full window) or the probe: a stream of
  * unsignaled SENDs then costs the responder and us an ACK per quarter
- * window instead of one per message.  IBA lets the requester choose. */
-static bool ack_at_end(const struct sv_qp_engine *qe,
-		       const struct sv_send_wqe *wqe)
+ * window instead of one per message.  IBA lets the requester choose.
+ * Unless the WQE after it is already posted and is an RDMA WRITE, READ or
+ * atomic: one-copy placement runs those only once everything before them
+ * is acknowledged (paths/direct.c), and a READ or atomic needs that ACK
+ * anyway, so no later packet would ask for it (UCX's rendezvous: a few
+ * unsignaled SENDs, then a signaled READ, waited for the probe). */
+static bool ack_at_end(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 {
-	return !qe->shm || qe->qp->sq_sig_all ||
-	       (wqe->send_flags & IBV_SEND_SIGNALED);
+	uint32_t next = qe->req.idx + 1;
+
+	if (!qe->shm || qe->qp->sq_sig_all ||
+	    (wqe->send_flags & IBV_SEND_SIGNALED))
+		return true;
+	return next != sv_sq_tail(qe) &&
+	       sv_wr_is(((struct sv_send_wqe *)sv_wq_at(&qe->qp->sq, next))
+				->opcode,
+			SV_WR_WRITE | SV_WR_READ | SV_WR_ATOMIC);
 }
 
 static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
@@ -631,4 +640,15 @@ void sv_req_probe(struct sv_qp_engine *qe)
 	qe->req.psn = save_psn;
 	qe->req.idx = save_idx;
 	qe->req.since_ackreq = save_since;
+}
+
+void sv_req_ask_ack(struct sv_qp_engine *qe)
+{
+	if (qe->req.psn != qe->req.max_psn || qe->comp.psn == qe->req.max_psn)
+		return; /* more to send (it will ask), or nothing to ask */
+	if (qe->req.asked && qe->req.asked_psn == qe->req.max_psn)
+		return;
+	qe->req.asked = true;
+	qe->req.asked_psn = qe->req.max_psn;
+	sv_req_probe(qe);
 }

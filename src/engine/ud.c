@@ -95,6 +95,12 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	wc.qp_num = qe->qpn;
 	wc.src_qp = (uint32_t)sv_deth_sqp(deth);
 	wc.wc_flags = IBV_WC_GRH;
+	/* The RoCE v2 network header type, where mlx5 reports it: 2 IPv4,
+	 * 1 IPv6.  Debian's UCX (1.13) reads it from wc.sl to tell how much
+	 * of the GRH area's destination GID to compare, and drops the
+	 * datagram with 0; ibv_init_ah_from_wc copies it into ah_attr.sl,
+	 * which a RoCE AH does not use. */
+	wc.sl = flow->src.family == AF_INET ? SV_WC_SL_IPV4 : SV_WC_SL_IPV6;
 	wc.byte_len = SV_GRH_BYTES + pkt->paylen;
 	if (pkt->mask & SV_M_IMM) {
 		memcpy(&wc.imm_data, sv_pkt_h(pkt, SV_HDR_IMMDT), 4);

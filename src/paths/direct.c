@@ -38,6 +38,7 @@
 #include "engine/dma.h"
 #include "engine/eng.h"
 #include "engine/limits.h"
+#include "engine/req.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
@@ -267,9 +268,15 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 	 * as packets: one packet-path WQE in a stream would keep the next
 	 * ones behind it on the packet path too. */
 	if (qe->req.idx != qe->comp.idx || qe->req.psn != qe->req.max_psn ||
-	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic)
-		return peer_allows(qe, wqe, tab, write) ? SV_PATH_WAIT :
-							  SV_PATH_NO;
+	    qe->comp.psn != qe->req.max_psn || qe->req.rd_atomic) {
+		if (!peer_allows(qe, wqe, tab, write))
+			return SV_PATH_NO;
+		/* The WQEs before it may have asked for no ACK (unsignaled
+		 * messages on shm, posted before this one): ask now, or
+		 * only the probe timer would bring it. */
+		sv_req_ask_ack(qe);
+		return SV_PATH_WAIT;
+	}
 
 	if (leave_to_poller(qe))
 		return SV_PATH_WAIT;

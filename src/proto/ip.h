@@ -17,6 +17,10 @@
 #include "proto/addr.h"
 
 #define SV_GRH_BYTES 40
+/* The network header type of a RoCE v2 UD completion, as mlx5 reports it
+ * in wc.sl (its CQE's l3_hdr_type). */
+#define SV_WC_SL_IPV6 1
+#define SV_WC_SL_IPV4 2
 #define SV_IP_TTL 64 /* what the GRH reports: the received one is unseen */
 
 /* Write the IPv4 (20 bytes) or IPv6 (40 bytes) header of a datagram of
