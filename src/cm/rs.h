@@ -133,6 +133,7 @@ struct rs_dest {
 	struct sockaddr_storage src; /* our address towards it */
 	uint32_t qpn; /* 0: not learned yet, datagrams go by UDP */
 	struct ibv_ah *ah;
+	bool udp_only; /* a datagram above the UD MTU went by UDP */
 };
 
 struct rsocket {
@@ -207,6 +208,7 @@ struct rsocket {
 	uint32_t dq_head, dq_tail; /* dq_tail - dq_head: queued */
 	uint32_t *dq_len;
 	uint32_t ds_free; /* send slot ring: next slot */
+	uint8_t *ubuf; /* one datagram read from the UDP socket */
 };
 
 /* ---- rs_core.c ---- */

@@ -35,6 +35,9 @@ struct ds_hdr {
 } __attribute__((packed));
 
 #define DS_WR_RECV (1ull << 63)
+/* The largest UDP payload, less our header: datagrams above the UD QP's
+ * MTU travel in the UDP socket, as the first ones to a new peer do. */
+#define DS_UDP_MAX (65507 - sizeof(struct ds_hdr))
 
 int rs_dgram_open(struct rsocket *rs)
 {
@@ -74,6 +77,7 @@ void rs_dgram_close(struct rsocket *rs)
 	free(rs->rmem);
 	free(rs->dq);
 	free(rs->dq_len);
+	free(rs->ubuf);
 	if (rs->udp >= 0)
 		close(rs->udp);
 }
@@ -479,8 +483,8 @@ ssize_t rs_dgram_recvfrom(struct rsocket *rs, const struct iovec *iov,
 {
 	bool nonblock = rs_nonblocking(rs, flags), peek = flags & MSG_PEEK;
 	size_t want = rs_iov_len(iov, iovcnt);
-	uint8_t buf[4096 + sizeof(struct ds_hdr)];
 	struct sockaddr_storage from;
+	uint8_t *buf;
 	int ret;
 
 	for (;;) {
@@ -505,8 +509,15 @@ ssize_t rs_dgram_recvfrom(struct rsocket *rs, const struct iovec *iov,
 			ds_report_addr(rs, &from, src, slen);
 			return (ssize_t)(flags & MSG_TRUNC ? len : n);
 		}
+		if (!rs->ubuf) {
+			rs->ubuf = malloc(DS_UDP_MAX + sizeof(struct ds_hdr));
+			if (!rs->ubuf)
+				return -ENOMEM;
+		}
+		buf = rs->ubuf;
 		{
-			struct iovec v = { buf, sizeof(buf) };
+			struct iovec v = { buf,
+					   DS_UDP_MAX + sizeof(struct ds_hdr) };
 			struct msghdr m;
 			ssize_t r;
 
@@ -564,13 +575,18 @@ ssize_t rs_dgram_sendto(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 		ret = ds_ep(rs);
 	if (ret)
 		return -ret;
-	if (len > rs->dg_max)
+	if (len > DS_UDP_MAX)
 		return -EMSGSIZE;
 	d = dst ? ds_get(rs, dst, &ret) : rs->conn_dest;
 	if (!d)
 		return -ret;
 	ds_fill_hdr(rs, d, &h);
-	if (!d->qpn || !ds_ah(rs, d)) {
+	/* Once a datagram to d was too big for the UD QP, all go by UDP:
+	 * one path keeps them in the order they were sent, as loopback UDP
+	 * would. */
+	if (len > rs->dg_max)
+		d->udp_only = true;
+	if (!d->qpn || d->udp_only || !ds_ah(rs, d)) {
 		struct iovec v[IOV_MAX > 64 ? 64 : IOV_MAX];
 		struct msghdr m;
 		int i, nv = 0;

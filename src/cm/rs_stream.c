@@ -590,7 +590,7 @@ SV_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
 		return sv_cm_err(EBADF);
 	if (rs->type != SOCK_STREAM)
 		return sv_cm_err(EOPNOTSUPP);
-	if (!buf || !len || flags || (prot & ~(PROT_WRITE | PROT_NONE)))
+	if (!buf || !len || (prot & ~(PROT_WRITE | PROT_NONE)))
 		return sv_cm_err(EINVAL);
 	pthread_mutex_lock(&rs->lock);
 	if (!rs->pd) {
@@ -711,7 +711,9 @@ SV_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 		errno = EBADF;
 		return (size_t)-1;
 	}
-	if (rs->type != SOCK_STREAM || (flags & ~MSG_DONTWAIT)) {
+	/* rdma-core looks at MSG_DONTWAIT only (riostream passes its
+	 * rrecv flags, MSG_WAITALL included). */
+	if (rs->type != SOCK_STREAM) {
 		errno = EINVAL;
 		return (size_t)-1;
 	}
