@@ -37,8 +37,7 @@ static short rs_revents(struct rsocket *rs, short events)
 	}
 	case RS_INIT:
 	case RS_BOUND:
-		/* poll(2) on an unconnected TCP socket. */
-		rev = POLLOUT | POLLHUP;
+		/* rdma-core: nothing happens on an idle socket. */
 		break;
 	case RS_RESOLVING_ADDR:
 	case RS_RESOLVING_ROUTE:
