@@ -504,8 +504,7 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 			rs_stream_poll_cq(rs);
 			if (rs_can_ctrl(rs) && rs->state == RS_CONNECTED)
 				break;
-			if (rs->state == RS_ACCEPTING)
-				rs_cm_events(rs);
+			rs_cm_events(rs);
 			pthread_mutex_unlock(&rs->lock);
 			usleep(1000);
 			pthread_mutex_lock(&rs->lock);
@@ -520,6 +519,9 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		 * memory), then tear the connection down. */
 		while (rs->sq_outstanding && !rs->peer_gone &&
 		       sv_now_ms() < end) {
+			/* A peer that closed first disconnects us: its
+			 * DISCONNECTED ends the wait, not the timeout. */
+			rs_cm_events(rs);
 			rs_stream_poll_cq(rs);
 			if (!rs->sq_outstanding)
 				break;
