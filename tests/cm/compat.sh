@@ -108,6 +108,31 @@ ud_ok() { "$build/bin/test_cm_data" --ud-supported; }
 
 count() { grep -c "$2" "$tmp/$1"; }
 
+# tcp_bytes STRACE_FILE: the bytes a traced process wrote into kernel TCP
+# sockets (write/writev/send/sendto/sendmsg on descriptors made by
+# socket(AF_INET*, SOCK_STREAM) or accept), from `strace -f -e
+# trace=%network,write,writev,close` output.  Our own rdma_cm's handshake
+# uses a TCP connection too, but carries only a few hundred bytes.
+tcp_bytes() {
+	perl -ne '
+		my ($pid, $rest) = /^(\d+)\s+(.*)$/ or next;
+		if ($rest =~ /^<\.\.\. (\w+) resumed>.*= (-?\d+)/) {
+			my $c = $pend{$pid}; delete $pend{$pid};
+			$rest = "$1($c, ) = $2" if defined $c;
+		} elsif ($rest =~ /^(\w+)\((\d+),.*<unfinished/) {
+			$pend{$pid} = $2; next;
+		} elsif ($rest =~ /^(socket|accept4?)\(.*<unfinished/) {
+			$pend{$pid} = -1; next;
+		}
+		if ($rest =~ /^socket\(AF_INET6?, SOCK_STREAM.*= (\d+)$/) { $tcp{$1} = 1 }
+		elsif ($rest =~ /^accept4?\(.*= (\d+)$/) { $tcp{$1} = 1 }
+		elsif ($rest =~ /^close\((\d+)\)/) { delete $tcp{$1} }
+		elsif ($rest =~ /^(write|writev|send|sendto|sendmsg)\((\d+),.*= (\d+)$/) {
+			$n += $3 if $tcp{$2};
+		}
+		END { print $n + 0, "\n" }' "$1"
+}
+
 absent() { ! grep -q "$1" "$2"; }
 
 # Debian's rping (rdma-core 44) lets its CM thread call rdma_get_cm_event
@@ -471,6 +496,152 @@ rdma_xserver_netns)
 			grep -Eq "^softverbs: destroying qp .* RC .*\| resp psn [0-9]+ msn 1 .* rq head 1 tail 1" "$tmp/server.err"
 		check "round $round: the client got the ACK of message 1" \
 			grep -Eq "^softverbs trace: .* rx RC_ACKNOWLEDGE .* syn 0x[01][0-9a-f] msn 1$" "$tmp/client"
+	done
+	;;
+rstream)
+	need rstream
+	# The default run (latency then bandwidth, 64 B .. 1 MiB, two
+	# connections), nonblocking as rstream's default, then blocking and
+	# asynchronous (rpoll) runs with data verification.
+	for args in "-T v" "-S 4096 -C 1000 -T v" "-S 100000 -C 200 -T b -T v" "-S 65536 -C 300 -T a -T v"; do
+		port=$(free_port)
+		# shellcheck disable=SC2086
+		start server timeout 120 "$sv" run -- rstream -p "$port" $args
+		wait_listen "$port" || { show server; exit 1; }
+		# shellcheck disable=SC2086
+		run 120 rstream -s 127.0.0.1 -p "$port" $args >"$tmp/client" 2>&1
+		crc=$?
+		finish server 30
+		src=$?
+		show client 10
+		show server 3
+		check "rstream $args: client exit 0" [ "$crc" = 0 ]
+		check "rstream $args: server exit 0" [ "$src" = 0 ]
+		if [ "$args" = "-T v" ]; then
+			check "rstream: 8 results (64 B .. 1 MiB, latency and bandwidth)" \
+				[ "$(grep -cE '^(64|4k|64k|1m)_(lat|bw) ' "$tmp/client")" = 8 ]
+		else
+			check "rstream $args: a result line" grep -q "^custom " "$tmp/client"
+		fi
+	done
+	;;
+riostream)
+	need riostream
+	# riowrite into the peer's riomap'ed buffer; -T v checks the bytes.
+	for args in "-S 65536 -C 200 -T v" "-S 1000000 -C 20 -T b -T v"; do
+		port=$(free_port)
+		# shellcheck disable=SC2086
+		start server timeout 120 "$sv" run -- riostream -p "$port" $args
+		wait_listen "$port" || { show server; exit 1; }
+		# shellcheck disable=SC2086
+		run 120 riostream -s 127.0.0.1 -p "$port" $args >"$tmp/client" 2>&1
+		crc=$?
+		finish server 30
+		src=$?
+		show client 4
+		show server 3
+		check "riostream $args: client exit 0" [ "$crc" = 0 ]
+		check "riostream $args: server exit 0" [ "$src" = 0 ]
+		check "riostream $args: a result line" grep -q "^custom " "$tmp/client"
+	done
+	;;
+rcopy)
+	need rcopy
+	port=$(free_port)
+	head -c 5000000 /dev/urandom >"$tmp/src.bin"
+	printf 'x' >"$tmp/one.bin"
+	# The server copies every file it is sent, until killed.
+	start server timeout 120 "$sv" run -- rcopy -p "$port"
+	wait_listen "$port" || { show server; exit 1; }
+	run 60 rcopy "$tmp/src.bin" "127.0.0.1:$tmp/dst.bin" -p "$port" >"$tmp/client" 2>&1
+	crc=$?
+	run 60 rcopy "$tmp/one.bin" "127.0.0.1:$tmp/one.out" -p "$port" >>"$tmp/client" 2>&1
+	crc2=$?
+	killgroup "$server_pid"
+	show client
+	show server
+	check "rcopy client exit 0" [ "$crc" = 0 ]
+	check "rcopy: the 5 MB copy is identical" cmp "$tmp/src.bin" "$tmp/dst.bin"
+	check "rcopy of a 1-byte file: exit 0" [ "$crc2" = 0 ]
+	check "rcopy: the 1-byte copy is identical" cmp "$tmp/one.bin" "$tmp/one.out"
+	;;
+udpong)
+	need udpong
+	command -v stdbuf >/dev/null || { echo "SKIP: no stdbuf"; exit 77; }
+	ud_ok || { echo "SKIP: the device does not deliver UD datagrams"; exit 77; }
+	port=$(free_port)
+	# The server answers until killed; bind it where the client sends.
+	start server timeout 120 "$sv" run -- stdbuf -oL udpong -p "$port" -b 127.0.0.1
+	sleep 0.5
+	# Blocking (-T b) and rpoll (-T a) runs; the nonblocking default
+	# only briefly: its server spins, and on a 2-core machine that starves
+	# the progress threads and stretches each round trip towards
+	# udpong's 1 ms resend timeout.  1024 and 1500 bytes exceed the UD
+	# MTU and travel in the UDP socket.
+	for args in "-S 64 -C 300 -T b -T e" "-S 1024 -C 300 -T b -T e" "-S 1500 -C 500 -T b" "-S 256 -C 300 -T a -T e" "-S 512 -C 50 -T e"; do
+		# shellcheck disable=SC2086
+		run 60 udpong -s 127.0.0.1 -p "$port" $args >"$tmp/client" 2>&1
+		crc=$?
+		show client 3
+		check "udpong $args: client exit 0" [ "$crc" = 0 ]
+		check "udpong $args: a result line" grep -q "^custom " "$tmp/client"
+	done
+	killgroup "$server_pid"
+	show server 3
+	check "udpong server saw the client log in" grep -q "client login from 127.0.0.1" "$tmp/server"
+	;;
+rspreload)
+	# An ordinary TCP echo program under librspreload: its data must go
+	# over rsockets (RDMA), not over a kernel TCP socket -- librspreload
+	# falls back to TCP silently when an rsocket call fails, so the test
+	# counts the bytes each process wrote into kernel TCP sockets.
+	preload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+	[ -e "$preload" ] || { echo "SKIP: no $preload (librdmacm1)"; exit 77; }
+	command -v strace >/dev/null || { echo "SKIP: strace not installed"; exit 77; }
+	echo_bin=$build/bin/rs_tcp_echo
+	bytes=4000000
+	port=$(free_port)
+	trace=(strace -f -qq -e trace=%network,write,writev,close -e signal=none)
+	start server timeout 60 "$sv" run -- env LD_PRELOAD="$preload" \
+		"${trace[@]}" -o "$tmp/server.strace" "$echo_bin" server "$port"
+	wait_listen "$port" || { show server; exit 1; }
+	run 60 env LD_PRELOAD="$preload" "${trace[@]}" -o "$tmp/client.strace" \
+		"$echo_bin" client 127.0.0.1 "$port" "$bytes" >"$tmp/client" 2>&1
+	crc=$?
+	finish server 20
+	src=$?
+	show client
+	show server
+	cb=$(tcp_bytes "$tmp/client.strace")
+	sb=$(tcp_bytes "$tmp/server.strace")
+	echo "bytes written into kernel TCP sockets: client $cb, server $sb (payload $bytes each way)"
+	check "echo client exit 0 (all $bytes bytes came back intact)" [ "$crc" = 0 ]
+	check "echo client printed its result" grep -q "^echo ok $bytes" "$tmp/client"
+	check "echo server exit 0" [ "$src" = 0 ]
+	check "the client's payload did not go over kernel TCP" [ "$cb" -lt 65536 ]
+	check "the server's payload did not go over kernel TCP" [ "$sb" -lt 65536 ]
+	check "strace saw the client's calls" [ -s "$tmp/client.strace" ]
+	;;
+rstream_netns)
+	need rstream
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.238.0.1/24 10.238.0.2/24 || exit 1
+	for args in "-S 4096 -C 1000 -T v" "-S 1000000 -C 20 -T b -T v"; do
+		# shellcheck disable=SC2086
+		start server ip netns exec "$b" timeout 120 "$sv" run -- rstream -p 7473 $args
+		wait_listen 7473 "$b" || { show server; exit 1; }
+		# shellcheck disable=SC2086
+		ip netns exec "$a" timeout 120 "$sv" run -- rstream -s 10.238.0.2 -p 7473 $args >"$tmp/client" 2>&1
+		crc=$?
+		finish server 30
+		src=$?
+		show client 3
+		show server 3
+		check "rstream $args across namespaces: client exit 0" [ "$crc" = 0 ]
+		check "rstream $args across namespaces: server exit 0" [ "$src" = 0 ]
+		check "rstream $args across namespaces: a result line" grep -q "^custom " "$tmp/client"
 	done
 	;;
 examples)
