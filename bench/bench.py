@@ -43,8 +43,10 @@ anchor, the ratio to the anchor at both builds, and the change of the ratio
 (this build / base - 1), flagged when it is worse than 5% (issue #14's
 criterion; for latencies, where lower is better, worse means above +5%).
 With one anchor figure for both builds, the change of the ratio equals the
-change of the softverbs figure.  Without BENCH_BASE nothing of this runs
-and the output is as before.
+change of the softverbs figure.  BENCH_ONLY's words match both builds'
+series ("ib_write_bw": both, and no anchor).  bench/readme.py publishes
+this build's figures of such a run, as of any full run.  Without
+BENCH_BASE nothing of this runs and the output is as before.
 
 Time: a full run takes about 11 minutes on the 2-core development machine,
 about 16 with BENCH_BASE (BENCH_QUICK=1 prints an estimate for the machine
@@ -1420,6 +1422,7 @@ def run_plan(plan, runner, rows, timed_out):
     # Repeats are whole passes over every series, so slow drift in the
     # machine's state spreads over all figures instead of biasing one.
     start = time.monotonic()
+    width = max([38] + [len(s.name) for _, s, _ in plan])
     for i, (rep, s, z) in enumerate(plan, 1):
         tag = "%s.%d.r%d" % (slug(s.name), z, rep)
         t0 = time.monotonic()
@@ -1462,8 +1465,8 @@ def run_plan(plan, runner, rows, timed_out):
         shown = ", ".join("%s %s %s" % (m, num(vals[m]), UNITS[m])
                           for m in s.metrics if m in vals) if vals else \
             "FAILED: " + err
-        print("[%3d/%d] %-38s %8s run %d: %s (%.1f s)"
-              % (i, len(plan), s.name, fmt_size(z), rep, shown, wall),
+        print("[%3d/%d] %-*s %8s run %d: %s (%.1f s)"
+              % (i, len(plan), width, s.name, fmt_size(z), rep, shown, wall),
               flush=True)
 
 
@@ -1557,6 +1560,9 @@ def main():
         summarize(cfg, series, rows, info)
         return 0
     base_gid = None
+    if cfg.base and not re.fullmatch(r"[^\s@]+", cfg.base_label):
+        print("bench: BENCH_BASE_LABEL: one word, no '@'", file=sys.stderr)
+        return 1
     if cfg.base:
         if not os.access(cfg.base_softverbs, os.X_OK):
             print("bench: BENCH_BASE: %s not found: build that commit first "
