@@ -20,13 +20,37 @@ Environment (all optional):
   BENCH_ONLY=w1,w2     run only the series whose name contains one of the words
   BENCH_CPUS=A,B       the two cores (default 0,1)
   BENCH_OUT=DIR        output directory (default bench/results)
-  BENCH_BUDGET_MIN=M   stop starting new runs after M minutes (default 21) and
-                       report what was measured, the rest marked skipped: a
-                       broken transport (every run timing out) cannot make
-                       the suite run for hours
+  BENCH_BUDGET_MIN=M   stop starting new runs after M minutes (default 21,
+                       35 with BENCH_BASE) and report what was measured, the
+                       rest marked skipped: a broken transport (every run
+                       timing out) cannot make the suite run for hours
+  BENCH_BASE=DIR       a second softverbs build to compare with: the build
+                       directory of another commit (its bin/softverbs and
+                       lib/; `make` in a worktree of that commit makes one)
+  BENCH_BASE_LABEL=L   its name in the results (default: the commit of the
+                       tree DIR is in, abbreviated, else "base")
 
-Time: a full run takes about 11 minutes on the 2-core development machine
-(BENCH_QUICK=1 prints an estimate for the machine it runs on).
+Comparing two builds (BENCH_BASE): every softverbs series (perftest and the
+idle process, through `softverbs run`) is also run through DIR/bin/softverbs,
+as the series "softverbs@L ..." ("softverbs@5f9ba9f ib_write_bw").  It runs
+in the same passes, right next to the same series of this build (which of
+the two goes first alternates from pass to pass), so both builds and their
+anchors at one size are measured seconds apart; the anchors are run once
+and serve both builds.  compare.md and compare.csv then give, for each
+target of issue #7 (DONE_WHEN) and each softverbs figure of the README's
+Performance tables (README_FIGURES), the figures of both builds and of the
+anchor, the ratio to the anchor at both builds, and the change of the ratio
+(this build / base - 1), flagged when it is worse than 5% (issue #14's
+criterion; for latencies, where lower is better, worse means above +5%).
+With one anchor figure for both builds, the change of the ratio equals the
+change of the softverbs figure.  BENCH_ONLY's words match both builds'
+series ("ib_write_bw": both, and no anchor).  bench/readme.py publishes
+this build's figures of such a run, as of any full run.  Without
+BENCH_BASE nothing of this runs and the output is as before.
+
+Time: a full run takes about 11 minutes on the 2-core development machine,
+about 16 with BENCH_BASE (BENCH_QUICK=1 prints an estimate for the machine
+it runs on).
 
 Units: bandwidth in MiB/s (2^20 bytes/s: perftest's and ucx_perftest's
 "MB/s"; fi_pingpong's and iperf3's decimal figures are converted), latency in
@@ -104,7 +128,16 @@ class Config:
         # Seconds a client may take: the longest normal run (ib_write_lat
         # at 4 MiB over UDP, 100 iterations) takes under 10 s.
         self.timeout = 30
-        self.budget = float(env.get("BENCH_BUDGET_MIN") or 21) * 60
+        self.base = None  # the build compared with (BENCH_BASE)
+        self.base_label = None
+        self.base_softverbs = None
+        if env.get("BENCH_BASE"):
+            self.base = os.path.abspath(env["BENCH_BASE"])
+            self.base_softverbs = os.path.join(self.base, "bin", "softverbs")
+            self.base_label = env.get("BENCH_BASE_LABEL") or \
+                commit_of(self.base) or "base"
+        self.budget = float(env.get("BENCH_BUDGET_MIN") or
+                            (35 if self.base else 21)) * 60
 
     @staticmethod
     def lengths(quick):
@@ -113,6 +146,16 @@ class Config:
                 "iperf3": 1 if quick else 2,
                 "sockperf": 1,  # plus its 0.4 s warm-up and ~2 s exit
                 "idle": 2 if quick else 5}
+
+
+def commit_of(path):
+    """The abbreviated commit of the git tree path is in, or None."""
+    try:
+        res = subprocess.run(["git", "-C", path, "rev-parse", "--short",
+                              "HEAD"], capture_output=True, text=True)
+    except OSError:
+        return None
+    return res.stdout.strip() if res.returncode == 0 else None
 
 
 def full_sizes():
@@ -412,10 +455,12 @@ class Series:
     what a run yields; run(runner, size, tag) -> (values, commands);
     sizes(cfg, full) -> message sizes (of this run, or of a full run);
     length: which Config.lengths entry sets the length of a run, for tools
-    that run for a set time (used to extrapolate a full run)."""
+    that run for a set time (used to extrapolate a full run); softverbs: a
+    softverbs figure (drawn thick); base_of: for a series run through the
+    base build (BENCH_BASE), the name of the same series of this build."""
 
     def __init__(self, name, group, metrics, run, sizes=None, length=None,
-                 softverbs=False):
+                 softverbs=False, base_of=None):
         self.name = name
         self.group = group
         self.metrics = metrics
@@ -424,10 +469,27 @@ class Series:
                                full_sizes() if full else cfg.sizes)
         self.length = length
         self.softverbs = softverbs
+        self.base_of = base_of
 
 
-def gid_index(cfg):
-    out = subprocess.run([cfg.softverbs, "devices"], capture_output=True,
+def base_name(name, label):
+    """A softverbs series' name when run through the base build:
+    "softverbs ib_write_bw" -> "softverbs@5f9ba9f ib_write_bw"."""
+    assert name.startswith("softverbs ")
+    return "softverbs@%s %s" % (label, name[len("softverbs "):])
+
+
+def base_label_of(names):
+    """The base build's label in a run's series names, or None."""
+    for n in names:
+        m = re.match(r"softverbs@(\S+) ", n)
+        if m:
+            return m.group(1)
+    return None
+
+
+def gid_index(softverbs):
+    out = subprocess.run([softverbs, "devices"], capture_output=True,
                          text=True, timeout=30).stdout
     for line in out.splitlines():
         m = re.match(r"\s*GID\[\s*(\d+)\]\s+::ffff:127\.0\.0\.1\s", line)
@@ -436,11 +498,15 @@ def gid_index(cfg):
     raise RunError("softverbs devices shows no GID for 127.0.0.1:\n" + out)
 
 
-def perftest_series(cfg, gid):
+def perftest_series(cfg, gid, softverbs=None, label=None):
+    """perftest through softverbs: this build's, or with label, the base
+    build's (softverbs: its bin/softverbs)."""
+    softverbs = softverbs or cfg.softverbs
+
     def make(tool, bw):
         def run(r, size, tag):
             port = free_port()
-            args = [cfg.softverbs, "run", "--", tool, "-d", "softverbs0",
+            args = [softverbs, "run", "--", tool, "-d", "softverbs0",
                     "-x", gid, "-p", str(port)]
             if tool != "ib_atomic_lat":
                 args += ["-s", str(size)]
@@ -452,28 +518,36 @@ def perftest_series(cfg, gid):
             return (parse_perftest_bw if bw else parse_perftest_lat)(out), cmds
         return run
 
+    def series(tool, *args, **kwargs):
+        name = "softverbs " + tool
+        if label:
+            kwargs["base_of"] = name
+            name = base_name(name, label)
+        return Series(name, *args, softverbs=True, **kwargs)
+
     s = []
     for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
-        s.append(Series("softverbs " + tool, "bw", ["bw", "rate"],
-                        make(tool, True), length="perftest", softverbs=True))
+        s.append(series(tool, "bw", ["bw", "rate"], make(tool, True),
+                        length="perftest"))
     for tool in ("ib_write_lat", "ib_send_lat"):
-        s.append(Series("softverbs " + tool, "lat", ["lat"], make(tool, False),
-                        softverbs=True))
-    s.append(Series("softverbs ib_atomic_lat", "lat", ["lat"],
+        s.append(series(tool, "lat", ["lat"], make(tool, False)))
+    s.append(series("ib_atomic_lat", "lat", ["lat"],
                     make("ib_atomic_lat", False),
-                    sizes=lambda cfg, full=False: [8], softverbs=True))
+                    sizes=lambda cfg, full=False: [8]))
     return s
 
 
-def idle_series(cfg, gid):
+def idle_series(cfg, gid, softverbs=None, label=None):
     """The issue's "no CPU burned when idle": bench/idle_cpu.c connects two
     processes (PD, MR, CQ, RC QP, one SEND each way), lets both sleep and
     measures their CPU time over the idle window (every thread); cpu is the
     busier process's figure in % of one core, wake the first round trip
     after the window (progress threads must wake promptly), warm one just
-    before it, to compare."""
+    before it, to compare.  softverbs, label: as perftest_series'."""
+    softverbs = softverbs or cfg.softverbs
+
     def run(r, size, tag):
-        out, cmds = r.single(tag, [cfg.softverbs, "run", "--",
+        out, cmds = r.single(tag, [softverbs, "run", "--",
                                    os.path.join(cfg.bindir, "idle_cpu"),
                                    str(cfg.length["idle"]), gid],
                              cpus="%s,%s" % (cfg.cpu_server, cfg.cpu_client))
@@ -482,12 +556,36 @@ def idle_series(cfg, gid):
                 "wake": float(kv["wake_rtt_us"]),
                 "warm": float(kv["warm_rtt_us"])}, cmds
 
-    return [Series(IDLE, "idle", ["cpu", "wake", "warm"], run,
+    return [Series(base_name(IDLE, label) if label else IDLE, "idle",
+                   ["cpu", "wake", "warm"], run,
                    sizes=lambda cfg, full=False: [0], length="idle",
-                   softverbs=True)]
+                   softverbs=True, base_of=IDLE if label else None)]
 
 
 IDLE = "softverbs idle process (idle_cpu)"
+
+
+def softverbs_series(cfg, gid, label=None, base_gid=None):
+    """Every series through softverbs; with label (BENCH_BASE), each
+    followed by the same series through the base build."""
+    ours = perftest_series(cfg, gid) + idle_series(cfg, gid)
+    if not label:
+        return ours
+    theirs = perftest_series(cfg, base_gid, cfg.base_softverbs, label) + \
+        idle_series(cfg, base_gid, cfg.base_softverbs, label)
+    return [s for pair in zip(ours, theirs) for s in pair]
+
+
+def pass_order(series, rep):
+    """The series in the order pass rep runs them: as listed, except that
+    in every other pass a base build's series goes before its twin (so
+    that neither build always runs first, in a warmer or colder state)."""
+    order = list(series)
+    if rep % 2 == 0:
+        for i in range(len(order) - 1):
+            if order[i + 1].base_of == order[i].name:
+                order[i], order[i + 1] = order[i + 1], order[i]
+    return order
 
 
 # Transports UCP may use under each UCX_TLS value of the suite (names as
@@ -829,6 +927,191 @@ def done_when_md(rows):
     return md
 
 
+# --------------------------------------------------------------------------
+# Comparison with a base build (BENCH_BASE)
+
+# The softverbs figures of the README's Performance tables (bench/readme.py:
+# the softverbs rows of BW_ROWS, RATE_ROWS and LAT_ROWS, at KEY_SIZES), each
+# with the anchor the comparison takes its ratio to, at the same size: the
+# anchor of issue #7's target on that figure where there is one, else an
+# anchor of the same kind (a send is a two-sided message, as UCX's tag_bw;
+# an atomic is answered by the other process, as ucp_am_lat's message).
+README_KEY_SIZES = [8, 4096, 64 << 10, 1 << 20, 4 << 20]
+README_FIGURES = [
+    ("softverbs ib_write_bw", "bw", "process_vm_writev (one-copy limit)"),
+    ("softverbs ib_read_bw", "bw", "process_vm_readv (one-copy limit)"),
+    ("softverbs ib_send_bw", "bw", "ucx tag_bw (sm,self)"),
+    ("softverbs ib_send_bw", "rate", "ucx tag_bw (posix,self)"),
+    ("softverbs ib_write_bw", "rate", "ucx ucp_put_bw (posix,self)"),
+    ("softverbs ib_write_lat", "lat", "ucx put_lat (cma, uct zcopy)"),
+    ("softverbs ib_send_lat", "lat", "ucx ucp_am_lat (posix,self)"),
+    ("softverbs ib_atomic_lat", "lat", "ucx ucp_am_lat (posix,self)"),
+]
+# Issue #14: every figure within 5% of its ratio to its anchor before the
+# change, or better.
+COMPARE_TOLERANCE = 0.05
+LOWER_IS_BETTER = {"lat", "cpu", "wake", "warm"}
+
+
+def compare_row(agg, label, section, what, numer, denoms):
+    """One figure at both builds: the raw figures (this build's series
+    numer, the base build's twin of it, the best of the anchors denoms),
+    the ratios to the anchor, the change of the ratio and its flag."""
+    new = compare(agg, what, numer, denoms, ">=", None)
+    base_key = (base_name(numer[0], label),) + tuple(numer[1:])
+    old = compare(agg, what, base_key, denoms, ">=", None)
+    anchor_key = None
+    if new["anchor"] is not None:
+        anchor_key = (new["anchor_name"],) + tuple(numer[1:])
+    row = {"section": section, "figure": what, "series": numer[0],
+           "metric": numer[1], "size": numer[2], "unit": UNITS[numer[1]],
+           "better": "lower" if numer[1] in LOWER_IS_BETTER else "higher",
+           "anchor_name": new["anchor_name"] if denoms else "-",
+           "cells": {"anchor": agg.get(anchor_key) if anchor_key else None,
+                     "base": agg.get(base_key), "new": agg.get(numer)},
+           "anchor": new["anchor"], "base": old["ours"], "new": new["ours"],
+           "base_ratio": old["ratio"], "new_ratio": new["ratio"],
+           "change": None, "flag": "n/a"}
+    # Both ratios share one anchor figure, so their change is that of the
+    # softverbs figures; without an anchor figure, the figures' change.
+    if row["base_ratio"] and row["new_ratio"] is not None:
+        row["change"] = row["new_ratio"] / row["base_ratio"] - 1
+    elif row["base"] and row["new"] is not None:
+        row["change"] = row["new"] / row["base"] - 1
+    if row["change"] is not None:
+        worse = row["change"] if row["better"] == "lower" else -row["change"]
+        row["flag"] = "WORSE" if worse > COMPARE_TOLERANCE else "ok"
+    return row
+
+
+def compare_builds(agg, label):
+    """The comparison's rows: issue #7's targets (DONE_WHEN, and the idle
+    process's CPU, an absolute figure: flagged only when it misses its
+    target), then the README's softverbs figures (README_FIGURES) that this
+    run measured."""
+    rows = []
+    for what, numer, denoms, _, _ in DONE_WHEN:
+        rows.append(compare_row(agg, label, "target", what, numer, denoms))
+    idle = compare_row(agg, label, "target", "idle process: CPU (absolute, "
+                       "goal < %g %%)" % IDLE_TARGET, (IDLE, "cpu", 0), [])
+    if idle["new"] is not None:
+        idle["flag"] = "ok" if idle["new"] < IDLE_TARGET else "WORSE"
+    rows.append(idle)
+    for name, metric, anchor in README_FIGURES:
+        for z in README_KEY_SIZES:
+            numer = (name, metric, z)
+            if numer not in agg and \
+                    (base_name(name, label), metric, z) not in agg:
+                continue  # not measured in this run (BENCH_ONLY, quick...)
+            what = "%s %s %s" % (name[len("softverbs "):], metric,
+                                 fmt_size(z))
+            rows.append(compare_row(agg, label, "README", what, numer,
+                                    [(anchor, metric, z)]))
+    return rows
+
+
+def pct(change):
+    return "-" if change is None else "%+.1f%%" % (100 * change)
+
+
+def ratio_str(r):
+    return "-" if r is None else "%.3g" % r
+
+
+def compare_md(rows, label, rev):
+    md = ["| | figure | anchor | anchor figure | softverbs@%s | ratio | "
+          "softverbs %s | ratio | change | |" % (label, rev),
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r["cells"]
+        md.append("| %s | %s (%s, %s is better) | %s | %s | %s | %s | %s | "
+                  "%s | %s | %s |" % (
+                      r["section"], r["figure"], r["unit"], r["better"],
+                      r["anchor_name"], cell(c["anchor"]) if r["anchor_name"]
+                      != "-" else "-", cell(c["base"]),
+                      ratio_str(r["base_ratio"]), cell(c["new"]),
+                      ratio_str(r["new_ratio"]), pct(r["change"]),
+                      "**%s**" % r["flag"] if r["flag"] == "WORSE"
+                      else r["flag"]))
+    return md
+
+
+def write_compare(cfg, agg, label, info):
+    """compare.md and compare.csv; returns the rows."""
+    rows = compare_builds(agg, label)
+    info = dict(info)
+    rev = info.get("softverbs", "?")
+    with open(os.path.join(cfg.out, "compare.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["section", "figure", "series", "metric", "size", "unit",
+                    "better", "anchor_name", "anchor", "base", "new",
+                    "base_ratio", "new_ratio", "change_pct", "flag",
+                    "anchor_min", "anchor_max", "base_min", "base_max",
+                    "new_min", "new_max"])
+        for r in rows:
+            def g(v):
+                return "" if v is None else "%.6g" % v
+            spreads = []
+            for k in ("anchor", "base", "new"):
+                a = r["cells"][k]
+                spreads += [g(a and a["min"]), g(a and a["max"])]
+            w.writerow([r["section"], r["figure"], r["series"], r["metric"],
+                        r["size"], r["unit"], r["better"], r["anchor_name"],
+                        g(r["anchor"]), g(r["base"]), g(r["new"]),
+                        g(r["base_ratio"]), g(r["new_ratio"]),
+                        "" if r["change"] is None else
+                        "%.2f" % (100 * r["change"]), r["flag"]] + spreads)
+    md = ["# softverbs %s compared with softverbs@%s%s\n" % (
+        rev, label, " (BENCH_QUICK: a pipeline check, not real figures)"
+        if cfg.quick else ""),
+        "Both builds measured in one `make bench` run (%s; the base build: "
+        "%s), each softverbs series of the base build right next to the "
+        "same series of this build, at every size, in every pass; the "
+        "anchors run once, in the same passes, and serve both. %d run(s) "
+        "per figure; each figure is the median and, in parentheses, the "
+        "spread (min-max). Ratio = softverbs / anchor (with several "
+        "anchors, the best of them), both medians of this run. Change = "
+        "ratio at this build / ratio at the base build - 1; as the anchor "
+        "figure is the same for both, it is also the change of the "
+        "softverbs figure. Flagged **WORSE** when worse than %d%% (issue "
+        "#14): below -%d%% where higher is better, above +%d%% where lower "
+        "is better. \"n/a\": a figure is missing. Every figure: "
+        "results.md.\n" % (
+            info.get("date", "?"), info.get("compared with (BENCH_BASE)",
+                                            "softverbs@" + label),
+            cfg.repeats, 100 * COMPARE_TOLERANCE, 100 * COMPARE_TOLERANCE,
+            100 * COMPARE_TOLERANCE),
+        "Sections: \"target\", issue #7's targets (the done-when table); "
+        "\"README\", the softverbs figures of the README's Performance "
+        "tables, each with its anchor (README_FIGURES in bench/bench.py).\n"]
+    md += compare_md(rows, label, rev)
+    worse = [r for r in rows if r["flag"] == "WORSE"]
+    md.append("")
+    md.append("%d figure(s) compared, %d worse than %d%%, %d n/a." % (
+        len(rows), len(worse), 100 * COMPARE_TOLERANCE,
+        sum(1 for r in rows if r["flag"] == "n/a")))
+    with open(os.path.join(cfg.out, "compare.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return rows
+
+
+def print_compare(rows, label):
+    print("\nCompared with softverbs@%s (ratio = softverbs / anchor; change "
+          "= new ratio / base ratio - 1; WORSE: worse than %d%%):"
+          % (label, 100 * COMPARE_TOLERANCE))
+    print("%-46s %-9s %10s %10s %10s %7s %7s %8s  %s" % (
+        "figure", "unit", "anchor", "base", "new", "base r", "new r",
+        "change", ""))
+    for r in rows:
+        print("%-46s %-9s %10s %10s %10s %7s %7s %8s  %s" % (
+            r["figure"][:46], r["unit"], num(r["anchor"]), num(r["base"]),
+            num(r["new"]), ratio_str(r["base_ratio"]),
+            ratio_str(r["new_ratio"]), pct(r["change"]), r["flag"]))
+    worse = sum(1 for r in rows if r["flag"] == "WORSE")
+    print("%d figure(s) compared, %d worse than %d%%" % (
+        len(rows), worse, 100 * COMPARE_TOLERANCE))
+
+
 def key_sizes(cfg):
     want = [8, 4096, 64 << 10, 1 << 20, 4 << 20]
     ks = [s for s in want if s in cfg.sizes]
@@ -926,6 +1209,11 @@ def write_results(cfg, series, rows, info):
     md.append("Other ratios, for information:\n")
     md += done_when_md(info_rat)
     md.append("")
+    label = base_label_of(s.name for s in series)
+    if label:
+        md.append("The same figures through the base build, softverbs@%s "
+                  "(BENCH_BASE), measured next to these: "
+                  "[compare.md](compare.md).\n" % label)
     a_cpu, a_wake = agg.get((IDLE, "cpu", 0)), agg.get((IDLE, "wake", 0))
     a_warm = agg.get((IDLE, "warm", 0))
     if a_cpu or a_wake:
@@ -1007,6 +1295,8 @@ def draw_plots(cfg, series, agg):
             ("lat", "lat", "latency.png", "latency, one-way (usec)",
              "Latency versus message size")):
         plots = []
+        # A base build's series (BENCH_BASE) has its twin's colour, dotted.
+        colour_of = {}
         for s in series:
             # By metric, not group: fi_pingpong's ping-pong bandwidth goes
             # on the bandwidth plot too.
@@ -1024,8 +1314,16 @@ def draw_plots(cfg, series, agg):
                 for z, a in pts:
                     f.write("%d %.6g %.6g %.6g\n" % (z, a["median"], a["min"],
                                                      a["max"]))
-            style = "lw 3 pt 7 ps 1.2" if s.softverbs else "lw 1.5 dt 2 pt 6"
-            colour = colours[len(plots) % len(colours)]
+            if s.base_of:
+                style = "lw 2 dt 3 pt 7 ps 0.8"
+            elif s.softverbs:
+                style = "lw 3 pt 7 ps 1.2"
+            else:
+                style = "lw 1.5 dt 2 pt 6"
+            colour = colour_of.get(s.base_of) or \
+                colours[len(colour_of) % len(colours)]
+            if not s.base_of:
+                colour_of[s.name] = colour
             plots.append("'%s' using 1:2:3:4 with yerrorlines %s lc rgb '%s' "
                          "title '%s'" % (os.path.relpath(path, cfg.out), style,
                                          colour, s.name))
@@ -1088,6 +1386,16 @@ def tool_versions():
     return ", ".join(out)
 
 
+def describe(path):
+    """git describe of the tree path is in (commit, "-dirty" if changed)."""
+    try:
+        return subprocess.run(["git", "-C", path, "describe", "--always",
+                               "--dirty"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
 def host_info(cfg):
     cpu = "?"
     try:
@@ -1098,8 +1406,7 @@ def host_info(cfg):
                     break
     except OSError:
         pass
-    rev = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
-                         capture_output=True, text=True).stdout.strip()
+    rev = describe(REPO)
     return [("date", datetime.datetime.now().astimezone().strftime(
                 "%Y-%m-%d %H:%M:%S %z")),
             ("softverbs", rev or "?"),
@@ -1115,6 +1422,7 @@ def run_plan(plan, runner, rows, timed_out):
     # Repeats are whole passes over every series, so slow drift in the
     # machine's state spreads over all figures instead of biasing one.
     start = time.monotonic()
+    width = max([38] + [len(s.name) for _, s, _ in plan])
     for i, (rep, s, z) in enumerate(plan, 1):
         tag = "%s.%d.r%d" % (slug(s.name), z, rep)
         t0 = time.monotonic()
@@ -1157,8 +1465,8 @@ def run_plan(plan, runner, rows, timed_out):
         shown = ", ".join("%s %s %s" % (m, num(vals[m]), UNITS[m])
                           for m in s.metrics if m in vals) if vals else \
             "FAILED: " + err
-        print("[%3d/%d] %-38s %8s run %d: %s (%.1f s)"
-              % (i, len(plan), s.name, fmt_size(z), rep, shown, wall),
+        print("[%3d/%d] %-*s %8s run %d: %s (%.1f s)"
+              % (i, len(plan), width, s.name, fmt_size(z), rep, shown, wall),
               flush=True)
 
 
@@ -1185,8 +1493,9 @@ def summarize(cfg, series, rows, info):
         names = [s.name for s in series if metric in s.metrics]
         if metric == "cpu":
             for n in names:
-                print("\n%-40s%22s" % ("idle CPU (%s)" % UNITS["cpu"],
-                                       cell(agg.get((n, "cpu", 0)))))
+                what = "idle CPU (%s)" % UNITS["cpu"] if n == IDLE else \
+                    "idle CPU, %s" % n.split()[0]
+                print("\n%-40s%22s" % (what, cell(agg.get((n, "cpu", 0)))))
             continue
         if not names:
             continue
@@ -1195,11 +1504,14 @@ def summarize(cfg, series, rows, info):
         for n in names:
             print("%-40s" % n[:40] + "".join("%22s" % key_cell(agg, n, metric, z)
                                              for z in ks))
+    label = base_label_of(s.name for s in series)
+    if label:
+        print_compare(write_compare(cfg, agg, label, info), label)
     failed = sum(1 for r in rows if r["status"] != "ok")
     print("\nbench: %d run(s), %d failed figure(s); results in %s "
-          "(results.md, results.csv, runs.csv, commands.txt, *.png)"
+          "(results.md, results.csv, runs.csv, commands.txt, *.png%s)"
           % (len({(r["series"], r["size"], r["run"]) for r in rows}), failed,
-             cfg.out))
+             cfg.out, ", compare.md, compare.csv" if label else ""))
 
 
 def read_runs(cfg):
@@ -1235,21 +1547,39 @@ def main():
         print("bench: %s not found: build first (make)" % cfg.softverbs,
               file=sys.stderr)
         return 1
-    gid = gid_index(cfg)
-    series = perftest_series(cfg, gid) + idle_series(cfg, gid) + \
-        ucx_series(cfg) + other_series(cfg)
-    if cfg.only:
-        series = [s for s in series if any(w in s.name for w in cfg.only)]
+    gid = gid_index(cfg.softverbs)
     if report_only:
         rows, info = read_runs(cfg)
         names = {r["series"] for r in rows}
+        # The base build's series are named after its label; they are not
+        # run again, so BENCH_BASE need not be set.
+        label = base_label_of(names)
+        series = softverbs_series(cfg, gid, label, gid) + ucx_series(cfg) + \
+            other_series(cfg)
         series = [s for s in series if s.name in names]
         summarize(cfg, series, rows, info)
         return 0
+    base_gid = None
+    if cfg.base and not re.fullmatch(r"[^\s@]+", cfg.base_label):
+        print("bench: BENCH_BASE_LABEL: one word, no '@'", file=sys.stderr)
+        return 1
+    if cfg.base:
+        if not os.access(cfg.base_softverbs, os.X_OK):
+            print("bench: BENCH_BASE: %s not found: build that commit first "
+                  "(make in its tree)" % cfg.base_softverbs, file=sys.stderr)
+            return 1
+        base_gid = gid_index(cfg.base_softverbs)
+    series = softverbs_series(cfg, gid, cfg.base_label, base_gid) + \
+        ucx_series(cfg) + other_series(cfg)
+    if cfg.only:
+        series = [s for s in series if any(w in s.name for w in cfg.only)]
     os.makedirs(os.path.join(cfg.out, "raw"), exist_ok=True)
     runner = Runner(cfg)
     info = host_info(cfg)
     info.append(("softverbs loopback GID index", gid))
+    if cfg.base:
+        info.append(("compared with (BENCH_BASE)", "softverbs@%s: %s (%s)" % (
+            cfg.base_label, cfg.base, describe(cfg.base) or "not in git")))
     knobs = ["%s=%s" % (k, os.environ[k]) for k in
              ("BENCH_REPEATS", "BENCH_SIZES", "BENCH_ONLY", "BENCH_CPUS")
              if os.environ.get(k)]
@@ -1264,8 +1594,11 @@ def main():
     # UCX and softverbs alike), and a ratio of figures taken in different
     # states measures the host, not softverbs.
     sizes = sorted({z for s in series for z in s.sizes(cfg)})
+    # A base build's series (BENCH_BASE) runs right next to the same series
+    # of this build, at the same size, in the same pass.
     plan = [(rep, s, z) for rep in range(1, cfg.repeats + 1)
-            for z in sizes for s in series if z in s.sizes(cfg)]
+            for z in sizes for s in pass_order(series, rep)
+            if z in s.sizes(cfg)]
     print("bench: %d runs (%d series, %d repeat(s)); output in %s"
           % (len(plan), len(series), cfg.repeats, cfg.out), flush=True)
     rows = []

@@ -37,7 +37,7 @@ LAT_ROWS = ["softverbs ib_write_lat", "softverbs ib_send_lat",
             "libfabric fi_pingpong (shm)", "sockperf UDP loopback"]
 RATE_ROWS = ["softverbs ib_send_bw", "softverbs ib_write_bw",
              "ucx tag_bw (posix,self)", "ucx ucp_put_bw (posix,self)"]
-KEY_SIZES = [8, 4096, 64 << 10, 1 << 20, 4 << 20]
+KEY_SIZES = bench.README_KEY_SIZES  # (bench.README_FIGURES: the comparison)
 
 
 def read_agg(out):
