@@ -120,10 +120,12 @@ struct sv_engine {
 	} watch[SV_WATCH_MAX];
 	_Atomic unsigned int nwatch;
 	bool watch_dirty; /* what to watch changed since set_quiet */
+	/* Set by the paths: some QP has state a path's poll must look at
+	 * (a pass polls the paths only then), and receive completions may
+	 * go straight into a poller's array (sink). */
+	bool paths_active;
 	/* A poller's wc array for this pass (sv_engine_poll_hint_cq): a
-	 * path's receive completions for sink.cq go there directly, while
-	 * a path says it may deliver some (sink_on, set by the paths). */
-	bool sink_on;
+	 * path's receive completions for sink.cq go there directly. */
 	struct {
 		struct sv_cq *cq;
 		struct ibv_wc *wc;

@@ -258,7 +258,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 
 			sv_links_rx(eng, s);
 		}
-	if (rx)
+	if (rx && eng->paths_active)
 		sv_paths_poll(eng);
 	if (rx && eng->mcast)
 		sv_mcast_rx(eng);
@@ -482,7 +482,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	 * armed (an event is owed for a completion entering it) and keeps
 	 * no timestamps.  Another thread arming it meanwhile sees these
 	 * completions as taken before its request. */
-	if (cq && eng->sink_on && !cq->ts) {
+	if (cq && eng->paths_active && !cq->ts) {
 		pthread_mutex_lock(&cq->lock);
 		if (cq->tail == cq->head && cq->armed == SV_CQ_ARM_NONE &&
 		    !cq->overrun) {

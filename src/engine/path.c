@@ -64,7 +64,10 @@ bool sv_engine_post_path(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	struct sv_qp_engine *qe = qp->eng;
 	unsigned int i;
 
-	if (!qe)
+	/* Only a path that runs the send queue from post_send takes WRs
+	 * here (sq_by_post): every other post is one load away from the
+	 * queue. */
+	if (!qe || !atomic_load_explicit(&qe->sq_by_post, memory_order_acquire))
 		return false;
 	for (i = 0; i < qe->npaths; i++)
 		if (qe->paths[i]->post && qe->paths[i]->post(qp, wr, len))

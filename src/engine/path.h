@@ -17,7 +17,7 @@
  * Adding a path: write its ops (any may be NULL but applies and send) in a
  * file of src/paths and add it to paths.c's table.  Its state is its own;
  * the engine keeps a few generic words that paths set and the engine reads
- * (sv_qp_engine.sq_by_post and run_alone, sv_engine.sink_on).  Every op
+ * (sv_qp_engine.sq_by_post and run_alone, sv_engine.paths_active).  Every op
  * runs under the engine lock unless it says otherwise.
  */
 #ifndef SV_ENGINE_PATH_H

@@ -131,7 +131,7 @@ static void list_update(struct sv_qp_engine *qe)
 	/* What the engine reads of it: a sender runs alone when kicked,
 	 * and receive completions may go straight to a poller. */
 	qe->run_alone = qe->chan.tx.ch != NULL;
-	qe->eng->sink_on = !list_empty(&qe->eng->chans);
+	qe->eng->paths_active = !list_empty(&qe->eng->chans);
 	/* What busy polls watch changes: they take the lock until the
 	 * next pass has set it. */
 	qe->eng->watch_dirty = true;
