@@ -41,6 +41,7 @@
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
+#include "util/lockorder.h"
 
 /* Our side of the transfer, checked with our lkeys (IBA 10.6.3), its MRs
  * kept from deregistration until the copy is over (read lock or
@@ -245,13 +246,13 @@ static bool leave_to_poller(struct sv_qp_engine *qe)
 	if (!eng->in_thread || !hint ||
 	    sv_eng_now(eng) - hint >= SV_HINT_HOLD_NS)
 		return false;
-	pthread_mutex_lock(&eng->kick_lock);
+	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
 	if (!qe->kicked) {
 		qe->kicked = true;
 		list_add_tail(&eng->kicked, &qe->kick_node);
 	}
 	atomic_store(&eng->kick_any, true);
-	pthread_mutex_unlock(&eng->kick_lock);
+	sv_mutex_unlock(&eng->kick_lock);
 	return true;
 }
 
