@@ -367,7 +367,7 @@ static void rx_run(struct sv_qp_engine *qe)
 		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
 	/* Once for the batch; nothing below takes another lock but the
-	 * CQ's (lock order: key table, then the CQ). */
+	 * CQ's and the context's (util/lockorder.h). */
 	sv_mr_read_lock();
 	for (;;) {
 		if (n == budget) {
@@ -604,8 +604,8 @@ static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		      (uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 :
 							 len)))
 		return true;
-	/* Back to the engine, which needs its lock to take over (lock
-	 * order: engine, then sq_lock). */
+	/* Back to the engine, which needs its lock to take over (the
+	 * engine lock comes before sq_lock: util/lockorder.h). */
 	eng = qe->eng;
 	sv_qlock_unlock(&qp->sq_lock);
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);

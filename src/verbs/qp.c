@@ -9,7 +9,8 @@
  * before any attribute changes (IBA 11.2.5.2: a failed modify leaves the
  * QP untouched).
  *
- * Lock order: qp->state_lock -> qp->sq_lock / qp->rq_lock -> cq->lock.
+ * modify_qp calls the engine with qp->state_lock held (util/lockorder.h
+ * has the order of every lock).
  */
 #include "verbs/verbs.h"
 
