@@ -164,6 +164,8 @@ unsigned int sv_lockorder_held(void);
 #define SV_LOCK_WAIT(l) ((void)(l))
 #endif
 
+#ifdef SV_LOCKCHECK
+
 /*
  * The pthread wrappers: each returns what the pthread call returns.
  * Statement expressions (GNU C, as the build is) so that the hooks see
@@ -253,6 +255,19 @@ unsigned int sv_lockorder_held(void);
 		SV_LOCK_DROP(l_);           \
 		pthread_rwlock_unlock(l_);  \
 	})
+#else
+/* The plain calls; the rank is still named, so a wrong one fails every
+ * build. */
+#define sv_mutex_lock(m, r) ((void)(r), pthread_mutex_lock(m))
+#define sv_mutex_lock_errcheck(m, r) ((void)(r), pthread_mutex_lock(m))
+#define sv_mutex_trylock(m, r) ((void)(r), pthread_mutex_trylock(m))
+#define sv_mutex_unlock(m) pthread_mutex_unlock(m)
+#define sv_cond_wait(c, m) pthread_cond_wait((c), (m))
+#define sv_cond_timedwait(c, m, ts) pthread_cond_timedwait((c), (m), (ts))
+#define sv_rwlock_rdlock(l, r) ((void)(r), pthread_rwlock_rdlock(l))
+#define sv_rwlock_wrlock(l, r) ((void)(r), pthread_rwlock_wrlock(l))
+#define sv_rwlock_unlock(l) pthread_rwlock_unlock(l)
+#endif
 
 /* ThreadSanitizer: the custom locks annotate themselves (spin.h,
  * readlock.h) so that its deadlock detector sees them. */

@@ -69,13 +69,14 @@ void sv_write_enter(struct sv_readlock *l)
 {
 	struct sv_readlock_rec *r;
 
-	/* wmutex is this lock's own: the caller's rank covers it. */
-	if (!l->asym) {
 #ifdef SV_TSAN_LOCKS
+	if (!l->asym)
 		__tsan_mutex_pre_lock(l, 0);
 #endif
-		pthread_mutex_lock(&l->wmutex);
-		atomic_store(&l->writer, true);
+	/* wmutex is this lock's own: the caller's rank covers it. */
+	pthread_mutex_lock(&l->wmutex);
+	atomic_store(&l->writer, true);
+	if (!l->asym) {
 		while (atomic_load(&l->readers))
 			sched_yield();
 #ifdef SV_TSAN_LOCKS
@@ -83,8 +84,6 @@ void sv_write_enter(struct sv_readlock *l)
 #endif
 		return;
 	}
-	pthread_mutex_lock(&l->wmutex);
-	atomic_store(&l->writer, true);
 	/* Every running thread passes a full barrier: a reader's flag
 	 * raised before it is visible below; a reader raising it after
 	 * sees `writer`.  It cannot fail once registered. */
