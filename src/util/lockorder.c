@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Deepest nesting today: CM, state, engine, keys, pubtab, env (6). */
+/* Deepest nesting today is about 6 (CM, state, engine, sq, keys, CQ). */
 #define SV_LOCKORDER_DEPTH 16
 
 static const char *const names[SV_LOCK_NRANKS] = {

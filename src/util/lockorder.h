@@ -44,7 +44,8 @@
  * Not in the order: tools/presence.c's flock (a single-threaded command,
  * between processes), the shm rings' and the helper's slot claims
  * (link/shm.c, paths/help.c: bounded spins on shared memory, never waiting
- * for a lock), and the public struct ibv_* mutexes' use by applications.
+ * for a lock), the public struct ibv_* mutexes' use by applications, and
+ * examples/ (application code).
  */
 #ifndef SV_UTIL_LOCKORDER_H
 #define SV_UTIL_LOCKORDER_H
@@ -57,7 +58,8 @@ enum sv_lock_rank {
 	/* cm/cm.h sv_cm.lock: the CM's one lock, held across calls into
 	 * libibverbs (create/modify/destroy QP, open device). */
 	SV_LOCK_CM,
-	/* verbs/qp_ex.c sv_wr_batch.lock: ibv_wr_start..wr_complete; the
+	/* verbs/qp_ex.c sv_wr_batch.lock: held from ibv_wr_start to
+	 * wr_complete, across the application's code in between; the
 	 * complete posts (sq_lock, then the engine by a kick). */
 	SV_LOCK_WR_BATCH,
 	/* core/objects.h sv_qp.state_lock: modify_qp and multicast attach
