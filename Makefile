@@ -36,10 +36,11 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Sanitizer builds live in their own trees so they never mix with build/.
+# Both check the lock order at run time too (SV_LOCKCHECK, util/lockorder.h).
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSV_SANITIZE=address,undefined"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSV_SANITIZE=address,undefined -DSV_LOCKCHECK=ON"
 tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DSV_SANITIZE=thread" CTEST_ARGS="$(or $(TSAN_CTEST_ARGS),-L 'unit|integration' -LE udp)"
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DSV_SANITIZE=thread -DSV_LOCKCHECK=ON" CTEST_ARGS="$(or $(TSAN_CTEST_ARGS),-L 'unit|integration' -LE udp)"
 # The whole tree built by clang (the project's -Werror flags: clang's
 # warnings differ from gcc's), then the unit tests on that build.  deps
 # first: configuring needs clang installed.

@@ -436,7 +436,7 @@ SV_EXPORT int rdma_migrate_id(struct rdma_cm_id *cmid,
 	/* Events already handed out on the old channel must be acked before
 	 * the id is used on the new one (rdma-core waits likewise). */
 	while (id->events_acked < id->events_reported)
-		pthread_cond_wait(&sv_cm.acked, &sv_cm.lock);
+		sv_cond_wait(&sv_cm.acked, &sv_cm.lock);
 	sv_cm_unlock();
 	return 0;
 }

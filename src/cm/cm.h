@@ -33,6 +33,7 @@
 
 #include "cm/wire.h"
 #include "util/list.h"
+#include "util/lockorder.h"
 
 #define SV_EXPORT __attribute__((visibility("default")))
 
@@ -247,8 +248,8 @@ struct sv_cm_global {
 
 extern struct sv_cm_global sv_cm;
 
-#define sv_cm_lock() pthread_mutex_lock(&sv_cm.lock)
-#define sv_cm_unlock() pthread_mutex_unlock(&sv_cm.lock)
+#define sv_cm_lock() sv_mutex_lock(&sv_cm.lock, SV_LOCK_CM)
+#define sv_cm_unlock() sv_mutex_unlock(&sv_cm.lock)
 
 uint64_t sv_now_ms(void);
 uint32_t sv_cm_random24(void);

@@ -125,7 +125,7 @@ SV_EXPORT int rdma_destroy_id(struct rdma_cm_id *cmid)
 	/* Events already handed out must be acked first (rdma-core's rule:
 	 * the application may still be reading them). */
 	while (id->events_acked < id->events_reported)
-		pthread_cond_wait(&sv_cm.acked, &sv_cm.lock);
+		sv_cond_wait(&sv_cm.acked, &sv_cm.lock);
 	sv_mc_leave_all(id);
 	sv_id_free(id);
 	sv_cm_unlock();

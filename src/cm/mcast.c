@@ -164,7 +164,7 @@ SV_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cmid,
 	sv_event_purge_mc(id, mc);
 	/* The application may still hold this group's events. */
 	while (mc->events_acked < mc->events_reported)
-		pthread_cond_wait(&sv_cm.acked, &sv_cm.lock);
+		sv_cond_wait(&sv_cm.acked, &sv_cm.lock);
 	sv_cm_unlock();
 	free(mc);
 	return 0;

@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 
 #include "util/list.h"
+#include "util/lockorder.h"
 
 /* Walk a list (no removal on the way). */
 #define rs_list_for_each(h, it) \

@@ -53,7 +53,7 @@ static ssize_t rs_recv_common(int socket, const struct iovec *iov, int iovcnt,
 		return sv_cm_err(EOPNOTSUPP); /* rsockets have no OOB data */
 	if (src && !slen)
 		return sv_cm_err(EFAULT);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_STREAM) {
 		if (rs->state == RS_LISTENING)
 			r = -ENOTCONN;
@@ -64,7 +64,7 @@ static ssize_t rs_recv_common(int socket, const struct iovec *iov, int iovcnt,
 	} else {
 		r = rs_dgram_recvfrom(rs, iov, iovcnt, flags, src, slen);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return rs_ret(r);
 }
 
@@ -83,7 +83,7 @@ static ssize_t rs_send_common(int socket, const struct iovec *iov, int iovcnt,
 		return sv_cm_err(err);
 	if (flags & MSG_OOB)
 		return sv_cm_err(EOPNOTSUPP);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_STREAM) {
 		/* rdma-core: a stream rsocket takes no destination. */
 		if (dst || dlen)
@@ -95,7 +95,7 @@ static ssize_t rs_send_common(int socket, const struct iovec *iov, int iovcnt,
 	} else {
 		r = rs_dgram_sendto(rs, iov, iovcnt, flags, dst, dlen);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return rs_ret(r);
 }
 
@@ -341,9 +341,9 @@ SV_EXPORT int rsetsockopt(int socket, int level, int optname,
 	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
 	    setsockopt(rs->udp, level, optname, optval, optlen))
 		return -1;
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	ret = rs_setopt(rs, level, optname, optval, optlen);
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	if (ret == ENOTSUP && rs->type == SOCK_DGRAM && level != SOL_RDMA)
 		ret = 0; /* the UDP socket took it */
 	return ret ? sv_cm_err(ret) : 0;
@@ -492,13 +492,13 @@ SV_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 		return sv_cm_err(EBADF);
 	if (!optval || !optlen)
 		return sv_cm_err(EFAULT);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_STREAM && level == SOL_SOCKET &&
 	    optname == SO_ERROR &&
 	    (rs->state >= RS_RESOLVING_ADDR && rs->state <= RS_CONNECTING))
 		rs_do_connect(rs, true); /* the asynchronous connect's fate */
 	ret = rs_getopt(rs, level, optname, optval, optlen);
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	if (ret == ENOTSUP && rs->type == SOCK_DGRAM && level != SOL_RDMA)
 		return getsockopt(rs->udp, level, optname, optval, optlen);
 	return ret ? sv_cm_err(ret) : 0;
@@ -522,16 +522,16 @@ SV_EXPORT int rfcntl(int socket, int cmd, ... /* arg */)
 	va_end(ap);
 	switch (cmd) {
 	case F_GETFL:
-		pthread_mutex_lock(&rs->lock);
+		sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 		ret = rs->fd_flags | O_RDWR;
-		pthread_mutex_unlock(&rs->lock);
+		sv_mutex_unlock(&rs->lock);
 		return ret;
 	case F_SETFL:
-		pthread_mutex_lock(&rs->lock);
+		sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 		rs->fd_flags = (int)arg & ~O_ACCMODE;
 		/* Waiters re-check whether they may still block. */
 		rs_kick(rs);
-		pthread_mutex_unlock(&rs->lock);
+		sv_mutex_unlock(&rs->lock);
 		return 0;
 	case F_GETFD:
 		return fcntl(rs->fd, F_GETFD);

@@ -31,10 +31,10 @@ struct rsocket *rs_lookup(int fd)
 
 	if (fd < 0)
 		return NULL;
-	pthread_rwlock_rdlock(&rs_table_lock);
+	sv_rwlock_rdlock(&rs_table_lock, SV_LOCK_RS_TABLE);
 	if (fd < rs_table_len)
 		rs = rs_table[fd];
-	pthread_rwlock_unlock(&rs_table_lock);
+	sv_rwlock_unlock(&rs_table_lock);
 	return rs;
 }
 
@@ -42,7 +42,7 @@ int rs_insert(struct rsocket *rs, int fd)
 {
 	int ret = 0;
 
-	pthread_rwlock_wrlock(&rs_table_lock);
+	sv_rwlock_wrlock(&rs_table_lock, SV_LOCK_RS_TABLE);
 	if (fd >= rs_table_len) {
 		int n = rs_table_len ? rs_table_len : 64;
 		struct rsocket **t;
@@ -61,16 +61,16 @@ int rs_insert(struct rsocket *rs, int fd)
 	rs_table[fd] = rs;
 	rs->fd = fd;
 out:
-	pthread_rwlock_unlock(&rs_table_lock);
+	sv_rwlock_unlock(&rs_table_lock);
 	return ret;
 }
 
 void rs_remove(struct rsocket *rs)
 {
-	pthread_rwlock_wrlock(&rs_table_lock);
+	sv_rwlock_wrlock(&rs_table_lock, SV_LOCK_RS_TABLE);
 	if (rs->fd >= 0 && rs->fd < rs_table_len && rs_table[rs->fd] == rs)
 		rs_table[rs->fd] = NULL;
-	pthread_rwlock_unlock(&rs_table_lock);
+	sv_rwlock_unlock(&rs_table_lock);
 }
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -195,7 +195,7 @@ int rs_wait(struct rsocket *rs, bool nonblock, int extra_fd)
 		return 0;
 	}
 	if (rs->poller) {
-		pthread_cond_wait(&rs->cond, &rs->lock);
+		sv_cond_wait(&rs->cond, &rs->lock);
 		return 0;
 	}
 	if (rs->cc) {
@@ -213,9 +213,9 @@ int rs_wait(struct rsocket *rs, bool nonblock, int extra_fd)
 	p[n].fd = rs->wake_fd;
 	p[n++].events = POLLIN;
 	rs->poller = true;
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	r = poll(p, n, -1);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	rs->poller = false;
 	if (read(rs->wake_fd, &v, sizeof(v)) < 0) {
 		/* nothing was written: fine */
@@ -378,7 +378,7 @@ SV_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	ret = rs_check_addr(rs, addr, addrlen);
 	if (ret)
 		return sv_cm_err(ret);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_DGRAM) {
 		ret = rs_dgram_bind(rs, addr, addrlen);
 	} else if (rs->state != RS_INIT) {
@@ -388,7 +388,7 @@ SV_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	} else {
 		rs->state = RS_BOUND;
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -401,7 +401,7 @@ SV_EXPORT int rlisten(int socket, int backlog)
 		return sv_cm_err(EBADF);
 	if (rs->type != SOCK_STREAM)
 		return sv_cm_err(EOPNOTSUPP); /* listen(2) on UDP */
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->state == RS_LISTENING) {
 		ret = 0; /* listen(2) again: only the backlog changes */
 	} else if (rs->state != RS_INIT && rs->state != RS_BOUND) {
@@ -421,7 +421,7 @@ SV_EXPORT int rlisten(int socket, int backlog)
 		if (!ret)
 			rs->state = RS_LISTENING;
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -614,7 +614,7 @@ SV_EXPORT int rconnect(int socket, const struct sockaddr *addr,
 	ret = rs_check_addr(rs, addr, addrlen);
 	if (ret)
 		return sv_cm_err(ret);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_DGRAM) {
 		ret = rs_dgram_connect(rs, addr, addrlen);
 		goto out;
@@ -652,7 +652,7 @@ SV_EXPORT int rconnect(int socket, const struct sockaddr *addr,
 		break;
 	}
 out:
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -742,7 +742,7 @@ SV_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 		return sv_cm_err(EOPNOTSUPP);
 	if (addr && !addrlen)
 		return sv_cm_err(EFAULT);
-	pthread_mutex_lock(&ls->lock);
+	sv_mutex_lock(&ls->lock, SV_LOCK_RSOCKET);
 	if (ls->state != RS_LISTENING) {
 		ret = EINVAL; /* accept(2) on a socket not listening */
 		goto out;
@@ -758,7 +758,7 @@ SV_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 			break;
 	}
 out:
-	pthread_mutex_unlock(&ls->lock);
+	sv_mutex_unlock(&ls->lock);
 	if (ret)
 		return sv_cm_err(ret);
 	if (addr)
@@ -779,7 +779,7 @@ SV_EXPORT int rshutdown(int socket, int how)
 		return sv_cm_err(EINVAL);
 	if (rs->type == SOCK_DGRAM)
 		return shutdown(rs->udp, how);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->state == RS_CONNECTING || rs->state == RS_RESOLVING_ADDR ||
 	    rs->state == RS_RESOLVING_ROUTE)
 		rs_do_connect(rs, rs_nonblocking(rs, 0));
@@ -788,7 +788,7 @@ SV_EXPORT int rshutdown(int socket, int how)
 		ret = ENOTCONN;
 	else
 		ret = rs_stream_shutdown(rs, how);
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -817,7 +817,7 @@ SV_EXPORT int rclose(int socket)
 	if (!rs)
 		return sv_cm_err(EBADF);
 	rs_remove(rs);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_STREAM) {
 		if (rs->state == RS_LISTENING)
 			rs_reject_pending(rs);
@@ -826,7 +826,7 @@ SV_EXPORT int rclose(int socket)
 			 !rs->disconnected)
 			rs_stream_shutdown(rs, SHUT_RDWR);
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	rs_free(rs);
 	return 0;
 }
@@ -845,13 +845,13 @@ SV_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
 		return sv_cm_err(EFAULT);
 	if (rs->type == SOCK_DGRAM)
 		return getpeername(rs->udp, addr, addrlen);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->state == RS_CONNECTED || rs->state == RS_ACCEPTING ||
 	    rs->state == RS_CONNECTING)
 		rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id));
 	else
 		ret = ENOTCONN;
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -868,7 +868,7 @@ SV_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 		return sv_cm_err(EFAULT);
 	if (rs->type == SOCK_DGRAM)
 		return getsockname(rs->udp, addr, addrlen);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	src = rdma_get_local_addr(rs->id);
 	if (rs->state == RS_INIT || !src->sa_family) {
 		/* getsockname(2) of an unbound socket: the wildcard. */
@@ -877,6 +877,6 @@ SV_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 		src = (struct sockaddr *)&any;
 	}
 	rs_copy_addr(addr, addrlen, src);
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return 0;
 }

@@ -97,9 +97,9 @@ static int rs_poll_once(struct pollfd *fds, nfds_t nfds, struct rsocket **rss,
 	for (i = 0; i < nfds; i++) {
 		fds[i].revents = 0;
 		if (rss[i]) {
-			pthread_mutex_lock(&rss[i]->lock);
+			sv_mutex_lock(&rss[i]->lock, SV_LOCK_RSOCKET);
 			fds[i].revents = rs_revents(rss[i], fds[i].events);
-			pthread_mutex_unlock(&rss[i]->lock);
+			sv_mutex_unlock(&rss[i]->lock);
 		} else if (fds[i].fd >= 0) {
 			fds[i].revents = plain[j++].revents;
 		}
@@ -146,9 +146,9 @@ SV_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			break;
 		for (i = 0; i < nfds && !ready; i++) {
 			if (rss[i]) {
-				pthread_mutex_lock(&rss[i]->lock);
+				sv_mutex_lock(&rss[i]->lock, SV_LOCK_RSOCKET);
 				ready = !rs_arm(rss[i], fds[i].events, k, &nk);
-				pthread_mutex_unlock(&rss[i]->lock);
+				sv_mutex_unlock(&rss[i]->lock);
 			}
 		}
 		if (ready)
@@ -173,10 +173,10 @@ SV_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		for (i = 0; i < nfds; i++) {
 			if (!rss[i])
 				continue;
-			pthread_mutex_lock(&rss[i]->lock);
+			sv_mutex_lock(&rss[i]->lock, SV_LOCK_RSOCKET);
 			rs_drain_cc(rss[i]);
 			rs_kick(rss[i]);
-			pthread_mutex_unlock(&rss[i]->lock);
+			sv_mutex_unlock(&rss[i]->lock);
 		}
 		if (timeout > 0 && sv_now_ms() >= end) {
 			ret = rs_poll_once(fds, nfds, rss, plain, nplain);

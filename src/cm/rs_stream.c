@@ -505,9 +505,9 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 			if (rs_can_ctrl(rs) && rs->state == RS_CONNECTED)
 				break;
 			rs_cm_events(rs);
-			pthread_mutex_unlock(&rs->lock);
+			sv_mutex_unlock(&rs->lock);
 			usleep(1000);
-			pthread_mutex_lock(&rs->lock);
+			sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 		}
 		if (rs_can_ctrl(rs))
 			rs_post_ctrl(rs, RS_OP_SHUTDOWN, 0);
@@ -525,9 +525,9 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 			rs_stream_poll_cq(rs);
 			if (!rs->sq_outstanding)
 				break;
-			pthread_mutex_unlock(&rs->lock);
+			sv_mutex_unlock(&rs->lock);
 			usleep(200);
-			pthread_mutex_lock(&rs->lock);
+			sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 		}
 		rdma_disconnect(rs->id);
 		rs->disconnected = true;
@@ -594,7 +594,7 @@ SV_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
 		return sv_cm_err(EOPNOTSUPP);
 	if (!buf || !len || (prot & ~(PROT_WRITE | PROT_NONE)))
 		return sv_cm_err(EINVAL);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (!rs->pd) {
 		ret = EINVAL; /* rdma-core: no device (not connected) yet */
 		goto out;
@@ -633,7 +633,7 @@ SV_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
 	list_add_tail(&rs->maps, &m->node);
 	rs_stream_send_iomaps(rs);
 out:
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : offset;
 }
 
@@ -645,7 +645,7 @@ SV_EXPORT int riounmap(int socket, void *buf, size_t len)
 
 	if (!rs)
 		return sv_cm_err(EBADF);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	rs_list_for_each(&rs->maps, n)
 	{
 		struct rs_iomap_local *m =
@@ -674,7 +674,7 @@ SV_EXPORT int riounmap(int socket, void *buf, size_t len)
 		ret = 0;
 		break;
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	return ret ? sv_cm_err(ret) : 0;
 }
 
@@ -724,7 +724,7 @@ SV_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 		return (size_t)-1;
 	}
 	nonblock = rs_nonblocking(rs, flags);
-	pthread_mutex_lock(&rs->lock);
+	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	ret = rs_ready(rs, nonblock, true);
 	if (!ret)
 		rs_stream_send_iomaps(rs);
@@ -797,7 +797,7 @@ SV_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 		if (!ret)
 			done += n;
 	}
-	pthread_mutex_unlock(&rs->lock);
+	sv_mutex_unlock(&rs->lock);
 	if (ret && !done) {
 		errno = ret;
 		return (size_t)-1;

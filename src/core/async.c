@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "util/lockorder.h"
 #include "util/log.h"
 
 void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
@@ -22,9 +23,9 @@ void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
 		return;
 	}
 	e->ev = *ev;
-	pthread_mutex_lock(&ctx->lock);
+	sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 	list_add_tail(&ctx->async_events, &e->node);
-	pthread_mutex_unlock(&ctx->lock);
+	sv_mutex_unlock(&ctx->lock);
 	if (write(ctx->async_pipe[1], &b, 1) != 1)
 		sv_err("async event %d: cannot signal the fd", ev->event_type);
 }
@@ -70,7 +71,7 @@ uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported)
 	struct list_node *it, *tmp;
 	uint32_t n;
 
-	pthread_mutex_lock(&ctx->lock);
+	sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 	list_for_each_safe (&ctx->async_events, it, tmp) {
 		struct sv_async_event *e =
 			list_entry(it, struct sv_async_event, node);
@@ -81,6 +82,6 @@ uint32_t sv_async_purge(struct sv_context *ctx, uint32_t *reported)
 		}
 	}
 	n = *reported;
-	pthread_mutex_unlock(&ctx->lock);
+	sv_mutex_unlock(&ctx->lock);
 	return n;
 }

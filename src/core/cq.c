@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/lockorder.h"
 #include "util/log.h"
 #include "core/async.h"
 
@@ -59,7 +60,7 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	bool notify = false, first_overrun = false;
 	uint32_t slot;
 
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	if (cq->tail - cq->head >= cq->ncqe - 1 &&
 	    (cq->create_flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) {
 		/* man ibv_create_cq_ex: such a CQ never enters the error
@@ -72,7 +73,7 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->overrun || cq->tail - cq->head >= cq->ncqe - 1) {
 		first_overrun = !cq->overrun;
 		cq->overrun = true;
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 		if (first_overrun)
 			cq_overrun(cq);
 		return ENOSPC;
@@ -97,7 +98,7 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->armed = SV_CQ_ARM_NONE;
 		notify = true;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 	if (notify)
 		cq_notify(cq);
 	return 0;
@@ -110,7 +111,7 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
 
 	/* Compact towards the tail, preserving order, so the free-running
 	 * head/tail stay valid: keep counts survivors from the newest. */
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	keep = cq->tail;
 	for (i = cq->tail; i != cq->head; i--) {
 		struct ibv_wc *wc = &cq->ring[(i - 1) & mask];
@@ -125,5 +126,5 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
 		}
 	}
 	__atomic_store_n(&cq->head, keep, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 }

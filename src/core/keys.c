@@ -17,6 +17,7 @@
 #include "core/mr.h"
 
 #include "core/pubtab.h"
+#include "util/lockorder.h"
 #include "util/readlock.h"
 
 #include <errno.h>
@@ -165,7 +166,7 @@ int sv_mr_publish(struct sv_mr *mr)
 	uint32_t lkey, rkey;
 	int err;
 
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	err = tab_reserve(&ltab);
 	if (!err)
 		err = tab_reserve(&rtab);
@@ -193,7 +194,7 @@ void sv_mr_unpublish(struct sv_mr *mr)
 
 	/* Peers copying directly first: returns once none does. */
 	sv_pubtab_mr_del(mr);
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	atomic_store(&mr->state, SV_MR_INVALID);
 	s = tab_find(&ltab, mr->ibv.lkey);
 	if (s && s->mr == mr)
@@ -214,7 +215,7 @@ static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 
 	if (!key)
 		return NULL;
-	sv_read_lock(&tab_lock);
+	sv_read_lock(&tab_lock, SV_LOCK_KEYS);
 	if (t == &rtab && (key & SV_MW_KEY_BIT)) {
 		/* A window: its index finds it, the whole key must match
 		 * (a stale tag names an earlier binding). */
@@ -244,7 +245,7 @@ struct sv_mr *sv_mr_get_by_rkey(uint32_t rkey)
 
 void sv_mr_read_lock(void)
 {
-	sv_read_lock(&tab_lock);
+	sv_read_lock(&tab_lock, SV_LOCK_KEYS);
 }
 
 void sv_mr_read_unlock(void)
@@ -278,9 +279,9 @@ void sv_mr_put(struct sv_mr *mr)
 	bool dying = atomic_load(&mr->state) != SV_MR_VALID;
 
 	if (atomic_fetch_sub(&mr->refs, 1) == 1 && dying) {
-		pthread_mutex_lock(&drain_lock);
+		sv_mutex_lock(&drain_lock, SV_LOCK_MR_DRAIN);
 		pthread_cond_broadcast(&drain_cond);
-		pthread_mutex_unlock(&drain_lock);
+		sv_mutex_unlock(&drain_lock);
 	}
 }
 
@@ -318,7 +319,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
 	uint32_t index, tag;
 	int err;
 
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	err = tab_reserve(&wtab);
 	/* 24-bit index with bit 23 set: the key's bit 31. */
 	if (!err)
@@ -339,7 +340,7 @@ int sv_mw_key_reserve(struct sv_mr *view)
  * MR invalid; checks again every millisecond for one that did not. */
 static void drain(struct sv_mr *mr)
 {
-	pthread_mutex_lock(&drain_lock);
+	sv_mutex_lock(&drain_lock, SV_LOCK_MR_DRAIN);
 	while (atomic_load(&mr->refs) > 0) {
 		struct timespec ts;
 
@@ -349,14 +350,14 @@ static void drain(struct sv_mr *mr)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&drain_cond, &drain_lock, &ts);
+		sv_cond_timedwait(&drain_cond, &drain_lock, &ts);
 	}
-	pthread_mutex_unlock(&drain_lock);
+	sv_mutex_unlock(&drain_lock);
 }
 
 void sv_mw_key_unpublish(struct sv_mr *view)
 {
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	atomic_store(&view->state, SV_MR_INVALID);
 	sv_write_unlock(&tab_lock);
 	drain(view);
@@ -364,7 +365,7 @@ void sv_mw_key_unpublish(struct sv_mr *view)
 
 void sv_mw_key_publish(struct sv_mr *view, uint32_t rkey, bool valid)
 {
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	view->ibv.rkey = rkey;
 	if (valid)
 		atomic_store(&view->state, SV_MR_VALID);
@@ -375,7 +376,7 @@ void sv_mw_key_release(struct sv_mr *view)
 {
 	struct key_slot *s;
 
-	sv_write_lock(&tab_lock);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
 	atomic_store(&view->state, SV_MR_INVALID);
 	s = tab_find(&wtab, view->ibv.rkey >> 8);
 	if (s && s->mr == view)
@@ -391,7 +392,7 @@ struct sv_mr *sv_mw_key_find(uint32_t index)
 
 	if (!index || index > 0xffffff)
 		return NULL;
-	sv_read_lock(&tab_lock);
+	sv_read_lock(&tab_lock, SV_LOCK_KEYS);
 	s = tab_find(&wtab, index);
 	if (s)
 		view = s->mr;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/mr.h"
+#include "util/lockorder.h"
 
 static pthread_mutex_t mw_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head mw_all = LIST_HEAD_INIT(mw_all);
@@ -44,14 +45,14 @@ struct sv_mw *sv_mw_new(struct sv_pd *pd, enum ibv_mw_type type)
 	mw->view.pd = pd;
 	atomic_init(&mw->view.refs, 0);
 	atomic_init(&mw->view.state, SV_MR_INVALID);
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	err = mw_count >= SV_MAX_MW ? ENOMEM : sv_mw_key_reserve(&mw->view);
 	if (!err) {
 		mw_count++;
 		list_add_tail(&mw_all, &mw->node);
 		atomic_fetch_add(&pd->users, 1);
 	}
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	if (err) {
 		free(mw);
 		errno = err;
@@ -81,12 +82,12 @@ void sv_mw_free(struct sv_mw *mw)
 
 	/* Removed from the table under the lock: a bind looking the window
 	 * up by its index either ran before or finds nothing. */
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	unbind(mw);
 	sv_mw_key_release(&mw->view);
 	list_del(&mw->node);
 	mw_count--;
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	atomic_fetch_sub(&pd->users, 1);
 	free(mw);
 }
@@ -143,7 +144,7 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_send_wqe *wqe)
 		if (!mr)
 			return IBV_WC_MW_BIND_ERR;
 	}
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	mw = find(wqe->wr.bind.index, wqe->wr.bind.mw);
 	if (!mw)
 		goto out;
@@ -185,7 +186,7 @@ enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_send_wqe *wqe)
 	sv_mw_key_publish(&mw->view, rkey, len != 0);
 	st = IBV_WC_SUCCESS;
 out:
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	if (mr)
 		sv_mr_put(mr);
 	return st;
@@ -215,11 +216,11 @@ enum ibv_wc_status sv_mw_local_inv(struct sv_qp *qp, uint32_t rkey)
 {
 	struct sv_mw *mw;
 
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	mw = inv_target(qp, rkey);
 	if (mw)
 		unbind(mw);
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	return mw ? IBV_WC_SUCCESS : IBV_WC_MW_BIND_ERR;
 }
 
@@ -227,14 +228,14 @@ int sv_mw_remote_inv(struct sv_qp *qp, uint32_t rkey)
 {
 	struct sv_mw *mw;
 
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	mw = inv_target(qp, rkey);
 	/* Type 2B: only the QP the window is bound to may invalidate it. */
 	if (mw && mw->qp != qp)
 		mw = NULL;
 	if (mw)
 		unbind(mw);
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	return mw ? 0 : EINVAL;
 }
 
@@ -242,25 +243,25 @@ void sv_mw_qp_gone(struct sv_qp *qp)
 {
 	struct list_node *it;
 
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	for (it = mw_all.n.next; it != &mw_all.n; it = it->next) {
 		struct sv_mw *mw = list_entry(it, struct sv_mw, node);
 
 		if (mw->bound && mw->qp == qp)
 			unbind(mw);
 	}
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 }
 
 int sv_mw_mr_retire(struct sv_mr *mr)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&mw_lock);
+	sv_mutex_lock(&mw_lock, SV_LOCK_MW);
 	if (mr->mw_binds)
 		err = EBUSY;
 	else
 		atomic_store(&mr->state, SV_MR_INVALID);
-	pthread_mutex_unlock(&mw_lock);
+	sv_mutex_unlock(&mw_lock);
 	return err;
 }

@@ -13,7 +13,8 @@
  *     receive queue; the engine consumes under the context's progress lock
  *     (sv_engine.lock), and takes sq_lock/rq_lock only briefly.
  *   - sv_srq.lock guards the SRQ ring.
- *   Lock order: engine.lock -> qp.sq_lock/rq_lock/srq.lock -> cq.lock.
+ *   sv_qp.state_lock guards the attributes and the multicast list.  The
+ *   order these (and every other lock) are taken in is util/lockorder.h's.
  */
 #ifndef SV_CORE_OBJECTS_H
 #define SV_CORE_OBJECTS_H

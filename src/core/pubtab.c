@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "util/env.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 #define SV_PUB_MAGIC 0x5356505542544231ull /* "SVPUBTB1" */
@@ -235,9 +236,9 @@ int sv_pubtab_fd(void)
 {
 	int fd;
 
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	fd = own_ready() ? own_fd : -1;
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 	return fd;
 }
 
@@ -245,9 +246,9 @@ const struct sv_pubtab_view *sv_pubtab_own(void)
 {
 	const struct sv_pubtab_view *tab;
 
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	tab = own.hdr ? &own : NULL;
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 	return tab;
 }
 
@@ -392,7 +393,7 @@ void sv_pubtab_mr_add(const struct sv_mr *mr)
 
 	if (!key || key >= SV_PUB_POISON)
 		return;
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	if (!own_ready())
 		goto out;
 	e = mr_find(&own, key);
@@ -416,7 +417,7 @@ void sv_pubtab_mr_add(const struct sv_mr *mr)
 	atomic_store(&e->key, key);
 	atomic_store(&e->seq, (s | 1) + 1);
 out:
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 }
 
 void sv_pubtab_mr_del(const struct sv_mr *mr)
@@ -425,22 +426,22 @@ void sv_pubtab_mr_del(const struct sv_mr *mr)
 	struct pub_mr *e;
 	bool ok;
 
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	e = own.hdr && key && key < SV_PUB_POISON ? mr_find(&own, key) : NULL;
 	if (!e) {
-		pthread_mutex_unlock(&own_lock);
+		sv_mutex_unlock(&own_lock);
 		return;
 	}
 	s = atomic_load(&e->seq) | 1;
 	atomic_store(&e->seq, s); /* no new user from here on */
 	/* The slot keeps its key (so it is not reused) while we wait without
 	 * the lock: a dying peer must not stall every other registration. */
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 	ok = drain(&e->users, "MR", key);
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	atomic_store(&e->key, ok ? SV_PUB_TOMB : SV_PUB_POISON);
 	atomic_store(&e->seq, s + 1);
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 }
 
 void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
@@ -450,9 +451,9 @@ void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
 
 	if (!key || key > 0xffffff)
 		return;
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	if (!own_ready()) {
-		pthread_mutex_unlock(&own_lock);
+		sv_mutex_unlock(&own_lock);
 		return;
 	}
 	e = qp_find(&own, key);
@@ -464,7 +465,7 @@ void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
 			e = &own.qp[i];
 	}
 	if (!e) {
-		pthread_mutex_unlock(&own_lock);
+		sv_mutex_unlock(&own_lock);
 		return;
 	}
 	s = atomic_load(&e->seq) | 1;
@@ -475,7 +476,7 @@ void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
 		/* Leave the slot poisoned (seq odd: unusable); the QP is
 		 * simply not published any more, and peers use packets. */
 		atomic_store(&e->key, SV_PUB_POISON);
-		pthread_mutex_unlock(&own_lock);
+		sv_mutex_unlock(&own_lock);
 		return;
 	}
 	atomic_store_explicit(&e->state, (uint32_t)q->state,
@@ -487,7 +488,7 @@ void sv_pubtab_qp_set(const struct sv_pubtab_qp *q)
 	atomic_store_explicit(&e->pd, q->pd, memory_order_relaxed);
 	atomic_store(&e->key, key);
 	atomic_store(&e->seq, s + 1);
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 }
 
 void sv_pubtab_qp_del(uint32_t qpn)
@@ -495,7 +496,7 @@ void sv_pubtab_qp_del(uint32_t qpn)
 	struct pub_qp *e;
 	uint32_t s;
 
-	pthread_mutex_lock(&own_lock);
+	sv_mutex_lock(&own_lock, SV_LOCK_PUBTAB);
 	e = own.hdr && qpn && qpn <= 0xffffff ? qp_find(&own, qpn) : NULL;
 	if (e) {
 		s = atomic_load(&e->seq) | 1;
@@ -505,7 +506,7 @@ void sv_pubtab_qp_del(uint32_t qpn)
 					      SV_PUB_POISON);
 		atomic_store(&e->seq, s + 1);
 	}
-	pthread_mutex_unlock(&own_lock);
+	sv_mutex_unlock(&own_lock);
 }
 
 /* ---- peer side --------------------------------------------------------------- */

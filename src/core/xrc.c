@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/lockorder.h"
+
 static pthread_mutex_t xrc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head domains = LIST_HEAD_INIT(domains);
 
@@ -24,7 +26,7 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 
 	if (fd != -1 && fstat(fd, &st))
 		return EBADF;
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	if (fd != -1) {
 		for (it = domains.n.next; it != &domains.n; it = it->next) {
 			struct sv_xrcd *d =
@@ -39,18 +41,18 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 		/* The kernel's rules: no domain for the file and no
 		 * O_CREAT -> EAGAIN; one exists and O_EXCL -> EINVAL. */
 		if (!dom && !(oflags & O_CREAT)) {
-			pthread_mutex_unlock(&xrc_lock);
+			sv_mutex_unlock(&xrc_lock);
 			return EAGAIN;
 		}
 		if (dom && (oflags & O_EXCL)) {
-			pthread_mutex_unlock(&xrc_lock);
+			sv_mutex_unlock(&xrc_lock);
 			return EINVAL;
 		}
 	}
 	if (!dom) {
 		dom = calloc(1, sizeof(*dom));
 		if (!dom) {
-			pthread_mutex_unlock(&xrc_lock);
+			sv_mutex_unlock(&xrc_lock);
 			return ENOMEM;
 		}
 		if (fd != -1) {
@@ -62,40 +64,40 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 		list_add_tail(&domains, &dom->node);
 	}
 	dom->opens++;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 	*dom_out = dom;
 	return 0;
 }
 
 int sv_xrcd_close(struct sv_xrcd *dom)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	/* The last open goes only when nothing uses the domain (EBUSY, as
 	 * ib_dealloc_xrcd with users). */
 	if (dom->opens == 1 && dom->users) {
-		pthread_mutex_unlock(&xrc_lock);
+		sv_mutex_unlock(&xrc_lock);
 		return EBUSY;
 	}
 	if (--dom->opens == 0) {
 		list_del(&dom->node);
 		free(dom);
 	}
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 	return 0;
 }
 
 void sv_xrcd_use(struct sv_xrcd *dom)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	dom->users++;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 }
 
 void sv_xrcd_unuse(struct sv_xrcd *dom)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	dom->users--;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 }
 
 /* ---- XRC SRQ numbers -------------------------------------------------------- */
@@ -221,46 +223,46 @@ static void num_free(uint32_t n)
 
 int sv_xrc_srq_add(struct sv_srq *srq)
 {
-	pthread_rwlock_wrlock(&srq_tab_lock);
+	sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 	/* 24-bit numbers (the XRCETH field), never 0, unique on the host. */
 	if (srq_count >= SV_MAX_SRQ || !(srq->srq_num = num_alloc())) {
-		pthread_rwlock_unlock(&srq_tab_lock);
+		sv_rwlock_unlock(&srq_tab_lock);
 		return ENOMEM;
 	}
 	atomic_init(&srq->xrc_refs, 0);
 	atomic_init(&srq->xrc_dying, false);
 	link_srq(srq);
 	srq_count++;
-	pthread_rwlock_unlock(&srq_tab_lock);
+	sv_rwlock_unlock(&srq_tab_lock);
 	return 0;
 }
 
 int sv_xrc_srq_remove(struct sv_srq *srq)
 {
-	pthread_rwlock_wrlock(&srq_tab_lock);
+	sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 	unlink_srq(srq);
 	atomic_store(&srq->xrc_dying, true);
-	pthread_rwlock_unlock(&srq_tab_lock);
+	sv_rwlock_unlock(&srq_tab_lock);
 
 	/* No packet can find it now; wait for those that did. */
-	pthread_mutex_lock(&srq_drain_lock);
+	sv_mutex_lock(&srq_drain_lock, SV_LOCK_SRQ_DRAIN);
 	while (atomic_load(&srq->xrc_refs) > 0)
-		pthread_cond_wait(&srq_drain_cond, &srq_drain_lock);
-	pthread_mutex_unlock(&srq_drain_lock);
+		sv_cond_wait(&srq_drain_cond, &srq_drain_lock);
+	sv_mutex_unlock(&srq_drain_lock);
 
 	/* A target QP in the middle of a message from this SRQ holds it (a
 	 * hold is only taken under a reference, so none can appear now). */
 	if (atomic_load(&srq->users)) {
-		pthread_rwlock_wrlock(&srq_tab_lock);
+		sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 		atomic_store(&srq->xrc_dying, false);
 		link_srq(srq);
-		pthread_rwlock_unlock(&srq_tab_lock);
+		sv_rwlock_unlock(&srq_tab_lock);
 		return EBUSY;
 	}
-	pthread_rwlock_wrlock(&srq_tab_lock);
+	sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 	num_free(srq->srq_num);
 	srq_count--;
-	pthread_rwlock_unlock(&srq_tab_lock);
+	sv_rwlock_unlock(&srq_tab_lock);
 	return 0;
 }
 
@@ -268,14 +270,14 @@ struct sv_srq *sv_xrc_srq_get(struct sv_xrcd *dom, uint32_t srqn)
 {
 	struct sv_srq *srq;
 
-	pthread_rwlock_rdlock(&srq_tab_lock);
+	sv_rwlock_rdlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 	srq = find_num(srqn);
 	/* IBA A14: the SRQ must belong to the target QP's domain. */
 	if (srq && srq->xrcd != dom)
 		srq = NULL;
 	if (srq)
 		atomic_fetch_add(&srq->xrc_refs, 1);
-	pthread_rwlock_unlock(&srq_tab_lock);
+	sv_rwlock_unlock(&srq_tab_lock);
 	return srq;
 }
 
@@ -283,9 +285,9 @@ void sv_xrc_srq_put(struct sv_srq *srq)
 {
 	if (atomic_fetch_sub(&srq->xrc_refs, 1) == 1 &&
 	    atomic_load(&srq->xrc_dying)) {
-		pthread_mutex_lock(&srq_drain_lock);
+		sv_mutex_lock(&srq_drain_lock, SV_LOCK_SRQ_DRAIN);
 		pthread_cond_broadcast(&srq_drain_cond);
-		pthread_mutex_unlock(&srq_drain_lock);
+		sv_mutex_unlock(&srq_drain_lock);
 	}
 }
 
@@ -293,18 +295,18 @@ void sv_xrc_srq_put(struct sv_srq *srq)
 
 void sv_xrc_tgt_add(struct sv_qp *qp)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	list_add_tail(&qp->xrcd->tgt_qps, &qp->xrc_node);
 	qp->xrcd->users++;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 }
 
 void sv_xrc_tgt_del(struct sv_qp *qp)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	list_del(&qp->xrc_node);
 	qp->xrcd->users--;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 }
 
 struct sv_qp *sv_xrc_tgt_open(struct sv_xrcd *dom, uint32_t qpn)
@@ -312,7 +314,7 @@ struct sv_qp *sv_xrc_tgt_open(struct sv_xrcd *dom, uint32_t qpn)
 	struct sv_qp *found = NULL;
 	struct list_node *it;
 
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	for (it = dom->tgt_qps.n.next; it != &dom->tgt_qps.n; it = it->next) {
 		struct sv_qp *qp = list_entry(it, struct sv_qp, xrc_node);
 
@@ -323,24 +325,24 @@ struct sv_qp *sv_xrc_tgt_open(struct sv_xrcd *dom, uint32_t qpn)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 	return found;
 }
 
 void sv_xrc_tgt_close(struct sv_qp *real)
 {
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	real->xrc_opens--;
 	real->xrcd->users--;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 }
 
 int sv_xrc_tgt_busy(struct sv_qp *qp)
 {
 	int busy;
 
-	pthread_mutex_lock(&xrc_lock);
+	sv_mutex_lock(&xrc_lock, SV_LOCK_XRC);
 	busy = qp->xrc_opens;
-	pthread_mutex_unlock(&xrc_lock);
+	sv_mutex_unlock(&xrc_lock);
 	return busy ? EBUSY : 0;
 }

@@ -8,6 +8,7 @@
 #include "core/cq.h"
 #include "engine/eng.h"
 #include "engine/qpe.h"
+#include "util/lockorder.h"
 
 
 /* ---- completions ---------------------------------------------------------------- */
@@ -94,10 +95,10 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 	if (srq) {
 		bool limit = false;
 
-		pthread_mutex_lock(&srq->lock);
+		sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 		head = atomic_load(&srq->rq.head);
 		if (head == atomic_load(&srq->rq.tail)) {
-			pthread_mutex_unlock(&srq->lock);
+			sv_mutex_unlock(&srq->lock);
 			return false;
 		}
 		copy_recv_wqe(qe, sv_wq_at(&srq->rq, head));
@@ -108,7 +109,7 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 			srq->srq_limit = 0;
 			limit = true;
 		}
-		pthread_mutex_unlock(&srq->lock);
+		sv_mutex_unlock(&srq->lock);
 		qe->resp.wqe_srq = true;
 		if (limit) {
 			struct ibv_async_event ev = {

@@ -35,6 +35,7 @@
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "util/env.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 uint64_t sv_now_ns(void)
@@ -119,7 +120,7 @@ static void take_kicks(struct sv_engine *eng)
 	 * kicker's own pass or by the thread's next one. */
 	if (!atomic_load(&eng->kick_any))
 		return;
-	pthread_mutex_lock(&eng->kick_lock);
+	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
 	atomic_store(&eng->kick_any, false);
 	list_for_each_safe (&eng->kicked, it, tmp) {
 		struct sv_qp_engine *qe =
@@ -129,7 +130,7 @@ static void take_kicks(struct sv_engine *eng)
 		qe->kicked = false;
 		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
 	}
-	pthread_mutex_unlock(&eng->kick_lock);
+	sv_mutex_unlock(&eng->kick_lock);
 }
 
 static void run_work(struct sv_engine *eng)
@@ -286,7 +287,7 @@ static void *progress_main(void *arg)
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		int timeout, n, i;
 
-		pthread_mutex_lock(&eng->lock);
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		if (!list_empty(&eng->work))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
@@ -297,7 +298,7 @@ static void *progress_main(void *arg)
 		 * watchdogs (path.h). */
 		eng->nap = false;
 		until = sv_paths_next_wake(eng, now, until, busy);
-		pthread_mutex_unlock(&eng->lock);
+		sv_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
 			until = dl;
@@ -323,13 +324,13 @@ static void *progress_main(void *arg)
 		if (eng->napped)
 			continue; /* look again, the words still set */
 		sv_paths_serve(eng, busy);
-		pthread_mutex_lock(&eng->lock);
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		if (!busy)
 			sv_links_wake(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		pthread_mutex_unlock(&eng->lock);
+		sv_mutex_unlock(&eng->lock);
 	}
 	return NULL;
 }
@@ -472,7 +473,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	}
 	if (list_empty(&eng->socks))
 		return 0;
-	if (pthread_mutex_trylock(&eng->lock)) {
+	if (sv_mutex_trylock(&eng->lock, SV_LOCK_ENGINE)) {
 		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
 				      memory_order_relaxed);
 		return 0; /* someone is making progress right now */
@@ -483,7 +484,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	 * no timestamps.  Another thread arming it meanwhile sees these
 	 * completions as taken before its request. */
 	if (cq && eng->paths_active && !cq->ts) {
-		pthread_mutex_lock(&cq->lock);
+		sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 		if (cq->tail == cq->head && cq->armed == SV_CQ_ARM_NONE &&
 		    !cq->overrun) {
 			eng->sink.cq = cq;
@@ -491,7 +492,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 			eng->sink.max = max;
 			eng->sink.n = 0;
 		}
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 	}
 	/* A busy poller reads the clock (timers, the hint the thread
 	 * watches) every SV_HINT_EVERY passes, or when the pass needs it
@@ -511,7 +512,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	n = (unsigned int)eng->sink.n;
 	eng->sink.cq = NULL;
 	eng->sink.n = 0;
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	if (more)
 		bell_ring(eng);
 	return (int)n;
@@ -530,13 +531,13 @@ int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 
 void sv_kick_later(struct sv_engine *eng, struct sv_qp_engine *qe)
 {
-	pthread_mutex_lock(&eng->kick_lock);
+	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
 	if (!qe->kicked) {
 		qe->kicked = true;
 		list_add_tail(&eng->kicked, &qe->kick_node);
 	}
 	atomic_store(&eng->kick_any, true);
-	pthread_mutex_unlock(&eng->kick_lock);
+	sv_mutex_unlock(&eng->kick_lock);
 }
 
 void sv_engine_kick(struct sv_qp *qp)
@@ -547,12 +548,12 @@ void sv_engine_kick(struct sv_qp *qp)
 
 	/* The lock free: the QP goes on the work list directly and this
 	 * pass runs it (no kick list, no clock unless its work needs one). */
-	if (pthread_mutex_trylock(&eng->lock)) {
+	if (sv_mutex_trylock(&eng->lock, SV_LOCK_ENGINE)) {
 		sv_kick_later(eng, qe);
 		/* Whoever holds the lock takes the kick list before its
 		 * next pass or, if it is past that point, the doorbell
 		 * brings the thread. */
-		if (pthread_mutex_trylock(&eng->lock)) {
+		if (sv_mutex_trylock(&eng->lock, SV_LOCK_ENGINE)) {
 			bell_ring(eng);
 			return;
 		}
@@ -568,7 +569,7 @@ void sv_engine_kick(struct sv_qp *qp)
 			sv_tx_flush(eng);
 		eng->now_ok = false;
 		more = !list_empty(&eng->work);
-		pthread_mutex_unlock(&eng->lock);
+		sv_mutex_unlock(&eng->lock);
 		if (more)
 			bell_ring(eng);
 		return;
@@ -579,7 +580,7 @@ void sv_engine_kick(struct sv_qp *qp)
 	pass(eng, false, false);
 	eng->now_ok = false;
 	more = !list_empty(&eng->work);
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	if (more)
 		bell_ring(eng);
 }

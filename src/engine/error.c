@@ -10,6 +10,7 @@
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/stats.h"
+#include "util/lockorder.h"
 
 
 /* ---- errors and flushes -------------------------------------------------------------- */
@@ -22,14 +23,14 @@ void sv_qp_sync_state(struct sv_qp_engine *qe)
 		return;
 	/* modify_qp holds state_lock while it waits for the engine lock:
 	 * only try it, and come back later if it is busy. */
-	if (pthread_mutex_trylock(&qp->state_lock)) {
+	if (sv_mutex_trylock(&qp->state_lock, SV_LOCK_QP_STATE)) {
 		sv_timer_note(qe->eng, sv_eng_now(qe->eng) + 1000000);
 		return;
 	}
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		qp->attr.qp_state = IBV_QPS_ERR;
 	qe->state_dirty = false;
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 }
 
 /* The first request of an RTR QP arrived (IBA 11.6.3: COMM_EST); the

@@ -44,6 +44,7 @@
 #include "engine/ud.h"
 #include "proto/icrc.h"
 #include "util/env.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 #define SV_MCAST_PORT 0xffffu
@@ -233,7 +234,7 @@ void sv_mcast_refresh(struct sv_engine *eng)
 	uint32_t ifs[SV_MCAST_MAX_IFS], n;
 	struct list_node *it;
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	if (eng->mcast) {
 		n = up_ifs(ifs, SV_MCAST_MAX_IFS);
 		for (it = eng->mcast->groups.n.next;
@@ -242,7 +243,7 @@ void sv_mcast_refresh(struct sv_engine *eng)
 				   list_entry(it, struct sv_mgroup, node), ifs,
 				   n);
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 }
 
 static struct sv_mgroup *group_find(struct sv_mcast *mc,
@@ -267,7 +268,7 @@ int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid)
 	struct sv_mgroup *g;
 	int err = 0;
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	mc = mc_get(eng, &err);
 	if (!mc)
 		goto out;
@@ -312,7 +313,7 @@ int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid)
 out_put:
 	mc_put(eng);
 out:
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	return err;
 }
 
@@ -323,7 +324,7 @@ void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid)
 	struct sv_mgroup *g;
 	uint32_t i;
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	g = eng->mcast ? group_find(eng->mcast, gid) : NULL;
 	if (g) {
 		for (i = 0; i < g->nqps; i++)
@@ -340,7 +341,7 @@ void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid)
 			mc_put(eng);
 		}
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 }
 
 /* ---- receive ---------------------------------------------------------------- */

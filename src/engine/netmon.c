@@ -34,6 +34,7 @@
 #include "core/async.h"
 #include "core/device.h"
 #include "engine/mcast.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 #define SV_NETMON_SETTLE_MS 20
@@ -148,9 +149,9 @@ static void *netmon_main(void *arg)
 		}
 		if (!got)
 			continue;
-		pthread_mutex_lock(&nm.lock);
+		sv_mutex_lock(&nm.lock, SV_LOCK_NETMON);
 		rescan();
-		pthread_mutex_unlock(&nm.lock);
+		sv_mutex_unlock(&nm.lock);
 	}
 }
 
@@ -212,14 +213,14 @@ static void stop(void)
  * copy of the state is consistent. */
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&nm.life);
-	pthread_mutex_lock(&nm.lock);
+	sv_mutex_lock(&nm.life, SV_LOCK_NETMON_LIFE);
+	sv_mutex_lock(&nm.lock, SV_LOCK_NETMON);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&nm.lock);
-	pthread_mutex_unlock(&nm.life);
+	sv_mutex_unlock(&nm.lock);
+	sv_mutex_unlock(&nm.life);
 }
 
 static void atfork_child(void)
@@ -231,8 +232,8 @@ static void atfork_child(void)
 	nm.nlfd = nm.stopfd = -1;
 	nm.running = false;
 	nm.nctx = 0;
-	pthread_mutex_unlock(&nm.lock);
-	pthread_mutex_unlock(&nm.life);
+	sv_mutex_unlock(&nm.lock);
+	sv_mutex_unlock(&nm.life);
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -245,16 +246,16 @@ static void atfork_init(void)
 void sv_engine_netmon_add(struct sv_context *ctx)
 {
 	pthread_once(&atfork_once, atfork_init);
-	pthread_mutex_lock(&nm.life);
-	pthread_mutex_lock(&nm.lock);
+	sv_mutex_lock(&nm.life, SV_LOCK_NETMON_LIFE);
+	sv_mutex_lock(&nm.lock, SV_LOCK_NETMON);
 	if (nm.nctx == nm.cap) {
 		int cap = nm.cap ? 2 * nm.cap : 4;
 		struct sv_context **c =
 			realloc(nm.ctx, (size_t)cap * sizeof(*c));
 
 		if (!c) {
-			pthread_mutex_unlock(&nm.lock);
-			pthread_mutex_unlock(&nm.life);
+			sv_mutex_unlock(&nm.lock);
+			sv_mutex_unlock(&nm.life);
 			sv_warn("netmon: out of memory: no port or GID events");
 			return;
 		}
@@ -262,7 +263,7 @@ void sv_engine_netmon_add(struct sv_context *ctx)
 		nm.cap = cap;
 	}
 	nm.ctx[nm.nctx++] = ctx;
-	pthread_mutex_unlock(&nm.lock);
+	sv_mutex_unlock(&nm.lock);
 	if (!nm.running) {
 		int err = start();
 
@@ -270,7 +271,7 @@ void sv_engine_netmon_add(struct sv_context *ctx)
 			sv_warn("netmon: no port or GID events: %s",
 				strerror(err));
 	}
-	pthread_mutex_unlock(&nm.life);
+	sv_mutex_unlock(&nm.life);
 }
 
 void sv_engine_netmon_del(struct sv_context *ctx)
@@ -278,15 +279,15 @@ void sv_engine_netmon_del(struct sv_context *ctx)
 	bool last;
 	int i;
 
-	pthread_mutex_lock(&nm.life);
-	pthread_mutex_lock(&nm.lock);
+	sv_mutex_lock(&nm.life, SV_LOCK_NETMON_LIFE);
+	sv_mutex_lock(&nm.lock, SV_LOCK_NETMON);
 	for (i = 0; i < nm.nctx; i++)
 		if (nm.ctx[i] == ctx) {
 			nm.ctx[i] = nm.ctx[--nm.nctx];
 			break;
 		}
 	last = nm.nctx == 0;
-	pthread_mutex_unlock(&nm.lock);
+	sv_mutex_unlock(&nm.lock);
 	if (last && nm.running)
 		stop();
 	if (last) {
@@ -294,5 +295,5 @@ void sv_engine_netmon_del(struct sv_context *ctx)
 		nm.ctx = NULL;
 		nm.cap = 0;
 	}
-	pthread_mutex_unlock(&nm.life);
+	sv_mutex_unlock(&nm.life);
 }

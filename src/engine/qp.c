@@ -23,6 +23,7 @@
 #include "engine/xmit.h"
 #include "engine/xrc.h"
 #include "util/env.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 /* ---- QP numbers ------------------------------------------------------------ */
@@ -113,7 +114,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	list_node_init(&qe->work_node);
 	list_node_init(&qe->kick_node);
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	err = qpn_alloc(eng, qe);
 	if (!err) {
@@ -127,7 +128,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 			sv_links_qp_created(qe);
 		}
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	if (err)
 		goto fail;
 	qp->eng = qe;
@@ -148,7 +149,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	if (!qe)
 		return;
 	eng = qe->eng;
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	if (sv_env_stats()) {
 		fprintf(stderr, "softverbs: destroying ");
@@ -162,13 +163,13 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	qe->sock->used--;
 	if (qe->on_work)
 		list_del(&qe->work_node);
-	pthread_mutex_lock(&eng->kick_lock);
+	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
 	if (qe->kicked)
 		list_del(&qe->kick_node);
-	pthread_mutex_unlock(&eng->kick_lock);
+	sv_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
 	sv_links_qp_destroyed(qe);
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
 	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
 	 * so too). */
@@ -267,11 +268,11 @@ static void reset_queues(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 
-	sv_qlock_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	atomic_store(&qp->sq.head, 0);
 	atomic_store(&qp->sq.tail, 0);
 	sv_qlock_unlock(&qp->sq_lock);
-	sv_qlock_lock(&qp->rq_lock);
+	sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
 	atomic_store(&qp->rq.head, 0);
 	atomic_store(&qp->rq.tail, 0);
 	sv_qlock_unlock(&qp->rq_lock);
@@ -290,7 +291,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	struct ibv_qp_attr *a = &qp->attr;
 	enum ibv_qp_state new_state = a->qp_state;
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	eng->now_ok = false;
 	sv_paths_quiesce(qe); /* the engine's cursors from here */
 	/* Paths and queued work change here: busy polls take the lock
@@ -302,7 +303,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 	    new_state != IBV_QPS_RESET) {
 		a->qp_state = IBV_QPS_ERR;
 		qe->state_dirty = false;
-		pthread_mutex_unlock(&eng->lock);
+		sv_mutex_unlock(&eng->lock);
 		return;
 	}
 	qe->state_dirty = false;
@@ -378,7 +379,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 }
 
 /* ---- running a QP ------------------------------------------------------------------- */

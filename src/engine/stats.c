@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "engine/eng.h"
 #include "engine/qpe.h"
+#include "util/lockorder.h"
 
 static const char *const qp_state_names[] = {
 	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
@@ -146,11 +147,11 @@ void sv_engine_stats_dump(struct sv_context *ctx, FILE *f)
 
 	if (!eng)
 		return;
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	sv_stats_print(eng, f);
 	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
 		fprintf(f, "  ");
 		sv_qp_dump(list_entry(it, struct sv_qp_engine, node), f);
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 }

@@ -67,6 +67,7 @@
 #include "engine/qpe.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 /* Attach attempts of a QP whose peer's channel was not open yet (its
@@ -366,7 +367,7 @@ static void rx_run(struct sv_qp_engine *qe)
 		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
 	/* Once for the batch; nothing below takes another lock but the
-	 * CQ's (lock order: key table, then the CQ). */
+	 * CQ's and the context's (util/lockorder.h). */
 	sv_mr_read_lock();
 	for (;;) {
 		if (n == budget) {
@@ -496,7 +497,7 @@ static void lean_leave(struct sv_qp_engine *qe)
 {
 	if (!atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		return;
-	sv_qlock_lock(&qe->qp->sq_lock);
+	sv_qlock_lock(&qe->qp->sq_lock, SV_LOCK_SQ);
 	lean_leave_locked(qe);
 	sv_qlock_unlock(&qe->qp->sq_lock);
 }
@@ -511,7 +512,7 @@ static void lean_enter(struct sv_qp_engine *qe)
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
 	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
 		return;
-	sv_qlock_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		qe->chan.lean_psn = qe->req.psn;
 		atomic_store(&qe->sq_by_post, true);
@@ -603,15 +604,15 @@ static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		      (uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 :
 							 len)))
 		return true;
-	/* Back to the engine, which needs its lock to take over (lock
-	 * order: engine, then sq_lock). */
+	/* Back to the engine, which needs its lock to take over (the
+	 * engine lock comes before sq_lock: util/lockorder.h). */
 	eng = qe->eng;
 	sv_qlock_unlock(&qp->sq_lock);
-	pthread_mutex_lock(&eng->lock);
-	sv_qlock_lock(&qp->sq_lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	if (atomic_load(&qe->sq_by_post))
 		lean_leave_locked(qe);
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	return false;
 }
 

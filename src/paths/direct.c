@@ -42,6 +42,7 @@
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
+#include "util/lockorder.h"
 
 /* Our side of the transfer, checked with our lkeys (IBA 10.6.3), its MRs
  * kept from deregistration until the copy is over (read lock or

@@ -62,6 +62,7 @@
 #include "engine/stats.h"
 #include "link/shm.h"
 #include "util/env.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 #include "util/spin.h"
 
@@ -403,13 +404,13 @@ static pid_t job_peer(struct sv_engine *eng, struct sv_sock *s,
 	struct sv_qp_engine *qe;
 	pid_t pid = 0;
 
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	qe = s->slot[sv_qpn_slot(v->qpn)];
 	if (qe && qe->qpn == v->qpn && qe->qp->type == IBV_QPT_RC &&
 	    qe->dest_qpn == v->src_qpn && qe->shm &&
 	    qe->shm->pid != qe->shm->self)
 		pid = qe->shm->pid;
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 	return pid;
 }
 
@@ -669,7 +670,7 @@ void sv_help_serve(struct sv_engine *eng)
 	if (!sv_env_help() || app_polls(eng))
 		return;
 	/* Sockets are freed only after this thread is joined. */
-	pthread_mutex_lock(&eng->lock);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	for (it = eng->socks.n.next; it != &eng->socks.n && n < SV_HELP_RINGS;
 	     it = it->next) {
 		struct sv_sock *k = list_entry(it, struct sv_sock, node);
@@ -677,7 +678,7 @@ void sv_help_serve(struct sv_engine *eng)
 		if (k->ring.hdr)
 			s[n++] = k;
 	}
-	pthread_mutex_unlock(&eng->lock);
+	sv_mutex_unlock(&eng->lock);
 
 	while (!atomic_load_explicit(&eng->stop, memory_order_relaxed)) {
 		if (scan(eng, s, n, declined, &chunks)) {
@@ -703,9 +704,9 @@ void sv_help_serve(struct sv_engine *eng)
 			break;
 	}
 	if (chunks) {
-		pthread_mutex_lock(&eng->lock);
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		eng->stats.help_chunks += chunks;
-		pthread_mutex_unlock(&eng->lock);
+		sv_mutex_unlock(&eng->lock);
 	}
 }
 

@@ -6,6 +6,7 @@
  * parse the same way.
  */
 #include "util/env.h"
+#include "util/lockorder.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -167,7 +168,7 @@ void sv_env_read(enum sv_env_id id)
 {
 	static bool atfork_done; /* inherited by children, as handlers are */
 
-	pthread_mutex_lock(&env_lock);
+	sv_mutex_lock(&env_lock, SV_LOCK_ENV);
 	if (!atomic_load_explicit(&sv_env_got[id], memory_order_relaxed)) {
 		parse(&sv_env_data, &sv_env_vars[id]);
 		if (!atfork_done && !pthread_atfork(NULL, NULL, atfork_child))
@@ -175,7 +176,7 @@ void sv_env_read(enum sv_env_id id)
 		atomic_store_explicit(&sv_env_got[id], true,
 				      memory_order_release);
 	}
-	pthread_mutex_unlock(&env_lock);
+	sv_mutex_unlock(&env_lock);
 }
 
 void sv_env_print(FILE *f)

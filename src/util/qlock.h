@@ -19,6 +19,9 @@
  *
  * Without membarrier (and under ThreadSanitizer) the lock is the spin
  * lock.  Not recursive.
+ *
+ * sv_qlock_lock names the lock's rank (util/lockorder.h: SV_LOCK_SQ,
+ * SV_LOCK_RQ), checked in SV_LOCKCHECK builds.
  */
 #ifndef SV_UTIL_QLOCK_H
 #define SV_UTIL_QLOCK_H
@@ -27,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/lockorder.h"
 #include "util/spin.h"
 
 #define SV_QLOCK_REVOKES 64
@@ -59,7 +63,7 @@ static inline bool sv_qlock_try_biased(sv_qlock_t *q, const void *me)
 	return false;
 }
 
-static inline void sv_qlock_lock(sv_qlock_t *q)
+static inline void sv_qlock_take(sv_qlock_t *q)
 {
 	const void *me = &sv_qlock_self;
 
@@ -69,7 +73,7 @@ static inline void sv_qlock_lock(sv_qlock_t *q)
 	sv_qlock_lock_slow(q);
 }
 
-static inline void sv_qlock_unlock(sv_qlock_t *q)
+static inline void sv_qlock_give(sv_qlock_t *q)
 {
 	/* Only the owner ever raises owner_in, so it is ours to drop. */
 	if (atomic_load_explicit(&q->owner, memory_order_relaxed) ==
@@ -80,5 +84,20 @@ static inline void sv_qlock_unlock(sv_qlock_t *q)
 	}
 	sv_qlock_unlock_slow(q);
 }
+
+#define sv_qlock_lock(q, r)               \
+	({                                \
+		sv_qlock_t *q_ = (q);     \
+		SV_LOCK_WILL(q_, r);      \
+		sv_qlock_take(q_);        \
+		SV_LOCK_GOT(q_, r);       \
+	})
+
+#define sv_qlock_unlock(q)                \
+	({                                \
+		sv_qlock_t *q_ = (q);     \
+		SV_LOCK_DROP(q_);         \
+		sv_qlock_give(q_);        \
+	})
 
 #endif

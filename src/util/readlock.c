@@ -22,6 +22,9 @@ void sv_readlock_init(struct sv_readlock *l)
 	atomic_init(&l->recs, NULL);
 	pthread_mutex_init(&l->wmutex, NULL);
 	pthread_mutex_init(&l->reg, NULL);
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_create(l, 0);
+#endif
 	l->asym = pthread_key_create(&l->key, rec_release) == 0 &&
 		  sv_membarrier_ok();
 	sv_dbg("readlock: readers %s",
@@ -34,7 +37,7 @@ struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l)
 {
 	struct sv_readlock_rec *r;
 
-	pthread_mutex_lock(&l->reg);
+	sv_mutex_lock(&l->reg, SV_LOCK_READLOCK_REG);
 	for (r = atomic_load(&l->recs); r; r = r->next)
 		if (!atomic_load(&r->in_use))
 			break;
@@ -47,7 +50,7 @@ struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l)
 		atomic_store(&l->recs, r); /* writers walk it without reg */
 	}
 	atomic_store(&r->in_use, true);
-	pthread_mutex_unlock(&l->reg);
+	sv_mutex_unlock(&l->reg);
 	/* (Fails only without memory for the key's second-level block;
 	 * going on would allocate a record at every read.) */
 	if (pthread_setspecific(l->key, r))
@@ -62,15 +65,23 @@ void sv_readlock_wait_writer(struct sv_readlock *l)
 		sched_yield();
 }
 
-void sv_write_lock(struct sv_readlock *l)
+void sv_write_enter(struct sv_readlock *l)
 {
 	struct sv_readlock_rec *r;
 
+#ifdef SV_TSAN_LOCKS
+	if (!l->asym)
+		__tsan_mutex_pre_lock(l, 0);
+#endif
+	/* wmutex is this lock's own: the caller's rank covers it. */
 	pthread_mutex_lock(&l->wmutex);
 	atomic_store(&l->writer, true);
 	if (!l->asym) {
 		while (atomic_load(&l->readers))
 			sched_yield();
+#ifdef SV_TSAN_LOCKS
+		__tsan_mutex_post_lock(l, 0, 0);
+#endif
 		return;
 	}
 	/* Every running thread passes a full barrier: a reader's flag
@@ -82,8 +93,16 @@ void sv_write_lock(struct sv_readlock *l)
 			sched_yield();
 }
 
-void sv_write_unlock(struct sv_readlock *l)
+void sv_write_exit(struct sv_readlock *l)
 {
+#ifdef SV_TSAN_LOCKS
+	if (!l->asym)
+		__tsan_mutex_pre_unlock(l, 0);
+#endif
 	atomic_store_explicit(&l->writer, false, memory_order_release);
 	pthread_mutex_unlock(&l->wmutex);
+#ifdef SV_TSAN_LOCKS
+	if (!l->asym)
+		__tsan_mutex_post_unlock(l, 0);
+#endif
 }

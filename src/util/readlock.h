@@ -24,6 +24,10 @@
  *
  * A thread must not read twice at once, nor write while it reads (both
  * deadlock against a waiting writer, in either mode).
+ *
+ * Both sides name the lock's rank (util/lockorder.h), checked in
+ * SV_LOCKCHECK builds; under ThreadSanitizer the lock annotates itself as
+ * a reader/writer mutex, so that TSan's deadlock detector sees it.
  */
 #ifndef SV_UTIL_READLOCK_H
 #define SV_UTIL_READLOCK_H
@@ -32,6 +36,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "util/lockorder.h"
 
 /* One per (thread, lock): allocated at the thread's first read, reused
  * after the thread exits, never freed (the lock lives as long as the
@@ -47,8 +53,8 @@ struct sv_readlock {
 	bool asym; /* membarrier mode (else the shared counter) */
 	_Atomic uint32_t readers; /* shared-counter mode */
 	pthread_key_t key; /* the thread's record */
-	pthread_mutex_t wmutex; /* writers, one at a time */
-	pthread_mutex_t reg; /* the record list */
+	pthread_mutex_t wmutex; /* writers, one at a time (the lock's rank) */
+	pthread_mutex_t reg; /* the record list (SV_LOCK_READLOCK_REG) */
 	struct sv_readlock_rec *_Atomic recs;
 };
 
@@ -58,18 +64,25 @@ void sv_readlock_init(struct sv_readlock *l);
 void sv_readlock_wait_writer(struct sv_readlock *l);
 struct sv_readlock_rec *sv_readlock_rec_new(struct sv_readlock *l);
 
-static inline void sv_read_lock(struct sv_readlock *l)
+static inline void sv_read_enter(struct sv_readlock *l)
 {
 	struct sv_readlock_rec *r;
 
 	if (!l->asym) {
+#ifdef SV_TSAN_LOCKS
+		__tsan_mutex_pre_lock(l, __tsan_mutex_read_lock);
+#endif
 		for (;;) {
 			atomic_fetch_add(&l->readers, 1);
 			if (!atomic_load(&l->writer))
-				return;
+				break;
 			atomic_fetch_sub(&l->readers, 1);
 			sv_readlock_wait_writer(l);
 		}
+#ifdef SV_TSAN_LOCKS
+		__tsan_mutex_post_lock(l, __tsan_mutex_read_lock, 0);
+#endif
+		return;
 	}
 	r = pthread_getspecific(l->key);
 	if (__builtin_expect(!r, 0))
@@ -86,19 +99,55 @@ static inline void sv_read_lock(struct sv_readlock *l)
 	}
 }
 
-static inline void sv_read_unlock(struct sv_readlock *l)
+static inline void sv_read_exit(struct sv_readlock *l)
 {
 	struct sv_readlock_rec *r;
 
 	if (!l->asym) {
+#ifdef SV_TSAN_LOCKS
+		__tsan_mutex_pre_unlock(l, __tsan_mutex_read_lock);
+#endif
 		atomic_fetch_sub_explicit(&l->readers, 1, memory_order_release);
+#ifdef SV_TSAN_LOCKS
+		__tsan_mutex_post_unlock(l, __tsan_mutex_read_lock);
+#endif
 		return;
 	}
 	r = pthread_getspecific(l->key);
 	atomic_store_explicit(&r->active, 0, memory_order_release);
 }
 
-void sv_write_lock(struct sv_readlock *l);
-void sv_write_unlock(struct sv_readlock *l);
+void sv_write_enter(struct sv_readlock *l);
+void sv_write_exit(struct sv_readlock *l);
+
+#define sv_read_lock(l, r)                        \
+	({                                        \
+		struct sv_readlock *l_ = (l);     \
+		SV_LOCK_WILL(l_, r);              \
+		sv_read_enter(l_);                \
+		SV_LOCK_GOT(l_, r);               \
+	})
+
+#define sv_read_unlock(l)                         \
+	({                                        \
+		struct sv_readlock *l_ = (l);     \
+		SV_LOCK_DROP(l_);                 \
+		sv_read_exit(l_);                 \
+	})
+
+#define sv_write_lock(l, r)                       \
+	({                                        \
+		struct sv_readlock *l_ = (l);     \
+		SV_LOCK_WILL(l_, r);              \
+		sv_write_enter(l_);               \
+		SV_LOCK_GOT(l_, r);               \
+	})
+
+#define sv_write_unlock(l)                        \
+	({                                        \
+		struct sv_readlock *l_ = (l);     \
+		SV_LOCK_DROP(l_);                 \
+		sv_write_exit(l_);                \
+	})
 
 #endif

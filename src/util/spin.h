@@ -12,6 +12,10 @@
  * A waiter spins on a plain load (the line stays shared until the owner
  * lets go), then yields: the owner may be preempted on a machine with as
  * many busy threads as cores.
+ *
+ * Under ThreadSanitizer the lock annotates itself as a mutex (lock order
+ * and deadlock reports, util/lockorder.h); its rank is its user's
+ * (util/qlock.h).
  */
 #ifndef SV_UTIL_SPIN_H
 #define SV_UTIL_SPIN_H
@@ -19,6 +23,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+
+#include "util/lockorder.h"
 
 typedef struct {
 	_Atomic bool held;
@@ -29,6 +35,9 @@ typedef struct {
 static inline void sv_spin_init(sv_spin_t *s)
 {
 	atomic_init(&s->held, false);
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_create(s, 0);
+#endif
 }
 
 static inline void sv_spin_relax(void)
@@ -40,6 +49,9 @@ static inline void sv_spin_relax(void)
 
 static inline void sv_spin_lock(sv_spin_t *s)
 {
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_pre_lock(s, 0);
+#endif
 	while (atomic_exchange_explicit(&s->held, true, memory_order_acquire)) {
 		unsigned int n = 0;
 
@@ -52,17 +64,39 @@ static inline void sv_spin_lock(sv_spin_t *s)
 			}
 		}
 	}
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_post_lock(s, 0, 0);
+#endif
 }
 
 static inline bool sv_spin_trylock(sv_spin_t *s)
 {
-	return !atomic_load_explicit(&s->held, memory_order_relaxed) &&
-	       !atomic_exchange_explicit(&s->held, true, memory_order_acquire);
+	bool ok;
+
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_pre_lock(s, __tsan_mutex_try_lock);
+#endif
+	ok = !atomic_load_explicit(&s->held, memory_order_relaxed) &&
+	     !atomic_exchange_explicit(&s->held, true, memory_order_acquire);
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_post_lock(s,
+			       ok ? __tsan_mutex_try_lock :
+				    __tsan_mutex_try_lock |
+					    __tsan_mutex_try_lock_failed,
+			       0);
+#endif
+	return ok;
 }
 
 static inline void sv_spin_unlock(sv_spin_t *s)
 {
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_pre_unlock(s, 0);
+#endif
 	atomic_store_explicit(&s->held, false, memory_order_release);
+#ifdef SV_TSAN_LOCKS
+	__tsan_mutex_post_unlock(s, 0);
+#endif
 }
 
 #endif

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "util/lockorder.h"
+
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				  struct ibv_async_event *event)
 {
@@ -24,7 +26,7 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 		 * purged by the destroy of its object: read on. */
 		if (read(context->async_fd, &b, 1) != 1)
 			return -1;
-		pthread_mutex_lock(&ctx->lock);
+		sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 		n = list_first(&ctx->async_events);
 		if (n) {
 			list_del(n);
@@ -33,7 +35,7 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 			if (cnt)
 				++*cnt;
 		}
-		pthread_mutex_unlock(&ctx->lock);
+		sv_mutex_unlock(&ctx->lock);
 	} while (!n);
 	e = list_entry(n, struct sv_async_event, node);
 	*event = e->ev;
@@ -77,8 +79,8 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 	default:
 		return; /* port/device events have no object to release */
 	}
-	pthread_mutex_lock(mtx);
+	sv_mutex_lock(mtx, SV_LOCK_IBV_EVENTS);
 	++*done;
 	pthread_cond_signal(cond);
-	pthread_mutex_unlock(mtx);
+	sv_mutex_unlock(mtx);
 }

@@ -20,6 +20,7 @@
 
 #include "core/cq.h"
 #include "engine/engine.h"
+#include "util/lockorder.h"
 
 /* CQ tokens are never reused, so a stale event cannot name a new CQ. */
 static _Atomic uint64_t next_cq_token = 1;
@@ -72,12 +73,12 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EINVAL;
 	ch = sv_container_of(channel, struct sv_comp_channel, ibv);
 	ctx = ch->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 	if (atomic_load(&ch->refs)) {
-		pthread_mutex_unlock(&ctx->lock);
+		sv_mutex_unlock(&ctx->lock);
 		return EBUSY;
 	}
-	pthread_mutex_unlock(&ctx->lock);
+	sv_mutex_unlock(&ctx->lock);
 	close(ch->ibv.fd);
 	close(ch->wfd);
 	free(ch);
@@ -149,11 +150,11 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 		struct sv_comp_channel *ch =
 			sv_container_of(channel, struct sv_comp_channel, ibv);
 
-		pthread_mutex_lock(&ctx->lock);
+		sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 		list_add_tail(&ch->cqs, &cq->chan_node);
 		atomic_fetch_add(&ch->refs, 1);
 		channel->refcnt++;
-		pthread_mutex_unlock(&ctx->lock);
+		sv_mutex_unlock(&ctx->lock);
 	}
 	return cq;
 }
@@ -180,22 +181,22 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return EINVAL;
 	cq = to_sv_cq(ibcq);
 	slots = ring_slots(cqe);
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	used = cq->tail - cq->head;
 	/* man ibv_resize_cq: cqe must hold the unpolled completions. */
 	if ((uint32_t)cqe < used) {
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 		return EINVAL;
 	}
 	if (slots == cq->ncqe) {
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 		return 0;
 	}
 	ring = calloc(slots, sizeof(*ring));
 	if (cq->ts)
 		ts = calloc(slots, sizeof(*ts));
 	if (!ring || (cq->ts && !ts)) {
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 		free(ring);
 		free(ts);
 		return ENOMEM;
@@ -216,7 +217,7 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->ts = ts;
 	cq->ncqe = slots;
 	ibcq->cqe = (int)slots - 1;
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 	return 0;
 }
 
@@ -239,21 +240,21 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 		/* Off the channel first: from now on get_cq_event drops
 		 * this CQ's events instead of handing them out. */
-		pthread_mutex_lock(&ctx->lock);
+		sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 		list_del(&cq->chan_node);
 		comp_reported = cq->comp_events_reported;
 		atomic_fetch_sub(&ch->refs, 1);
 		ibcq->channel->refcnt--;
-		pthread_mutex_unlock(&ctx->lock);
+		sv_mutex_unlock(&ctx->lock);
 	}
 	async_reported = sv_async_purge(ctx, &cq->async_events_reported);
 
 	/* Every event handed out must be acked before the CQ goes. */
-	pthread_mutex_lock(&ibcq->mutex);
+	sv_mutex_lock(&ibcq->mutex, SV_LOCK_IBV_EVENTS);
 	while (ibcq->comp_events_completed != comp_reported ||
 	       ibcq->async_events_completed != async_reported)
-		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
-	pthread_mutex_unlock(&ibcq->mutex);
+		sv_cond_wait(&ibcq->cond, &ibcq->mutex);
+	sv_mutex_unlock(&ibcq->mutex);
 
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&ibcq->mutex);
@@ -291,7 +292,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 				errno = EIO; /* 8-byte writes cannot split */
 			return -1;
 		}
-		pthread_mutex_lock(&ctx->lock);
+		sv_mutex_lock(&ctx->lock, SV_LOCK_CTX);
 		list_for_each_safe (&ch->cqs, it, tmp) {
 			struct sv_cq *cq =
 				list_entry(it, struct sv_cq, chan_node);
@@ -302,7 +303,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 				break;
 			}
 		}
-		pthread_mutex_unlock(&ctx->lock);
+		sv_mutex_unlock(&ctx->lock);
 		if (found) {
 			*cq_out = (struct ibv_cq *)&found->ex;
 			*cq_context = found->ex.cq_context;
@@ -314,10 +315,10 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 
 SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
-	pthread_mutex_lock(&cq->mutex);
+	sv_mutex_lock(&cq->mutex, SV_LOCK_IBV_EVENTS);
 	cq->comp_events_completed += nevents;
 	pthread_cond_signal(&cq->cond);
-	pthread_mutex_unlock(&cq->mutex);
+	sv_mutex_unlock(&cq->mutex);
 }
 
 /* ---- context ops -------------------------------------------------------- */
@@ -334,12 +335,12 @@ static int cq_pop(struct sv_cq *cq, int n, struct ibv_wc *wc)
 	if (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
 	    __atomic_load_n(&cq->head, __ATOMIC_RELAXED))
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	head = cq->head;
 	for (i = 0; i < n && head != cq->tail; i++, head++)
 		wc[i] = cq->ring[head & (cq->ncqe - 1)];
 	__atomic_store_n(&cq->head, head, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 	return i;
 }
 
@@ -366,13 +367,13 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	/* IBA 11.4.2.2: a request for the next completion widens a pending
 	 * solicited-only request; the reverse does not narrow it. */
 	if (!solicited_only)
 		cq->armed = SV_CQ_ARM_ANY;
 	else if (cq->armed != SV_CQ_ARM_ANY)
 		cq->armed = SV_CQ_ARM_SOLICITED;
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "util/lockorder.h"
 
 /* The wc_flags we can fill.  CVLAN and flow tags come from raw Ethernet
  * QPs, TM_INFO from tag-matching SRQs: softverbs has neither. */
@@ -48,9 +49,9 @@ static bool cq_take(struct sv_cq *cq)
 {
 	uint32_t slot;
 
-	pthread_mutex_lock(&cq->lock);
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	if (cq->head == cq->tail) {
-		pthread_mutex_unlock(&cq->lock);
+		sv_mutex_unlock(&cq->lock);
 		return false;
 	}
 	slot = cq->head & (cq->ncqe - 1);
@@ -58,7 +59,7 @@ static bool cq_take(struct sv_cq *cq)
 	if (cq->ts)
 		cq->cur_ts = cq->ts[slot];
 	cq->head++;
-	pthread_mutex_unlock(&cq->lock);
+	sv_mutex_unlock(&cq->lock);
 	cq->ex.status = cq->cur.status;
 	cq->ex.wr_id = cq->cur.wr_id;
 	return true;

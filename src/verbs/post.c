@@ -179,7 +179,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_wq *sq = &qp->sq;
 	int state, err = 0, posted = 0;
 
-	sv_qlock_lock(&qp->sq_lock);
+	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	state = sv_engine_qp_state(qp);
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
 	    state == IBV_QPS_RTR) {
@@ -256,7 +256,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &qp->rq;
 	int state, err = 0, posted = 0;
 
-	sv_qlock_lock(&qp->rq_lock);
+	sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
 	state = sv_engine_qp_state(qp);
 	/* A QP on an SRQ has no receive queue of its own, nor has either
 	 * end of XRC (the target receives through XRC SRQs). */

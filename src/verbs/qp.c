@@ -9,7 +9,8 @@
  * before any attribute changes (IBA 11.2.5.2: a failed modify leaves the
  * QP untouched).
  *
- * Lock order: qp->state_lock -> qp->sq_lock / qp->rq_lock -> cq->lock.
+ * modify_qp calls the engine with qp->state_lock held (util/lockorder.h
+ * has the order of every lock).
  */
 #include "verbs/verbs.h"
 
@@ -22,6 +23,7 @@
 #include "core/cq.h"
 #include "core/xrc.h"
 #include "engine/engine.h"
+#include "util/lockorder.h"
 
 /* ---- the state machine -------------------------------------------------- */
 
@@ -396,15 +398,15 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (qp->real)
 		qp = qp->real; /* a handle of ibv_open_qp: the target QP */
 	attr_mask = xrc_mask(qp->type, attr_mask);
-	pthread_mutex_lock(&qp->state_lock);
+	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	cur = qp->attr.qp_state;
 	if (!transition_ok(qp, cur, attr, attr_mask)) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return EINVAL;
 	}
 	err = check_attrs(qp, attr, attr_mask);
 	if (err) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return err;
 	}
 	apply_attrs(qp, attr, attr_mask);
@@ -419,7 +421,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	 * in the CQs are dropped too. */
 	if (next == IBV_QPS_RESET)
 		clean_cqs(qp);
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 	return 0;
 }
 
@@ -433,7 +435,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp = to_sv_qp(ibqp);
 	if (qp->real)
 		qp = qp->real;
-	pthread_mutex_lock(&qp->state_lock);
+	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	/* Everything is returned whatever the mask, as the kernel does. */
 	*attr = qp->attr;
 	attr->cur_qp_state = attr->qp_state;
@@ -448,7 +450,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	init_attr->qp_type = qp->type;
 	init_attr->sq_sig_all = qp->sq_sig_all;
 	ibqp->state = attr->qp_state;
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 	return 0;
 }
 
@@ -673,12 +675,12 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->type == IBV_QPT_XRC_RECV && sv_xrc_tgt_busy(qp))
 		return EBUSY;
 	/* man ibv_destroy_qp: fails while attached to a multicast group. */
-	pthread_mutex_lock(&qp->state_lock);
+	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	if (!list_empty(&qp->mcast)) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return EBUSY;
 	}
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 
 	/* Unreachable from the network first; then no event can be raised
 	 * for it, and the ones handed out must be acked (rdma-core). */
@@ -692,10 +694,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		qp->xrc_hold = NULL;
 	}
 	reported = sv_async_purge(qp->ctx, &qp->async_events_reported);
-	pthread_mutex_lock(&ibqp->mutex);
+	sv_mutex_lock(&ibqp->mutex, SV_LOCK_IBV_EVENTS);
 	while (ibqp->events_completed != reported)
-		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
-	pthread_mutex_unlock(&ibqp->mutex);
+		sv_cond_wait(&ibqp->cond, &ibqp->mutex);
+	sv_mutex_unlock(&ibqp->mutex);
 
 	clean_cqs(qp);
 	/* What creation counted: the public fields keep it (a target's

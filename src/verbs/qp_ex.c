@@ -35,6 +35,7 @@
 #include "core/xrc.h"
 #include "engine/engine.h"
 #include "proto/wr.h"
+#include "util/lockorder.h"
 
 /* One WR of a batch.  Its gather list lives in the batch's sges[] (from
  * sge_first) and, for inline data, its bytes in inl[]: pointers are set
@@ -481,7 +482,7 @@ static void sv_wr_start(struct ibv_qp_ex *qpx)
 
 	/* An error-checking mutex: a second wr_start by the thread already
 	 * inside fails the open batch instead of deadlocking. */
-	if (pthread_mutex_lock(&b->lock) == EDEADLK) {
+	if (sv_mutex_lock_errcheck(&b->lock, SV_LOCK_WR_BATCH) == EDEADLK) {
 		batch_fail(b, EINVAL);
 		return;
 	}
@@ -493,7 +494,7 @@ static void batch_end(struct sv_wr_batch *b)
 {
 	batch_reset(b);
 	atomic_store_explicit(&b->owner, 0, memory_order_relaxed);
-	pthread_mutex_unlock(&b->lock);
+	sv_mutex_unlock(&b->lock);
 }
 
 /* Every WR of the batch must be postable before any is posted. */

@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "proto/ip.h"
+#include "util/lockorder.h"
 
 /* ---- SRQ ---------------------------------------------------------------- */
 
@@ -120,7 +121,7 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	if (!ibsrq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
 		return EINVAL;
 	srq = to_sv_srq(ibsrq);
-	pthread_mutex_lock(&srq->lock);
+	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 	max_wr = srq->rq.max_wr;
 	/* Validate everything before changing anything (man ibv_modify_srq). */
 	if (mask & IBV_SRQ_MAX_WR) {
@@ -142,7 +143,7 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	 * the engine fires and disarms it as it consumes WQEs. */
 	if (!err && (mask & IBV_SRQ_LIMIT))
 		srq->srq_limit = attr->srq_limit;
-	pthread_mutex_unlock(&srq->lock);
+	sv_mutex_unlock(&srq->lock);
 	return err;
 }
 
@@ -153,11 +154,11 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	if (!ibsrq || !attr)
 		return EINVAL;
 	srq = to_sv_srq(ibsrq);
-	pthread_mutex_lock(&srq->lock);
+	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = srq->srq_limit;
-	pthread_mutex_unlock(&srq->lock);
+	sv_mutex_unlock(&srq->lock);
 	return 0;
 }
 
@@ -179,10 +180,10 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 			return err;
 	}
 	reported = sv_async_purge(srq->ctx, &srq->async_events_reported);
-	pthread_mutex_lock(&ibsrq->mutex);
+	sv_mutex_lock(&ibsrq->mutex, SV_LOCK_IBV_EVENTS);
 	while (ibsrq->events_completed != reported)
-		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
-	pthread_mutex_unlock(&ibsrq->mutex);
+		sv_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+	sv_mutex_unlock(&ibsrq->mutex);
 	sv_pd_put(srq->pd);
 	pthread_mutex_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
@@ -201,7 +202,7 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &srq->rq;
 	int err = 0;
 
-	pthread_mutex_lock(&srq->lock);
+	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 	for (; wr; wr = wr->next) {
 		uint32_t tail =
 			atomic_load_explicit(&rq->tail, memory_order_relaxed);
@@ -225,7 +226,7 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		atomic_store_explicit(&rq->tail, tail + 1,
 				      memory_order_release);
 	}
-	pthread_mutex_unlock(&srq->lock);
+	sv_mutex_unlock(&srq->lock);
 	if (err)
 		*bad_wr = wr;
 	return err;
@@ -443,35 +444,35 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 	/* IBA 10.5: only unreliable datagram QPs join multicast groups. */
 	if (qp->type != IBV_QPT_UD)
 		return EINVAL;
-	pthread_mutex_lock(&qp->state_lock);
+	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	/* Attaching twice is one attachment (man ibv_attach_mcast). */
 	if (mcast_find(qp, gid)) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return 0;
 	}
 	list_for_each_safe (&qp->mcast, it, tmp)
 		n++;
 	if (n >= SV_MAX_MCAST_GRP) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return ENOMEM;
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		return ENOMEM;
 	}
 	/* The engine joins the IP multicast group and steers its datagrams
 	 * to this QP (engine/mcast.c). */
 	err = sv_engine_mcast_attach(qp, gid);
 	if (err) {
-		pthread_mutex_unlock(&qp->state_lock);
+		sv_mutex_unlock(&qp->state_lock);
 		free(m);
 		return err;
 	}
 	m->gid = *gid;
 	m->lid = lid;
 	list_add_tail(&qp->mcast, &m->node);
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 	return 0;
 }
 
@@ -486,13 +487,13 @@ SV_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 	qp = to_sv_qp(ibqp);
 	if (qp->type != IBV_QPT_UD)
 		return EINVAL;
-	pthread_mutex_lock(&qp->state_lock);
+	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	m = mcast_find(qp, gid);
 	if (m) {
 		list_del(&m->node);
 		sv_engine_mcast_detach(qp, gid);
 	}
-	pthread_mutex_unlock(&qp->state_lock);
+	sv_mutex_unlock(&qp->state_lock);
 	if (!m)
 		return EINVAL; /* not attached (the kernel answers EINVAL too) */
 	free(m);

@@ -30,7 +30,7 @@ static _Atomic int overlaps;
 
 static void qlock_round(void)
 {
-	sv_qlock_lock(&q);
+	sv_qlock_lock(&q, SV_LOCK_SQ);
 	if (atomic_fetch_add(&inside, 1))
 		atomic_fetch_add(&overlaps, 1);
 	counter = counter + 1;
@@ -101,7 +101,7 @@ static void *reader(void *arg)
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		uint64_t a, b;
 
-		sv_read_lock(&rl);
+		sv_read_lock(&rl, SV_LOCK_KEYS);
 		a = pair_a;
 		sched_yield(); /* let a writer try to slip in */
 		b = pair_b;
@@ -122,7 +122,7 @@ static void test_readlock(void)
 	for (i = 0; i < 3; i++)
 		REQUIRE(pthread_create(&t[i], NULL, reader, NULL) == 0);
 	for (i = 0; i < 2000; i++) {
-		sv_write_lock(&rl);
+		sv_write_lock(&rl, SV_LOCK_KEYS);
 		pair_a = pair_a + 1;
 		sched_yield(); /* a reader inside now would see a != b */
 		pair_b = pair_b + 1;
