@@ -14,40 +14,43 @@
 
 static int check_passed, check_failed;
 
-#define CHECK(cond)                                                           \
-	do {                                                                  \
-		if (cond) {                                                   \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,             \
-				strerror(errno));                             \
-		}                                                             \
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (cond) {                                                \
+			check_passed++;                                    \
+		} else {                                                   \
+			check_failed++;                                    \
+			fprintf(stderr,                                    \
+				"%s:%d: CHECK failed: %s (errno %d %s)\n", \
+				__FILE__, __LINE__, #cond, errno,          \
+				strerror(errno));                          \
+		}                                                          \
 	} while (0)
 
-#define REQUIRE(cond)                                                         \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,             \
-				strerror(errno));                             \
-			exit(1);                                              \
-		}                                                             \
-		check_passed++;                                               \
+#define REQUIRE(cond)                                                        \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr,                                      \
+				"%s:%d: REQUIRE failed: %s (errno %d %s)\n", \
+				__FILE__, __LINE__, #cond, errno,            \
+				strerror(errno));                            \
+			exit(1);                                             \
+		}                                                            \
+		check_passed++;                                              \
 	} while (0)
 
 /* Compare two integers and print both on failure. */
-#define CHECK_EQ(a, b)                                                        \
-	do {                                                                  \
-		long long _a = (long long)(a), _b = (long long)(b);           \
-		if (_a == _b) {                                               \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, expected %s == %lld\n", \
-				__FILE__, __LINE__, #a, _a, #b, _b);          \
-		}                                                             \
+#define CHECK_EQ(a, b)                                                                       \
+	do {                                                                                 \
+		long long _a = (long long)(a), _b = (long long)(b);                          \
+		if (_a == _b) {                                                              \
+			check_passed++;                                                      \
+		} else {                                                                     \
+			check_failed++;                                                      \
+			fprintf(stderr,                                                      \
+				"%s:%d: CHECK_EQ failed: %s == %lld, expected %s == %lld\n", \
+				__FILE__, __LINE__, #a, _a, #b, _b);                         \
+		}                                                                            \
 	} while (0)
 
 static inline int check_done(void)

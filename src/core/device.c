@@ -60,9 +60,10 @@ static void device_init(void)
 	/* No sysfs behind us: these paths exist nowhere, so sysfs readers
 	 * (ibv_read_sysfs_file) fail cleanly instead of reading another
 	 * device's files. */
-	snprintf(d->dev_path, sizeof(d->dev_path), "/nonexistent/softverbs/uverbs_sv0");
-	snprintf(d->ibdev_path, sizeof(d->ibdev_path), "/nonexistent/softverbs/%s",
-		 SV_DEVICE_NAME);
+	snprintf(d->dev_path, sizeof(d->dev_path),
+		 "/nonexistent/softverbs/uverbs_sv0");
+	snprintf(d->ibdev_path, sizeof(d->ibdev_path),
+		 "/nonexistent/softverbs/%s", SV_DEVICE_NAME);
 	/* An EUI-64 with the locally administered bit set: never collides
 	 * with a vendor's GUID. */
 	h = (h & ~(0xffULL << 56)) | (0x02ULL << 56);
@@ -94,7 +95,8 @@ void sv_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
 
 static bool gid_is_v4mapped(const union ibv_gid *gid)
 {
-	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0,    0,
+					    0, 0, 0, 0, 0xff, 0xff };
 
 	return memcmp(gid->raw, prefix, sizeof(prefix)) == 0;
 }
@@ -145,7 +147,8 @@ int sv_gid_table(struct sv_gid_entry *tab, int max)
 		sv_sockaddr_to_gid(it->ifa_addr, &e->gid);
 		memcpy(&e->addr, it->ifa_addr,
 		       it->ifa_addr->sa_family == AF_INET ?
-			       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+			       sizeof(struct sockaddr_in) :
+			       sizeof(struct sockaddr_in6));
 		e->ifindex = if_nametoindex(it->ifa_name);
 		e->gid_type = IBV_GID_TYPE_ROCE_V2;
 		n++;
@@ -170,7 +173,8 @@ bool sv_gid_is_local(const union ibv_gid *gid)
  * the Ethernet/IP/UDP/BTH overhead, capped at 4096. */
 static enum ibv_mtu mtu_from_netdev(int mtu)
 {
-	const int overhead = 14 + 40 + 8 + 12 + 16 + 4; /* eth+ipv6+udp+bth+ext+icrc */
+	const int overhead =
+		14 + 40 + 8 + 12 + 16 + 4; /* eth+ipv6+udp+bth+ext+icrc */
 	int room = mtu - overhead;
 
 	if (room >= 4096)
@@ -204,7 +208,8 @@ enum ibv_mtu sv_port_active_mtu(void)
 		    !(it->ifa_flags & IFF_UP))
 			continue;
 		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", it->ifa_name);
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s",
+			 it->ifa_name);
 		if (ioctl(fd, SIOCGIFMTU, &ifr))
 			continue;
 		if (it->ifa_flags & IFF_LOOPBACK)
@@ -269,7 +274,8 @@ void sv_device_attr(struct ibv_device_attr *a)
 	a->max_raw_ethy_qp = 0;
 	a->max_mcast_grp = SV_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = SV_MAX_MCAST_QP_ATTACH;
-	a->max_total_mcast_qp_attach = SV_MAX_MCAST_GRP * SV_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach =
+		SV_MAX_MCAST_GRP * SV_MAX_MCAST_QP_ATTACH;
 	a->max_ah = SV_MAX_AH;
 	a->max_fmr = 0;
 	a->max_map_per_fmr = 0;
@@ -307,7 +313,8 @@ void sv_port_attr(struct ibv_port_attr *a)
 	a->subnet_timeout = 0;
 	a->init_type_reply = 0;
 	a->active_width = 2; /* 4X */
-	a->active_speed = 32; /* EDR (25 Gb/s per lane): a software link has no fixed rate */
+	a->active_speed =
+		32; /* EDR (25 Gb/s per lane): a software link has no fixed rate */
 	a->phys_state = up ? 5 : 3; /* LinkUp, Disabled */
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	a->flags = 0;

@@ -184,7 +184,8 @@ int sv_mr_publish(struct sv_mr *mr)
 	}
 	sv_write_unlock(&tab_lock);
 	if (!err)
-		sv_pubtab_mr_add(mr); /* same-host peers may now copy directly */
+		sv_pubtab_mr_add(
+			mr); /* same-host peers may now copy directly */
 	return err;
 }
 

@@ -37,44 +37,44 @@ struct sv_mw;
 struct sv_xrcd;
 
 /* ---- limits the implementation really has (reported by query_device) ---- */
-#define SV_MAX_QP         65536
-#define SV_MAX_QP_WR      16384
-#define SV_MAX_SGE        32
-#define SV_MAX_CQ         65536
-#define SV_MAX_CQE        (1 << 20)
-#define SV_MAX_MR         (1 << 20)
-#define SV_MAX_MR_SIZE    (1ULL << 40)
-#define SV_MAX_PD         (1 << 20)
-#define SV_MAX_INLINE     1024
-#define SV_MAX_RD_ATOMIC  128
-#define SV_MAX_SRQ        65536
-#define SV_MAX_SRQ_WR     16384
-#define SV_MAX_AH         (1 << 20)
-#define SV_MAX_MCAST_GRP  8192
+#define SV_MAX_QP 65536
+#define SV_MAX_QP_WR 16384
+#define SV_MAX_SGE 32
+#define SV_MAX_CQ 65536
+#define SV_MAX_CQE (1 << 20)
+#define SV_MAX_MR (1 << 20)
+#define SV_MAX_MR_SIZE (1ULL << 40)
+#define SV_MAX_PD (1 << 20)
+#define SV_MAX_INLINE 1024
+#define SV_MAX_RD_ATOMIC 128
+#define SV_MAX_SRQ 65536
+#define SV_MAX_SRQ_WR 16384
+#define SV_MAX_AH (1 << 20)
+#define SV_MAX_MCAST_GRP 8192
 #define SV_MAX_MCAST_QP_ATTACH 56
-#define SV_MAX_MSG_SIZE   (1U << 31)
-#define SV_MAX_PKEYS      1
-#define SV_DEFAULT_PKEY   0xFFFF
-#define SV_MAX_GIDS       64
-#define SV_PORT           1
-#define SV_VENDOR_ID      0xFFFFFF /* no IEEE OUI: a software device */
-#define SV_VENDOR_PART_ID 0x5356   /* "SV" */
-#define SV_HW_VER         1
-#define SV_FW_VER         "0.1.0"
+#define SV_MAX_MSG_SIZE (1U << 31)
+#define SV_MAX_PKEYS 1
+#define SV_DEFAULT_PKEY 0xFFFF
+#define SV_MAX_GIDS 64
+#define SV_PORT 1
+#define SV_VENDOR_ID 0xFFFFFF /* no IEEE OUI: a software device */
+#define SV_VENDOR_PART_ID 0x5356 /* "SV" */
+#define SV_HW_VER 1
+#define SV_FW_VER "0.1.0"
 
 /* ---- device ------------------------------------------------------------- */
 
 struct sv_gid_entry {
 	union ibv_gid gid;
-	uint32_t ifindex;          /* netdev carrying the address */
-	uint32_t gid_type;         /* IBV_GID_TYPE_ROCE_V2 */
+	uint32_t ifindex; /* netdev carrying the address */
+	uint32_t gid_type; /* IBV_GID_TYPE_ROCE_V2 */
 	struct sockaddr_storage addr; /* the IP address behind the GID */
 };
 
 struct sv_device {
-	struct ibv_device ibdev;   /* first; what apps see */
-	uint64_t node_guid;        /* network byte order */
-	uint64_t sys_image_guid;   /* network byte order */
+	struct ibv_device ibdev; /* first; what apps see */
+	uint64_t node_guid; /* network byte order */
+	uint64_t sys_image_guid; /* network byte order */
 };
 
 /* ---- context ------------------------------------------------------------ */
@@ -87,30 +87,30 @@ struct sv_async_event {
 struct sv_context {
 	struct sv_device *dev;
 	pthread_mutex_t lock;
-	int async_pipe[2];             /* [0] is ibv_context.async_fd */
+	int async_pipe[2]; /* [0] is ibv_context.async_fd */
 	struct list_head async_events; /* queued, not yet read */
-	struct sv_engine *engine;      /* progress thread, sockets, timers */
-	struct verbs_context vctx;     /* ends with the public ibv_context */
+	struct sv_engine *engine; /* progress thread, sockets, timers */
+	struct verbs_context vctx; /* ends with the public ibv_context */
 };
 
 /* ---- PD / MR / MW ------------------------------------------------------- */
 
 struct sv_pd {
 	struct ibv_pd ibv;
-	atomic_int users;              /* MRs, QPs, SRQs, AHs, MWs using it */
+	atomic_int users; /* MRs, QPs, SRQs, AHs, MWs using it */
 };
 
 enum sv_mr_state { SV_MR_VALID, SV_MR_INVALID };
 
 struct sv_mr {
-	struct ibv_mr ibv;             /* lkey, rkey, addr, length */
+	struct ibv_mr ibv; /* lkey, rkey, addr, length */
 	struct sv_pd *pd;
-	uint64_t iova;                 /* address the peer uses */
-	uintptr_t va;                  /* where iova lands in this process */
+	uint64_t iova; /* address the peer uses */
+	uintptr_t va; /* where iova lands in this process */
 	uint64_t length;
 	unsigned int access;
 	_Atomic int state;
-	atomic_int refs;               /* packets in flight hold a ref */
+	atomic_int refs; /* packets in flight hold a ref */
 	/* A memory window's view (core/mw.c) is an sv_mr too, so that the
 	 * data path finds windows and regions through one key lookup: for a
 	 * type 2 window, the only QP it may be reached through; NULL for
@@ -124,11 +124,11 @@ struct sv_mr {
 /* ---- CQ ----------------------------------------------------------------- */
 
 struct sv_comp_channel {
-	struct ibv_comp_channel ibv;   /* fd is the pipe's read end */
+	struct ibv_comp_channel ibv; /* fd is the pipe's read end */
 	int wfd;
-	atomic_int refs;               /* CQs attached */
+	atomic_int refs; /* CQs attached */
 	struct sv_context *ctx;
-	struct list_head cqs;          /* CQs attached (ctx->lock) */
+	struct list_head cqs; /* CQs attached (ctx->lock) */
 };
 
 /* When a completion entered its CQ: CLOCK_MONOTONIC (the device clock,
@@ -139,19 +139,19 @@ struct sv_cq_ts {
 };
 
 struct sv_cq {
-	struct ibv_cq_ex ex;           /* ibv_cq is its prefix */
+	struct ibv_cq_ex ex; /* ibv_cq is its prefix */
 	pthread_mutex_t lock;
-	struct ibv_wc *ring;           /* capacity = ncqe (power of 2 >= cqe+1) */
+	struct ibv_wc *ring; /* capacity = ncqe (power of 2 >= cqe+1) */
 	uint32_t ncqe;
-	uint32_t head, tail;           /* free-running; used = tail - head */
-	int armed;                     /* 0, or IBV_CQ_SOLICITED / IBV_CQ_NEXT_COMP style */
+	uint32_t head, tail; /* free-running; used = tail - head */
+	int armed; /* 0, or IBV_CQ_SOLICITED / IBV_CQ_NEXT_COMP style */
 	bool overrun;
-	atomic_int users;              /* QPs using it */
+	atomic_int users; /* QPs using it */
 	struct sv_context *ctx;
 	/* extended-CQ poll cursor (ibv_cq_ex API) */
 	struct ibv_wc cur;
 	uint64_t wc_flags;
-	uint32_t create_flags;         /* IBV_CREATE_CQ_ATTR_* honoured */
+	uint32_t create_flags; /* IBV_CREATE_CQ_ATTR_* honoured */
 	/* Completion timestamps, kept only for CQs created asking for them:
 	 * one entry per ring slot, taken when the completion is written. */
 	struct sv_cq_ts *ts;
@@ -167,8 +167,8 @@ struct sv_cq {
 	uint32_t async_events_reported;
 };
 
-#define SV_CQ_ARM_NONE      0
-#define SV_CQ_ARM_ANY       1
+#define SV_CQ_ARM_NONE 0
+#define SV_CQ_ARM_ANY 1
 #define SV_CQ_ARM_SOLICITED 2
 
 /* ---- work queues -------------------------------------------------------- */
@@ -177,34 +177,50 @@ struct sv_cq {
  * (the user's memory may be reused as soon as post_send returns). */
 struct sv_send_wqe {
 	uint64_t wr_id;
-	uint32_t opcode;               /* enum ibv_wr_opcode */
+	uint32_t opcode; /* enum ibv_wr_opcode */
 	uint32_t send_flags;
-	uint32_t imm_data;             /* network order, as in ibv_send_wr */
+	uint32_t imm_data; /* network order, as in ibv_send_wr */
 	uint32_t num_sge;
-	uint64_t length;               /* total payload bytes */
+	uint64_t length; /* total payload bytes */
 	union {
-		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
-		struct { uint64_t remote_addr; uint64_t compare_add;
-			 uint64_t swap; uint32_t rkey; } atomic;
-		struct { struct ibv_ah *ah; uint32_t remote_qpn;
-			 uint32_t remote_qkey; } ud;
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct ibv_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
 		/* IBV_WR_BIND_MW: the window is found again by its key index
 		 * when the WQE executes (it may be gone by then), the region
 		 * by its lkey. */
-		struct { struct sv_mw *mw; uint64_t addr; uint64_t length;
-			 uint32_t index; uint32_t rkey; uint32_t mr_lkey;
-			 uint32_t access; } bind;
+		struct {
+			struct sv_mw *mw;
+			uint64_t addr;
+			uint64_t length;
+			uint32_t index;
+			uint32_t rkey;
+			uint32_t mr_lkey;
+			uint32_t access;
+		} bind;
 	} wr;
-	uint32_t invalidate_rkey;      /* SEND_WITH_INV, LOCAL_INV */
-	uint32_t xrc_srqn;             /* XRC_SEND: the target's XRC SRQ */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
+	uint32_t xrc_srqn; /* XRC_SEND: the target's XRC SRQ */
 	/* requester bookkeeping (engine owned) */
 	uint32_t first_psn, last_psn;
-	uint64_t sent;                 /* bytes handed to packets so far */
-	uint32_t state;                /* engine's per-WQE state */
-	uint32_t status;               /* enum ibv_wc_status when done */
-	uint64_t atomic_result;        /* original value for atomics */
-	uint64_t read_done;            /* bytes of read response placed */
-	uint64_t chan_end;             /* message channel position (engine) */
+	uint64_t sent; /* bytes handed to packets so far */
+	uint32_t state; /* engine's per-WQE state */
+	uint32_t status; /* enum ibv_wc_status when done */
+	uint64_t atomic_result; /* original value for atomics */
+	uint64_t read_done; /* bytes of read response placed */
+	uint64_t chan_end; /* message channel position (engine) */
 	/* followed by num_sge ibv_sge, or by inline data */
 	union {
 		struct ibv_sge sge[0];
@@ -259,8 +275,8 @@ struct sv_recv_wqe {
 struct sv_wq {
 	uint8_t *buf;
 	uint32_t stride;
-	uint32_t size;                 /* power of 2 */
-	uint32_t max_wr;               /* what the user asked for (cap) */
+	uint32_t size; /* power of 2 */
+	uint32_t max_wr; /* what the user asked for (cap) */
 	uint32_t max_sge;
 	_Atomic uint32_t head;
 	_Atomic uint32_t tail;
@@ -280,11 +296,11 @@ static inline uint32_t sv_wq_used(struct sv_wq *wq)
 /* ---- SRQ ---------------------------------------------------------------- */
 
 struct sv_srq {
-	struct ibv_srq ibv;            /* first */
+	struct ibv_srq ibv; /* first */
 	pthread_mutex_t lock;
 	struct sv_wq rq;
-	uint32_t srq_limit;            /* armed limit, 0 = not armed */
-	atomic_int users;              /* QPs attached */
+	uint32_t srq_limit; /* armed limit, 0 = not armed */
+	atomic_int users; /* QPs attached */
 	struct sv_pd *pd;
 	struct sv_context *ctx;
 	uint32_t async_events_reported; /* ctx->lock */
@@ -296,8 +312,8 @@ struct sv_srq {
 	struct sv_cq *cq;
 	uint32_t srq_num;
 	atomic_int xrc_refs;
-	atomic_bool xrc_dying;         /* being removed: wake it at refs 0 */
-	struct sv_srq *xrc_next;       /* number table chain */
+	atomic_bool xrc_dying; /* being removed: wake it at refs 0 */
+	struct sv_srq *xrc_next; /* number table chain */
 };
 
 /* ---- AH ----------------------------------------------------------------- */
@@ -305,14 +321,14 @@ struct sv_srq {
 struct sv_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
-	struct sockaddr_storage dest;  /* IP the GID maps to */
+	struct sockaddr_storage dest; /* IP the GID maps to */
 	struct sv_pd *pd;
 };
 
 /* ---- QP ----------------------------------------------------------------- */
 
 struct sv_qp {
-	struct ibv_qp_ex qpx;          /* ibv_qp is qpx.qp_base */
+	struct ibv_qp_ex qpx; /* ibv_qp is qpx.qp_base */
 	struct sv_context *ctx;
 	struct sv_pd *pd;
 	struct sv_cq *scq, *rcq;
@@ -330,17 +346,17 @@ struct sv_qp {
 	 * attr.qp_state is the authoritative state; guarded by state_lock. */
 	pthread_mutex_t state_lock;
 	struct ibv_qp_attr attr;
-	int attr_mask_set;             /* which attributes were ever set */
+	int attr_mask_set; /* which attributes were ever set */
 
 	/* addressing: where the peer is (RC/UC) */
 	struct sockaddr_storage peer;
 	bool peer_valid;
 
-	struct sv_qp_engine *eng;      /* transport state, engine owned */
+	struct sv_qp_engine *eng; /* transport state, engine owned */
 	struct list_node ctx_node;
 
 	uint32_t async_events_reported; /* ctx->lock */
-	struct list_head mcast;        /* struct sv_mcast_attach, state_lock */
+	struct list_head mcast; /* struct sv_mcast_attach, state_lock */
 
 	/* The ibv_wr_* batch of a QP created with send_ops_flags
 	 * (verbs/qp_ex.c); NULL for QPs without the ibv_qp_ex API. */
@@ -352,10 +368,10 @@ struct sv_qp {
 	 * while a message is half received: xrc_hold).  A handle from
 	 * ibv_open_qp is an sv_qp whose real is the target QP. */
 	struct sv_xrcd *xrcd;
-	struct sv_srq *xrc_hold;       /* engine lock */
-	struct sv_qp *real;            /* ibv_open_qp handles only */
-	int xrc_opens;                 /* handles open on this TGT QP */
-	struct list_node xrc_node;     /* the domain's TGT QPs */
+	struct sv_srq *xrc_hold; /* engine lock */
+	struct sv_qp *real; /* ibv_open_qp handles only */
+	int xrc_opens; /* handles open on this TGT QP */
+	struct list_node xrc_node; /* the domain's TGT QPs */
 };
 
 /* A multicast group a UD QP is attached to (ibv_attach_mcast). */
@@ -367,7 +383,7 @@ struct sv_mcast_attach {
 
 /* container_of helpers: public handle -> softverbs object */
 #define sv_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *c)
 {

@@ -530,10 +530,10 @@ static bool qp_accepts(uint32_t state)
 	       state == IBV_QPS_SQE;
 }
 
-uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn, uint32_t my_qpn,
-			    uint32_t rkey, uint64_t iova, uint64_t len,
-			    unsigned int access, uint32_t rd_atomic,
-			    struct sv_pubtab_hold *h)
+uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn,
+			    uint32_t my_qpn, uint32_t rkey, uint64_t iova,
+			    uint64_t len, unsigned int access,
+			    uint32_t rd_atomic, struct sv_pubtab_hold *h)
 {
 	const struct sv_pubtab_view *v = tab;
 	struct pub_qp *q;
@@ -555,7 +555,8 @@ uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn, uint
 	qpd = atomic_load_explicit(&q->pd, memory_order_relaxed);
 	/* IBA 9.7.x: the QP must be connected to us, receiving, and enabled
 	 * for the operation (qp_access_flags). */
-	qok = qp_accepts(atomic_load_explicit(&q->state, memory_order_relaxed)) &&
+	qok = qp_accepts(
+		      atomic_load_explicit(&q->state, memory_order_relaxed)) &&
 	      atomic_load_explicit(&q->dest_qpn, memory_order_relaxed) ==
 		      my_qpn &&
 	      (qacc & access) == access &&

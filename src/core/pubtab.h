@@ -55,10 +55,10 @@ void sv_pubtab_mr_del(const struct sv_mr *mr);
 struct sv_pubtab_qp {
 	uint32_t qpn;
 	uint32_t dest_qpn;
-	uint32_t access;   /* qp_access_flags */
+	uint32_t access; /* qp_access_flags */
 	uint32_t max_dest_rd_atomic;
-	int state;         /* enum ibv_qp_state */
-	uint64_t pd;       /* sv_pubtab_pd_token() of its PD */
+	int state; /* enum ibv_qp_state */
+	uint64_t pd; /* sv_pubtab_pd_token() of its PD */
 };
 void sv_pubtab_qp_set(const struct sv_pubtab_qp *q);
 void sv_pubtab_qp_del(uint32_t qpn);
@@ -98,10 +98,10 @@ int sv_pubtab_memfd(const struct sv_pubtab_view *tab);
  * On success both entries are held (h) and the address in the peer's
  * memory is returned; 0 otherwise (nothing held).
  */
-uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn, uint32_t my_qpn,
-			    uint32_t rkey, uint64_t iova, uint64_t len,
-			    unsigned int access, uint32_t rd_atomic,
-			    struct sv_pubtab_hold *h);
+uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn,
+			    uint32_t my_qpn, uint32_t rkey, uint64_t iova,
+			    uint64_t len, unsigned int access,
+			    uint32_t rd_atomic, struct sv_pubtab_hold *h);
 void sv_pubtab_release(struct sv_pubtab_hold *h);
 
 #endif

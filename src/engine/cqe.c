@@ -10,7 +10,6 @@
 #include "engine/qpe.h"
 #include "util/lockorder.h"
 
-
 /* ---- completions ---------------------------------------------------------------- */
 
 /* A CQ overrun takes every QP using that CQ to ERR (IBA). */
@@ -129,4 +128,3 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 	qe->resp.wqe_srq = false;
 	return true;
 }
-

@@ -12,7 +12,6 @@
 #include "engine/stats.h"
 #include "util/lockorder.h"
 
-
 /* ---- errors and flushes -------------------------------------------------------------- */
 
 void sv_qp_sync_state(struct sv_qp_engine *qe)
@@ -131,4 +130,3 @@ void sv_qp_flush(struct sv_qp_engine *qe)
 	qe->resp.reply_head = qe->resp.reply_tail;
 	qe->resp.ack_pending = false;
 }
-

@@ -33,7 +33,6 @@
 #include "util/env.h"
 #include "util/log.h"
 
-
 enum resp_state {
 	RESP_CHK_PSN,
 	RESP_CHK_OP_SEQ,

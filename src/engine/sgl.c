@@ -9,7 +9,6 @@
 #include "engine/dma.h"
 #include "engine/sgl.h"
 
-
 enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
 				uint32_t nsge, unsigned int access)
 {

@@ -25,7 +25,6 @@
 #include "engine/xrc.h"
 #include "util/log.h"
 
-
 /* The largest XRC packet still fits the transmit buffer. */
 _Static_assert(SV_BTH_BYTES + SV_XRCETH_BYTES + SV_RETH_BYTES + SV_IMMDT_BYTES +
 			       SV_MAX_PMTU + SV_ICRC_BYTES <=

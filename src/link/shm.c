@@ -20,7 +20,6 @@
 #include "core/pubtab.h"
 #include "util/log.h"
 
-
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 #define SV_SHM_VERSION 3 /* 2: message channels after the slots, 3: help jobs */
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
@@ -180,8 +179,7 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 	r->sockfd = sockfd;
 	err = registry_write(r, sockfd);
 	if (err) {
-		sv_dbg("shm: cannot register port %u: %s", port,
-		       strerror(err));
+		sv_dbg("shm: cannot register port %u: %s", port, strerror(err));
 		sv_shm_ring_close(r);
 		return err;
 	}
@@ -303,8 +301,7 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 		return NULL;
 	if (!pid_dead(s->pid) && now - r->stall_since < SV_SHM_STALL_GIVEUP_NS)
 		return NULL;
-	if (atomic_compare_exchange_strong(&s->seq, &w,
-					   base + SV_SHM_SLOTS)) {
+	if (atomic_compare_exchange_strong(&s->seq, &w, base + SV_SHM_SLOTS)) {
 		sv_warn("shm: port %u: skipped a slot its producer (pid %d) never filled",
 			r->port, (int)s->pid);
 		/* Busy pollers read head without the lock (links.c). */
@@ -370,7 +367,8 @@ static bool claim(struct sv_shm_hdr *h, unsigned int n, uint64_t *out)
 		if (diff == 0) {
 			if (atomic_compare_exchange_weak_explicit(
 				    &h->tail, &pos, pos + n,
-				    memory_order_relaxed, memory_order_relaxed)) {
+				    memory_order_relaxed,
+				    memory_order_relaxed)) {
 				*out = pos;
 				return true;
 			}
@@ -437,7 +435,8 @@ unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
 	}
 	/* Dekker with sv_shm_ring_sleep: our publish (a sequentially
 	 * consistent RMW) then this load. */
-	if (done && atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0))
+	if (done && atomic_load(&h->sleeping) &&
+	    atomic_exchange(&h->sleeping, 0))
 		*wake = true;
 	return done;
 }
@@ -651,8 +650,9 @@ static unsigned int shm_transmit(void *ep, void *peer,
 
 		for (i = 0; i < k; i++) {
 			f[i].src = *pkt[i].src;
-			sv_sockaddr_to_ipaddr((const struct sockaddr *)pkt[i].dst,
-					      &f[i].dst, &f[i].dport);
+			sv_sockaddr_to_ipaddr(
+				(const struct sockaddr *)pkt[i].dst, &f[i].dst,
+				&f[i].dport);
 			f[i].sport = r->port;
 			sp[i].flow = &f[i];
 			sp[i].buf = pkt[i].buf;

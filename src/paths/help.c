@@ -110,8 +110,8 @@ static uint32_t slice(const struct iovec *iov, uint32_t n, uint64_t off,
 /* ---- the sender ---------------------------------------------------------- */
 
 /* Bytes [off, off+len) of the message to rva+off in the target. */
-static bool push(const struct sv_pubtab_view *tab, const struct iovec *iov, uint32_t n,
-		 uintptr_t rva, uint64_t off, uint64_t len)
+static bool push(const struct sv_pubtab_view *tab, const struct iovec *iov,
+		 uint32_t n, uintptr_t rva, uint64_t off, uint64_t len)
 {
 	struct iovec part[SV_MAX_SGE];
 	uint32_t m = slice(iov, n, off, len, part);
@@ -160,7 +160,8 @@ enum wait_r { WAIT_DONE, WAIT_REVOKED, WAIT_FAILED };
  * sender copies them).  WAIT_FAILED if the target died, or stayed
  * stopped for SV_HELP_WAIT_NS with a helper that cannot be revoked. */
 static enum wait_r wait_helper(struct sv_help_job *job, uint32_t gen,
-			       uint32_t need, const struct sv_pubtab_view *tab, uintptr_t rva)
+			       uint32_t need, const struct sv_pubtab_view *tab,
+			       uintptr_t rva)
 {
 	uint64_t start = 0, now, d;
 	unsigned int spins = 0;
@@ -234,7 +235,8 @@ static struct sv_help_job *job_take(struct sv_shm_hdr *hdr)
 	return NULL;
 }
 
-enum sv_help_r sv_help_write(struct sv_qp_engine *qe, const struct sv_pubtab_view *tab,
+enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
+			     const struct sv_pubtab_view *tab,
 			     const struct iovec *iov, uint32_t n, uintptr_t rva,
 			     const struct sv_send_wqe *wqe)
 {

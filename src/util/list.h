@@ -12,7 +12,12 @@ struct list_head {
 	struct list_node n;
 };
 
-#define LIST_HEAD_INIT(name) { { &(name).n, &(name).n } }
+#define LIST_HEAD_INIT(name)                 \
+	{                                    \
+		{                            \
+			&(name).n, &(name).n \
+		}                            \
+	}
 
 static inline void list_head_init(struct list_head *h)
 {
@@ -47,11 +52,11 @@ static inline void list_node_init(struct list_node *n)
 }
 
 #define list_entry(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* Safe against removal of the current element. */
-#define list_for_each_safe(h, it, tmp)                                      \
-	for ((it) = (h)->n.next, (tmp) = (it)->next; (it) != &(h)->n;         \
+#define list_for_each_safe(h, it, tmp)                                \
+	for ((it) = (h)->n.next, (tmp) = (it)->next; (it) != &(h)->n; \
 	     (it) = (tmp), (tmp) = (it)->next)
 
 #endif

@@ -6,7 +6,8 @@
 
 void sv_log(enum sv_log_lvl lvl, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
+	static const char *const names[] = { "error", "warning", "info",
+					     "debug" };
 	va_list ap;
 
 	if ((int)lvl > sv_log_level)

@@ -43,8 +43,7 @@ void sv_qlock_unlock_slow(sv_qlock_t *q)
 {
 	if (q->rebias) {
 		q->rebias = false;
-		atomic_store_explicit(&q->revoked, false,
-				      memory_order_release);
+		atomic_store_explicit(&q->revoked, false, memory_order_release);
 	}
 	sv_spin_unlock(&q->spin);
 }

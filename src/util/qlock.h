@@ -85,19 +85,19 @@ static inline void sv_qlock_give(sv_qlock_t *q)
 	sv_qlock_unlock_slow(q);
 }
 
-#define sv_qlock_lock(q, r)               \
-	({                                \
-		sv_qlock_t *q_ = (q);     \
-		SV_LOCK_WILL(q_, r);      \
-		sv_qlock_take(q_);        \
-		SV_LOCK_GOT(q_, r);       \
+#define sv_qlock_lock(q, r)           \
+	({                            \
+		sv_qlock_t *q_ = (q); \
+		SV_LOCK_WILL(q_, r);  \
+		sv_qlock_take(q_);    \
+		SV_LOCK_GOT(q_, r);   \
 	})
 
-#define sv_qlock_unlock(q)                \
-	({                                \
-		sv_qlock_t *q_ = (q);     \
-		SV_LOCK_DROP(q_);         \
-		sv_qlock_give(q_);        \
+#define sv_qlock_unlock(q)            \
+	({                            \
+		sv_qlock_t *q_ = (q); \
+		SV_LOCK_DROP(q_);     \
+		sv_qlock_give(q_);    \
 	})
 
 #endif

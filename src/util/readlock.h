@@ -120,34 +120,34 @@ static inline void sv_read_exit(struct sv_readlock *l)
 void sv_write_enter(struct sv_readlock *l);
 void sv_write_exit(struct sv_readlock *l);
 
-#define sv_read_lock(l, r)                        \
-	({                                        \
-		struct sv_readlock *l_ = (l);     \
-		SV_LOCK_WILL(l_, r);              \
-		sv_read_enter(l_);                \
-		SV_LOCK_GOT(l_, r);               \
+#define sv_read_lock(l, r)                    \
+	({                                    \
+		struct sv_readlock *l_ = (l); \
+		SV_LOCK_WILL(l_, r);          \
+		sv_read_enter(l_);            \
+		SV_LOCK_GOT(l_, r);           \
 	})
 
-#define sv_read_unlock(l)                         \
-	({                                        \
-		struct sv_readlock *l_ = (l);     \
-		SV_LOCK_DROP(l_);                 \
-		sv_read_exit(l_);                 \
+#define sv_read_unlock(l)                     \
+	({                                    \
+		struct sv_readlock *l_ = (l); \
+		SV_LOCK_DROP(l_);             \
+		sv_read_exit(l_);             \
 	})
 
-#define sv_write_lock(l, r)                       \
-	({                                        \
-		struct sv_readlock *l_ = (l);     \
-		SV_LOCK_WILL(l_, r);              \
-		sv_write_enter(l_);               \
-		SV_LOCK_GOT(l_, r);               \
+#define sv_write_lock(l, r)                   \
+	({                                    \
+		struct sv_readlock *l_ = (l); \
+		SV_LOCK_WILL(l_, r);          \
+		sv_write_enter(l_);           \
+		SV_LOCK_GOT(l_, r);           \
 	})
 
-#define sv_write_unlock(l)                        \
-	({                                        \
-		struct sv_readlock *l_ = (l);     \
-		SV_LOCK_DROP(l_);                 \
-		sv_write_exit(l_);                \
+#define sv_write_unlock(l)                    \
+	({                                    \
+		struct sv_readlock *l_ = (l); \
+		SV_LOCK_DROP(l_);             \
+		sv_write_exit(l_);            \
 	})
 
 #endif

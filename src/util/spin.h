@@ -82,7 +82,7 @@ static inline bool sv_spin_trylock(sv_spin_t *s)
 	__tsan_mutex_post_lock(s,
 			       ok ? __tsan_mutex_try_lock :
 				    __tsan_mutex_try_lock |
-					    __tsan_mutex_try_lock_failed,
+					       __tsan_mutex_try_lock_failed,
 			       0);
 #endif
 	return ok;

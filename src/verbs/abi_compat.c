@@ -37,13 +37,13 @@ static void refuse(const char *name)
 }
 
 /* Constructors: NULL with errno = EOPNOTSUPP. */
-#define SV_COMPAT_1_0_PTR(name, ...)                                          \
-	SV_EXPORT                                                             \
-		__attribute__((used)) void *sv_compat_1_0_##name(__VA_ARGS__) \
-	{                                                                     \
-		refuse(#name);                                                \
-		return NULL;                                                  \
-	}                                                                     \
+#define SV_COMPAT_1_0_PTR(name, ...)                                  \
+	SV_EXPORT                                                     \
+	__attribute__((used)) void *sv_compat_1_0_##name(__VA_ARGS__) \
+	{                                                             \
+		refuse(#name);                                        \
+		return NULL;                                          \
+	}                                                             \
 	SV_COMPAT_SYMBOL(sv_compat_1_0_##name, name, "IBVERBS_1.0")
 
 /* int verbs that return an errno value. */

@@ -188,7 +188,7 @@ static void cq_ex_install(struct sv_cq *cq, uint64_t wc_flags)
 /* ---- create ------------------------------------------------------------- */
 
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
-					 struct ibv_cq_init_attr_ex *attr)
+				  struct ibv_cq_init_attr_ex *attr)
 {
 	struct sv_cq *cq;
 	uint32_t flags = 0;
@@ -228,7 +228,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 /* The raw clock behind completion timestamps: CLOCK_MONOTONIC.  With one
  * tick per nanosecond, the timespec is the tick count itself. */
 int sv_query_rt_values(struct ibv_context *context,
-			      struct ibv_values_ex *values)
+		       struct ibv_values_ex *values)
 {
 	uint32_t asked;
 

@@ -728,7 +728,7 @@ static void install_wr_ops(struct ibv_qp_ex *x)
 }
 
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
-				      struct ibv_qp_init_attr_ex *a)
+			       struct ibv_qp_init_attr_ex *a)
 {
 	struct ibv_qp *ibqp;
 	struct sv_qp *qp;

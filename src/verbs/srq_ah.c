@@ -196,7 +196,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 /* Copy each WR into the ring; on the first bad one stop, point *bad_wr at
  * it and return the reason (the ones before it stay posted). */
 int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
+		     struct ibv_recv_wr **bad_wr)
 {
 	struct sv_srq *srq = to_sv_srq(ibsrq);
 	struct sv_wq *rq = &srq->rq;
@@ -231,7 +231,6 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 	return err;
 }
-
 
 /* ---- address handles ---------------------------------------------------- */
 

@@ -41,8 +41,10 @@ SV_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 	static const char *const names[] = {
 		[IBV_EVENT_CQ_ERR] = "CQ error",
 		[IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
-		[IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
-		[IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+		[IBV_EVENT_QP_REQ_ERR] =
+			"invalid request local work queue error",
+		[IBV_EVENT_QP_ACCESS_ERR] =
+			"local access violation work queue error",
 		[IBV_EVENT_COMM_EST] = "communication established",
 		[IBV_EVENT_SQ_DRAINED] = "send queue drained",
 		[IBV_EVENT_PATH_MIG] = "path migrated",
@@ -108,17 +110,17 @@ static const struct {
 	int mult;
 	int mbps;
 } rates[] = {
-	{ IBV_RATE_2_5_GBPS, 1, 2500 },     { IBV_RATE_5_GBPS, 2, 5000 },
-	{ IBV_RATE_10_GBPS, 4, 10000 },     { IBV_RATE_20_GBPS, 8, 20000 },
-	{ IBV_RATE_30_GBPS, 12, 30000 },    { IBV_RATE_40_GBPS, 16, 40000 },
-	{ IBV_RATE_60_GBPS, 24, 60000 },    { IBV_RATE_80_GBPS, 32, 80000 },
-	{ IBV_RATE_120_GBPS, 48, 120000 },  { IBV_RATE_14_GBPS, -1, 14062 },
-	{ IBV_RATE_56_GBPS, -1, 56250 },    { IBV_RATE_112_GBPS, -1, 112500 },
-	{ IBV_RATE_168_GBPS, -1, 168750 },  { IBV_RATE_25_GBPS, -1, 25781 },
-	{ IBV_RATE_100_GBPS, -1, 103125 },  { IBV_RATE_200_GBPS, -1, 206250 },
-	{ IBV_RATE_300_GBPS, -1, 309375 },  { IBV_RATE_28_GBPS, -1, 28125 },
-	{ IBV_RATE_50_GBPS, -1, 53125 },    { IBV_RATE_400_GBPS, -1, 425000 },
-	{ IBV_RATE_600_GBPS, -1, 637500 },  { IBV_RATE_800_GBPS, -1, 850000 },
+	{ IBV_RATE_2_5_GBPS, 1, 2500 },	     { IBV_RATE_5_GBPS, 2, 5000 },
+	{ IBV_RATE_10_GBPS, 4, 10000 },	     { IBV_RATE_20_GBPS, 8, 20000 },
+	{ IBV_RATE_30_GBPS, 12, 30000 },     { IBV_RATE_40_GBPS, 16, 40000 },
+	{ IBV_RATE_60_GBPS, 24, 60000 },     { IBV_RATE_80_GBPS, 32, 80000 },
+	{ IBV_RATE_120_GBPS, 48, 120000 },   { IBV_RATE_14_GBPS, -1, 14062 },
+	{ IBV_RATE_56_GBPS, -1, 56250 },     { IBV_RATE_112_GBPS, -1, 112500 },
+	{ IBV_RATE_168_GBPS, -1, 168750 },   { IBV_RATE_25_GBPS, -1, 25781 },
+	{ IBV_RATE_100_GBPS, -1, 103125 },   { IBV_RATE_200_GBPS, -1, 206250 },
+	{ IBV_RATE_300_GBPS, -1, 309375 },   { IBV_RATE_28_GBPS, -1, 28125 },
+	{ IBV_RATE_50_GBPS, -1, 53125 },     { IBV_RATE_400_GBPS, -1, 425000 },
+	{ IBV_RATE_600_GBPS, -1, 637500 },   { IBV_RATE_800_GBPS, -1, 850000 },
 	{ IBV_RATE_1200_GBPS, -1, 1275000 },
 };
 

@@ -13,7 +13,7 @@
 #include "core/xrc.h"
 
 struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
-				     struct ibv_xrcd_init_attr *attr)
+			      struct ibv_xrcd_init_attr *attr)
 {
 	struct sv_xrcd_handle *h;
 	struct sv_xrcd *dom;
@@ -55,7 +55,7 @@ int sv_close_xrcd(struct ibv_xrcd *xrcd)
 }
 
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
-					struct ibv_srq_init_attr_ex *a)
+				 struct ibv_srq_init_attr_ex *a)
 {
 	struct ibv_srq *ibsrq;
 	struct sv_srq *srq;
@@ -133,7 +133,7 @@ int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 /* man ibv_open_qp: another handle on an XRC target QP of the domain,
  * found by its number. */
 struct ibv_qp *sv_open_qp(struct ibv_context *context,
-				 struct ibv_qp_open_attr *a)
+			  struct ibv_qp_open_attr *a)
 {
 	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
 			      IBV_QP_OPEN_ATTR_TYPE;

@@ -79,7 +79,8 @@ void hx_send(int fd, const void *p, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			hx_die("control socket write: %s (peer gone?)", strerror(errno));
+			hx_die("control socket write: %s (peer gone?)",
+			       strerror(errno));
 		c += n;
 		len -= n;
 	}
@@ -240,7 +241,8 @@ int hx_gid_index_of(struct ibv_context *ctx, const char *ip)
 	}
 	n = ibv_query_gid_table(ctx, tab, 64, 0);
 	for (i = 0; i < n; i++)
-		if (tab[i].port_num == 1 && !memcmp(tab[i].gid.raw, want.raw, 16))
+		if (tab[i].port_num == 1 &&
+		    !memcmp(tab[i].gid.raw, want.raw, 16))
 			return (int)tab[i].gid_index;
 	return -1;
 }
@@ -257,7 +259,8 @@ static int pick_gid_index(struct hx_ep *ep)
 	if (addr && *addr) {
 		i = hx_gid_index_of(ep->ctx, addr);
 		if (i < 0)
-			hx_die("no GID for address %s in softverbs0's table", addr);
+			hx_die("no GID for address %s in softverbs0's table",
+			       addr);
 		return i;
 	}
 	if (idx && *idx)
@@ -294,12 +297,13 @@ static void create_qp(struct hx_ep *ep)
 	a.pkey_index = 0;
 	a.port_num = 1;
 	a.qp_access_flags = ep->o.qp_access;
-	rc = ibv_modify_qp(ep->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	rc = ibv_modify_qp(ep->qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS);
 	if (rc)
 		hx_die("modify_qp RESET->INIT: %s", strerror(rc));
-	ep->psn = ep->o.psn >= 0 ? (uint32_t)ep->o.psn & 0xffffff
-				 : (uint32_t)lrand48() & 0xffffff;
+	ep->psn = ep->o.psn >= 0 ? (uint32_t)ep->o.psn & 0xffffff :
+				   (uint32_t)lrand48() & 0xffffff;
 }
 
 void hx_ep_open(struct hx_ep *ep, const struct hx_opts *o, int fd)
@@ -314,7 +318,8 @@ void hx_ep_open(struct hx_ep *ep, const struct hx_opts *o, int fd)
 	srand48(getpid() ^ (long)hx_now_ms());
 	list = ibv_get_device_list(&n);
 	if (!list || n < 1)
-		hx_die("no RDMA device (ibv_get_device_list: %s)", strerror(errno));
+		hx_die("no RDMA device (ibv_get_device_list: %s)",
+		       strerror(errno));
 	for (i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), "softverbs0"))
 			break;
@@ -347,14 +352,16 @@ void hx_ep_open(struct hx_ep *ep, const struct hx_opts *o, int fd)
 	if (o->recv_cqe) {
 		ep->rcq = ibv_create_cq(ep->ctx, o->recv_cqe, NULL, ep->ch, 0);
 		if (!ep->rcq)
-			hx_die("ibv_create_cq(%d): %s", o->recv_cqe, strerror(errno));
+			hx_die("ibv_create_cq(%d): %s", o->recv_cqe,
+			       strerror(errno));
 	}
 	create_qp(ep);
 	if (!o->no_mr) {
 		ep->buf = hx_alloc(o->buf_len);
 		ep->mr = ibv_reg_mr(ep->pd, ep->buf, o->buf_len, o->mr_access);
 		if (!ep->mr)
-			hx_die("ibv_reg_mr(%zu): %s", o->buf_len, strerror(errno));
+			hx_die("ibv_reg_mr(%zu): %s", o->buf_len,
+			       strerror(errno));
 	}
 }
 
@@ -389,8 +396,9 @@ int hx_ep_rtr(struct hx_ep *ep)
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = ep->mtu < (enum ibv_mtu)ep->peer.mtu ? ep->mtu
-						      : (enum ibv_mtu)ep->peer.mtu;
+	a.path_mtu = ep->mtu < (enum ibv_mtu)ep->peer.mtu ?
+			     ep->mtu :
+			     (enum ibv_mtu)ep->peer.mtu;
 	if (ep->o.path_mtu)
 		a.path_mtu = ep->o.path_mtu;
 	ep->mtu_bytes = hx_mtu_bytes(a.path_mtu);
@@ -405,8 +413,9 @@ int hx_ep_rtr(struct hx_ep *ep)
 	a.ah_attr.port_num = 1;
 	return ibv_modify_qp(ep->qp, &a,
 			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				     IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
 }
 
 int hx_ep_rts(struct hx_ep *ep)
@@ -422,8 +431,8 @@ int hx_ep_rts(struct hx_ep *ep)
 	a.max_rd_atomic = ep->o.max_rd_atomic;
 	return ibv_modify_qp(ep->qp, &a,
 			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			     IBV_QP_MAX_QP_RD_ATOMIC);
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 void hx_ep_connect(struct hx_ep *ep)
@@ -444,13 +453,13 @@ int hx_ep_close(struct hx_ep *ep)
 {
 	int bad = 0, rc;
 
-#define HX_TRY(call)                                                         \
-	do {                                                                 \
-		rc = (call);                                                 \
-		if (rc) {                                                    \
-			hx_log("%s: %s", #call, strerror(rc));               \
-			bad++;                                               \
-		}                                                            \
+#define HX_TRY(call)                                           \
+	do {                                                   \
+		rc = (call);                                   \
+		if (rc) {                                      \
+			hx_log("%s: %s", #call, strerror(rc)); \
+			bad++;                                 \
+		}                                              \
 	} while (0)
 	if (ep->qp)
 		HX_TRY(ibv_destroy_qp(ep->qp));
@@ -478,7 +487,7 @@ enum ibv_qp_state hx_qp_state(struct ibv_qp *qp)
 	struct ibv_qp_init_attr ia;
 
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return (enum ibv_qp_state)-1;
+		return (enum ibv_qp_state) - 1;
 	return a.qp_state;
 }
 
@@ -646,7 +655,8 @@ pid_t hx_spawn(const char *r, void (*fn)(int fd), int (*done)(void),
 
 int hx_wait(pid_t pid, unsigned timeout_s)
 {
-	uint64_t end = hx_now_ms() + (uint64_t)(timeout_s ? timeout_s : 30) * 1000;
+	uint64_t end =
+		hx_now_ms() + (uint64_t)(timeout_s ? timeout_s : 30) * 1000;
 	int st;
 
 	for (;;) {
@@ -688,7 +698,8 @@ int hx_run_case(const struct hx_case *c, int (*done)(void))
 	close(fd);
 	alarm(0);
 	if (rc_b)
-		fprintf(stderr, "[B %s] exited with status %d\n", c->name, rc_b);
+		fprintf(stderr, "[B %s] exited with status %d\n", c->name,
+			rc_b);
 	return rc_a || rc_b;
 }
 

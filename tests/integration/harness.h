@@ -27,19 +27,19 @@
 /* ---- endpoint options -------------------------------------------------- */
 
 struct hx_opts {
-	size_t buf_len;       /* registered buffer (page aligned, zeroed) */
-	int mr_access;        /* ibv_reg_mr access flags for the buffer */
-	int qp_access;        /* qp_access_flags set in INIT */
+	size_t buf_len; /* registered buffer (page aligned, zeroed) */
+	int mr_access; /* ibv_reg_mr access flags for the buffer */
+	int qp_access; /* qp_access_flags set in INIT */
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
 	uint32_t max_inline;
 	int send_cqe, recv_cqe; /* recv_cqe 0: one CQ for both queues */
 	bool sq_sig_all;
-	bool channel;         /* a completion channel behind both CQs */
+	bool channel; /* a completion channel behind both CQs */
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
-	int gid_index;        /* -1: $HX_GID_ADDR, $HX_GID_INDEX or 127.0.0.1 */
-	int64_t psn;          /* -1: random 24-bit start PSN */
-	bool no_mr;           /* do not allocate/register a buffer */
+	int gid_index; /* -1: $HX_GID_ADDR, $HX_GID_INDEX or 127.0.0.1 */
+	int64_t psn; /* -1: random 24-bit start PSN */
+	bool no_mr; /* do not allocate/register a buffer */
 	enum ibv_mtu path_mtu; /* 0: the smaller of both ports' active_mtu */
 	const char *gid_addr; /* pick the GID of this IP address */
 };
@@ -56,16 +56,16 @@ struct hx_remote {
 	uint64_t addr;
 	uint64_t len;
 	uint32_t rkey;
-	uint32_t mtu;     /* enum ibv_mtu */
+	uint32_t mtu; /* enum ibv_mtu */
 };
 
 struct hx_ep {
 	struct hx_opts o;
-	int fd;                      /* control socket to the peer */
+	int fd; /* control socket to the peer */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *ch;
-	struct ibv_cq *scq, *rcq;    /* equal unless o.recv_cqe */
+	struct ibv_cq *scq, *rcq; /* equal unless o.recv_cqe */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *buf;
@@ -74,7 +74,7 @@ struct hx_ep {
 	enum ibv_mtu mtu;
 	uint32_t mtu_bytes;
 	uint32_t psn;
-	struct ibv_qp_cap cap;       /* what create_qp really gave */
+	struct ibv_qp_cap cap; /* what create_qp really gave */
 	struct hx_remote peer;
 };
 
@@ -114,10 +114,10 @@ int hx_wait_fd(int fd, int timeout_ms);
 /* ---- control socket ----------------------------------------------------- */
 
 void hx_send(int fd, const void *p, size_t len);
-void hx_recv(int fd, void *p, size_t len);   /* EOF: peer died -> exit(1) */
+void hx_recv(int fd, void *p, size_t len); /* EOF: peer died -> exit(1) */
 void hx_send_u64(int fd, uint64_t v);
 uint64_t hx_recv_u64(int fd);
-void hx_sync(int fd);                        /* barrier: both call it */
+void hx_sync(int fd); /* barrier: both call it */
 
 /* ---- data patterns ------------------------------------------------------ */
 
@@ -134,8 +134,9 @@ void hx_free(void *p, size_t len);
 uint64_t hx_now_ms(void);
 void hx_msleep(unsigned ms);
 void hx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void hx_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-extern const char *hx_role;  /* "A" or "B" (or "C"...) */
+void hx_die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+extern const char *hx_role; /* "A" or "B" (or "C"...) */
 uint32_t hx_mtu_bytes(enum ibv_mtu m);
 
 /* Move this (still single-threaded) process into network namespace
@@ -151,7 +152,7 @@ struct hx_case {
 	const char *name;
 	void (*a)(int fd);
 	void (*b)(int fd);
-	unsigned timeout_s;     /* watchdog for both processes (0: 30 s) */
+	unsigned timeout_s; /* watchdog for both processes (0: 30 s) */
 };
 
 /* Fork a child running fn(fd) with role name r; returns its pid and the
@@ -166,18 +167,21 @@ int hx_run_case(const struct hx_case *c, int (*done)(void));
 int hx_main(int argc, char **argv, const struct hx_case *cases,
 	    int (*done)(void));
 
-#define HX_CASE(name, t) { #name, name##_a, name##_b, t }
+#define HX_CASE(name, t)                     \
+	{                                    \
+#name, name##_a, name##_b, t \
+	}
 
 /* Expands, in a test file, to main() running its case table. */
-#define HX_MAIN(cases)                                                      \
-	static int hx_done_(void)                                            \
-	{                                                                    \
-		printf("[%s] ", hx_role);                                    \
-		return check_done();                                         \
-	}                                                                    \
-	int main(int argc, char **argv)                                      \
-	{                                                                    \
-		return hx_main(argc, argv, cases, hx_done_);                 \
+#define HX_MAIN(cases)                                       \
+	static int hx_done_(void)                            \
+	{                                                    \
+		printf("[%s] ", hx_role);                    \
+		return check_done();                         \
+	}                                                    \
+	int main(int argc, char **argv)                      \
+	{                                                    \
+		return hx_main(argc, argv, cases, hx_done_); \
 	}
 
 /* ---- assertions (count into the including file's check.h counters) ---- */
@@ -204,7 +208,8 @@ static inline bool hx_expect_at(const char *file, int line, struct ibv_cq *cq,
 
 	memset(&wc, 0, sizeof(wc));
 	if (hx_poll(cq, &wc, 1, timeout_ms) != 1) {
-		fprintf(stderr, "%s:%d: [%s] no completion within %d ms (expected wr_id %llu %s)\n",
+		fprintf(stderr,
+			"%s:%d: [%s] no completion within %d ms (expected wr_id %llu %s)\n",
 			file, line, hx_role, timeout_ms,
 			(unsigned long long)wr_id, ibv_wc_status_str(st));
 		hx_fail_(file, line);
@@ -213,21 +218,25 @@ static inline bool hx_expect_at(const char *file, int line, struct ibv_cq *cq,
 		return false;
 	}
 	if (wc.wr_id != wr_id || wc.status != st) {
-		fprintf(stderr, "%s:%d: [%s] completion wr_id %llu status %s (%d) vendor_err %u, expected wr_id %llu status %s (%d)\n",
+		fprintf(stderr,
+			"%s:%d: [%s] completion wr_id %llu status %s (%d) vendor_err %u, expected wr_id %llu status %s (%d)\n",
 			file, line, hx_role, (unsigned long long)wc.wr_id,
 			ibv_wc_status_str(wc.status), wc.status, wc.vendor_err,
 			(unsigned long long)wr_id, ibv_wc_status_str(st), st);
 		ok = false;
 	}
-	if (ok && st == IBV_WC_SUCCESS && opcode >= 0 && (int)wc.opcode != opcode) {
-		fprintf(stderr, "%s:%d: [%s] wr_id %llu opcode %d, expected %d\n",
-			file, line, hx_role, (unsigned long long)wr_id,
-			wc.opcode, opcode);
+	if (ok && st == IBV_WC_SUCCESS && opcode >= 0 &&
+	    (int)wc.opcode != opcode) {
+		fprintf(stderr,
+			"%s:%d: [%s] wr_id %llu opcode %d, expected %d\n", file,
+			line, hx_role, (unsigned long long)wr_id, wc.opcode,
+			opcode);
 		ok = false;
 	}
 	if (ok && st == IBV_WC_SUCCESS && byte_len >= 0 &&
 	    (int64_t)wc.byte_len != byte_len) {
-		fprintf(stderr, "%s:%d: [%s] wr_id %llu byte_len %u, expected %lld\n",
+		fprintf(stderr,
+			"%s:%d: [%s] wr_id %llu byte_len %u, expected %lld\n",
 			file, line, hx_role, (unsigned long long)wr_id,
 			wc.byte_len, (long long)byte_len);
 		ok = false;
@@ -241,67 +250,73 @@ static inline bool hx_expect_at(const char *file, int line, struct ibv_cq *cq,
 	return ok;
 }
 
-#define HX_EXPECT(cq, out, wr_id, st, op, len)                               \
+#define HX_EXPECT(cq, out, wr_id, st, op, len) \
 	hx_expect_at(__FILE__, __LINE__, cq, out, wr_id, st, op, len, 10000)
-#define HX_EXPECT_T(cq, out, wr_id, st, op, len, ms)                         \
+#define HX_EXPECT_T(cq, out, wr_id, st, op, len, ms) \
 	hx_expect_at(__FILE__, __LINE__, cq, out, wr_id, st, op, len, ms)
 
 /* No completion appears within ms. */
-#define HX_EXPECT_NONE(cq, ms)                                               \
-	do {                                                                  \
-		struct ibv_wc _w;                                             \
-		if (hx_poll(cq, &_w, 1, ms) == 0) {                          \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: [%s] unexpected completion wr_id %llu status %s opcode %d\n", \
-				__FILE__, __LINE__, hx_role,                  \
-				(unsigned long long)_w.wr_id,                 \
-				ibv_wc_status_str(_w.status), _w.opcode);     \
-		}                                                             \
+#define HX_EXPECT_NONE(cq, ms)                                                                        \
+	do {                                                                                          \
+		struct ibv_wc _w;                                                                     \
+		if (hx_poll(cq, &_w, 1, ms) == 0) {                                                   \
+			check_passed++;                                                               \
+		} else {                                                                              \
+			check_failed++;                                                               \
+			fprintf(stderr,                                                               \
+				"%s:%d: [%s] unexpected completion wr_id %llu status %s opcode %d\n", \
+				__FILE__, __LINE__, hx_role,                                          \
+				(unsigned long long)_w.wr_id,                                         \
+				ibv_wc_status_str(_w.status), _w.opcode);                             \
+		}                                                                                     \
 	} while (0)
 
 /* Bytes match the pattern of seed. */
-#define HX_CHECK_PATTERN(p, len, seed)                                        \
-	do {                                                                  \
-		int64_t _off = hx_verify(p, len, seed);                       \
-		if (_off < 0) {                                               \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: [%s] %s: %zu bytes differ from pattern %llu at offset %lld\n", \
-				__FILE__, __LINE__, hx_role, #p, (size_t)(len), \
-				(unsigned long long)(seed), (long long)_off); \
-		}                                                             \
+#define HX_CHECK_PATTERN(p, len, seed)                                                                 \
+	do {                                                                                           \
+		int64_t _off = hx_verify(p, len, seed);                                                \
+		if (_off < 0) {                                                                        \
+			check_passed++;                                                                \
+		} else {                                                                               \
+			check_failed++;                                                                \
+			fprintf(stderr,                                                                \
+				"%s:%d: [%s] %s: %zu bytes differ from pattern %llu at offset %lld\n", \
+				__FILE__, __LINE__, hx_role, #p,                                       \
+				(size_t)(len), (unsigned long long)(seed),                             \
+				(long long)_off);                                                      \
+		}                                                                                      \
 	} while (0)
 
 /* A verb's return value (or errno) equals the expected one, with names. */
-#define HX_CHECK_RC(expr, want)                                              \
-	do {                                                                  \
-		int _r = (expr), _w = (want);                                 \
-		if (_r == _w) {                                               \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: [%s] %s returned %d (%s), expected %d (%s)\n", \
-				__FILE__, __LINE__, hx_role, #expr, _r,       \
-				_r > 0 ? strerror(_r) : "", _w,               \
-				_w > 0 ? strerror(_w) : "");                  \
-		}                                                             \
+#define HX_CHECK_RC(expr, want)                                                        \
+	do {                                                                           \
+		int _r = (expr), _w = (want);                                          \
+		if (_r == _w) {                                                        \
+			check_passed++;                                                \
+		} else {                                                               \
+			check_failed++;                                                \
+			fprintf(stderr,                                                \
+				"%s:%d: [%s] %s returned %d (%s), expected %d (%s)\n", \
+				__FILE__, __LINE__, hx_role, #expr, _r,                \
+				_r > 0 ? strerror(_r) : "", _w,                        \
+				_w > 0 ? strerror(_w) : "");                           \
+		}                                                                      \
 	} while (0)
 
 /* The QP reaches state want (polled for up to 1 s: the error transition
  * may trail the error completion by a moment). */
-#define HX_CHECK_STATE(qp, want)                                              \
-	do {                                                                  \
-		enum ibv_qp_state _s = hx_qp_state_wait(qp, want, 1000);      \
-		if (_s == (want)) {                                           \
-			check_passed++;                                       \
-		} else {                                                      \
-			check_failed++;                                       \
-			fprintf(stderr, "%s:%d: [%s] QP state %d, expected %d (%s)\n", \
-				__FILE__, __LINE__, hx_role, _s, (want), #want); \
-		}                                                             \
+#define HX_CHECK_STATE(qp, want)                                               \
+	do {                                                                   \
+		enum ibv_qp_state _s = hx_qp_state_wait(qp, want, 1000);       \
+		if (_s == (want)) {                                            \
+			check_passed++;                                        \
+		} else {                                                       \
+			check_failed++;                                        \
+			fprintf(stderr,                                        \
+				"%s:%d: [%s] QP state %d, expected %d (%s)\n", \
+				__FILE__, __LINE__, hx_role, _s, (want),       \
+				#want);                                        \
+		}                                                              \
 	} while (0)
 
 #endif

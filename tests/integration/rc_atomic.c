@@ -41,10 +41,12 @@ static void hammer(int fd, uint64_t add, int shift)
 
 	while (done < N_FADD) {
 		while (posted < N_FADD && posted - done < WINDOW) {
-			int rc = hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
-						IBV_SEND_SIGNALED, posted,
-						&res[posted], ep.mr->lkey,
-						ep.peer.addr, ep.peer.rkey, add, 0);
+			int rc =
+				hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					       IBV_SEND_SIGNALED, posted,
+					       &res[posted], ep.mr->lkey,
+					       ep.peer.addr, ep.peer.rkey, add,
+					       0);
 			if (rc) {
 				HX_CHECK_RC(rc, 0);
 				goto out;
@@ -56,7 +58,8 @@ static void hammer(int fd, uint64_t add, int shift)
 			CHECK(!"fetch-add completion timed out");
 			goto out;
 		}
-		if (wc[0].status != IBV_WC_SUCCESS || wc[0].wr_id != (uint64_t)done) {
+		if (wc[0].status != IBV_WC_SUCCESS ||
+		    wc[0].wr_id != (uint64_t)done) {
 			hx_log("fetch-add %d: wr_id %llu status %s", done,
 			       (unsigned long long)wc[0].wr_id,
 			       ibv_wc_status_str(wc[0].status));
@@ -87,9 +90,11 @@ static void hammer(int fd, uint64_t add, int shift)
 	while (ok < N_CAS && tries < 100 * N_CAS) {
 		tries++;
 		HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
-					   IBV_SEND_SIGNALED, 1000000 + tries, &res[0],
-					   ep.mr->lkey, ep.peer.addr + 8, ep.peer.rkey,
-					   expect, expect + 1), 0);
+					   IBV_SEND_SIGNALED, 1000000 + tries,
+					   &res[0], ep.mr->lkey,
+					   ep.peer.addr + 8, ep.peer.rkey,
+					   expect, expect + 1),
+			    0);
 		if (!HX_EXPECT(ep.scq, NULL, 1000000 + tries, IBV_WC_SUCCESS,
 			       IBV_WC_COMP_SWAP, 8))
 			goto out;
@@ -131,7 +136,8 @@ static void race_a(int fd1)
 	/* The same memory, registered in e2's PD as well. */
 	e2.mr = ibv_reg_mr(e2.pd, e1.buf, e1.o.buf_len,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_WRITE);
 	REQUIRE(e2.mr);
 	e2.buf = e1.buf;
 	e2.o.buf_len = e1.o.buf_len;
@@ -153,9 +159,6 @@ static void race_a(int fd1)
 	close(fd2);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(race, 60),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(race, 60), { 0 } };
 
 HX_MAIN(cases)

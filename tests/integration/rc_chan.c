@@ -139,9 +139,9 @@ static void expect_recvs(const struct chan_stats *st, unsigned long long min)
 
 /* ---- posting with several SGEs ------------------------------------------ */
 
-static int post_send_sg(struct hx_ep *ep, enum ibv_wr_opcode op,
-			unsigned flags, uint64_t wr_id, struct ibv_sge *sge,
-			int nsge, uint32_t imm_host)
+static int post_send_sg(struct hx_ep *ep, enum ibv_wr_opcode op, unsigned flags,
+			uint64_t wr_id, struct ibv_sge *sge, int nsge,
+			uint32_t imm_host)
 {
 	struct ibv_send_wr wr, *bad = NULL;
 
@@ -228,8 +228,7 @@ static bool recv_ok(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len,
 
 	if (!ok)
 		hx_log("recv wc: wr_id %llu (want %llu) status %s opcode %d (want %d) byte_len %u (want %u) flags 0x%x imm 0x%08x (want %s 0x%08x)",
-		       (unsigned long long)wc->wr_id,
-		       (unsigned long long)wr_id,
+		       (unsigned long long)wc->wr_id, (unsigned long long)wr_id,
 		       ibv_wc_status_str(wc->status), wc->opcode, opcode,
 		       wc->byte_len, len, wc->wc_flags, ntohl(wc->imm_data),
 		       imm ? "imm" : "no imm", imm_host);
@@ -238,7 +237,7 @@ static bool recv_ok(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len,
 
 /* ---- sizes ---------------------------------------------------------------- */
 
-static const uint32_t sizes[] = { 0,   1,    39,   40,   41,   63,  64,
+static const uint32_t sizes[] = { 0,   1,    39,   40,	 41,   63,  64,
 				  200, 1000, 1023, 1024, 1025, 4096 };
 #define N_SIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
 
@@ -363,8 +362,9 @@ static void sizes_a(int fd)
 			sge[0].lkey = 0; /* never looked at */
 		}
 		HX_CHECK_RC(post_send_sg(&ep,
-					 m[k].v == V_IMM ? IBV_WR_SEND_WITH_IMM :
-							   IBV_WR_SEND,
+					 m[k].v == V_IMM ?
+						 IBV_WR_SEND_WITH_IMM :
+						 IBV_WR_SEND,
 					 flags, k, sge, nsge, 0x5a000000u | k),
 			    0);
 	}
@@ -384,8 +384,8 @@ static void sizes_a(int fd)
 			uint32_t len = stream_len(n), a = len / 2;
 			uint64_t seed = 1000000 + n;
 			struct ibv_sge sge[2];
-			unsigned flags = stream_signaled(n) ? IBV_SEND_SIGNALED :
-							      0;
+			unsigned flags =
+				stream_signaled(n) ? IBV_SEND_SIGNALED : 0;
 			int nsge = 1, rc;
 
 			sge[0].addr = (uintptr_t)p;
@@ -583,11 +583,11 @@ static const struct oop {
 	enum oop_kind k;
 	uint32_t len;
 } oops[] = {
-	{ O_SEND, 64 },	  { O_WRITE, 256 * KIB }, { O_SEND, 32 },
-	{ O_READ, 64 * KIB }, { O_SEND, 40 },	  { O_FADD, 8 },
-	{ O_SEND, 41 },	  { O_SEND, 64 * KIB },	  { O_SEND, 1 },
-	{ O_WIMM, 4096 },	  { O_SENDI, 100 },	  { O_WINL, 8 },
-	{ O_SEND, 0 },	  { O_SEND, 1024 },	  { O_SEND, 200 },
+	{ O_SEND, 64 },	      { O_WRITE, 256 * KIB }, { O_SEND, 32 },
+	{ O_READ, 64 * KIB }, { O_SEND, 40 },	      { O_FADD, 8 },
+	{ O_SEND, 41 },	      { O_SEND, 64 * KIB },   { O_SEND, 1 },
+	{ O_WIMM, 4096 },     { O_SENDI, 100 },	      { O_WINL, 8 },
+	{ O_SEND, 0 },	      { O_SEND, 1024 },	      { O_SEND, 200 },
 };
 #define N_OOPS (int)(sizeof(oops) / sizeof(oops[0]))
 #define ROUNDS 40
@@ -691,16 +691,16 @@ static void order_a(int fd)
 				rc = hx_post_send(&ep, IBV_WR_RDMA_READ,
 						  IBV_SEND_SIGNALED, id,
 						  ep.buf + A_RD, op->len,
-						  ep.mr->lkey, ep.peer.addr + B_R,
+						  ep.mr->lkey,
+						  ep.peer.addr + B_R,
 						  ep.peer.rkey, 0);
 				break;
 			case O_FADD:
-				rc = hx_post_atomic(&ep,
-						    IBV_WR_ATOMIC_FETCH_AND_ADD,
-						    IBV_SEND_SIGNALED, id,
-						    ep.buf + A_ATOM, ep.mr->lkey,
-						    ep.peer.addr + B_CNT,
-						    ep.peer.rkey, 5, 0);
+				rc = hx_post_atomic(
+					&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					IBV_SEND_SIGNALED, id, ep.buf + A_ATOM,
+					ep.mr->lkey, ep.peer.addr + B_CNT,
+					ep.peer.rkey, 5, 0);
 				break;
 			case O_WIMM:
 				hx_fill(ep.buf + A_WIMM, op->len, oseed(r, i));
@@ -713,12 +713,11 @@ static void order_a(int fd)
 						  ep.peer.rkey, (uint32_t)id);
 				break;
 			case O_WINL:
-				rc = hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-						  IBV_SEND_SIGNALED |
-							  IBV_SEND_INLINE,
-						  id, &v, 8, 0,
-						  ep.peer.addr + B_WINL,
-						  ep.peer.rkey, 0);
+				rc = hx_post_send(
+					&ep, IBV_WR_RDMA_WRITE,
+					IBV_SEND_SIGNALED | IBV_SEND_INLINE, id,
+					&v, 8, 0, ep.peer.addr + B_WINL,
+					ep.peer.rkey, 0);
 				break;
 			}
 			HX_CHECK_RC(rc, 0);
@@ -783,20 +782,21 @@ static void order_b(int fd)
 			if (big_recv(&oops[i]))
 				HX_CHECK_RC(hx_post_recv(&ep, 100 * r + nrecv,
 							 ep.buf + B_BIG,
-							 64 * KIB,
-							 ep.mr->lkey), 0);
+							 64 * KIB, ep.mr->lkey),
+					    0);
 			else
 				HX_CHECK_RC(hx_post_recv(&ep, 100 * r + nrecv,
 							 ep.buf + B_SMALL +
 								 nrecv * 2048,
-							 2048, ep.mr->lkey), 0);
+							 2048, ep.mr->lkey),
+					    0);
 			nrecv++;
 		}
 		hx_sync(fd);
 		for (j = 0; j < nrecv; j++) {
 			const struct oop *op = &oops[op_of[j]];
 			uint8_t *p = big_recv(op) ? ep.buf + B_BIG :
-						      ep.buf + B_SMALL + j * 2048;
+						    ep.buf + B_SMALL + j * 2048;
 			struct ibv_wc wc;
 			bool ok;
 
@@ -806,14 +806,15 @@ static void order_b(int fd)
 				hx_log("round %d receive %d", r, j);
 				break;
 			}
-			ok = recv_ok(&wc, 100 * r + j, op->len,
-				     op->k != O_SEND, 100 * r + i,
+			ok = recv_ok(&wc, 100 * r + j, op->len, op->k != O_SEND,
+				     100 * r + i,
 				     op->k == O_WIMM ?
 					     IBV_WC_RECV_RDMA_WITH_IMM :
 					     IBV_WC_RECV);
 			if (op->k == O_WIMM)
-				ok = ok && hx_verify(ep.buf + B_WIMM, op->len,
-						     oseed(r, i)) < 0 &&
+				ok = ok &&
+				     hx_verify(ep.buf + B_WIMM, op->len,
+					       oseed(r, i)) < 0 &&
 				     all_canary(p, 2048); /* WQE unused */
 			else
 				ok = ok &&
@@ -867,11 +868,12 @@ static void rnr_a(int fd)
 	hx_ep_connect(&ep);
 	for (i = 0; i < RNR_N; i++) {
 		hx_fill(ep.buf + i * 1024, 10 + 50 * i, 500 + i);
-		HX_CHECK_RC(hx_post_send(&ep, i & 1 ? IBV_WR_SEND_WITH_IMM :
-						      IBV_WR_SEND,
-					 IBV_SEND_SIGNALED, i,
-					 ep.buf + i * 1024, 10 + 50 * i,
-					 ep.mr->lkey, 0, 0, 0xabc000 + i), 0);
+		HX_CHECK_RC(
+			hx_post_send(
+				&ep, i & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+				IBV_SEND_SIGNALED, i, ep.buf + i * 1024,
+				10 + 50 * i, ep.mr->lkey, 0, 0, 0xabc000 + i),
+			0);
 	}
 	hx_sync(fd); /* B waits RNR_WAIT_MS before posting its receives */
 	/* Completion means the message was placed: not before a receive
@@ -892,10 +894,12 @@ static void rnr_a(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	hx_fill(ep.buf, 64, 3);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1,
-				 ep.buf, 64, ep.mr->lkey, 0, 0, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2,
-				 ep.buf, 8, ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf,
+				 8, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_WR_FLUSH_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
@@ -921,7 +925,8 @@ static void rnr_b(int fd)
 	hx_msleep(RNR_WAIT_MS);
 	for (i = 0; i < RNR_N; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, i, ep.buf + i * 2048, 2048,
-					 ep.mr->lkey), 0);
+					 ep.mr->lkey),
+			    0);
 	for (i = 0; i < RNR_N; i++) {
 		struct ibv_wc wc;
 
@@ -986,7 +991,8 @@ static void dead_sends(struct hx_ep *ep, uint64_t id)
 	hx_fill(ep->buf, 64, id);
 	t0 = hx_now_ms();
 	HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND, IBV_SEND_SIGNALED, id,
-				 ep->buf, 64, ep->mr->lkey, 0, 0, 0), 0);
+				 ep->buf, 64, ep->mr->lkey, 0, 0, 0),
+		    0);
 	HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED,
 				 id + 1, ep->buf, 16, ep->mr->lkey, 0, 0, 7),
 		    0);
@@ -998,7 +1004,8 @@ static void dead_sends(struct hx_ep *ep, uint64_t id)
 	HX_CHECK_STATE(ep->qp, IBV_QPS_ERR);
 	/* Work posted to the QP in ERR is flushed. */
 	HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND, IBV_SEND_SIGNALED, id + 2,
-				 ep->buf, 8, ep->mr->lkey, 0, 0, 0), 0);
+				 ep->buf, 8, ep->mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep->scq, NULL, id + 2, IBV_WC_WR_FLUSH_ERR, -1, -1);
 	HX_CHECK_RC(hx_post_recv(ep, id + 3, ep->buf + 4096, 64, ep->mr->lkey),
 		    0);
@@ -1038,7 +1045,8 @@ static void dead_peer_a(int fd)
 	renew(&ep);
 	hx_fill(ep.buf, 64, 30);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 30,
-				 ep.buf, 64, ep.mr->lkey, 0, 0, 0), 0);
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+		    0);
 	/* Longer than the 3 x 100 ms a silent peer gets. */
 	HX_EXPECT_NONE(ep.scq, 500);
 	REQUIRE(kill(pid, SIGSTOP) == 0);
@@ -1135,13 +1143,16 @@ static void errors_a(int fd)
 		hx_sync(fd); /* B posted its receives */
 		hx_fill(ep.buf, 4096, 40 + c);
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1,
-					 ep.buf, 50, lkey, 0, 0, 0), 0);
+					 ep.buf, 50, lkey, 0, 0, 0),
+			    0);
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2,
 					 ep.buf, 100,
 					 c == 2 ? lkey ^ 0x00ffff00 : lkey, 0,
-					 0, 0), 0);
+					 0, 0),
+			    0);
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3,
-					 ep.buf, 20, lkey, 0, 0, 0), 0);
+					 ep.buf, 20, lkey, 0, 0, 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 50);
 		if (!HX_EXPECT(ep.scq, NULL, 2, want[c], -1, -1))
 			hx_log("error case %d", c);
@@ -1157,9 +1168,9 @@ static void errors_a(int fd)
 
 static void errors_b(int fd)
 {
-	static const enum ibv_wc_status want[ERR_CASES] = {
-		IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_SUCCESS
-	};
+	static const enum ibv_wc_status want[ERR_CASES] = { IBV_WC_LOC_LEN_ERR,
+							    IBV_WC_LOC_PROT_ERR,
+							    IBV_WC_SUCCESS };
 	struct chan_stats st;
 	struct hx_ep ep;
 	int c;
@@ -1174,7 +1185,8 @@ static void errors_b(int fd)
 		HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf, 4096, lkey), 0);
 		HX_CHECK_RC(hx_post_recv(&ep, 2, ep.buf + 4096,
 					 c == 0 ? 16 : 4096,
-					 c == 1 ? lkey ^ 0x00ffff00 : lkey), 0);
+					 c == 1 ? lkey ^ 0x00ffff00 : lkey),
+			    0);
 		HX_CHECK_RC(hx_post_recv(&ep, 3, ep.buf + 8192, 4096, lkey), 0);
 		hx_sync(fd);
 		HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, 50);

@@ -50,7 +50,7 @@
 #include "harness.h"
 
 #define MIB (1u << 20)
-#define ALL_REMOTE                                       \
+#define ALL_REMOTE                                          \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -127,8 +127,8 @@ static void close_with_stats(struct hx_ep *ep, struct direct_stats *st)
 	hx_log("direct_write %llu direct_read %llu direct_fallback %llu "
 	       "direct_memfile %llu help_posted %llu help_taken %llu "
 	       "help_revoked %llu",
-	       st->write, st->read, st->fallback, st->memfile,
-	       st->help_posted, st->help_taken, st->help_revoked);
+	       st->write, st->read, st->fallback, st->memfile, st->help_posted,
+	       st->help_taken, st->help_revoked);
 }
 
 static void expect_direct(const struct direct_stats *st, unsigned min_w,
@@ -197,14 +197,16 @@ static void stopped_a(int fd)
 	hx_fill(ep.buf, MIB, 11);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
 				 ep.buf, MIB, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0), 0);
+				 ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, MIB,
 		    5000);
 	/* 1 MiB READ out of it. */
 	memset(ep.buf + MIB, 0, MIB);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2,
 				 ep.buf + MIB, MIB, ep.mr->lkey,
-				 ep.peer.addr + MIB, ep.peer.rkey, 0), 0);
+				 ep.peer.addr + MIB, ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT_T(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, MIB,
 		    5000);
 	HX_CHECK_PATTERN(ep.buf + MIB, MIB, 22);
@@ -214,14 +216,15 @@ static void stopped_a(int fd)
 		uint64_t v = 0x1111111111111111ull * (uint64_t)(i % 15 + 1);
 
 		memcpy(ep.buf + 4096 + 8 * i, &v, 8);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-					 (i & 1 ? IBV_SEND_INLINE : 0) |
-						 (i == 31 ? IBV_SEND_SIGNALED :
-							    0),
-					 100 + i, ep.buf + 4096 + 8 * i, 8,
-					 ep.mr->lkey,
-					 ep.peer.addr + 2 * MIB - 4096 + 8 * i,
-					 ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+				     (i & 1 ? IBV_SEND_INLINE : 0) |
+					     (i == 31 ? IBV_SEND_SIGNALED : 0),
+				     100 + i, ep.buf + 4096 + 8 * i, 8,
+				     ep.mr->lkey,
+				     ep.peer.addr + 2 * MIB - 4096 + 8 * i,
+				     ep.peer.rkey, 0),
+			0);
 	}
 	HX_EXPECT_T(ep.scq, NULL, 131, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 8,
 		    5000);
@@ -303,15 +306,23 @@ static const struct err_case {
 } errs[] = {
 	{ "WRITE, wrong rkey", IBV_WR_RDMA_WRITE, K_MAIN, 0, 4096, true, 0 },
 	{ "READ, wrong rkey", IBV_WR_RDMA_READ, K_MAIN, 0, 4096, true, 0 },
-	{ "WRITE, MR of another PD", IBV_WR_RDMA_WRITE, K_PD2, 0, 4096, false, 0 },
-	{ "READ, MR of another PD", IBV_WR_RDMA_READ, K_PD2, 0, 4096, false, 0 },
-	{ "WRITE, one byte past the end", IBV_WR_RDMA_WRITE, K_MAIN, SUB - 4095, 4096, false, 0 },
-	{ "WRITE, one byte before the start", IBV_WR_RDMA_WRITE, K_MAIN, -1, 4096, false, 0 },
+	{ "WRITE, MR of another PD", IBV_WR_RDMA_WRITE, K_PD2, 0, 4096, false,
+	  0 },
+	{ "READ, MR of another PD", IBV_WR_RDMA_READ, K_PD2, 0, 4096, false,
+	  0 },
+	{ "WRITE, one byte past the end", IBV_WR_RDMA_WRITE, K_MAIN, SUB - 4095,
+	  4096, false, 0 },
+	{ "WRITE, one byte before the start", IBV_WR_RDMA_WRITE, K_MAIN, -1,
+	  4096, false, 0 },
 	{ "READ, past the end", IBV_WR_RDMA_READ, K_MAIN, 8, SUB, false, 0 },
-	{ "WRITE, MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_NOW, 0, 4096, false, 0 },
-	{ "READ, MR without REMOTE_READ", IBV_WR_RDMA_READ, K_NOR, 0, 4096, false, 0 },
-	{ "WRITE, QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_MAIN, 0, 4096, false, IBV_ACCESS_REMOTE_READ },
-	{ "READ, QP without REMOTE_READ", IBV_WR_RDMA_READ, K_MAIN, 0, 4096, false, IBV_ACCESS_REMOTE_WRITE },
+	{ "WRITE, MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_NOW, 0, 4096,
+	  false, 0 },
+	{ "READ, MR without REMOTE_READ", IBV_WR_RDMA_READ, K_NOR, 0, 4096,
+	  false, 0 },
+	{ "WRITE, QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_MAIN, 0, 4096,
+	  false, IBV_ACCESS_REMOTE_READ },
+	{ "READ, QP without REMOTE_READ", IBV_WR_RDMA_READ, K_MAIN, 0, 4096,
+	  false, IBV_ACCESS_REMOTE_WRITE },
 };
 #define N_ERRS (int)(sizeof(errs) / sizeof(errs[0]))
 
@@ -334,12 +345,13 @@ static void errors_a(int fd)
 
 		renew(&ep);
 		hx_sync(fd);
-		HX_CHECK_RC(hx_post_send(&ep, c->op, IBV_SEND_SIGNALED, i,
-					 ep.buf + (rd ? 2 * SUB : 0), c->len,
-					 ep.mr->lkey,
-					 k.addr[c->key] + (uint64_t)c->off,
-					 k.rkey[c->key] ^ (c->badkey ? 0x10 : 0),
-					 0), 0);
+		HX_CHECK_RC(hx_post_send(
+				    &ep, c->op, IBV_SEND_SIGNALED, i,
+				    ep.buf + (rd ? 2 * SUB : 0), c->len,
+				    ep.mr->lkey,
+				    k.addr[c->key] + (uint64_t)c->off,
+				    k.rkey[c->key] ^ (c->badkey ? 0x10 : 0), 0),
+			    0);
 		if (!HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_REM_ACCESS_ERR,
 			       -1, -1))
 			hx_log("case %d: %s", i, c->what);
@@ -350,11 +362,13 @@ static void errors_a(int fd)
 	renew(&ep);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 50,
 				 ep.buf, SUB, ep.mr->lkey, k.addr[K_MAIN],
-				 k.rkey[K_MAIN], 0), 0);
+				 k.rkey[K_MAIN], 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 50, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, SUB);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 51,
 				 ep.buf + 4 * SUB, SUB, ep.mr->lkey,
-				 k.addr[K_MAIN], k.rkey[K_MAIN], 0), 0);
+				 k.addr[K_MAIN], k.rkey[K_MAIN], 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 51, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, SUB);
 	HX_CHECK_PATTERN(ep.buf + 4 * SUB, SUB, 5);
 	hx_sync(fd);
@@ -395,8 +409,8 @@ static void errors_b(int fd)
 	hx_send(fd, &k, sizeof(k));
 	hx_fill(ep.buf, 4 * SUB, 900);
 	for (i = 0; i < N_ERRS; i++) {
-		ep.o.qp_access = errs[i].qp_access ? errs[i].qp_access :
-						     ALL_REMOTE;
+		ep.o.qp_access =
+			errs[i].qp_access ? errs[i].qp_access : ALL_REMOTE;
 		renew(&ep);
 		hx_sync(fd);
 		hx_sync(fd);
@@ -441,12 +455,13 @@ static void dereg_a(int fd)
 		uint32_t len = big ? 512 * 1024 : 65536;
 
 		hx_fill(ep.buf, big ? len : 4096, 1000 + i);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-					 IBV_SEND_SIGNALED, i, ep.buf, len,
-					 ep.mr->lkey,
-					 ep.peer.addr + (big ? (i / 4 % 2) * len :
-							       (i % 16) * 65536),
-					 ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
+				     i, ep.buf, len, ep.mr->lkey,
+				     ep.peer.addr + (big ? (i / 4 % 2) * len :
+							   (i % 16) * 65536),
+				     ep.peer.rkey, 0),
+			0);
 		if (hx_poll(ep.scq, &wc, 1, 10000) != 1) {
 			CHECK(!"write completion");
 			break;
@@ -527,16 +542,19 @@ static void order_a(int fd)
 					 sig ? IBV_SEND_SIGNALED : 0, i,
 					 ep.buf + 4096 * i, 4096, ep.mr->lkey,
 					 ep.peer.addr + 4096 * i, ep.peer.rkey,
-					 0), 0);
+					 0),
+			    0);
 		if (sig)
 			HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
 				  IBV_WC_RDMA_WRITE, 4096);
 	}
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_INLINE, 200,
 				 &v, 8, 0, ep.peer.addr + 512 * 1024,
-				 ep.peer.rkey, 0), 0);
+				 ep.peer.rkey, 0),
+		    0);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 201,
-				 ep.buf, 100, ep.mr->lkey, 0, 0, 0), 0);
+				 ep.buf, 100, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 201, IBV_WC_SUCCESS, IBV_WC_SEND, 100);
 	memset(ep.buf + 512 * 1024, 0, 512 * 1024 + 8);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 202,
@@ -579,9 +597,9 @@ static void order_b(int fd)
 #define HELP_N 40
 /* The three SGEs of the first WRITE (offset, length in A's buffer), and
  * where it lands in B's. */
-static const size_t help_sge[3][2] = {
-	{ 0, 100000 }, { 2 * MIB + 3, MIB }, { 5 * MIB, 77777 }
-};
+static const size_t help_sge[3][2] = { { 0, 100000 },
+				       { 2 * MIB + 3, MIB },
+				       { 5 * MIB, 77777 } };
 #define HELP_DST 12345
 
 static bool help_expected(void)
@@ -628,17 +646,20 @@ static void help_a(int fd)
 	 * B; the sources alternate too, so one is refilled while the other
 	 * may still be in flight only after its completion was seen. */
 	for (i = 0; i < HELP_N; i++) {
-		uint8_t *src = ep.buf + HELP_SRC + (size_t)(i % 2) * HELP_STREAM;
+		uint8_t *src =
+			ep.buf + HELP_SRC + (size_t)(i % 2) * HELP_STREAM;
 		bool sig = i % 2 == 1 || i == HELP_N - 1;
 
 		hx_fill(src, HELP_STREAM, 100 + (uint64_t)i);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-					 sig ? IBV_SEND_SIGNALED : 0,
-					 10 + (uint64_t)i, src, HELP_STREAM,
-					 ep.mr->lkey,
-					 ep.peer.addr + HELP_SRC +
-						 (uint64_t)(i % 2) * HELP_STREAM,
-					 ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+				     sig ? IBV_SEND_SIGNALED : 0,
+				     10 + (uint64_t)i, src, HELP_STREAM,
+				     ep.mr->lkey,
+				     ep.peer.addr + HELP_SRC +
+					     (uint64_t)(i % 2) * HELP_STREAM,
+				     ep.peer.rkey, 0),
+			0);
 		if (sig)
 			HX_EXPECT_T(ep.scq, NULL, 10 + (uint64_t)i,
 				    IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
@@ -746,7 +767,8 @@ static void stopstream_a(int fd)
 					 IBV_SEND_SIGNALED, i, src, STOP_LEN,
 					 ep.mr->lkey,
 					 ep.peer.addr + (i % 2) * STOP_LEN,
-					 ep.peer.rkey, 0), 0);
+					 ep.peer.rkey, 0),
+			    0);
 		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
 			    STOP_LEN, 10000);
 		if (hx_now_ms() - t0 > 3000) {

@@ -59,8 +59,9 @@ static void loc_prot_a(int fd)
 
 	/* 1. SEND with an lkey that names no MR */
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 64,
-				 badkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 64, badkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_LOC_PROT_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -69,7 +70,9 @@ static void loc_prot_a(int fd)
 	renew(&ep);
 	hx_sync(fd);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2,
-				 ep.buf + ep.o.buf_len - 10, 100, ep.mr->lkey, 0, 0, 0), 0);
+				 ep.buf + ep.o.buf_len - 10, 100, ep.mr->lkey,
+				 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_LOC_PROT_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -79,7 +82,8 @@ static void loc_prot_a(int fd)
 	hx_sync(fd);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 3,
 				 ep.buf - 1, 16, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0), 0);
+				 ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_LOC_PROT_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -91,7 +95,8 @@ static void loc_prot_a(int fd)
 	hx_sync(fd);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 4,
 				 ep.buf + 65536, 4096, nolw->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0), 0);
+				 ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 4, IBV_WC_LOC_PROT_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	/* Nothing was placed in the read-only region. */
@@ -102,8 +107,9 @@ static void loc_prot_a(int fd)
 	/* 5. The responder's receive WQE has the bad lkey. */
 	renew(&ep);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 5, ep.buf, 64,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 5, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 5, IBV_WC_REM_OP_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -122,7 +128,8 @@ static void loc_prot_b(int fd)
 		if (round > 1)
 			renew(&ep);
 		HX_CHECK_RC(hx_post_recv(&ep, 100 + round, ep.buf + 8192, 4096,
-					 ep.mr->lkey), 0);
+					 ep.mr->lkey),
+			    0);
 		hx_sync(fd);
 		hx_sync(fd);
 		/* The faulty request never reached us. */
@@ -131,7 +138,9 @@ static void loc_prot_b(int fd)
 		HX_CHECK_PATTERN(ep.buf, 4096, 2);
 	}
 	renew(&ep);
-	HX_CHECK_RC(hx_post_recv(&ep, 105, ep.buf + 8192, 4096, ep.mr->lkey ^ 0x00ffff00), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 105, ep.buf + 8192, 4096,
+				 ep.mr->lkey ^ 0x00ffff00),
+		    0);
 	hx_sync(fd);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 105, IBV_WC_LOC_PROT_ERR, -1, -1);
@@ -150,8 +159,9 @@ static void loc_len_a(int fd)
 	uint32_t big = 3 * ep.mtu_bytes;
 	hx_send_u64(fd, big);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 100,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 100, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -159,8 +169,9 @@ static void loc_len_a(int fd)
 	/* Detected in the middle of a multi-packet message. */
 	renew(&ep);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf, big,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf,
+				 big, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -183,7 +194,9 @@ static void loc_len_b(int fd)
 	hx_sync(fd);
 
 	renew(&ep);
-	HX_CHECK_RC(hx_post_recv(&ep, 7, ep.buf, big - ep.mtu_bytes, ep.mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 7, ep.buf, big - ep.mtu_bytes,
+				 ep.mr->lkey),
+		    0);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 7, IBV_WC_LOC_LEN_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
@@ -194,7 +207,7 @@ static void loc_len_b(int fd)
 /* ---- remote access ---------------------------------------------------------- */
 
 struct keys {
-	uint64_t addr[4];   /* main, no-remote-write, no-remote-read, no-atomic */
+	uint64_t addr[4]; /* main, no-remote-write, no-remote-read, no-atomic */
 	uint32_t rkey[4];
 	uint64_t len[4];
 };
@@ -204,33 +217,53 @@ enum { K_MAIN, K_NOW, K_NOR, K_NOA };
 struct access_case {
 	const char *what;
 	enum ibv_wr_opcode op;
-	int key;           /* which MR */
-	int64_t off;       /* from the MR's start; negative: before it */
+	int key; /* which MR */
+	int64_t off; /* from the MR's start; negative: before it */
 	uint32_t len;
-	int badkey;        /* flip bits of the rkey */
-	int qp_access;     /* B's qp_access_flags (0: all three) */
+	int badkey; /* flip bits of the rkey */
+	int qp_access; /* B's qp_access_flags (0: all three) */
 	enum ibv_wc_status want;
 };
 
-#define ALL_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define ALL_REMOTE                                          \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
 #define MAIN_LEN (1u << 20)
 #define SUB_LEN 65536
 
 static const struct access_case acc[] = {
-	{ "WRITE ending exactly at the MR end", IBV_WR_RDMA_WRITE, K_MAIN, MAIN_LEN - 8, 8, 0, 0, IBV_WC_SUCCESS },
-	{ "WRITE with a bad rkey", IBV_WR_RDMA_WRITE, K_MAIN, 0, 64, 1, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "WRITE one byte past the MR end", IBV_WR_RDMA_WRITE, K_MAIN, MAIN_LEN - 10, 11, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "WRITE one byte before the MR start", IBV_WR_RDMA_WRITE, K_MAIN, -1, 8, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "multi-packet WRITE running past the end", IBV_WR_RDMA_WRITE, K_MAIN, MAIN_LEN - 8192, 3 * 4096 + 1, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "WRITE to an MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_NOW, 0, 64, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "READ from an MR without REMOTE_READ", IBV_WR_RDMA_READ, K_NOR, 0, 64, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "FETCH_ADD on an MR without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, K_NOA, 0, 8, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "CMP_SWP with a bad rkey", IBV_WR_ATOMIC_CMP_AND_SWP, K_MAIN, 0, 8, 1, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "READ beyond the MR end", IBV_WR_RDMA_READ, K_MAIN, 0, 2 * MAIN_LEN, 0, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "READ with a bad rkey", IBV_WR_RDMA_READ, K_MAIN, 0, 64, 1, 0, IBV_WC_REM_ACCESS_ERR },
-	{ "WRITE to a QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_MAIN, 0, 64, 0, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, IBV_WC_REM_ACCESS_ERR },
-	{ "READ from a QP without REMOTE_READ", IBV_WR_RDMA_READ, K_MAIN, 0, 64, 0, IBV_ACCESS_REMOTE_WRITE, IBV_WC_REM_ACCESS_ERR },
-	{ "FETCH_ADD on a QP without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, K_MAIN, 0, 8, 0, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE ending exactly at the MR end", IBV_WR_RDMA_WRITE, K_MAIN,
+	  MAIN_LEN - 8, 8, 0, 0, IBV_WC_SUCCESS },
+	{ "WRITE with a bad rkey", IBV_WR_RDMA_WRITE, K_MAIN, 0, 64, 1, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE one byte past the MR end", IBV_WR_RDMA_WRITE, K_MAIN,
+	  MAIN_LEN - 10, 11, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE one byte before the MR start", IBV_WR_RDMA_WRITE, K_MAIN, -1,
+	  8, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "multi-packet WRITE running past the end", IBV_WR_RDMA_WRITE, K_MAIN,
+	  MAIN_LEN - 8192, 3 * 4096 + 1, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE to an MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_NOW, 0,
+	  64, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "READ from an MR without REMOTE_READ", IBV_WR_RDMA_READ, K_NOR, 0, 64,
+	  0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "FETCH_ADD on an MR without REMOTE_ATOMIC",
+	  IBV_WR_ATOMIC_FETCH_AND_ADD, K_NOA, 0, 8, 0, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "CMP_SWP with a bad rkey", IBV_WR_ATOMIC_CMP_AND_SWP, K_MAIN, 0, 8, 1,
+	  0, IBV_WC_REM_ACCESS_ERR },
+	{ "READ beyond the MR end", IBV_WR_RDMA_READ, K_MAIN, 0, 2 * MAIN_LEN,
+	  0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "READ with a bad rkey", IBV_WR_RDMA_READ, K_MAIN, 0, 64, 1, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE to a QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_MAIN, 0,
+	  64, 0, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "READ from a QP without REMOTE_READ", IBV_WR_RDMA_READ, K_MAIN, 0, 64,
+	  0, IBV_ACCESS_REMOTE_WRITE, IBV_WC_REM_ACCESS_ERR },
+	{ "FETCH_ADD on a QP without REMOTE_ATOMIC",
+	  IBV_WR_ATOMIC_FETCH_AND_ADD, K_MAIN, 0, 8, 0,
+	  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	  IBV_WC_REM_ACCESS_ERR },
 };
 #define N_ACC (int)(sizeof(acc) / sizeof(acc[0]))
 
@@ -253,12 +286,16 @@ static void rem_access_a(int fd)
 		if (i)
 			renew(&ep);
 		hx_sync(fd);
-		if (c->op == IBV_WR_ATOMIC_FETCH_AND_ADD || c->op == IBV_WR_ATOMIC_CMP_AND_SWP)
+		if (c->op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+		    c->op == IBV_WR_ATOMIC_CMP_AND_SWP)
 			rc = hx_post_atomic(&ep, c->op, IBV_SEND_SIGNALED, i,
-					    ep.buf + (2u << 20), ep.mr->lkey, ra, rk, 1, 2);
+					    ep.buf + (2u << 20), ep.mr->lkey,
+					    ra, rk, 1, 2);
 		else
 			rc = hx_post_send(&ep, c->op, IBV_SEND_SIGNALED, i,
-					  ep.buf + (c->op == IBV_WR_RDMA_READ ? (2u << 20) : 0),
+					  ep.buf + (c->op == IBV_WR_RDMA_READ ?
+							    (2u << 20) :
+							    0),
 					  c->len, ep.mr->lkey, ra, rk, 0);
 		HX_CHECK_RC(rc, 0);
 		if (!HX_EXPECT(ep.scq, NULL, i, c->want, -1, -1))
@@ -286,13 +323,13 @@ static void rem_access_b(int fd)
 			   IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
 	now = ibv_reg_mr(ep.pd, ep.buf + SUB_LEN + MAIN_LEN, SUB_LEN,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			 IBV_ACCESS_REMOTE_ATOMIC);
+				 IBV_ACCESS_REMOTE_ATOMIC);
 	nor = ibv_reg_mr(ep.pd, ep.buf + 2 * SUB_LEN + MAIN_LEN, SUB_LEN,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			 IBV_ACCESS_REMOTE_ATOMIC);
+				 IBV_ACCESS_REMOTE_ATOMIC);
 	noa = ibv_reg_mr(ep.pd, ep.buf + 3 * SUB_LEN + MAIN_LEN, SUB_LEN,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			 IBV_ACCESS_REMOTE_READ);
+				 IBV_ACCESS_REMOTE_READ);
 	REQUIRE(ep.mr && now && nor && noa);
 	struct ibv_mr *mrs[4] = { ep.mr, now, nor, noa };
 	for (int i = 0; i < 4; i++) {
@@ -306,7 +343,8 @@ static void rem_access_b(int fd)
 	for (int i = 0; i < N_ACC; i++) {
 		if (i) {
 			/* B's QP rights for this case, then a fresh QP. */
-			ep.o.qp_access = acc[i].qp_access ? acc[i].qp_access : ALL_REMOTE;
+			ep.o.qp_access = acc[i].qp_access ? acc[i].qp_access :
+							    ALL_REMOTE;
 			renew(&ep);
 		}
 		hx_sync(fd);
@@ -338,15 +376,17 @@ static void misaligned_atomic_a(int fd)
 	struct hx_ep ep;
 
 	pair(&ep, fd, &o);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED,
-				   1, ep.buf, ep.mr->lkey, ep.peer.addr + 4,
-				   ep.peer.rkey, 1, 0), 0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 1, ep.buf, ep.mr->lkey,
+				   ep.peer.addr + 4, ep.peer.rkey, 1, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	renew(&ep);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_SEND_SIGNALED,
-				   2, ep.buf, ep.mr->lkey, ep.peer.addr + 12,
-				   ep.peer.rkey, 0, 1), 0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+				   IBV_SEND_SIGNALED, 2, ep.buf, ep.mr->lkey,
+				   ep.peer.addr + 12, ep.peer.rkey, 0, 1),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -385,7 +425,8 @@ static void too_many_reads_a(int fd)
 	pair(&ep, fd, &o);
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < TM_READS; i++) {
-		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i * TM_LEN, TM_LEN, ep.mr->lkey };
+		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i * TM_LEN,
+					   TM_LEN, ep.mr->lkey };
 		wr[i].wr_id = i;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
@@ -413,7 +454,8 @@ static void too_many_reads_a(int fd)
 			other++, hx_log("READ %d: unexpected %s", i,
 					ibv_wc_status_str(wc.status));
 	}
-	hx_log("%d READs succeeded, %d invalid request, %d flushed", ok, inv, flushed);
+	hx_log("%d READs succeeded, %d invalid request, %d flushed", ok, inv,
+	       flushed);
 	CHECK_EQ(inv, 1);
 	CHECK_EQ(other, 0);
 	CHECK_EQ(ok + inv + flushed, TM_READS);
@@ -446,18 +488,23 @@ static void flush_a(int fd)
 	o.recv_cqe = 64;
 	pair(&ep, fd, &o);
 	for (int i = 0; i < 3; i++)
-		HX_CHECK_RC(hx_post_recv(&ep, 100 + i, ep.buf + 65536 + i * 64, 64,
-					 ep.mr->lkey), 0);
+		HX_CHECK_RC(hx_post_recv(&ep, 100 + i, ep.buf + 65536 + i * 64,
+					 64, ep.mr->lkey),
+			    0);
 	memset(wr, 0, sizeof(wr));
 	static const enum ibv_wr_opcode ops[5] = {
 		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE, IBV_WR_SEND,
 		IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE
 	};
-	static const unsigned flags[5] = { IBV_SEND_SIGNALED, 0, 0, IBV_SEND_SIGNALED, 0 };
+	static const unsigned flags[5] = { IBV_SEND_SIGNALED, 0, 0,
+					   IBV_SEND_SIGNALED, 0 };
 	hx_fill(ep.buf, 4096, 3);
 	for (int i = 0; i < 5; i++) {
-		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + (ops[i] == IBV_WR_RDMA_READ ? 8192 : 0),
-					   256, ep.mr->lkey };
+		sge[i] = (struct ibv_sge){
+			(uintptr_t)ep.buf +
+				(ops[i] == IBV_WR_RDMA_READ ? 8192 : 0),
+			256, ep.mr->lkey
+		};
 		wr[i].wr_id = i + 1;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
@@ -479,8 +526,9 @@ static void flush_a(int fd)
 		HX_EXPECT(ep.rcq, NULL, 100 + i, IBV_WC_WR_FLUSH_ERR, -1, -1);
 
 	/* In ERR, posting still works and completes in error at once. */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 6, ep.buf, 8, ep.mr->lkey,
-				 ep.peer.addr, ep.peer.rkey, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 6, ep.buf, 8,
+				 ep.mr->lkey, ep.peer.addr, ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 6, IBV_WC_WR_FLUSH_ERR, -1, -1);
 	HX_CHECK_RC(hx_post_recv(&ep, 103, ep.buf, 64, ep.mr->lkey), 0);
 	HX_EXPECT(ep.rcq, NULL, 103, IBV_WC_WR_FLUSH_ERR, -1, -1);
@@ -531,8 +579,10 @@ static void cq_overrun_a(int fd)
 	pair(&ep, fd, &o);
 	int n = (int)hx_recv_u64(fd);
 	for (int i = 0; i < n; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, i == n - 1 ? IBV_SEND_SIGNALED : 0,
-					 i, ep.buf, 8, ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+					 i == n - 1 ? IBV_SEND_SIGNALED : 0, i,
+					 ep.buf, 8, ep.mr->lkey, 0, 0, 0),
+			    0);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -549,7 +599,9 @@ static void cq_overrun_b(int fd)
 	int n = ep.rcq->cqe + 3;
 	REQUIRE(n <= (int)ep.cap.max_recv_wr);
 	for (int i = 0; i < n; i++)
-		HX_CHECK_RC(hx_post_recv(&ep, i, ep.buf + i * 64, 64, ep.mr->lkey), 0);
+		HX_CHECK_RC(hx_post_recv(&ep, i, ep.buf + i * 64, 64,
+					 ep.mr->lkey),
+			    0);
 	hx_send_u64(fd, n);
 	/* Never poll the receive CQ: it overflows. */
 	uint64_t end = hx_now_ms() + 5000;
@@ -573,8 +625,8 @@ static void cq_overrun_b(int fd)
 
 /* ---- post-time errors: EINVAL / ENOMEM and *bad_wr -------------------------- */
 
-static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct hx_ep *ep,
-		     uint64_t id, size_t off, unsigned flags)
+static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		     struct hx_ep *ep, uint64_t id, size_t off, unsigned flags)
 {
 	memset(wr, 0, sizeof(*wr));
 	*sge = (struct ibv_sge){ (uintptr_t)ep->buf + off, 8, ep->mr->lkey };
@@ -601,8 +653,13 @@ static void post_errors_a(int fd)
 
 	/* RESET: neither queue accepts work. */
 	struct ibv_qp_init_attr ia = {
-		.send_cq = ep.scq, .recv_cq = ep.rcq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.send_cq = ep.scq,
+		.recv_cq = ep.rcq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 	};
 	rq = ibv_create_qp(ep.pd, &ia);
 	REQUIRE(rq);
@@ -639,7 +696,8 @@ static void post_errors_a(int fd)
 	 * first is posted, the third is not. */
 	REQUIRE(ep.cap.max_send_sge < 40);
 	for (int i = 0; i < 40; i++)
-		many[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i, 1, ep.mr->lkey };
+		many[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i, 1,
+					    ep.mr->lkey };
 	write_wr(&wr[0], &sge[0], &ep, 1, 0, IBV_SEND_SIGNALED);
 	write_wr(&wr[1], &sge[1], &ep, 2, 64, IBV_SEND_SIGNALED);
 	write_wr(&wr[2], &sge[2], &ep, 3, 128, IBV_SEND_SIGNALED);
@@ -665,7 +723,8 @@ static void post_errors_a(int fd)
 	HX_EXPECT_NONE(ep.scq, 50);
 
 	/* Inline data over max_inline_data. */
-	write_wr(&wr[0], &sge[0], &ep, 6, 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	write_wr(&wr[0], &sge[0], &ep, 6, 0,
+		 IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 	sge[0].length = ep.cap.max_inline_data + 1;
 	bad = NULL;
 	HX_CHECK_RC(ibv_post_send(ep.qp, wr, &bad), EINVAL);
@@ -675,7 +734,8 @@ static void post_errors_a(int fd)
 	/* Receive with too many SGEs after a good one. */
 	REQUIRE(ep.cap.max_recv_sge < 40);
 	memset(rwr, 0, sizeof(rwr));
-	sge[0] = (struct ibv_sge){ (uintptr_t)ep.buf + 65536 + 64, 64, ep.mr->lkey };
+	sge[0] = (struct ibv_sge){ (uintptr_t)ep.buf + 65536 + 64, 64,
+				   ep.mr->lkey };
 	rwr[0].wr_id = 51;
 	rwr[0].sg_list = &sge[0];
 	rwr[0].num_sge = 1;
@@ -701,8 +761,9 @@ static void post_errors_b(int fd)
 	pair(&ep, fd, &o);
 	hx_sync(fd);
 	for (int i = 0; i < 2; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i, ep.buf, 4,
-					 ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+					 ep.buf, 4, ep.mr->lkey, 0, 0, 0),
+			    0);
 	for (int i = 0; i < 2; i++)
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd);
@@ -734,7 +795,8 @@ static void queue_full_a(int fd)
 	rwr = calloc(R + 1, sizeof(*rwr));
 	sge = calloc((R > S ? R : S) + 1, sizeof(*sge));
 	for (uint32_t i = 0; i <= R; i++) {
-		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + 65536 + i * 16, 16, ep.mr->lkey };
+		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + 65536 + i * 16,
+					   16, ep.mr->lkey };
 		rwr[i].wr_id = 1000 + i;
 		rwr[i].sg_list = &sge[i];
 		rwr[i].num_sge = 1;
@@ -745,7 +807,8 @@ static void queue_full_a(int fd)
 	CHECK(rbad == &rwr[R]);
 	hx_sync(fd); /* B sends R messages: all R receives were posted */
 	for (uint32_t i = 0; i < R; i++)
-		HX_EXPECT(ep.rcq, NULL, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 16);
+		HX_EXPECT(ep.rcq, NULL, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			  16);
 
 	wr = calloc(S + 1, sizeof(*wr));
 	hx_fill(ep.buf, (S + 1) * 8, 5);
@@ -778,8 +841,9 @@ static void queue_full_b(int fd)
 	uint32_t S = (uint32_t)hx_recv_u64(fd), R = (uint32_t)hx_recv_u64(fd);
 	hx_sync(fd);
 	for (uint32_t i = 0; i < R; i++) {
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i, ep.buf,
-					 16, ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+					 ep.buf, 16, ep.mr->lkey, 0, 0, 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	}
 	/* Wait for the S writes (pattern 5) to arrive, the (S+1)th never. */
@@ -795,16 +859,11 @@ static void queue_full_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(loc_prot, 30),
-	HX_CASE(loc_len, 20),
-	HX_CASE(rem_access, 60),
-	HX_CASE(misaligned_atomic, 20),
-	HX_CASE(too_many_reads, 20),
-	HX_CASE(flush, 20),
-	HX_CASE(cq_overrun, 20),
-	HX_CASE(post_errors, 20),
-	HX_CASE(queue_full, 20),
-	{ 0 }
+	HX_CASE(loc_prot, 30),	     HX_CASE(loc_len, 20),
+	HX_CASE(rem_access, 60),     HX_CASE(misaligned_atomic, 20),
+	HX_CASE(too_many_reads, 20), HX_CASE(flush, 20),
+	HX_CASE(cq_overrun, 20),     HX_CASE(post_errors, 20),
+	HX_CASE(queue_full, 20),     { 0 }
 };
 
 HX_MAIN(cases)

@@ -84,7 +84,8 @@ static void send_a(struct hx_ep *ep, uint64_t wr_id, uint64_t seed)
 {
 	hx_fill(ep->buf, MSG, seed);
 	HX_CHECK_RC(hx_post_send(ep, IBV_WR_SEND, IBV_SEND_SIGNALED, wr_id,
-				 ep->buf, MSG, ep->mr->lkey, 0, 0, 0), 0);
+				 ep->buf, MSG, ep->mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep->scq, NULL, wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 }
 
@@ -98,7 +99,8 @@ static void recv_b(struct hx_ep *ep, uint64_t wr_id, uint64_t seed)
  * path's rings if it attached) is set up and has been used. */
 static void warm_a(struct hx_ep *ep)
 {
-	HX_CHECK_RC(hx_post_recv(ep, 100, ep->buf + 1024, MSG, ep->mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(ep, 100, ep->buf + 1024, MSG, ep->mr->lkey),
+		    0);
 	hx_sync(ep->fd);
 	send_a(ep, 1, 21);
 	recv_b(ep, 100, 22);
@@ -106,7 +108,8 @@ static void warm_a(struct hx_ep *ep)
 
 static void warm_b(struct hx_ep *ep)
 {
-	HX_CHECK_RC(hx_post_recv(ep, 100, ep->buf + 1024, MSG, ep->mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(ep, 100, ep->buf + 1024, MSG, ep->mr->lkey),
+		    0);
 	hx_sync(ep->fd);
 	recv_b(ep, 100, 21);
 	send_a(ep, 1, 22);
@@ -195,10 +198,8 @@ static void blocked_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(sleeping, 30),
-	HX_CASE(blocked, 30),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(sleeping, 30),
+					HX_CASE(blocked, 30),
+					{ 0 } };
 
 HX_MAIN(cases)

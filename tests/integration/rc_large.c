@@ -30,19 +30,23 @@ static void big_a(int fd)
 	hx_ep_connect(&ep);
 	hx_fill(ep.buf, len, 1);
 	t0 = hx_now_ms();
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf,
-				 (uint32_t)len, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0), 0);
-	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1, 60000);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, (uint32_t)len, ep.mr->lkey,
+				 ep.peer.addr, ep.peer.rkey, 0),
+		    0);
+	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1,
+		    60000);
 	hx_log("WRITE %zu MiB: %llu ms", len >> 20,
 	       (unsigned long long)(hx_now_ms() - t0));
 	hx_sync(fd); /* B verified and refilled with pattern 2 */
 	hx_sync(fd);
 	t0 = hx_now_ms();
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2, ep.buf,
-				 (uint32_t)len, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0), 0);
-	HX_EXPECT_T(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, (int64_t)len, 60000);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2,
+				 ep.buf, (uint32_t)len, ep.mr->lkey,
+				 ep.peer.addr, ep.peer.rkey, 0),
+		    0);
+	HX_EXPECT_T(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		    (int64_t)len, 60000);
 	hx_log("READ %zu MiB: %llu ms", len >> 20,
 	       (unsigned long long)(hx_now_ms() - t0));
 	HX_CHECK_PATTERN(ep.buf, len, 2);
@@ -51,8 +55,10 @@ static void big_a(int fd)
 	hx_sync(fd); /* B posted its receive */
 	t0 = hx_now_ms();
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3, ep.buf,
-				 (uint32_t)len, ep.mr->lkey, 0, 0, 0), 0);
-	bool sent = HX_EXPECT_T(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_SEND, -1, 60000);
+				 (uint32_t)len, ep.mr->lkey, 0, 0, 0),
+		    0);
+	bool sent = HX_EXPECT_T(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_SEND,
+				-1, 60000);
 	hx_log("SEND %zu MiB: %llu ms", len >> 20,
 	       (unsigned long long)(hx_now_ms() - t0));
 	/* Tell B whether to expect the message (fail fast if not). */
@@ -76,10 +82,12 @@ static void big_b(int fd)
 	hx_sync(fd);
 	hx_sync(fd); /* A's READ is done */
 	memset(ep.buf, 0, len);
-	HX_CHECK_RC(hx_post_recv(&ep, 9, ep.buf, (uint32_t)len, ep.mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 9, ep.buf, (uint32_t)len, ep.mr->lkey),
+		    0);
 	hx_sync(fd);
 	if (hx_recv_u64(fd)) {
-		HX_EXPECT_T(ep.rcq, NULL, 9, IBV_WC_SUCCESS, IBV_WC_RECV, (int64_t)len, 5000);
+		HX_EXPECT_T(ep.rcq, NULL, 9, IBV_WC_SUCCESS, IBV_WC_RECV,
+			    (int64_t)len, 5000);
 		HX_CHECK_PATTERN(ep.buf, len, 3);
 	} else {
 		hx_log("A's SEND failed: nothing to receive");
@@ -88,9 +96,6 @@ static void big_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(big, 120),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(big, 120), { 0 } };
 
 HX_MAIN(cases)

@@ -14,9 +14,9 @@
 #include "harness.h"
 
 #define CHUNK (1u << 20)
-#define W_PER_ROUND 8   /* MiB written per round */
-#define S_PER_ROUND 4   /* MiB sent */
-#define R_PER_ROUND 8   /* MiB read */
+#define W_PER_ROUND 8 /* MiB written per round */
+#define S_PER_ROUND 4 /* MiB sent */
+#define R_PER_ROUND 8 /* MiB read */
 #define ROUND_MB (W_PER_ROUND + S_PER_ROUND + R_PER_ROUND)
 /* Buffer regions (in chunks): write target, receive area, read source. */
 #define OFF_W 0
@@ -45,7 +45,9 @@ static void open_side(struct hx_ep *ep, int fd, const char *ns_var,
 	o.path_mtu = IBV_MTU_1024; /* the veth's 1500-byte MTU */
 	/* 4.096 us * 2^timeout: 10 = 4.2 ms, a generous local ACK timeout
 	 * for a veth, so that losses are repaired soon. */
-	o.timeout = getenv("HX_LOSS_TIMEOUT") ? (uint8_t)atoi(getenv("HX_LOSS_TIMEOUT")) : 10;
+	o.timeout = getenv("HX_LOSS_TIMEOUT") ?
+			    (uint8_t)atoi(getenv("HX_LOSS_TIMEOUT")) :
+			    10;
 	o.retry_cnt = 7;
 	o.rnr_retry = 7;
 	o.max_send_wr = 64;
@@ -73,43 +75,57 @@ static void stream_a(int fd)
 		int id = 0;
 
 		for (int i = 0; i < W_PER_ROUND; i++)
-			hx_fill(ep.buf + (OFF_W + i) * (size_t)CHUNK, CHUNK, seed(r, 0, i));
+			hx_fill(ep.buf + (OFF_W + i) * (size_t)CHUNK, CHUNK,
+				seed(r, 0, i));
 		for (int i = 0; i < S_PER_ROUND; i++)
-			hx_fill(ep.buf + (OFF_S + i) * (size_t)CHUNK, CHUNK, seed(r, 1, i));
-		memset(ep.buf + OFF_R * (size_t)CHUNK, 0, R_PER_ROUND * (size_t)CHUNK);
+			hx_fill(ep.buf + (OFF_S + i) * (size_t)CHUNK, CHUNK,
+				seed(r, 1, i));
+		memset(ep.buf + OFF_R * (size_t)CHUNK, 0,
+		       R_PER_ROUND * (size_t)CHUNK);
 		hx_sync(fd); /* B posted its receives and filled its read source */
 		/* Interleave the three kinds in one send queue. */
 		for (int i = 0; i < W_PER_ROUND; i++) {
-			size_t w = (OFF_W + i) * (size_t)CHUNK, rd = (OFF_R + i) * (size_t)CHUNK;
+			size_t w = (OFF_W + i) * (size_t)CHUNK,
+			       rd = (OFF_R + i) * (size_t)CHUNK;
 
-			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
-						 id++, ep.buf + w, CHUNK, ep.mr->lkey,
-						 ep.peer.addr + w, ep.peer.rkey, 0), 0);
+			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+						 IBV_SEND_SIGNALED, id++,
+						 ep.buf + w, CHUNK, ep.mr->lkey,
+						 ep.peer.addr + w, ep.peer.rkey,
+						 0),
+				    0);
 			if (i < S_PER_ROUND) {
 				size_t s = (OFF_S + i) * (size_t)CHUNK;
 
-				HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
-							 id++, ep.buf + s, CHUNK,
-							 ep.mr->lkey, 0, 0, 0), 0);
+				HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+							 IBV_SEND_SIGNALED,
+							 id++, ep.buf + s,
+							 CHUNK, ep.mr->lkey, 0,
+							 0, 0),
+					    0);
 			}
-			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
-						 id++, ep.buf + rd, CHUNK, ep.mr->lkey,
-						 ep.peer.addr + rd, ep.peer.rkey, 0), 0);
+			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+						 IBV_SEND_SIGNALED, id++,
+						 ep.buf + rd, CHUNK,
+						 ep.mr->lkey, ep.peer.addr + rd,
+						 ep.peer.rkey, 0),
+				    0);
 		}
 		for (int k = 0; k < id; k++) {
 			struct ibv_wc wc;
 
-			if (!HX_EXPECT_T(ep.scq, &wc, k, IBV_WC_SUCCESS, -1, -1, 60000)) {
+			if (!HX_EXPECT_T(ep.scq, &wc, k, IBV_WC_SUCCESS, -1, -1,
+					 60000)) {
 				hx_log("round %d: stopping", r);
 				hx_send_u64(fd, 0);
 				goto out;
 			}
 		}
 		for (int i = 0; i < R_PER_ROUND; i++)
-			HX_CHECK_PATTERN(ep.buf + (OFF_R + i) * (size_t)CHUNK, CHUNK,
-					 seed(r, 2, i));
+			HX_CHECK_PATTERN(ep.buf + (OFF_R + i) * (size_t)CHUNK,
+					 CHUNK, seed(r, 2, i));
 		hx_send_u64(fd, 1); /* round done */
-		hx_sync(fd);        /* B verified */
+		hx_sync(fd); /* B verified */
 	}
 	hx_log("%d MiB in %llu ms", n * ROUND_MB,
 	       (unsigned long long)(hx_now_ms() - t0));
@@ -126,30 +142,32 @@ static void stream_b(int fd)
 	for (int r = 0; r < n; r++) {
 		for (int i = 0; i < S_PER_ROUND; i++)
 			HX_CHECK_RC(hx_post_recv(&ep, 100 + i,
-						 ep.buf + (OFF_S + i) * (size_t)CHUNK,
-						 CHUNK, ep.mr->lkey), 0);
+						 ep.buf + (OFF_S + i) *
+								  (size_t)CHUNK,
+						 CHUNK, ep.mr->lkey),
+				    0);
 		for (int i = 0; i < R_PER_ROUND; i++)
-			hx_fill(ep.buf + (OFF_R + i) * (size_t)CHUNK, CHUNK, seed(r, 2, i));
+			hx_fill(ep.buf + (OFF_R + i) * (size_t)CHUNK, CHUNK,
+				seed(r, 2, i));
 		hx_sync(fd);
 		if (!hx_recv_u64(fd))
 			break;
 		for (int i = 0; i < S_PER_ROUND; i++)
-			HX_EXPECT(ep.rcq, NULL, 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV, CHUNK);
+			HX_EXPECT(ep.rcq, NULL, 100 + i, IBV_WC_SUCCESS,
+				  IBV_WC_RECV, CHUNK);
 		for (int i = 0; i < W_PER_ROUND; i++)
-			HX_CHECK_PATTERN(ep.buf + (OFF_W + i) * (size_t)CHUNK, CHUNK,
-					 seed(r, 0, i));
+			HX_CHECK_PATTERN(ep.buf + (OFF_W + i) * (size_t)CHUNK,
+					 CHUNK, seed(r, 0, i));
 		for (int i = 0; i < S_PER_ROUND; i++)
-			HX_CHECK_PATTERN(ep.buf + (OFF_S + i) * (size_t)CHUNK, CHUNK,
-					 seed(r, 1, i));
+			HX_CHECK_PATTERN(ep.buf + (OFF_S + i) * (size_t)CHUNK,
+					 CHUNK, seed(r, 1, i));
 		hx_sync(fd);
 	}
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
 /* Not HX_CASE: this program runs only from rc_loss.sh. */
-static const struct hx_case cases[] = {
-	{ "stream", stream_a, stream_b, 170 },
-	{ 0 }
-};
+static const struct hx_case cases[] = { { "stream", stream_a, stream_b, 170 },
+					{ 0 } };
 
 HX_MAIN(cases)

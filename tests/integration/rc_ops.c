@@ -49,7 +49,8 @@ static void check_canaries(const uint8_t *buf, const size_t *sz,
 		for (int k = 0; k < CANARY_GAP; k++)
 			clean &= buf[off[i] + sz[i] + k] == 0;
 		if (!clean)
-			fprintf(stderr, "[%s] bytes written after region %d (size %zu)\n",
+			fprintf(stderr,
+				"[%s] bytes written after region %d (size %zu)\n",
 				hx_role, i, sz[i]);
 		CHECK(clean);
 	}
@@ -71,9 +72,12 @@ static void send_recv_a(int fd)
 	hx_sync(fd); /* B's receives are posted */
 	for (int i = 0; i < NSIZES; i++)
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i,
-					 ep.buf + off[i], sz[i], ep.mr->lkey, 0, 0, 0), 0);
+					 ep.buf + off[i], sz[i], ep.mr->lkey, 0,
+					 0, 0),
+			    0);
 	for (int i = 0; i < NSIZES; i++)
-		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, 40000);
+		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1,
+			    40000);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -91,7 +95,8 @@ static void send_recv_b(int fd)
 	/* Each receive buffer is larger than its message. */
 	for (int i = 0; i < NSIZES; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, 1000 + i, ep.buf + off[i],
-					 sz[i] + CANARY_GAP, ep.mr->lkey), 0);
+					 sz[i] + CANARY_GAP, ep.mr->lkey),
+			    0);
 	hx_sync(fd);
 	for (int i = 0; i < NSIZES; i++) {
 		if (!HX_EXPECT_T(ep.rcq, &wc, 1000 + i, IBV_WC_SUCCESS,
@@ -118,12 +123,14 @@ static void send_imm_a(int fd)
 	hx_fill(ep.buf, ep.mtu_bytes + 1, 5);
 	hx_sync(fd);
 	for (int i = 0; i < 3; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED,
-					 i, ep.buf, sz[i], ep.mr->lkey, 0, 0,
-					 0x11223344u + i), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_IMM,
+					 IBV_SEND_SIGNALED, i, ep.buf, sz[i],
+					 ep.mr->lkey, 0, 0, 0x11223344u + i),
+			    0);
 	/* A plain SEND after them carries no immediate. */
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3, ep.buf,
-				 sz[3], ep.mr->lkey, 0, 0, 0xdeadu), 0);
+				 sz[3], ep.mr->lkey, 0, 0, 0xdeadu),
+		    0);
 	for (int i = 0; i < 4; i++)
 		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd);
@@ -140,10 +147,12 @@ static void send_imm_b(int fd)
 	uint32_t sz[4] = { 0, 5, ep.mtu_bytes + 1, 7 };
 	for (int i = 0; i < 4; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, 100 + i, ep.buf + i * 8192, 8192,
-					 ep.mr->lkey), 0);
+					 ep.mr->lkey),
+			    0);
 	hx_sync(fd);
 	for (int i = 0; i < 4; i++) {
-		if (!HX_EXPECT(ep.rcq, &wc, 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV, sz[i]))
+		if (!HX_EXPECT(ep.rcq, &wc, 100 + i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, sz[i]))
 			continue;
 		if (i < 3) {
 			CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
@@ -171,12 +180,15 @@ static void write_a(int fd)
 	for (int i = 0; i < NSIZES; i++)
 		hx_fill(ep.buf + off[i], sz[i], 200 + i);
 	for (int i = 0; i < NSIZES; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, i,
-					 ep.buf + off[i], sz[i], ep.mr->lkey,
-					 ep.peer.addr + off[i], ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
+				     i, ep.buf + off[i], sz[i], ep.mr->lkey,
+				     ep.peer.addr + off[i], ep.peer.rkey, 0),
+			0);
 	/* A WRITE completion means the responder acknowledged it. */
 	for (int i = 0; i < NSIZES; i++)
-		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1, 40000);
+		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+			    -1, 40000);
 	hx_sync(fd);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -215,10 +227,13 @@ static void write_imm_a(int fd)
 	for (int i = 0; i < 3; i++)
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM,
 					 IBV_SEND_SIGNALED, i, ep.buf, sz[i],
-					 ep.mr->lkey, ep.peer.addr + 65536 * (i + 1),
-					 ep.peer.rkey, 0xabc000u + i), 0);
+					 ep.mr->lkey,
+					 ep.peer.addr + 65536 * (i + 1),
+					 ep.peer.rkey, 0xabc000u + i),
+			    0);
 	for (int i = 0; i < 3; i++)
-		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+			  -1);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -280,11 +295,14 @@ static void read_a(int fd)
 	layout(&ep, sz, off);
 	hx_sync(fd); /* B filled its regions */
 	for (int i = 0; i < NSIZES; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, i,
-					 ep.buf + off[i], sz[i], ep.mr->lkey,
-					 ep.peer.addr + off[i], ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
+				     i, ep.buf + off[i], sz[i], ep.mr->lkey,
+				     ep.peer.addr + off[i], ep.peer.rkey, 0),
+			0);
 	for (int i = 0; i < NSIZES; i++)
-		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sz[i], 40000);
+		HX_EXPECT_T(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+			    sz[i], 40000);
 	for (int i = 0; i < NSIZES; i++)
 		HX_CHECK_PATTERN(ep.buf + off[i], sz[i], 300 + i);
 	check_canaries(ep.buf, sz, off);
@@ -328,18 +346,22 @@ static void atomics_a(int fd)
 	uint64_t r = ep.peer.addr;
 	/* Compare matches: swapped; mismatch: unchanged; both return the
 	 * original value. */
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_SEND_SIGNALED,
-				   1, &res[0], ep.mr->lkey, r + 0, ep.peer.rkey,
-				   0x1111, 0xaaaa), 0);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_SEND_SIGNALED,
-				   2, &res[1], ep.mr->lkey, r + 8, ep.peer.rkey,
-				   0x9999, 0xbbbb), 0);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED,
-				   3, &res[2], ep.mr->lkey, r + 16, ep.peer.rkey,
-				   2, 0), 0);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED,
-				   4, &res[3], ep.mr->lkey, r + 24, ep.peer.rkey,
-				   0x100000000ULL, 0), 0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+				   IBV_SEND_SIGNALED, 1, &res[0], ep.mr->lkey,
+				   r + 0, ep.peer.rkey, 0x1111, 0xaaaa),
+		    0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+				   IBV_SEND_SIGNALED, 2, &res[1], ep.mr->lkey,
+				   r + 8, ep.peer.rkey, 0x9999, 0xbbbb),
+		    0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 3, &res[2], ep.mr->lkey,
+				   r + 16, ep.peer.rkey, 2, 0),
+		    0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 4, &res[3], ep.mr->lkey,
+				   r + 24, ep.peer.rkey, 0x100000000ULL, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
@@ -377,14 +399,21 @@ static void atomics_b(int fd)
 
 /* ---- scatter/gather ----------------------------------------------------- */
 
-struct seg { size_t off, len; };
+struct seg {
+	size_t off, len;
+};
 
-static const struct seg g_send[3] = { { 13, 7 }, { 4097, 1000 }, { 3 * 4096 + 3, 4999 } };
-static const struct seg g_recv[4] = { { 1, 13 }, { 8197, 2049 }, { 3 * 8192 + 7, 3 }, { 5 * 8192, 6000 } };
+static const struct seg g_send[3] = { { 13, 7 },
+				      { 4097, 1000 },
+				      { 3 * 4096 + 3, 4999 } };
+static const struct seg g_recv[4] = {
+	{ 1, 13 }, { 8197, 2049 }, { 3 * 8192 + 7, 3 }, { 5 * 8192, 6000 }
+};
 #define SG_TOTAL (7 + 1000 + 4999)
 
 /* Copy a gather list's bytes into one contiguous stream. */
-static void gather(uint8_t *dst, const uint8_t *base, const struct seg *s, int n)
+static void gather(uint8_t *dst, const uint8_t *base, const struct seg *s,
+		   int n)
 {
 	for (int i = 0; i < n; i++) {
 		memcpy(dst, base + s[i].off, s[i].len);
@@ -529,16 +558,21 @@ static void inline_a(int fd)
 	priv = malloc(max + 1);
 	hx_fill(priv, max + 1, 31);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-				 1, priv, max, 0xdeadbeef, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+				 IBV_SEND_SIGNALED | IBV_SEND_INLINE, 1, priv,
+				 max, 0xdeadbeef, 0, 0, 0),
+		    0);
 	memset(priv, 0xcc, max + 1);
 	hx_fill(priv, 100, 32);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
-				 IBV_SEND_SIGNALED | IBV_SEND_INLINE, 2, priv, 100,
-				 0, ep.peer.addr + 8192, ep.peer.rkey, 0), 0);
+				 IBV_SEND_SIGNALED | IBV_SEND_INLINE, 2, priv,
+				 100, 0, ep.peer.addr + 8192, ep.peer.rkey, 0),
+		    0);
 	memset(priv, 0xcc, 100);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-				 3, priv, 0, 0, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+				 IBV_SEND_SIGNALED | IBV_SEND_INLINE, 3, priv,
+				 0, 0, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
@@ -593,7 +627,8 @@ static void unsignaled_a(int fd)
 	hx_fill(ep.buf, 11 * 4096, 41);
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < 11; i++) {
-		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i * 4096, 4096, ep.mr->lkey };
+		sge[i] = (struct ibv_sge){ (uintptr_t)ep.buf + i * 4096, 4096,
+					   ep.mr->lkey };
 		wr[i].wr_id = i + 1;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
@@ -612,8 +647,11 @@ static void unsignaled_a(int fd)
 	/* Unsignaled SENDs still consume B's receives, in order. */
 	hx_sync(fd);
 	for (int i = 0; i < 6; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, i == 5 ? IBV_SEND_SIGNALED : 0,
-					 100 + i, ep.buf + i * 16, 16, ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+					 i == 5 ? IBV_SEND_SIGNALED : 0,
+					 100 + i, ep.buf + i * 16, 16,
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
 	HX_EXPECT(ep.scq, NULL, 105, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT_NONE(ep.scq, 100);
 	hx_sync(fd);
@@ -629,11 +667,13 @@ static void unsignaled_b(int fd)
 	hx_sync(fd);
 	HX_CHECK_PATTERN(ep.buf, 11 * 4096, 41);
 	for (int i = 0; i < 6; i++)
-		HX_CHECK_RC(hx_post_recv(&ep, 200 + i, ep.buf + 65536 + i * 16, 16,
-					 ep.mr->lkey), 0);
+		HX_CHECK_RC(hx_post_recv(&ep, 200 + i, ep.buf + 65536 + i * 16,
+					 16, ep.mr->lkey),
+			    0);
 	hx_sync(fd);
 	for (int i = 0; i < 6; i++)
-		HX_EXPECT(ep.rcq, NULL, 200 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 16);
+		HX_EXPECT(ep.rcq, NULL, 200 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			  16);
 	CHECK(!memcmp(ep.buf + 65536, ep.buf, 96));
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -650,12 +690,17 @@ static void sig_all_a(int fd)
 	hx_sync(fd);
 	/* No IBV_SEND_SIGNALED anywhere: sq_sig_all completes every WR. */
 	for (int i = 0; i < 5; i++)
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0, i, ep.buf + i * 512,
-					 512, ep.mr->lkey, ep.peer.addr + i * 512,
-					 ep.peer.rkey, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 5, ep.buf, 8, ep.mr->lkey, 0, 0, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0, i,
+					 ep.buf + i * 512, 512, ep.mr->lkey,
+					 ep.peer.addr + i * 512, ep.peer.rkey,
+					 0),
+			    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 5, ep.buf, 8, ep.mr->lkey,
+				 0, 0, 0),
+		    0);
 	for (int i = 0; i < 5; i++)
-		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+			  -1);
 	HX_EXPECT(ep.scq, NULL, 5, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -703,14 +748,17 @@ static void fence_a(int fd)
 		memset(L, 0, FENCE_LEN);
 		hx_fill(M, FENCE_LEN, 501 + k);
 		memset(wr, 0, sizeof(wr));
-		sge[0] = (struct ibv_sge){ (uintptr_t)L, FENCE_LEN, ep.mr->lkey };
+		sge[0] = (struct ibv_sge){ (uintptr_t)L, FENCE_LEN,
+					   ep.mr->lkey };
 		sge[1] = sge[0];
-		sge[2] = (struct ibv_sge){ (uintptr_t)M, FENCE_LEN, ep.mr->lkey };
+		sge[2] = (struct ibv_sge){ (uintptr_t)M, FENCE_LEN,
+					   ep.mr->lkey };
 		for (int i = 0; i < 3; i++) {
 			wr[i].wr_id = k * 10 + i;
 			wr[i].sg_list = &sge[i];
 			wr[i].num_sge = 1;
-			wr[i].send_flags = IBV_SEND_SIGNALED | (i ? IBV_SEND_FENCE : 0);
+			wr[i].send_flags =
+				IBV_SEND_SIGNALED | (i ? IBV_SEND_FENCE : 0);
 			wr[i].wr.rdma.rkey = ep.peer.rkey;
 			wr[i].next = i < 2 ? &wr[i + 1] : NULL;
 		}
@@ -721,9 +769,12 @@ static void fence_a(int fd)
 		wr[2].opcode = IBV_WR_RDMA_WRITE;
 		wr[2].wr.rdma.remote_addr = R;
 		HX_CHECK_RC(ibv_post_send(ep.qp, wr, &bad), 0);
-		HX_EXPECT(ep.scq, NULL, k * 10 + 0, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, FENCE_LEN);
-		HX_EXPECT(ep.scq, NULL, k * 10 + 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
-		HX_EXPECT(ep.scq, NULL, k * 10 + 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+		HX_EXPECT(ep.scq, NULL, k * 10 + 0, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_READ, FENCE_LEN);
+		HX_EXPECT(ep.scq, NULL, k * 10 + 1, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_WRITE, -1);
+		HX_EXPECT(ep.scq, NULL, k * 10 + 2, IBV_WC_SUCCESS,
+			  IBV_WC_RDMA_WRITE, -1);
 		HX_CHECK_PATTERN(L, FENCE_LEN, 500 + k);
 	}
 	hx_sync(fd);
@@ -741,7 +792,8 @@ static void fence_b(int fd)
 	hx_sync(fd);
 	hx_sync(fd);
 	for (int k = 0; k < FENCE_ROUNDS; k++)
-		HX_CHECK_PATTERN(ep.buf + (2 + k) * FENCE_LEN, FENCE_LEN, 500 + k);
+		HX_CHECK_PATTERN(ep.buf + (2 + k) * FENCE_LEN, FENCE_LEN,
+				 500 + k);
 	HX_CHECK_PATTERN(ep.buf, FENCE_LEN, 500 + FENCE_ROUNDS);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -756,19 +808,24 @@ static void solicited_a(int fd)
 	pair(&ep, fd, &o);
 	hx_fill(ep.buf, 64, 51);
 	hx_sync(fd); /* B armed its CQ for solicited completions only */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 64,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd); /* delivered (acknowledged) */
 	hx_sync(fd); /* B saw no event */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
-				 2, ep.buf, 64, ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+				 IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 2,
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd);
 	hx_sync(fd); /* B re-armed */
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM,
-				 IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 3, ep.buf, 64,
-				 ep.mr->lkey, ep.peer.addr + 4096, ep.peer.rkey, 77), 0);
+				 IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 3,
+				 ep.buf, 64, ep.mr->lkey, ep.peer.addr + 4096,
+				 ep.peer.rkey, 77),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	hx_sync(fd);
 	hx_sync(fd);
@@ -797,7 +854,9 @@ static void solicited_b(int fd)
 	o.recv_cqe = 64;
 	pair(&ep, fd, &o);
 	for (int i = 0; i < 3; i++)
-		HX_CHECK_RC(hx_post_recv(&ep, 10 + i, ep.buf + i * 256, 256, ep.mr->lkey), 0);
+		HX_CHECK_RC(hx_post_recv(&ep, 10 + i, ep.buf + i * 256, 256,
+					 ep.mr->lkey),
+			    0);
 	HX_CHECK_RC(ibv_req_notify_cq(ep.rcq, 1), 0);
 	hx_sync(fd);
 	hx_sync(fd);
@@ -813,7 +872,8 @@ static void solicited_b(int fd)
 	hx_sync(fd);
 	hx_sync(fd);
 	expect_event(&ep, ep.rcq);
-	HX_EXPECT(ep.rcq, NULL, 12, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 64);
+	HX_EXPECT(ep.rcq, NULL, 12, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+		  64);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -833,8 +893,9 @@ static void cq_event_a(int fd)
 	hx_msleep(150);
 	/* A's own send completion, also through a blocking event. */
 	HX_CHECK_RC(ibv_req_notify_cq(ep.scq, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 32,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 32, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_CHECK_RC(ibv_get_cq_event(ep.ch, &cq, &cctx), 0);
 	CHECK(cq == ep.scq);
 	if (cq)
@@ -842,9 +903,10 @@ static void cq_event_a(int fd)
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd); /* B re-armed */
 	hx_msleep(100);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED, 2,
-				 ep.buf, 32, ep.mr->lkey, ep.peer.addr + 4096,
-				 ep.peer.rkey, 5), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM,
+				 IBV_SEND_SIGNALED, 2, ep.buf, 32, ep.mr->lkey,
+				 ep.peer.addr + 4096, ep.peer.rkey, 5),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -881,7 +943,8 @@ static void cq_event_b(int fd)
 	CHECK(cq == ep.rcq);
 	if (cq)
 		ibv_ack_cq_events(cq, 1);
-	HX_EXPECT(ep.rcq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 32);
+	HX_EXPECT(ep.rcq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+		  32);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -917,7 +980,8 @@ static void many_reads_run_a(int fd, uint8_t depth)
 		wr[n].wr_id = n;
 		n++;
 		if (i % 2 == 1) {
-			sge[n] = (struct ibv_sge){ (uintptr_t)&res[ai], 8, ep.mr->lkey };
+			sge[n] = (struct ibv_sge){ (uintptr_t)&res[ai], 8,
+						   ep.mr->lkey };
 			wr[n].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 			wr[n].wr.atomic.remote_addr = ep.peer.addr + (1u << 20);
 			wr[n].wr.atomic.rkey = ep.peer.rkey;
@@ -936,9 +1000,11 @@ static void many_reads_run_a(int fd, uint8_t depth)
 	HX_CHECK_RC(ibv_post_send(ep.qp, wr, &bad), 0);
 	for (int i = 0; i < n; i++) {
 		if (wr[i].opcode == IBV_WR_RDMA_READ)
-			HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, MR_READ_LEN);
+			HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS,
+				  IBV_WC_RDMA_READ, MR_READ_LEN);
 		else
-			HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
+			HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS,
+				  IBV_WC_FETCH_ADD, 8);
 	}
 	HX_CHECK_PATTERN(ep.buf, MR_READS * MR_READ_LEN, 61);
 	/* Atomics from one QP execute in order: 0, 1, 2, ... */
@@ -963,10 +1029,22 @@ static void many_reads_run_b(int fd, uint8_t depth)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static void many_reads_a(int fd) { many_reads_run_a(fd, 4); }
-static void many_reads_b(int fd) { many_reads_run_b(fd, 4); }
-static void many_reads_depth1_a(int fd) { many_reads_run_a(fd, 1); }
-static void many_reads_depth1_b(int fd) { many_reads_run_b(fd, 1); }
+static void many_reads_a(int fd)
+{
+	many_reads_run_a(fd, 4);
+}
+static void many_reads_b(int fd)
+{
+	many_reads_run_b(fd, 4);
+}
+static void many_reads_depth1_a(int fd)
+{
+	many_reads_run_a(fd, 1);
+}
+static void many_reads_depth1_b(int fd)
+{
+	many_reads_run_b(fd, 1);
+}
 
 /* ---- PSN wrap: both directions start just below 2^24 --------------------- */
 
@@ -981,19 +1059,24 @@ static void psn_wrap_a(int fd)
 	hx_fill(ep.buf, 1u << 20, 71);
 	hx_sync(fd);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
-				 1u << 20, ep.mr->lkey, 0, 0, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2, ep.buf,
-				 1u << 20, ep.mr->lkey, ep.peer.addr + (2u << 20),
-				 ep.peer.rkey, 0), 0);
+				 1u << 20, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2,
+				 ep.buf, 1u << 20, ep.mr->lkey,
+				 ep.peer.addr + (2u << 20), ep.peer.rkey, 0),
+		    0);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 3,
 				 ep.buf + (2u << 20), 1u << 20, ep.mr->lkey,
-				 ep.peer.addr + (1u << 20), ep.peer.rkey, 0), 0);
+				 ep.peer.addr + (1u << 20), ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 1u << 20);
 	HX_CHECK_PATTERN(ep.buf + (2u << 20), 1u << 20, 72);
 	/* And B -> A across B's wrap. */
-	HX_CHECK_RC(hx_post_recv(&ep, 4, ep.buf + (3u << 20), 1u << 20, ep.mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 4, ep.buf + (3u << 20), 1u << 20,
+				 ep.mr->lkey),
+		    0);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 4, IBV_WC_SUCCESS, IBV_WC_RECV, 1u << 20);
 	HX_CHECK_PATTERN(ep.buf + (3u << 20), 1u << 20, 73);
@@ -1017,7 +1100,9 @@ static void psn_wrap_b(int fd)
 	HX_CHECK_PATTERN(ep.buf, 1u << 20, 71);
 	hx_sync(fd);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 9,
-				 ep.buf + (3u << 20), 1u << 20, ep.mr->lkey, 0, 0, 0), 0);
+				 ep.buf + (3u << 20), 1u << 20, ep.mr->lkey, 0,
+				 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 9, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd);
 	HX_CHECK_PATTERN(ep.buf + (2u << 20), 1u << 20, 71);
@@ -1054,27 +1139,35 @@ static void all_opcodes_a(int fd)
 	hx_sync(fd);
 	uint64_t *res = (uint64_t *)(ep.buf + 16 * m);
 	/* SEND Only, SEND Only with Immediate */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 100,
-				 ep.mr->lkey, 0, 0, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED, 2, ep.buf,
-				 100, ep.mr->lkey, 0, 0, 42), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 100, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED,
+				 2, ep.buf, 100, ep.mr->lkey, 0, 0, 42),
+		    0);
 	/* RDMA WRITE First/Middle/Last (3 packets) and Only */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 3, ep.buf,
-				 2 * m + 100, ep.mr->lkey, ep.peer.addr, ep.peer.rkey, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED, 4,
-				 ep.buf, 64, ep.mr->lkey, ep.peer.addr + 4 * m,
-				 ep.peer.rkey, 43), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 3,
+				 ep.buf, 2 * m + 100, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM,
+				 IBV_SEND_SIGNALED, 4, ep.buf, 64, ep.mr->lkey,
+				 ep.peer.addr + 4 * m, ep.peer.rkey, 43),
+		    0);
 	/* RDMA READ Request, Response First/Middle/Last */
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 5,
 				 ep.buf + 8 * m, 3 * m - 5, ep.mr->lkey,
-				 ep.peer.addr + 8 * m, ep.peer.rkey, 0), 0);
+				 ep.peer.addr + 8 * m, ep.peer.rkey, 0),
+		    0);
 	/* Compare Swap, Fetch Add (Atomic Acknowledge) */
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_SEND_SIGNALED, 6,
-				   &res[0], ep.mr->lkey, ep.peer.addr + 12 * m,
-				   ep.peer.rkey, 0, 5), 0);
-	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED, 7,
-				   &res[1], ep.mr->lkey, ep.peer.addr + 12 * m,
-				   ep.peer.rkey, 10, 0), 0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+				   IBV_SEND_SIGNALED, 6, &res[0], ep.mr->lkey,
+				   ep.peer.addr + 12 * m, ep.peer.rkey, 0, 5),
+		    0);
+	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 7, &res[1], ep.mr->lkey,
+				   ep.peer.addr + 12 * m, ep.peer.rkey, 10, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
@@ -1100,11 +1193,13 @@ static void all_opcodes_b(int fd)
 	hx_fill(ep.buf + 8 * m, 3 * m, 82);
 	for (int i = 0; i < 3; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, 10 + i, ep.buf + (20 + i) * m, m,
-					 ep.mr->lkey), 0);
+					 ep.mr->lkey),
+			    0);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 10, IBV_WC_SUCCESS, IBV_WC_RECV, 100);
 	HX_EXPECT(ep.rcq, NULL, 11, IBV_WC_SUCCESS, IBV_WC_RECV, 100);
-	HX_EXPECT(ep.rcq, NULL, 12, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 64);
+	HX_EXPECT(ep.rcq, NULL, 12, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+		  64);
 	hx_sync(fd);
 	HX_CHECK_PATTERN(ep.buf, 2 * m + 100, 81);
 	HX_CHECK_PATTERN(ep.buf + 4 * m, 64, 81);
@@ -1113,25 +1208,23 @@ static void all_opcodes_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(send_recv, 60),
-	HX_CASE(send_imm, 20),
-	HX_CASE(write, 60),
-	HX_CASE(write_imm, 20),
-	HX_CASE(read, 60),
-	HX_CASE(atomics, 20),
-	HX_CASE(sge, 20),
-	HX_CASE(inline, 20),
-	HX_CASE(unsignaled, 20),
-	HX_CASE(sig_all, 20),
-	HX_CASE(fence, 30),
-	HX_CASE(solicited, 20),
-	HX_CASE(cq_event, 20),
-	HX_CASE(many_reads, 30),
-	HX_CASE(many_reads_depth1, 30),
-	HX_CASE(psn_wrap, 30),
-	HX_CASE(all_opcodes, 30),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(send_recv, 60),
+					HX_CASE(send_imm, 20),
+					HX_CASE(write, 60),
+					HX_CASE(write_imm, 20),
+					HX_CASE(read, 60),
+					HX_CASE(atomics, 20),
+					HX_CASE(sge, 20),
+					HX_CASE(inline, 20),
+					HX_CASE(unsignaled, 20),
+					HX_CASE(sig_all, 20),
+					HX_CASE(fence, 30),
+					HX_CASE(solicited, 20),
+					HX_CASE(cq_event, 20),
+					HX_CASE(many_reads, 30),
+					HX_CASE(many_reads_depth1, 30),
+					HX_CASE(psn_wrap, 30),
+					HX_CASE(all_opcodes, 30),
+					{ 0 } };
 
 HX_MAIN(cases)

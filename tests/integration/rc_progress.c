@@ -26,14 +26,19 @@ static void one_sided_ops(struct hx_ep *ep)
 	uint64_t t0 = hx_now_ms();
 
 	hx_fill(ep->buf, LEN, 11);
-	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep->buf,
-				 LEN, ep->mr->lkey, ep->peer.addr, ep->peer.rkey, 0), 0);
+	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep->buf, LEN, ep->mr->lkey, ep->peer.addr,
+				 ep->peer.rkey, 0),
+		    0);
 	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2,
 				 ep->buf + LEN, LEN, ep->mr->lkey,
-				 ep->peer.addr + LEN, ep->peer.rkey, 0), 0);
-	HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_SIGNALED,
-				   3, ep->buf + 2 * LEN, ep->mr->lkey,
-				   ep->peer.addr + 2 * LEN, ep->peer.rkey, 7, 0), 0);
+				 ep->peer.addr + LEN, ep->peer.rkey, 0),
+		    0);
+	HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   IBV_SEND_SIGNALED, 3, ep->buf + 2 * LEN,
+				   ep->mr->lkey, ep->peer.addr + 2 * LEN,
+				   ep->peer.rkey, 7, 0),
+		    0);
 	HX_EXPECT(ep->scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	HX_EXPECT(ep->scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN);
 	HX_EXPECT(ep->scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
@@ -118,7 +123,8 @@ static void spinning_a(int fd)
 	ep.buf[3 * LEN] = 1;
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 4,
 				 ep.buf + 3 * LEN, 1, ep.mr->lkey,
-				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0), 0);
+				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -143,10 +149,8 @@ static void spinning_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(paused, 20),
-	HX_CASE(spinning, 25),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(paused, 20),
+					HX_CASE(spinning, 25),
+					{ 0 } };
 
 HX_MAIN(cases)

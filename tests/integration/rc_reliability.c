@@ -28,7 +28,9 @@ static void rnr_wait_a(int fd)
 	t0 = hx_now_ms();
 	for (int i = 0; i < 5; i++)
 		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, i,
-					 ep.buf + i * 1000, 1000, ep.mr->lkey, 0, 0, 0), 0);
+					 ep.buf + i * 1000, 1000, ep.mr->lkey,
+					 0, 0, 0),
+			    0);
 	hx_send_u64(fd, 1); /* posted */
 	HX_EXPECT(ep.scq, &wc, 0, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	uint64_t took = hx_now_ms() - t0;
@@ -53,9 +55,11 @@ static void rnr_wait_b(int fd)
 	hx_msleep(200);
 	for (int i = 0; i < 5; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, 10 + i, ep.buf + i * 1000, 1000,
-					 ep.mr->lkey), 0);
+					 ep.mr->lkey),
+			    0);
 	for (int i = 0; i < 5; i++)
-		HX_EXPECT(ep.rcq, NULL, 10 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 1000);
+		HX_EXPECT(ep.rcq, NULL, 10 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			  1000);
 	HX_CHECK_PATTERN(ep.buf, 5 * 1000, 3);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -71,10 +75,12 @@ static void rnr_exc_a(int fd)
 	o.rnr_retry = 0;
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 64,
-				 ep.mr->lkey, 0, 0, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf, 64,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_WR_FLUSH_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
@@ -104,17 +110,22 @@ static void retry_destroyed_a(int fd)
 	struct hx_ep ep;
 	uint64_t t0;
 
-	o.timeout = 12;   /* 4.096 us * 2^12 = 16.8 ms */
+	o.timeout = 12; /* 4.096 us * 2^12 = 16.8 ms */
 	o.retry_cnt = 3;
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	(void)hx_recv_u64(fd); /* B destroyed its QP */
 	t0 = hx_now_ms();
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, ep.buf,
-				 4096, ep.mr->lkey, ep.peer.addr, ep.peer.rkey, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 2, ep.buf, 4, ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 4096, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 2, ep.buf, 4, ep.mr->lkey,
+				 0, 0, 0),
+		    0);
 	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_RETRY_EXC_ERR, -1, -1, 8000);
-	hx_log("retry exceeded after %llu ms", (unsigned long long)(hx_now_ms() - t0));
+	hx_log("retry exceeded after %llu ms",
+	       (unsigned long long)(hx_now_ms() - t0));
 	/* (1 + retry_cnt) timeouts at least. */
 	CHECK(hx_now_ms() - t0 >= 4 * 16);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_WR_FLUSH_ERR, -1, -1);
@@ -154,10 +165,13 @@ static void retry_killed_a(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	CHECK_EQ(hx_recv_u64(fd), 9); /* the peer was killed */
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 1, ep.buf,
-				 4096, ep.mr->lkey, ep.peer.addr, ep.peer.rkey, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf, 4,
-				 ep.mr->lkey, 0, 0, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 1,
+				 ep.buf, 4096, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2, ep.buf,
+				 4, ep.mr->lkey, 0, 0, 0),
+		    0);
 	HX_EXPECT_T(ep.scq, NULL, 1, IBV_WC_RETRY_EXC_ERR, -1, -1, 8000);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_WR_FLUSH_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
@@ -245,14 +259,19 @@ static void lossy_run_a(int fd, int mode)
 
 			/* Every third a READ of 4 KiB, the rest FETCH_ADD 1. */
 			if (is_read(mode, posted))
-				rc = hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
-						  posted, ep.buf + (posted % 128) * 4096, 4096,
-						  ep.mr->lkey, ep.peer.addr + (posted % 128) * 4096,
-						  ep.peer.rkey, 0);
+				rc = hx_post_send(
+					&ep, IBV_WR_RDMA_READ,
+					IBV_SEND_SIGNALED, posted,
+					ep.buf + (posted % 128) * 4096, 4096,
+					ep.mr->lkey,
+					ep.peer.addr + (posted % 128) * 4096,
+					ep.peer.rkey, 0);
 			else
-				rc = hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
-						    IBV_SEND_SIGNALED, posted, &res[posted],
-						    ep.mr->lkey, ep.peer.addr + (1u << 20),
+				rc = hx_post_atomic(&ep,
+						    IBV_WR_ATOMIC_FETCH_AND_ADD,
+						    IBV_SEND_SIGNALED, posted,
+						    &res[posted], ep.mr->lkey,
+						    ep.peer.addr + (1u << 20),
 						    ep.peer.rkey, 1, 0);
 			if (rc) {
 				HX_CHECK_RC(rc, 0);
@@ -266,7 +285,8 @@ static void lossy_run_a(int fd, int mode)
 		}
 		if (wc.wr_id != (uint64_t)done || wc.status != IBV_WC_SUCCESS) {
 			hx_log("op %d: wr_id %llu status %s", done,
-			       (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+			       (unsigned long long)wc.wr_id,
+			       ibv_wc_status_str(wc.status));
 			CHECK(0);
 			goto out;
 		}
@@ -314,22 +334,36 @@ static void lossy_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static void lossy_mixed_a(int fd) { lossy_run_a(fd, 0); }
-static void lossy_mixed_b(int fd) { lossy_b(fd); }
-static void lossy_reads_a(int fd) { lossy_run_a(fd, 1); }
-static void lossy_reads_b(int fd) { lossy_b(fd); }
-static void lossy_atomics_a(int fd) { lossy_run_a(fd, 2); }
-static void lossy_atomics_b(int fd) { lossy_b(fd); }
+static void lossy_mixed_a(int fd)
+{
+	lossy_run_a(fd, 0);
+}
+static void lossy_mixed_b(int fd)
+{
+	lossy_b(fd);
+}
+static void lossy_reads_a(int fd)
+{
+	lossy_run_a(fd, 1);
+}
+static void lossy_reads_b(int fd)
+{
+	lossy_b(fd);
+}
+static void lossy_atomics_a(int fd)
+{
+	lossy_run_a(fd, 2);
+}
+static void lossy_atomics_b(int fd)
+{
+	lossy_b(fd);
+}
 
 static const struct hx_case cases[] = {
-	HX_CASE(rnr_wait, 20),
-	HX_CASE(rnr_exc, 20),
-	HX_CASE(retry_destroyed, 20),
-	HX_CASE(retry_killed, 20),
-	HX_CASE(lossy_reads, 40),
-	HX_CASE(lossy_atomics, 40),
-	HX_CASE(lossy_mixed, 40),
-	{ 0 }
+	HX_CASE(rnr_wait, 20),	      HX_CASE(rnr_exc, 20),
+	HX_CASE(retry_destroyed, 20), HX_CASE(retry_killed, 20),
+	HX_CASE(lossy_reads, 40),     HX_CASE(lossy_atomics, 40),
+	HX_CASE(lossy_mixed, 40),     { 0 }
 };
 
 HX_MAIN(cases)

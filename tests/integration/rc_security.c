@@ -54,17 +54,20 @@ static void refused_a(int fd)
 			hx_ep_new_qp(&ep);
 			hx_ep_connect(&ep);
 		}
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1,
-					 ep.buf, 4096, ep.mr->lkey, f.addr[i],
-					 f.rkey[i], 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+					 IBV_SEND_SIGNALED, 1, ep.buf, 4096,
+					 ep.mr->lkey, f.addr[i], f.rkey[i], 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, 1, IBV_WC_REM_ACCESS_ERR, -1, -1);
 		hx_sync(fd);
 		hx_ep_new_qp(&ep);
 		hx_ep_connect(&ep);
 		memset(ep.buf + 65536, 0, 4096);
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2,
-					 ep.buf + 65536, 4096, ep.mr->lkey, f.addr[i],
-					 f.rkey[i], 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+					 IBV_SEND_SIGNALED, 2, ep.buf + 65536,
+					 4096, ep.mr->lkey, f.addr[i],
+					 f.rkey[i], 0),
+			    0);
 		HX_EXPECT(ep.scq, NULL, 2, IBV_WC_REM_ACCESS_ERR, -1, -1);
 		/* Not one byte of the secret came back. */
 		CHECK_EQ(hx_verify(ep.buf + 65536, 4096, 0xbad) < 0, 0);
@@ -165,8 +168,8 @@ static void attacker_open(struct attacker *a, const char *src, uint16_t dport)
 }
 
 /* Spoof source address src and port sport; 0 if raw sockets are denied. */
-static int attacker_open_raw(struct attacker *a, const char *src, uint16_t sport,
-			     uint16_t dport)
+static int attacker_open_raw(struct attacker *a, const char *src,
+			     uint16_t sport, uint16_t dport)
 {
 	a->raw = 1;
 	a->s = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
@@ -200,7 +203,8 @@ static void attacker_send(const struct attacker *a, const uint8_t *p, size_t n)
 		len = n + 8;
 	}
 	CHECK_EQ(sendto(a->s, out, len, 0, (const struct sockaddr *)&a->victim,
-			sizeof(a->victim)), (ssize_t)len);
+			sizeof(a->victim)),
+		 (ssize_t)len);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -225,24 +229,24 @@ static uint32_t icrc(const struct attacker *a, const uint8_t *pkt, size_t len)
 	memset(ph, 0xff, 8);
 	uint8_t *ip = ph + 8, *udp = ph + 28, *bth = ph + 36;
 	ip[0] = 0x45;
-	ip[1] = 0xff;                         /* TOS (masked) */
+	ip[1] = 0xff; /* TOS (masked) */
 	ip[2] = (uint8_t)((20 + udplen) >> 8);
 	ip[3] = (uint8_t)(20 + udplen);
-	ip[4] = ip[5] = 0;                    /* ID */
-	ip[6] = 0x40;                         /* DF */
+	ip[4] = ip[5] = 0; /* ID */
+	ip[6] = 0x40; /* DF */
 	ip[7] = 0;
-	ip[8] = 0xff;                         /* TTL (masked) */
+	ip[8] = 0xff; /* TTL (masked) */
 	ip[9] = 17;
-	ip[10] = ip[11] = 0xff;               /* checksum (masked) */
+	ip[10] = ip[11] = 0xff; /* checksum (masked) */
 	memcpy(ip + 12, &a->me.sin_addr, 4);
 	memcpy(ip + 16, &a->victim.sin_addr, 4);
 	memcpy(udp, &a->me.sin_port, 2);
 	memcpy(udp + 2, &a->victim.sin_port, 2);
 	udp[4] = (uint8_t)(udplen >> 8);
 	udp[5] = (uint8_t)udplen;
-	udp[6] = udp[7] = 0xff;               /* checksum (masked) */
+	udp[6] = udp[7] = 0xff; /* checksum (masked) */
 	memcpy(bth, pkt, 12);
-	bth[4] = 0xff;                        /* FECN/BECN/resv (masked) */
+	bth[4] = 0xff; /* FECN/BECN/resv (masked) */
 	crc = crc32(0, ph, sizeof(ph));
 	crc = crc32(crc, pkt + 12, (uInt)(len - 12 - 4));
 	return (uint32_t)crc;
@@ -253,12 +257,12 @@ struct forge {
 	uint8_t tver;
 	uint16_t pkey;
 	uint32_t qpn, psn;
-	int reth;                 /* add a RETH */
+	int reth; /* add a RETH */
 	uint64_t va;
 	uint32_t rkey, dmalen;
 	const uint8_t *payload;
 	size_t plen;
-	int pad;                  /* -1: natural padding; else forced count */
+	int pad; /* -1: natural padding; else forced count */
 	int bad_icrc;
 };
 
@@ -271,7 +275,8 @@ static size_t forge_send(const struct attacker *a, const struct forge *f)
 
 	memset(p, 0, sizeof(p));
 	p[0] = f->opcode;
-	p[1] = (uint8_t)(((f->pad >= 0 ? f->pad : pad) & 3) << 4 | (f->tver & 0xf));
+	p[1] = (uint8_t)(((f->pad >= 0 ? f->pad : pad) & 3) << 4 |
+			 (f->tver & 0xf));
 	p[2] = (uint8_t)(f->pkey >> 8);
 	p[3] = (uint8_t)f->pkey;
 	put32(p + 4, f->qpn & 0xffffff);
@@ -288,7 +293,7 @@ static size_t forge_send(const struct attacker *a, const struct forge *f)
 	uint32_t c = icrc(a, p, n);
 	if (f->bad_icrc)
 		c ^= 0x00010000;
-	p[n - 4] = (uint8_t)c;        /* least significant byte first */
+	p[n - 4] = (uint8_t)c; /* least significant byte first */
 	p[n - 3] = (uint8_t)(c >> 8);
 	p[n - 2] = (uint8_t)(c >> 16);
 	p[n - 1] = (uint8_t)(c >> 24);
@@ -305,10 +310,17 @@ static void send_raw(const struct attacker *a, const void *p, size_t n)
 static struct forge write_at(const struct hx_ep *ep, const uint8_t *junk)
 {
 	struct forge f = {
-		.opcode = OP_WRITE_ONLY, .pkey = 0xffff, .qpn = ep->peer.qpn,
-		.psn = ep->psn, .reth = 1, .va = ep->peer.addr + 4096,
-		.rkey = ep->peer.rkey, .dmalen = 64, .payload = junk,
-		.plen = 64, .pad = -1,
+		.opcode = OP_WRITE_ONLY,
+		.pkey = 0xffff,
+		.qpn = ep->peer.qpn,
+		.psn = ep->psn,
+		.reth = 1,
+		.va = ep->peer.addr + 4096,
+		.rkey = ep->peer.rkey,
+		.dmalen = 64,
+		.payload = junk,
+		.plen = 64,
+		.pad = -1,
 	};
 	return f;
 }
@@ -412,14 +424,17 @@ static void garbage_a(int fd)
 
 	/* The connection still works, both ways. */
 	hx_fill(ep.buf, 8192, 2);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf, 100,
-				 ep.mr->lkey, 0, 0, 0), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2, ep.buf,
-				 8192, ep.mr->lkey, ep.peer.addr + 65536,
-				 ep.peer.rkey, 0), 0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 100, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2,
+				 ep.buf, 8192, ep.mr->lkey,
+				 ep.peer.addr + 65536, ep.peer.rkey, 0),
+		    0);
 	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 3,
-				 ep.buf + 65536, 8192, ep.mr->lkey, ep.peer.addr + 8192,
-				 ep.peer.rkey, 0), 0);
+				 ep.buf + 65536, 8192, ep.mr->lkey,
+				 ep.peer.addr + 8192, ep.peer.rkey, 0),
+		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 8192);
@@ -445,7 +460,8 @@ static void garbage_b(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	hx_fill(ep.buf, VICTIM_LEN, SEED);
-	HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf + 512 * 1024, 256, ep.mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf + 512 * 1024, 256, ep.mr->lkey),
+		    0);
 	hx_sync(fd);
 	hx_sync(fd);
 	int64_t bad = hx_verify(ep.buf, VICTIM_LEN, SEED);
@@ -541,11 +557,9 @@ static void forged_in_seq_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(refused, 30),
-	HX_CASE(garbage, 20),
-	HX_CASE(forged_in_seq, 20),
-	{ 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(refused, 30),
+					HX_CASE(garbage, 20),
+					HX_CASE(forged_in_seq, 20),
+					{ 0 } };
 
 HX_MAIN(cases)

@@ -90,7 +90,8 @@ static void stall_a(int fd, uint32_t send_len)
 
 			hx_fill(src, send_len, 1000 + r * NSEND + k);
 			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, 1, src,
-						 send_len, ep.mr->lkey, 0, 0, 0),
+						 send_len, ep.mr->lkey, 0, 0,
+						 0),
 				    0);
 		}
 		memset(dst, 0, READ_LEN);
@@ -116,7 +117,8 @@ static void stall_a(int fd, uint32_t send_len)
 	       ROUNDS, NSEND, send_len, probes, (unsigned long long)worst,
 	       (unsigned long long)slow);
 	if (probes > ROUNDS / 20)
-		fprintf(stderr, "[A] the READs waited for the probe timer: %llu probe_retransmit in %d rounds (at most %d)\n",
+		fprintf(stderr,
+			"[A] the READs waited for the probe timer: %llu probe_retransmit in %d rounds (at most %d)\n",
 			probes, ROUNDS, ROUNDS / 20);
 	CHECK(probes <= ROUNDS / 20);
 }
@@ -129,8 +131,8 @@ static void stall_b(int fd, uint32_t send_len)
 	open_ep(&ep, fd);
 	hx_fill(ep.buf, READ_LEN, 7);
 	for (i = 0; i < NSEND * ROUNDS; i++)
-		REQUIRE(hx_post_recv(&ep, i, ep.buf + RECV_OFF + i * 4096,
-				     4096, ep.mr->lkey) == 0);
+		REQUIRE(hx_post_recv(&ep, i, ep.buf + RECV_OFF + i * 4096, 4096,
+				     ep.mr->lkey) == 0);
 	hx_sync(fd);
 	hx_sync(fd); /* idle until A is done */
 	for (i = 0; i < NSEND * ROUNDS; i++) {

@@ -25,13 +25,13 @@
 
 /* What B tells A. */
 struct xinfo {
-	uint32_t qpn;             /* the target QP */
+	uint32_t qpn; /* the target QP */
 	uint32_t psn;
 	uint32_t srqn[NSRQ];
-	uint32_t foreign_srqn;    /* an SRQ of another domain at B */
+	uint32_t foreign_srqn; /* an SRQ of another domain at B */
 	uint64_t addr;
-	uint32_t rkey;            /* B's region on the SRQs' PD */
-	uint32_t rkey_pd2;        /* a region of another PD */
+	uint32_t rkey; /* B's region on the SRQs' PD */
+	uint32_t rkey_pd2; /* a region of another PD */
 };
 
 /* What A tells B. */
@@ -61,8 +61,9 @@ static void xrc_connect(struct hx_ep *ep, struct ibv_qp *qp, uint32_t dest,
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = tgt ? ep->o.qp_access : 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
 		hx_die("XRC QP to INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -91,7 +92,8 @@ static void xrc_connect(struct hx_ep *ep, struct ibv_qp *qp, uint32_t dest,
 	a.max_rd_atomic = 16;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
 	if (!tgt)
-		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
 	if (ibv_modify_qp(qp, &a, mask))
 		hx_die("XRC QP to RTS");
 }
@@ -226,7 +228,8 @@ static void b_setup(struct bside *s, int fd, bool shared)
 	hx_ep_exchange(&s->ep);
 	s->fd = -1;
 	if (shared) {
-		snprintf(s->path, sizeof(s->path), "/tmp/sv-xrc-%d", (int)getpid());
+		snprintf(s->path, sizeof(s->path), "/tmp/sv-xrc-%d",
+			 (int)getpid());
 		s->fd = open(s->path, O_RDONLY | O_CREAT, S_IRUSR | S_IWUSR);
 		if (s->fd < 0)
 			hx_die("open %s: %s", s->path, strerror(errno));
@@ -254,7 +257,8 @@ static void b_setup(struct bside *s, int fd, bool shared)
 	conn = s->tgt;
 	if (shared) {
 		struct ibv_qp_open_attr oa = {
-			.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			.comp_mask = IBV_QP_OPEN_ATTR_NUM |
+				     IBV_QP_OPEN_ATTR_XRCD |
 				     IBV_QP_OPEN_ATTR_TYPE,
 			.qp_num = s->tgt->qp_num,
 			.xrcd = s->xrcd,
@@ -268,9 +272,10 @@ static void b_setup(struct bside *s, int fd, bool shared)
 		conn = s->tgt_handle;
 	}
 	s->pd2 = ibv_alloc_pd(s->ep.ctx);
-	s->mr_pd2 = ibv_reg_mr(s->pd2, s->ep.buf + (512u << 10), 65536,
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			       IBV_ACCESS_REMOTE_READ);
+	s->mr_pd2 =
+		ibv_reg_mr(s->pd2, s->ep.buf + (512u << 10), 65536,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ);
 	if (!s->pd2 || !s->mr_pd2)
 		hx_die("second PD");
 	s->x.qpn = s->tgt->qp_num;
@@ -288,7 +293,9 @@ static void b_post(struct bside *s, int i, uint64_t wr_id, void *addr,
 		   uint32_t len)
 {
 	struct ibv_sge sge = { (uintptr_t)addr, len, s->ep.mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr wr = { .wr_id = wr_id,
+				  .sg_list = &sge,
+				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
 	HX_CHECK_RC(ibv_post_srq_recv(s->srq[i], &wr, &bad), 0);
@@ -335,10 +342,13 @@ static void sends_a_common(int fd, bool shared)
 	(void)shared;
 	for (i = 0; i < NSIZES; i++) {
 		hx_fill(s.ep.buf + i * 16384, sizes[i], 100 + i);
-		HX_CHECK_RC(xpost(&s, i & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-				  i, s.ep.buf + i * 16384, sizes[i], s.x.srqn[0],
-				  0, 0, 0, 0x1234 + i), 0);
-		HX_EXPECT(s.ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, sizes[i]);
+		HX_CHECK_RC(xpost(&s,
+				  i & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, i,
+				  s.ep.buf + i * 16384, sizes[i], s.x.srqn[0],
+				  0, 0, 0, 0x1234 + i),
+			    0);
+		HX_EXPECT(s.ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND,
+			  sizes[i]);
 	}
 	hx_sync(fd);
 	a_close(&s);
@@ -354,8 +364,8 @@ static void sends_b_common(int fd, bool shared)
 	for (i = 0; i < NSIZES; i++)
 		b_post(&s, 0, 50 + i, s.ep.buf + i * 16384, 16384);
 	for (i = 0; i < NSIZES; i++) {
-		if (!HX_EXPECT(s.cq[0], &wc, 50 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
-			       sizes[i]))
+		if (!HX_EXPECT(s.cq[0], &wc, 50 + i, IBV_WC_SUCCESS,
+			       IBV_WC_RECV, sizes[i]))
 			continue;
 		CHECK_EQ(wc.qp_num, s.tgt->qp_num);
 		CHECK_EQ(!!(wc.wc_flags & IBV_WC_WITH_IMM), i & 1);
@@ -371,10 +381,22 @@ static void sends_b_common(int fd, bool shared)
 	b_close(&s);
 }
 
-static void sends_a(int fd) { sends_a_common(fd, false); }
-static void sends_b(int fd) { sends_b_common(fd, false); }
-static void shared_domain_a(int fd) { sends_a_common(fd, true); }
-static void shared_domain_b(int fd) { sends_b_common(fd, true); }
+static void sends_a(int fd)
+{
+	sends_a_common(fd, false);
+}
+static void sends_b(int fd)
+{
+	sends_b_common(fd, false);
+}
+static void shared_domain_a(int fd)
+{
+	sends_a_common(fd, true);
+}
+static void shared_domain_b(int fd)
+{
+	sends_b_common(fd, true);
+}
 
 static void two_srqs_a(int fd)
 {
@@ -385,7 +407,8 @@ static void two_srqs_a(int fd)
 	for (i = 0; i < 20; i++) {
 		hx_fill(s.ep.buf + i * 8192, 5000, 200 + i);
 		HX_CHECK_RC(xpost(&s, IBV_WR_SEND, i, s.ep.buf + i * 8192, 5000,
-				  s.x.srqn[i % NSRQ], 0, 0, 0, 0), 0);
+				  s.x.srqn[i % NSRQ], 0, 0, 0, 0),
+			    0);
 	}
 	for (i = 0; i < 20; i++)
 		HX_EXPECT(s.ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, 5000);
@@ -425,20 +448,27 @@ static void rdma_a(int fd)
 	hx_sync(fd); /* B has stored the atomic's operand */
 	/* any SRQ of the domain names the PD: the SRQs' */
 	HX_CHECK_RC(xpost(&s, IBV_WR_RDMA_WRITE, 1, s.ep.buf, 3 * 4096 + 10,
-			  s.x.srqn[1], s.x.addr + 8192, s.x.rkey, 0, 0), 0);
-	HX_EXPECT(s.ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 3 * 4096 + 10);
-	HX_CHECK_RC(xpost(&s, IBV_WR_RDMA_READ, 2, s.ep.buf + 131072, 3 * 4096 + 10,
-			  s.x.srqn[0], s.x.addr + 8192, s.x.rkey, 0, 0), 0);
-	HX_EXPECT(s.ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 3 * 4096 + 10);
+			  s.x.srqn[1], s.x.addr + 8192, s.x.rkey, 0, 0),
+		    0);
+	HX_EXPECT(s.ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		  3 * 4096 + 10);
+	HX_CHECK_RC(xpost(&s, IBV_WR_RDMA_READ, 2, s.ep.buf + 131072,
+			  3 * 4096 + 10, s.x.srqn[0], s.x.addr + 8192, s.x.rkey,
+			  0, 0),
+		    0);
+	HX_EXPECT(s.ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		  3 * 4096 + 10);
 	HX_CHECK_PATTERN(s.ep.buf + 131072, 3 * 4096 + 10, 400);
-	HX_CHECK_RC(xpost(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, res, 8, s.x.srqn[0],
-			  s.x.addr + 65536, s.x.rkey, 7, 0), 0);
+	HX_CHECK_RC(xpost(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, res, 8,
+			  s.x.srqn[0], s.x.addr + 65536, s.x.rkey, 7, 0),
+		    0);
 	HX_EXPECT(s.ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
 	CHECK_EQ(*res, 500);
 	hx_sync(fd);
 	/* a region of another PD than the SRQ's */
 	HX_CHECK_RC(xpost(&s, IBV_WR_RDMA_WRITE, 4, s.ep.buf, 64, s.x.srqn[0],
-			  s.x.addr + (512u << 10), s.x.rkey_pd2, 0, 0), 0);
+			  s.x.addr + (512u << 10), s.x.rkey_pd2, 0, 0),
+		    0);
 	HX_EXPECT(s.ep.scq, NULL, 4, IBV_WC_REM_ACCESS_ERR, -1, -1);
 	HX_CHECK_STATE(s.ini, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -454,7 +484,9 @@ static void rdma_b(int fd)
 	hx_sync(fd); /* before A's FETCH_ADD */
 	hx_sync(fd);
 	HX_CHECK_PATTERN(s.ep.buf + 8192, 3 * 4096 + 10, 400);
-	CHECK_EQ(__atomic_load_n((uint64_t *)(s.ep.buf + 65536), __ATOMIC_SEQ_CST), 507);
+	CHECK_EQ(__atomic_load_n((uint64_t *)(s.ep.buf + 65536),
+				 __ATOMIC_SEQ_CST),
+		 507);
 	hx_sync(fd);
 	/* the refused WRITE placed nothing; the target QP is in ERR */
 	CHECK_EQ(s.ep.buf[512u << 10], 0);
@@ -468,8 +500,9 @@ static void bad_srq_a(int fd)
 
 	a_setup(&s, fd);
 	/* an SRQ of another domain of B's */
-	HX_CHECK_RC(xpost(&s, IBV_WR_SEND, 1, s.ep.buf, 64, s.x.foreign_srqn,
-			  0, 0, 0, 0), 0);
+	HX_CHECK_RC(xpost(&s, IBV_WR_SEND, 1, s.ep.buf, 64, s.x.foreign_srqn, 0,
+			  0, 0, 0),
+		    0);
 	HX_EXPECT(s.ep.scq, NULL, 1, IBV_WC_REM_INV_REQ_ERR, -1, -1);
 	HX_CHECK_STATE(s.ini, IBV_QPS_ERR);
 	hx_sync(fd);
@@ -483,8 +516,11 @@ static void bad_srq_b(int fd)
 	b_setup(&s, fd, false);
 	b_post(&s, 0, 9, s.ep.buf, 4096);
 	{
-		struct ibv_sge sge = { (uintptr_t)s.ep.buf + 4096, 4096, s.ep.mr->lkey };
-		struct ibv_recv_wr wr = { .wr_id = 10, .sg_list = &sge, .num_sge = 1 };
+		struct ibv_sge sge = { (uintptr_t)s.ep.buf + 4096, 4096,
+				       s.ep.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 10,
+					  .sg_list = &sge,
+					  .num_sge = 1 };
 		struct ibv_recv_wr *bad;
 
 		HX_CHECK_RC(ibv_post_srq_recv(s.foreign, &wr, &bad), 0);
@@ -499,12 +535,8 @@ static void bad_srq_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(sends, 30),
-	HX_CASE(two_srqs, 30),
-	HX_CASE(rdma, 30),
-	HX_CASE(bad_srq, 30),
-	HX_CASE(shared_domain, 30),
-	{ 0 },
+	HX_CASE(sends, 30),   HX_CASE(two_srqs, 30),	  HX_CASE(rdma, 30),
+	HX_CASE(bad_srq, 30), HX_CASE(shared_domain, 30), { 0 },
 };
 
 HX_MAIN(cases)

@@ -38,9 +38,11 @@ static void sqslot_a(int fd)
 	/* Each WR writes its own number into the peer's first 8 bytes. */
 	for (; next < depth; next++) {
 		val[next % 64] = next;
-		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, next,
-					 &val[next % 64], 8, ep.mr->lkey, ep.peer.addr,
-					 ep.peer.rkey, 0), 0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+					 IBV_SEND_SIGNALED, next,
+					 &val[next % 64], 8, ep.mr->lkey,
+					 ep.peer.addr, ep.peer.rkey, 0),
+			    0);
 	}
 	while (polled < ROUNDS) {
 		uint64_t t0 = hx_now_ms();
@@ -61,12 +63,13 @@ static void sqslot_a(int fd)
 			continue;
 		/* The slot just reported complete is ours again. */
 		val[next % 64] = next;
-		r = hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, next,
-				 &val[next % 64], 8, ep.mr->lkey, ep.peer.addr,
-				 ep.peer.rkey, 0);
+		r = hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
+				 next, &val[next % 64], 8, ep.mr->lkey,
+				 ep.peer.addr, ep.peer.rkey, 0);
 		while (r == ENOMEM) {
 			refused++; /* counted; posted once the engine lets it */
-			r = hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, next,
+			r = hx_post_send(&ep, IBV_WR_RDMA_WRITE,
+					 IBV_SEND_SIGNALED, next,
 					 &val[next % 64], 8, ep.mr->lkey,
 					 ep.peer.addr, ep.peer.rkey, 0);
 		}

@@ -35,7 +35,8 @@ static void report(const char *what, size_t n, int bad)
 /* The byte at offset i of a message of len bytes sent by rank r in round k. */
 static uint8_t pattern(int r, int k, size_t len, size_t i)
 {
-	return (uint8_t)(i * 131 + len * 7 + (size_t)r * 53 + (size_t)k * 17 + 1);
+	return (uint8_t)(i * 131 + len * 7 + (size_t)r * 53 + (size_t)k * 17 +
+			 1);
 }
 
 static void check_allreduce(void)
@@ -54,12 +55,14 @@ static void check_allreduce(void)
 			in[i] = (long)(i * 3 + 1) * (rank + 1);
 			out[i] = -1;
 		}
-		MPI_Allreduce(in, out, (int)n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+		MPI_Allreduce(in, out, (int)n, MPI_LONG, MPI_SUM,
+			      MPI_COMM_WORLD);
 		/* (i*3+1) * (1 + 2) for 2 ranks */
 		for (i = 0; i < n; i++)
 			if (out[i] != (long)(i * 3 + 1) * 3) {
 				bad = 1;
-				fprintf(stderr, "rank %d: allreduce n=%zu [%zu] = %ld\n",
+				fprintf(stderr,
+					"rank %d: allreduce n=%zu [%zu] = %ld\n",
 					rank, n, i, out[i]);
 				break;
 			}
@@ -76,8 +79,10 @@ static int check_buf(const uint8_t *b, int r, int k, size_t len,
 
 	for (i = 0; i < len; i++)
 		if (b[i] != pattern(r, k, len, i)) {
-			fprintf(stderr, "rank %d: %s len=%zu byte %zu is %#x, expected %#x\n",
-				rank, what, len, i, b[i], pattern(r, k, len, i));
+			fprintf(stderr,
+				"rank %d: %s len=%zu byte %zu is %#x, expected %#x\n",
+				rank, what, len, i, b[i],
+				pattern(r, k, len, i));
 			return 1;
 		}
 	return 0;
@@ -101,13 +106,15 @@ static void check_pingpong(void)
 				sb[i] = pattern(rank, k, len, i);
 			memset(rb, 0, len);
 			if (rank == 0) {
-				MPI_Send(sb, (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD);
-				MPI_Recv(rb, (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD,
-					 MPI_STATUS_IGNORE);
+				MPI_Send(sb, (int)len, MPI_BYTE, peer, k,
+					 MPI_COMM_WORLD);
+				MPI_Recv(rb, (int)len, MPI_BYTE, peer, k,
+					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 			} else {
-				MPI_Recv(rb, (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD,
-					 MPI_STATUS_IGNORE);
-				MPI_Send(sb, (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD);
+				MPI_Recv(rb, (int)len, MPI_BYTE, peer, k,
+					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Send(sb, (int)len, MPI_BYTE, peer, k,
+					 MPI_COMM_WORLD);
 			}
 			bad |= check_buf(rb, peer, k, len, "pingpong");
 		}
@@ -128,7 +135,8 @@ static void check_rma(void)
 
 	if (!local)
 		MPI_Abort(MPI_COMM_WORLD, 2);
-	MPI_Win_allocate(MAX_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	MPI_Win_allocate(MAX_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+			 &win);
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		size_t len = sizes[s];
 		int bad = 0;
@@ -138,7 +146,8 @@ static void check_rma(void)
 		for (i = 0; i < len; i++)
 			local[i] = pattern(rank, 100, len, i);
 		MPI_Win_fence(0, win);
-		MPI_Put(local, (int)len, MPI_BYTE, peer, 0, (int)len, MPI_BYTE, win);
+		MPI_Put(local, (int)len, MPI_BYTE, peer, 0, (int)len, MPI_BYTE,
+			win);
 		MPI_Win_fence(0, win);
 		bad |= check_buf(base, peer, 100, len, "put");
 		report("put", len, bad);
@@ -149,7 +158,8 @@ static void check_rma(void)
 			base[i] = pattern(rank, 200, len, i);
 		memset(local, 0, len);
 		MPI_Win_fence(0, win);
-		MPI_Get(local, (int)len, MPI_BYTE, peer, 0, (int)len, MPI_BYTE, win);
+		MPI_Get(local, (int)len, MPI_BYTE, peer, 0, (int)len, MPI_BYTE,
+			win);
 		MPI_Win_fence(0, win);
 		bad |= check_buf(local, peer, 200, len, "get");
 		report("get", len, bad);
@@ -172,11 +182,14 @@ static void check_rma(void)
 		MPI_Win_lock_all(0, cwin);
 		for (k = 0; k < 20; k++) {
 			if (k % 2 == rank) {
-				MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, cwin);
+				MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0,
+						 MPI_SUM, cwin);
 				MPI_Win_flush(0, cwin);
 				if (old != 1000 + k) {
-					fprintf(stderr, "rank %d: fetch_and_op %d returned %lld, expected %d\n",
-						rank, k, (long long)old, 1000 + k);
+					fprintf(stderr,
+						"rank %d: fetch_and_op %d returned %lld, expected %d\n",
+						rank, k, (long long)old,
+						1000 + k);
 					bad = 1;
 				}
 			}
@@ -184,10 +197,12 @@ static void check_rma(void)
 		}
 		/* The total, read back through the window. */
 		if (rank == 0) {
-			MPI_Fetch_and_op(NULL, &old, MPI_INT64_T, 0, 0, MPI_NO_OP, cwin);
+			MPI_Fetch_and_op(NULL, &old, MPI_INT64_T, 0, 0,
+					 MPI_NO_OP, cwin);
 			MPI_Win_flush(0, cwin);
 			if (old != 1020) {
-				fprintf(stderr, "rank 0: counter is %lld after 20 adds, expected 1020\n",
+				fprintf(stderr,
+					"rank 0: counter is %lld after 20 adds, expected 1020\n",
 					(long long)old);
 				bad = 1;
 			}
@@ -207,7 +222,8 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (size != 2) {
 		if (rank == 0)
-			fprintf(stderr, "mpi_check: run with 2 ranks, not %d\n", size);
+			fprintf(stderr, "mpi_check: run with 2 ranks, not %d\n",
+				size);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -31,7 +31,8 @@ int main(void)
 
 	CHECK_EQ(ibv_query_device(ctx, &da), 0);
 	CHECK_EQ(da.phys_port_cnt, 1);
-	CHECK(da.max_qp > 0 && da.max_qp_wr > 0 && da.max_sge > 0 && da.max_cqe > 0);
+	CHECK(da.max_qp > 0 && da.max_qp_wr > 0 && da.max_sge > 0 &&
+	      da.max_cqe > 0);
 	CHECK(da.max_mr > 0 && da.max_pd > 0 && da.max_qp_rd_atom > 0);
 	CHECK(da.atomic_cap != IBV_ATOMIC_NONE);
 	CHECK(da.node_guid == ibv_get_device_guid(list[0]));
@@ -54,7 +55,9 @@ int main(void)
 	CHECK(ng >= 1);
 	int found_lo = 0;
 	for (ssize_t i = 0; i < ng; i++) {
-		static const uint8_t lo[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1 };
+		static const uint8_t lo[16] = {
+			0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1
+		};
 		CHECK_EQ(ents[i].gid_type, IBV_GID_TYPE_ROCE_V2);
 		CHECK_EQ(ents[i].gid_index, i);
 		CHECK_EQ(ents[i].port_num, 1);
@@ -95,8 +98,10 @@ int main(void)
 
 	CHECK(!strcmp(ibv_port_state_str(IBV_PORT_ACTIVE), "PORT_ACTIVE"));
 	CHECK(!strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success"));
-	CHECK(!strcmp(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter"));
-	CHECK(!strcmp(ibv_event_type_str(IBV_EVENT_COMM_EST), "communication established"));
+	CHECK(!strcmp(ibv_node_type_str(IBV_NODE_CA),
+		      "InfiniBand channel adapter"));
+	CHECK(!strcmp(ibv_event_type_str(IBV_EVENT_COMM_EST),
+		      "communication established"));
 	CHECK_EQ(ibv_rate_to_mult(IBV_RATE_10_GBPS), 4);
 	CHECK_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
 	CHECK_EQ(ibv_rate_to_mbps(IBV_RATE_25_GBPS), 25781);

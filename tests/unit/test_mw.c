@@ -25,17 +25,20 @@ static union ibv_gid gid0;
 static uint8_t *buf;
 #define BUF_LEN (1 << 20)
 
-#define MR_ALL                                                          \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |             \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+#define MR_ALL                                               \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+	 IBV_ACCESS_MW_BIND)
 
 static struct ibv_qp *mkqp(struct ibv_pd *p, enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq,
 		.recv_cq = cq,
-		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
-			 .max_send_sge = 2, .max_recv_sge = 2 },
+		.cap = { .max_send_wr = 32,
+			 .max_recv_wr = 32,
+			 .max_send_sge = 2,
+			 .max_recv_sge = 2 },
 		.qp_type = type,
 	};
 	struct ibv_qp *qp = ibv_create_qp(p, &ia);
@@ -52,8 +55,9 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dest)
 
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS);
 	if (rc)
 		return rc;
 	a.qp_state = IBV_QPS_RTR;
@@ -100,14 +104,14 @@ static int poll1(struct ibv_wc *wc)
 	return 0;
 }
 
-#define EXPECT_WC(id, st, op)                                                 \
-	do {                                                                  \
-		struct ibv_wc _wc;                                            \
-		CHECK_EQ(poll1(&_wc), 1);                                     \
-		CHECK_EQ(_wc.wr_id, id);                                      \
-		CHECK_EQ(_wc.status, st);                                     \
-		if ((st) == IBV_WC_SUCCESS)                                   \
-			CHECK_EQ(_wc.opcode, op);                             \
+#define EXPECT_WC(id, st, op)                     \
+	do {                                      \
+		struct ibv_wc _wc;                \
+		CHECK_EQ(poll1(&_wc), 1);         \
+		CHECK_EQ(_wc.wr_id, id);          \
+		CHECK_EQ(_wc.status, st);         \
+		if ((st) == IBV_WC_SUCCESS)       \
+			CHECK_EQ(_wc.opcode, op); \
 	} while (0)
 
 static void drain_cq(void)
@@ -196,15 +200,18 @@ static void test_post_rules(void)
 	REQUIRE(connect_qp(rc, rc->qp_num) == 0);
 	REQUIRE(connect_qp(uc, uc->qp_num) == 0);
 	{
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1,
 					 .qkey = 1 };
 
-		REQUIRE(ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						     IBV_QP_PORT | IBV_QP_QKEY) == 0);
+		REQUIRE(ibv_modify_qp(ud, &a,
+				      IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					      IBV_QP_PORT | IBV_QP_QKEY) == 0);
 		a.qp_state = IBV_QPS_RTR;
 		REQUIRE(ibv_modify_qp(ud, &a, IBV_QP_STATE) == 0);
 		a.qp_state = IBV_QPS_RTS;
-		REQUIRE(ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+		REQUIRE(ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) ==
+			0);
 	}
 	CHECK_EQ(ibv_bind_mw(ud, m1, &b), EINVAL);
 	CHECK_EQ(m1->rkey, old);
@@ -255,8 +262,8 @@ static void test_execute(void)
 {
 	struct ibv_qp *qa = mkqp(pd, IBV_QPT_RC), *qb = mkqp(pd, IBV_QPT_RC);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, BUF_LEN, MR_ALL);
-	struct ibv_mr *nobind = ibv_reg_mr(pd, buf, 4096,
-					   IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *nobind =
+		ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mw *m1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
 	struct ibv_mw *m2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
 	struct ibv_mw_bind b = { .wr_id = 21, .send_flags = IBV_SEND_SIGNALED };
@@ -273,8 +280,8 @@ static void test_execute(void)
 	b.bind_info.mr = mr;
 	b.bind_info.addr = (uintptr_t)buf + 65536;
 	b.bind_info.length = 4096;
-	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				      IBV_ACCESS_REMOTE_READ;
+	b.bind_info.mw_access_flags =
+		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	old = m1->rkey;
 	CHECK_EQ(ibv_bind_mw(qb, m1, &b), 0);
 	CHECK_EQ(m1->rkey, ibv_inc_rkey(old));
@@ -414,7 +421,8 @@ static void test_dealloc_bound(void)
 	CHECK_EQ(errno, EBUSY);
 	CHECK_EQ(ibv_dealloc_mw(m), 0);
 	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			      MR_ALL), 0);
+			      MR_ALL),
+		 0);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	CHECK_EQ(ibv_destroy_qp(q), 0);
 }
@@ -425,10 +433,13 @@ static void test_wr_api(void)
 	struct ibv_qp_init_attr_ex a = {
 		.send_cq = cq,
 		.recv_cq = cq,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1,
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
 		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW |
 				  IBV_QP_EX_WITH_LOCAL_INV |

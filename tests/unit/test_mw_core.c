@@ -30,8 +30,8 @@ static void region(struct sv_mr *mr, struct sv_pd *p, void *va, uint64_t len,
 }
 
 static enum ibv_wc_status do_bind(struct sv_qp *q, struct sv_mw *mw,
-			       struct sv_mr *mr, uint64_t addr, uint64_t len,
-			       unsigned int access, uint32_t rkey)
+				  struct sv_mr *mr, uint64_t addr, uint64_t len,
+				  unsigned int access, uint32_t rkey)
 {
 	struct sv_send_wqe w;
 
@@ -62,9 +62,10 @@ static bool reach(uint32_t rkey, struct sv_qp *q, uint64_t iova, uint64_t len,
 }
 
 #define RW (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define ALL_MR                                                          \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |             \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+#define ALL_MR                                               \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+	 IBV_ACCESS_MW_BIND)
 
 static void test_alloc(void)
 {
@@ -119,27 +120,34 @@ static void test_type1(void)
 	REQUIRE(mw);
 	region(&mr, &pd, buf, sizeof(buf), ALL_MR);
 	k1 = ibv_inc_rkey(mw->ibv.rkey);
-	CHECK_EQ(do_bind(&qp, mw, &mr, base + 4096, 8192, IBV_ACCESS_REMOTE_READ, k1),
+	CHECK_EQ(do_bind(&qp, mw, &mr, base + 4096, 8192,
+			 IBV_ACCESS_REMOTE_READ, k1),
 		 IBV_WC_SUCCESS);
 	CHECK_EQ(mr.mw_binds, 1);
 	/* The window's range and rights, not the region's. */
 	CHECK(reach(k1, &qp, base + 4096, 8192, IBV_ACCESS_REMOTE_READ, &p));
 	CHECK(p == buf + 4096);
-	CHECK(reach(k1, &qp, base + 4096 + 100, 10, IBV_ACCESS_REMOTE_READ, &p));
+	CHECK(reach(k1, &qp, base + 4096 + 100, 10, IBV_ACCESS_REMOTE_READ,
+		    &p));
 	CHECK(p == buf + 4196);
 	CHECK(!reach(k1, &qp, base + 4095, 2, IBV_ACCESS_REMOTE_READ, NULL));
-	CHECK(!reach(k1, &qp, base + 4096 + 8192 - 1, 2, IBV_ACCESS_REMOTE_READ, NULL));
+	CHECK(!reach(k1, &qp, base + 4096 + 8192 - 1, 2, IBV_ACCESS_REMOTE_READ,
+		     NULL));
 	CHECK(!reach(k1, &qp, base + 4096, 8193, IBV_ACCESS_REMOTE_READ, NULL));
 	CHECK(!reach(k1, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_WRITE, NULL));
 	CHECK(!reach(k1, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_ATOMIC, NULL));
 	/* Type 1: any QP of the PD, none of another PD. */
 	CHECK(reach(k1, &qp_b, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
-	CHECK(!reach(k1, &qp_other_pd, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
+	CHECK(!reach(k1, &qp_other_pd, base + 4096, 8, IBV_ACCESS_REMOTE_READ,
+		     NULL));
 	/* Another tag of the same index is not the key. */
-	CHECK(!reach(k1 ^ 0x01, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
-	CHECK(!reach(mw->ibv.rkey, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
+	CHECK(!reach(k1 ^ 0x01, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ,
+		     NULL));
+	CHECK(!reach(mw->ibv.rkey, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ,
+		     NULL));
 	/* The region itself is untouched. */
-	CHECK(reach(mr.ibv.rkey, &qp, base, sizeof(buf), IBV_ACCESS_REMOTE_WRITE, NULL));
+	CHECK(reach(mr.ibv.rkey, &qp, base, sizeof(buf),
+		    IBV_ACCESS_REMOTE_WRITE, NULL));
 	/* ibv_dereg_mr: EBUSY while bound. */
 	CHECK_EQ(sv_mw_mr_retire(&mr), EBUSY);
 	CHECK_EQ(atomic_load(&mr.state), SV_MR_VALID);
@@ -147,7 +155,8 @@ static void test_type1(void)
 	/* Binding again (type 1 may) replaces the binding: the old key
 	 * stops working, the new range and rights apply. */
 	k2 = ibv_inc_rkey(k1);
-	CHECK_EQ(do_bind(&qp, mw, &mr, base, 4096, RW | IBV_ACCESS_REMOTE_ATOMIC, k2),
+	CHECK_EQ(do_bind(&qp, mw, &mr, base, 4096,
+			 RW | IBV_ACCESS_REMOTE_ATOMIC, k2),
 		 IBV_WC_SUCCESS);
 	CHECK_EQ(mr.mw_binds, 1);
 	CHECK(!reach(k1, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
@@ -156,7 +165,8 @@ static void test_type1(void)
 	CHECK(!reach(k2, &qp, base + 4096, 8, IBV_ACCESS_REMOTE_READ, NULL));
 
 	/* A zero length unbinds (man ibv_alloc_mw). */
-	CHECK_EQ(do_bind(&qp, mw, NULL, 0, 0, 0, ibv_inc_rkey(k2)), IBV_WC_SUCCESS);
+	CHECK_EQ(do_bind(&qp, mw, NULL, 0, 0, 0, ibv_inc_rkey(k2)),
+		 IBV_WC_SUCCESS);
 	CHECK_EQ(mr.mw_binds, 0);
 	CHECK(!reach(k2, &qp, base, 8, IBV_ACCESS_REMOTE_READ, NULL));
 	CHECK(!reach(ibv_inc_rkey(k2), &qp, base, 8, 0, NULL));
@@ -164,22 +174,25 @@ static void test_type1(void)
 	/* Rules of a bind (each a IBV_WC_MW_BIND_ERR). */
 	k1 = ibv_inc_rkey(k2);
 	/* o10-36.2.2: type 1 windows are not zero based */
-	CHECK_EQ(do_bind(&qp, mw, &mr, base, 64, IBV_ACCESS_REMOTE_READ |
-		      IBV_ACCESS_ZERO_BASED, k1), IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(do_bind(&qp, mw, &mr, base, 64,
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED, k1),
+		 IBV_WC_MW_BIND_ERR);
 	/* C10-72: the QP's PD */
-	CHECK_EQ(do_bind(&qp_other_pd, mw, &mr, base, 64, IBV_ACCESS_REMOTE_READ, k1),
+	CHECK_EQ(do_bind(&qp_other_pd, mw, &mr, base, 64,
+			 IBV_ACCESS_REMOTE_READ, k1),
 		 IBV_WC_MW_BIND_ERR);
 	/* C10-73: region without MW_BIND */
-	region(&ro, &pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
-	       IBV_ACCESS_REMOTE_WRITE);
+	region(&ro, &pd, buf, sizeof(buf),
+	       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK_EQ(do_bind(&qp, mw, &ro, base, 64, IBV_ACCESS_REMOTE_READ, k1),
 		 IBV_WC_MW_BIND_ERR);
 	/* C10-74: remote write needs local write on the region */
-	region(&nolw, &pd, buf, sizeof(buf), IBV_ACCESS_MW_BIND |
-	       IBV_ACCESS_REMOTE_READ);
+	region(&nolw, &pd, buf, sizeof(buf),
+	       IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ);
 	CHECK_EQ(do_bind(&qp, mw, &nolw, base, 64, IBV_ACCESS_REMOTE_WRITE, k1),
 		 IBV_WC_MW_BIND_ERR);
-	CHECK_EQ(do_bind(&qp, mw, &nolw, base, 64, IBV_ACCESS_REMOTE_ATOMIC, k1),
+	CHECK_EQ(do_bind(&qp, mw, &nolw, base, 64, IBV_ACCESS_REMOTE_ATOMIC,
+			 k1),
 		 IBV_WC_MW_BIND_ERR);
 	/* ... but read-only through it is fine */
 	CHECK_EQ(do_bind(&qp, mw, &nolw, base, 64, IBV_ACCESS_REMOTE_READ, k1),
@@ -187,22 +200,27 @@ static void test_type1(void)
 	CHECK(reach(k1, &qp, base, 64, IBV_ACCESS_REMOTE_READ, NULL));
 	/* C10-75: inside the region, overflow-safe */
 	k2 = ibv_inc_rkey(k1);
-	CHECK_EQ(do_bind(&qp, mw, &mr, base - 1, 64, IBV_ACCESS_REMOTE_READ, k2),
+	CHECK_EQ(do_bind(&qp, mw, &mr, base - 1, 64, IBV_ACCESS_REMOTE_READ,
+			 k2),
 		 IBV_WC_MW_BIND_ERR);
 	CHECK_EQ(do_bind(&qp, mw, &mr, base + sizeof(buf) - 63, 64,
-		      IBV_ACCESS_REMOTE_READ, k2), IBV_WC_MW_BIND_ERR);
+			 IBV_ACCESS_REMOTE_READ, k2),
+		 IBV_WC_MW_BIND_ERR);
 	CHECK_EQ(do_bind(&qp, mw, &mr, base + 64, UINT64_MAX - 32,
-		      IBV_ACCESS_REMOTE_READ, k2), IBV_WC_MW_BIND_ERR);
+			 IBV_ACCESS_REMOTE_READ, k2),
+		 IBV_WC_MW_BIND_ERR);
 	/* A failed bind leaves the window as it was. */
 	CHECK(reach(k1, &qp, base, 64, IBV_ACCESS_REMOTE_READ, NULL));
 	/* Unknown rights */
-	CHECK_EQ(do_bind(&qp, mw, &mr, base, 64, 1u << 12, k2), IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(do_bind(&qp, mw, &mr, base, 64, 1u << 12, k2),
+		 IBV_WC_MW_BIND_ERR);
 	/* A region of another PD */
 	{
 		struct sv_mr other;
 
 		region(&other, &pd2, buf, sizeof(buf), ALL_MR);
-		CHECK_EQ(do_bind(&qp, mw, &other, base, 64, IBV_ACCESS_REMOTE_READ, k2),
+		CHECK_EQ(do_bind(&qp, mw, &other, base, 64,
+				 IBV_ACCESS_REMOTE_READ, k2),
 			 IBV_WC_MW_BIND_ERR);
 		sv_mr_unpublish(&other);
 	}
@@ -212,7 +230,8 @@ static void test_type1(void)
 
 		region(&gone, &pd, buf, sizeof(buf), ALL_MR);
 		CHECK_EQ(sv_mw_mr_retire(&gone), 0);
-		CHECK_EQ(do_bind(&qp, mw, &gone, base, 64, IBV_ACCESS_REMOTE_READ, k2),
+		CHECK_EQ(do_bind(&qp, mw, &gone, base, 64,
+				 IBV_ACCESS_REMOTE_READ, k2),
 			 IBV_WC_MW_BIND_ERR);
 		sv_mr_unpublish(&gone);
 	}
@@ -246,10 +265,12 @@ static void test_type2(void)
 	/* o10-37.2.40: never with a zero length or no region */
 	CHECK_EQ(do_bind(&qp, mw, NULL, 0, 0, 0, k), IBV_WC_MW_BIND_ERR);
 	/* C10-72 */
-	CHECK_EQ(do_bind(&qp_other_pd, mw, &mr, base, 64, RW, k), IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(do_bind(&qp_other_pd, mw, &mr, base, 64, RW, k),
+		 IBV_WC_MW_BIND_ERR);
 	/* zero based: remote addresses are offsets in the window */
 	CHECK_EQ(do_bind(&qp, mw, &mr, base + 8192, 4096,
-		      RW | IBV_ACCESS_ZERO_BASED, k), IBV_WC_SUCCESS);
+			 RW | IBV_ACCESS_ZERO_BASED, k),
+		 IBV_WC_SUCCESS);
 	CHECK(reach(k, &qp, 0, 4096, IBV_ACCESS_REMOTE_WRITE, &p));
 	CHECK(p == buf + 8192);
 	CHECK(reach(k, &qp, 100, 8, IBV_ACCESS_REMOTE_READ, &p));
@@ -339,7 +360,8 @@ static void *race_reader(void *arg)
 		struct sv_mr *m = sv_mr_get_by_rkey(k);
 
 		if (m) {
-			char *p = sv_mr_check_qp(m, &qp, qp.pd, 0, 64, IBV_ACCESS_REMOTE_WRITE);
+			char *p = sv_mr_check_qp(m, &qp, qp.pd, 0, 64,
+						 IBV_ACCESS_REMOTE_WRITE);
 
 			/* Refused (the invalidation began after the lookup:
 			 * the window is already unusable) or exactly the
@@ -371,7 +393,8 @@ static void test_race(void)
 	for (i = 0; i < 5000; i++) {
 		k = ibv_inc_rkey(k);
 		CHECK_EQ(do_bind(&qp, race_mw, &mr, (uintptr_t)buf, 64,
-			      RW | IBV_ACCESS_ZERO_BASED, k), IBV_WC_SUCCESS);
+				 RW | IBV_ACCESS_ZERO_BASED, k),
+			 IBV_WC_SUCCESS);
 		atomic_store(&race_key, k);
 		/* Give the reader a chance to use this binding. */
 		for (long seen = atomic_load(&race_hits), n = 0;
@@ -382,7 +405,8 @@ static void test_race(void)
 	atomic_store(&race_stop, true);
 	pthread_join(th, NULL);
 	CHECK_EQ(atomic_load(&race_bad), 0);
-	printf("race: %ld accesses through the window\n", atomic_load(&race_hits));
+	printf("race: %ld accesses through the window\n",
+	       atomic_load(&race_hits));
 	sv_mw_free(race_mw);
 	CHECK_EQ(sv_mw_mr_retire(&mr), 0);
 	sv_mr_unpublish(&mr);

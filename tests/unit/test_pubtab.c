@@ -25,8 +25,8 @@
 static struct sv_pd pd1, pd2;
 static uint8_t buf[8192];
 
-static void mr_init(struct sv_mr *mr, struct sv_pd *pd, uint32_t rkey,
-		    void *va, uint64_t iova, uint64_t len, unsigned int access)
+static void mr_init(struct sv_mr *mr, struct sv_pd *pd, uint32_t rkey, void *va,
+		    uint64_t iova, uint64_t len, unsigned int access)
 {
 	memset(mr, 0, sizeof(*mr));
 	mr->pd = pd;
@@ -40,8 +40,10 @@ static void mr_init(struct sv_mr *mr, struct sv_pd *pd, uint32_t rkey,
 static void qp_set(uint32_t qpn, uint32_t dest, unsigned int access, int state,
 		   struct sv_pd *pd)
 {
-	struct sv_pubtab_qp q = { .qpn = qpn, .dest_qpn = dest,
-				  .access = access, .state = state,
+	struct sv_pubtab_qp q = { .qpn = qpn,
+				  .dest_qpn = dest,
+				  .access = access,
+				  .state = state,
 				  .max_dest_rd_atomic = 4,
 				  .pd = sv_pubtab_pd_token(pd) };
 
@@ -86,13 +88,15 @@ static void test_checks(struct sv_pubtab_view *tab)
 	/* Not connected to us, unknown QP, unknown or window R_Key. */
 	CHECK(!sv_pubtab_acquire(tab, qpn, me + 1, rkey, iova, 8, WR, 0, &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn + 1, me, rkey, iova, 8, WR, 0, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey ^ 0x100, iova, 8, WR, 0, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey | 0x80000000u, iova, 8,
-				 WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey ^ 0x100, iova, 8, WR, 0,
+				 &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey | 0x80000000u, iova, 8, WR,
+				 0, &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, 0, iova, 8, WR, 0, &h));
 	/* Bounds: before, after, too long, wrapping. */
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova - 1, 8, WR, 0, &h));
-	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4089, 8, WR, 0, &h));
+	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 4089, 8, WR, 0,
+				 &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova, 4097, WR, 0, &h));
 	CHECK(!sv_pubtab_acquire(tab, qpn, me, rkey, iova + 8, UINT64_MAX - 4,
 				 WR, 0, &h));
@@ -330,7 +334,7 @@ static void test_refusals(int fd)
 
 	REQUIRE(f >= 0 && nul >= 0);
 	CHECK(ftruncate(f, 1 << 20) == 0);
-	CHECK(sv_pubtab_map(getpid(), f) == NULL);   /* not sealed */
+	CHECK(sv_pubtab_map(getpid(), f) == NULL); /* not sealed */
 	CHECK(sv_pubtab_map(getpid(), nul) == NULL); /* not a file */
 	CHECK(sv_pubtab_map(getpid(), 9999) == NULL);
 	CHECK(sv_pubtab_map(getpid(), -1) == NULL);

@@ -64,7 +64,8 @@ static const struct {
 	{ 0xa6, "XRC_RDMA_WRITE_FIRST", SV_M_XRCETH | SV_M_RETH },
 	{ 0xa7, "XRC_RDMA_WRITE_MIDDLE", SV_M_XRCETH },
 	{ 0xa8, "XRC_RDMA_WRITE_LAST", SV_M_XRCETH },
-	{ 0xa9, "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE", SV_M_XRCETH | SV_M_IMMDT },
+	{ 0xa9, "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+	  SV_M_XRCETH | SV_M_IMMDT },
 	{ 0xaa, "XRC_RDMA_WRITE_ONLY", SV_M_XRCETH | SV_M_RETH },
 	{ 0xab, "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
 	  SV_M_XRCETH | SV_M_RETH | SV_M_IMMDT },
@@ -129,21 +130,33 @@ static void test_table(void)
 		/* Transport from the opcode's top 3 bits (IBA 9.2.1). */
 #define TRANSPORTS (SV_M_RC | SV_M_UC | SV_M_UD | SV_M_XRC)
 		switch (expected[i].op >> 5) {
-		case 0: CHECK((m & TRANSPORTS) == SV_M_RC); break;
-		case 1: CHECK((m & TRANSPORTS) == SV_M_UC); break;
-		case 3: CHECK((m & TRANSPORTS) == SV_M_UD); break;
-		case 5: CHECK((m & TRANSPORTS) == SV_M_XRC); break;
-		default: CHECK(0);
+		case 0:
+			CHECK((m & TRANSPORTS) == SV_M_RC);
+			break;
+		case 1:
+			CHECK((m & TRANSPORTS) == SV_M_UC);
+			break;
+		case 3:
+			CHECK((m & TRANSPORTS) == SV_M_UD);
+			break;
+		case 5:
+			CHECK((m & TRANSPORTS) == SV_M_XRC);
+			break;
+		default:
+			CHECK(0);
 		}
 		/* An XRC opcode is its RC twin + 0xa0, same class bits. */
 		if (m & SV_M_XRC) {
-			const struct sv_opinfo *rc = &sv_opinfo[expected[i].op - 0xa0];
+			const struct sv_opinfo *rc =
+				&sv_opinfo[expected[i].op - 0xa0];
 
 			REQUIRE(rc->name);
-			CHECK(!strcmp(rc->name + 2, n + 3)); /* "RC_x" / "XRC_x" */
+			CHECK(!strcmp(rc->name + 2,
+				      n + 3)); /* "RC_x" / "XRC_x" */
 			CHECK_EQ(rc->mask & ~(SV_M_RC | SV_M_HDRS),
 				 m & ~(SV_M_XRC | SV_M_HDRS));
-			CHECK_EQ(m & SV_M_HDRS & ~SV_M_XRCETH, rc->mask & SV_M_HDRS);
+			CHECK_EQ(m & SV_M_HDRS & ~SV_M_XRCETH,
+				 rc->mask & SV_M_HDRS);
 			CHECK(!!(m & SV_M_XRCETH) == !!(m & SV_M_REQ));
 		}
 		/* Class bits agree with the name. */
@@ -160,11 +173,14 @@ static void test_table(void)
 		CHECK(!!(m & SV_M_INV) == has(n, "INVALIDATE"));
 		CHECK(!!(m & SV_M_INV) == !!(m & SV_M_IETH));
 		if (has(n, "FIRST"))
-			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) == SV_M_START);
+			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) ==
+			      SV_M_START);
 		else if (has(n, "MIDDLE"))
-			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) == SV_M_MIDDLE);
+			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) ==
+			      SV_M_MIDDLE);
 		else if (has(n, "LAST"))
-			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) == SV_M_END);
+			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) ==
+			      SV_M_END);
 		else
 			CHECK((m & (SV_M_START | SV_M_MIDDLE | SV_M_END)) ==
 			      (SV_M_START | SV_M_END));
@@ -179,7 +195,8 @@ static void test_table(void)
 			CHECK(!(m & SV_M_COMP));
 		/* Receive WQEs are consumed by sends and writes with immediate. */
 		CHECK(!!(m & SV_M_RWR) ==
-		      (!!(m & SV_M_SEND) || ((m & SV_M_WRITE) && (m & SV_M_IMM))));
+		      (!!(m & SV_M_SEND) ||
+		       ((m & SV_M_WRITE) && (m & SV_M_IMM))));
 		/* RETH on the first packet of a write and on read requests. */
 		if (m & SV_M_WRITE)
 			CHECK(!!(m & SV_M_RETH) == !!(m & SV_M_START));
@@ -190,14 +207,15 @@ static void test_table(void)
 	}
 	CHECK(!strcmp(sv_opcode_name(0x15), "UNKNOWN"));
 	CHECK(!strcmp(sv_opcode_name(0xff), "UNKNOWN"));
-	CHECK(sv_opinfo[0x81].name == NULL); /* CNP: not a transport opcode here */
+	CHECK(sv_opinfo[0x81].name ==
+	      NULL); /* CNP: not a transport opcode here */
 }
 
 static void test_fields(void)
 {
 	uint8_t b[32];
-	static const uint8_t bth[12] = { 0x04, 0xb0, 0xff, 0xff, 0x00, 0x12, 0x34,
-					 0x56, 0x80, 0xab, 0xcd, 0xef };
+	static const uint8_t bth[12] = { 0x04, 0xb0, 0xff, 0xff, 0x00, 0x12,
+					 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef };
 
 	/* BTH: SEND ONLY, SE, pad 3, P_Key ffff, QP 0x123456, AckReq, PSN. */
 	memset(b, 0, sizeof(b));
@@ -404,8 +422,9 @@ static void test_parse(void)
 		if (i & 1)
 			buf[1] &= 0x30; /* tver 0 so more get deeper */
 		if (sv_pkt_parse(&p, buf, l) == SV_PKT_OK) {
-			CHECK(p.payload >= buf && p.payload + p.paylen + p.pad +
-			      SV_ICRC_BYTES == buf + l);
+			CHECK(p.payload >= buf &&
+			      p.payload + p.paylen + p.pad + SV_ICRC_BYTES ==
+				      buf + l);
 		}
 	}
 }
@@ -432,10 +451,10 @@ static void test_icrc(void)
 	static const uint8_t frame[] = {
 		0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11,
 		0x91, 0x61, 0x0a, 0x00, 0x11, 0x01, 0x0a, 0x00, 0x12, 0x01,
-		0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00,
-		0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00,
-		0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0x82, 0xfd, 0x00, 0x2a,
+		0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00, 0x81, 0x00,
+		0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00, 0x00, 0x00,
+		0,    0,    0,	  0,	0,    0,    0,	  0,	0,    0,
+		0,    0,    0,	  0,	0,    0,    0x82, 0xfd, 0x00, 0x2a,
 	};
 	const uint8_t *ip = frame, *udp = frame + 20, *ib = frame + 28;
 	uint32_t iblen = sizeof(frame) - 28, crc, wire;
@@ -452,7 +471,9 @@ static void test_icrc(void)
 
 		memcpy(ip2, ip, 20);
 		memcpy(ib2, ib, iblen);
-		ip2[1] = 0; ip2[8] = 1; ip2[10] = 0x12;
+		ip2[1] = 0;
+		ip2[8] = 1;
+		ip2[10] = 0x12;
 		ib2[4] = 0x80; /* FECN instead of BECN */
 		CHECK_EQ(sv_icrc_raw(ip2, 20, udp, ib2, iblen), crc);
 		ip2[4] = 0; /* but the ID does */
@@ -475,20 +496,35 @@ static void test_icrc(void)
 
 		memset(ph, 0xff, 8);
 		n = 8;
-		ph[n++] = 0x45; ph[n++] = 0xff;
-		ph[n++] = 0; ph[n++] = (uint8_t)(20 + 8 + len);
-		ph[n++] = 0; ph[n++] = 0; ph[n++] = 0x40; ph[n++] = 0;
-		ph[n++] = 0xff; ph[n++] = 17; ph[n++] = 0xff; ph[n++] = 0xff;
-		memcpy(ph + n, f4.src.addr, 4); n += 4;
-		memcpy(ph + n, f4.dst.addr, 4); n += 4;
-		ph[n++] = 40000 >> 8; ph[n++] = 40000 & 0xff;
-		ph[n++] = 50000 >> 8; ph[n++] = 50000 & 0xff;
-		ph[n++] = 0; ph[n++] = (uint8_t)(8 + len);
-		ph[n++] = 0xff; ph[n++] = 0xff;
+		ph[n++] = 0x45;
+		ph[n++] = 0xff;
+		ph[n++] = 0;
+		ph[n++] = (uint8_t)(20 + 8 + len);
+		ph[n++] = 0;
+		ph[n++] = 0;
+		ph[n++] = 0x40;
+		ph[n++] = 0;
+		ph[n++] = 0xff;
+		ph[n++] = 17;
+		ph[n++] = 0xff;
+		ph[n++] = 0xff;
+		memcpy(ph + n, f4.src.addr, 4);
+		n += 4;
+		memcpy(ph + n, f4.dst.addr, 4);
+		n += 4;
+		ph[n++] = 40000 >> 8;
+		ph[n++] = 40000 & 0xff;
+		ph[n++] = 50000 >> 8;
+		ph[n++] = 50000 & 0xff;
+		ph[n++] = 0;
+		ph[n++] = (uint8_t)(8 + len);
+		ph[n++] = 0xff;
+		ph[n++] = 0xff;
 		memcpy(ph + n, buf, len - 4);
 		ph[n + 4] = 0xff;
 		n += len - 4;
-		CHECK_EQ(crc32_bitwise(0, ph, n), sv_icrc_compute(&f4, buf, len));
+		CHECK_EQ(crc32_bitwise(0, ph, n),
+			 sv_icrc_compute(&f4, buf, len));
 	}
 	/* Any change of covered bytes or of the flow is detected. */
 	for (uint32_t i = 0; i < len - 4; i++) {

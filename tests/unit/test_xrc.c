@@ -156,26 +156,27 @@ static void test_srq(void)
 	uint32_t n1 = 0, n2 = 0;
 
 	REQUIRE(x && c2);
-#define SRQ_FAILS(err)                                                    \
-	do {                                                              \
-		errno = 0;                                                \
-		struct ibv_srq *_s = ibv_create_srq_ex(ctx, &a);          \
-		CHECK(_s == NULL);                                        \
-		CHECK_EQ(errno, err);                                     \
-		if (_s)                                                   \
-			ibv_destroy_srq(_s);                              \
+#define SRQ_FAILS(err)                                           \
+	do {                                                     \
+		errno = 0;                                       \
+		struct ibv_srq *_s = ibv_create_srq_ex(ctx, &a); \
+		CHECK(_s == NULL);                               \
+		CHECK_EQ(errno, err);                            \
+		if (_s)                                          \
+			ibv_destroy_srq(_s);                     \
 	} while (0)
-#define BASE_SRQ()                                                        \
-	do {                                                              \
-		memset(&a, 0, sizeof(a));                                 \
-		a.attr.max_wr = 4;                                        \
-		a.attr.max_sge = 1;                                       \
-		a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | \
-			      IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD; \
-		a.srq_type = IBV_SRQT_XRC;                                \
-		a.pd = pd;                                                \
-		a.xrcd = x;                                               \
-		a.cq = c2;                                                \
+#define BASE_SRQ()                                                            \
+	do {                                                                  \
+		memset(&a, 0, sizeof(a));                                     \
+		a.attr.max_wr = 4;                                            \
+		a.attr.max_sge = 1;                                           \
+		a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |                        \
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | \
+			      IBV_SRQ_INIT_ATTR_PD;                           \
+		a.srq_type = IBV_SRQT_XRC;                                    \
+		a.pd = pd;                                                    \
+		a.xrcd = x;                                                   \
+		a.cq = c2;                                                    \
 	} while (0)
 	BASE_SRQ();
 	a.comp_mask &= ~(uint32_t)IBV_SRQ_INIT_ATTR_XRCD;
@@ -297,10 +298,15 @@ static void test_qps(void)
 /* One transition; 0 or the modify's errno. */
 static int modify(struct ibv_qp *qp, enum ibv_qp_state st, int mask)
 {
-	struct ibv_qp_attr a = { .qp_state = st, .port_num = 1,
-				 .path_mtu = IBV_MTU_1024, .dest_qp_num = 5,
-				 .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-				 .max_rd_atomic = 1, .max_dest_rd_atomic = 1,
+	struct ibv_qp_attr a = { .qp_state = st,
+				 .port_num = 1,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = 5,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = 1,
+				 .max_dest_rd_atomic = 1,
 				 .min_rnr_timer = 1 };
 
 	a.ah_attr.is_global = 1;
@@ -349,8 +355,9 @@ static void test_state_table(void)
 	 * are required */
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_ini & ~Q(RETRY_CNT)), EINVAL);
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_tgt), EINVAL);
-	CHECK_EQ(modify(tgt, IBV_QPS_RTS, Q(SQ_PSN) | Q(RETRY_CNT) |
-						  Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC)),
+	CHECK_EQ(modify(tgt, IBV_QPS_RTS,
+			Q(SQ_PSN) | Q(RETRY_CNT) | Q(RNR_RETRY) |
+				Q(MAX_QP_RD_ATOMIC)),
 		 EINVAL); /* no TIMEOUT once they are dropped */
 	CHECK_EQ(modify(ini, IBV_QPS_RTS, rts_ini), 0);
 	CHECK_EQ(modify(tgt, IBV_QPS_RTS, rts_ini | Q(MIN_RNR_TIMER)), 0);
@@ -378,7 +385,8 @@ static void test_state_table(void)
 
 static void test_open_qp(void)
 {
-	struct ibv_xrcd *x = open_xrcd(-1, O_CREAT), *other = open_xrcd(-1, O_CREAT);
+	struct ibv_xrcd *x = open_xrcd(-1, O_CREAT),
+			*other = open_xrcd(-1, O_CREAT);
 	struct ibv_qp *tgt = tgt_qp(x), *h;
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
@@ -393,13 +401,13 @@ static void test_open_qp(void)
 
 	REQUIRE(x && other && tgt);
 	oa.qp_num = tgt->qp_num;
-#define OPEN_FAILS(err)                                                     \
-	do {                                                                \
-		errno = 0;                                                  \
-		struct ibv_qp *_q = ibv_open_qp(ctx, &oa);                  \
-		CHECK(_q == NULL && errno == (err));                        \
-		if (_q)                                                     \
-			ibv_destroy_qp(_q);                                 \
+#define OPEN_FAILS(err)                                    \
+	do {                                               \
+		errno = 0;                                 \
+		struct ibv_qp *_q = ibv_open_qp(ctx, &oa); \
+		CHECK(_q == NULL && errno == (err));       \
+		if (_q)                                    \
+			ibv_destroy_qp(_q);                \
 	} while (0)
 	oa.comp_mask &= ~(uint32_t)IBV_QP_OPEN_ATTR_XRCD;
 	OPEN_FAILS(EINVAL);
@@ -423,8 +431,9 @@ static void test_open_qp(void)
 	CHECK(h->qp_context == &oa);
 	CHECK_EQ(h->qp_type, IBV_QPT_XRC_RECV);
 	/* the handle drives the same QP */
-	CHECK_EQ(modify(h, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
+	CHECK_EQ(modify(h, IBV_QPS_INIT,
+			IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		 0);
 	CHECK_EQ(ibv_query_qp(tgt, &qa, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(qa.qp_state, IBV_QPS_INIT);
 	/* the creator's handle waits for the opened ones */
@@ -461,9 +470,11 @@ static void test_loopback(void)
 		.qp_type = IBV_QPT_XRC_SEND,
 		.send_cq = cq,
 		.cap = { .max_send_wr = 8, .max_send_sge = 1 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_RDMA_WRITE |
 				  IBV_QP_EX_WITH_RDMA_READ |
 				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 				  IBV_QP_EX_WITH_SEND_WITH_INV,
@@ -472,16 +483,20 @@ static void test_loopback(void)
 	struct ibv_qp_ex *qx;
 	static char src[5000], dst[5000];
 	struct ibv_mr *mr_src = ibv_reg_mr(pd, src, sizeof(src), 0);
-	struct ibv_mr *mr_dst = ibv_reg_mr(pd, dst, sizeof(dst),
-					   IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr_dst =
+		ibv_reg_mr(pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge rs = { (uintptr_t)dst, sizeof(dst), 0 };
 	struct ibv_sge ss = { (uintptr_t)src, sizeof(src), 0 };
-	struct ibv_recv_wr rw = { .wr_id = 71, .sg_list = &rs, .num_sge = 1 }, *rbad;
-	struct ibv_send_wr sw = { .wr_id = 72, .sg_list = &ss, .num_sge = 1,
+	struct ibv_recv_wr rw = { .wr_id = 71, .sg_list = &rs, .num_sge = 1 },
+			   *rbad;
+	struct ibv_send_wr sw = { .wr_id = 72,
+				  .sg_list = &ss,
+				  .num_sge = 1,
 				  .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *sbad;
-	const int rtr = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN;
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *sbad;
+	const int rtr =
+		IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	struct ibv_qp_attr qa = { 0 };
 	struct ibv_wc wc;
 	uint32_t srqn;
@@ -494,10 +509,12 @@ static void test_loopback(void)
 		src[i] = (char)(i * 13 + 1);
 	REQUIRE(ibv_get_srq_num(srq, &srqn) == 0);
 	CHECK_EQ(ibv_post_srq_recv(srq, &rw, &rbad), 0);
-	REQUIRE(modify(ini, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS) == 0);
-	REQUIRE(modify(tgt, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS) == 0);
+	REQUIRE(modify(ini, IBV_QPS_INIT,
+		       IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+		0);
+	REQUIRE(modify(tgt, IBV_QPS_INIT,
+		       IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+		0);
 	qa.qp_state = IBV_QPS_RTR;
 	qa.path_mtu = IBV_MTU_1024;
 	qa.ah_attr.is_global = 1;
@@ -511,22 +528,23 @@ static void test_loopback(void)
 	qa.max_dest_rd_atomic = 1;
 	qa.min_rnr_timer = 1;
 	qa.rq_psn = 9;
-	REQUIRE(ibv_modify_qp(tgt, &qa, rtr | IBV_QP_STATE |
-					     IBV_QP_MAX_DEST_RD_ATOMIC |
-					     IBV_QP_MIN_RNR_TIMER) == 0);
+	REQUIRE(ibv_modify_qp(tgt, &qa,
+			      rtr | IBV_QP_STATE | IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER) == 0);
 	qa.qp_state = IBV_QPS_RTS;
 	qa.sq_psn = 9;
 	qa.timeout = 14;
 	qa.retry_cnt = 7;
 	qa.rnr_retry = 7;
 	qa.max_rd_atomic = 1;
-	REQUIRE(ibv_modify_qp(ini, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					     IBV_QP_RNR_RETRY |
-					     IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	REQUIRE(ibv_modify_qp(ini, &qa,
+			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				      IBV_QP_MAX_QP_RD_ATOMIC) == 0);
 	qa.sq_psn = 3;
-	REQUIRE(ibv_modify_qp(tgt, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					     IBV_QP_TIMEOUT) == 0);
+	REQUIRE(ibv_modify_qp(tgt, &qa,
+			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT) ==
+		0);
 
 	sw.qp_type.xrc.remote_srqn = srqn;
 	CHECK_EQ(ibv_post_send(ini, &sw, &sbad), 0);
