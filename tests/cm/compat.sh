@@ -602,10 +602,13 @@ rspreload)
 	bytes=4000000
 	port=$(free_port)
 	trace=(strace -f -qq -e trace=%network,write,writev,close -e signal=none)
-	start server timeout 60 "$sv" run -- env LD_PRELOAD="$preload" \
+	# librspreload after whatever softverbs run preloads itself (a
+	# sanitizer build's runtimes must stay first).
+	with_preload=(sh -c 'export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$0"; exec "$@"' "$preload")
+	start server timeout 60 "$sv" run -- "${with_preload[@]}" \
 		"${trace[@]}" -o "$tmp/server.strace" "$echo_bin" server "$port"
 	wait_listen "$port" || { show server; exit 1; }
-	run 60 env LD_PRELOAD="$preload" "${trace[@]}" -o "$tmp/client.strace" \
+	run 60 "${with_preload[@]}" "${trace[@]}" -o "$tmp/client.strace" \
 		"$echo_bin" client 127.0.0.1 "$port" "$bytes" >"$tmp/client" 2>&1
 	crc=$?
 	finish server 20
