@@ -209,6 +209,23 @@ void sv_mr_unpublish(struct sv_mr *mr)
 	drain(mr);
 }
 
+void sv_mr_suspend(struct sv_mr *mr)
+{
+	sv_pubtab_mr_del(mr);
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
+	atomic_store(&mr->state, SV_MR_INVALID);
+	sv_write_unlock(&tab_lock);
+	drain(mr);
+}
+
+void sv_mr_resume(struct sv_mr *mr)
+{
+	sv_write_lock(&tab_lock, SV_LOCK_KEYS);
+	atomic_store(&mr->state, SV_MR_VALID);
+	sv_write_unlock(&tab_lock);
+	sv_pubtab_mr_add(mr);
+}
+
 static struct sv_mr *get_by_key(const struct key_table *t, uint32_t key)
 {
 	struct sv_mr *mr = NULL;

@@ -16,6 +16,13 @@
 int sv_mr_publish(struct sv_mr *mr);
 /* Remove the keys and wait until no lookup holds a reference. */
 void sv_mr_unpublish(struct sv_mr *mr);
+/* Around a change of a published region (ibv_rereg_mr): suspend makes
+ * every lookup of its keys fail and waits out the users in flight, as
+ * unpublish does, but the keys stay reserved; resume makes the region,
+ * as it now is, reachable again under the same keys (an HCA keeps them
+ * across a rereg, and peers hold the R_Key they were given). */
+void sv_mr_suspend(struct sv_mr *mr);
+void sv_mr_resume(struct sv_mr *mr);
 
 /* Find a valid MR by key, with a reference held (NULL if none). */
 struct sv_mr *sv_mr_get_by_lkey(uint32_t lkey);

@@ -190,7 +190,9 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	return reg_mr(pd, addr, length, iova, access);
 }
 
-/* Conceptually dereg + reg (man ibv_rereg_mr); the keys change.  Input
+/* Conceptually dereg + reg (man ibv_rereg_mr), but like rxe and mlx5
+ * the region keeps its lkey and rkey, so a peer holding the R_Key reaches
+ * the region as it now is.  Input
  * errors rdma-core detects itself leave the MR intact and return
  * IBV_REREG_MR_ERR_INPUT; errors of the "command" return
  * IBV_REREG_MR_ERR_CMD.  errno says why in both cases. */
@@ -233,9 +235,9 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		errno = EBUSY;
 		return IBV_REREG_MR_ERR_CMD;
 	}
-	/* Remove the old keys and wait out in-flight users before the
-	 * region changes under them. */
-	sv_mr_unpublish(mr);
+	/* No user in flight while the region changes under its keys; the
+	 * keys themselves stay, as on an HCA. */
+	sv_mr_suspend(mr);
 	if (new_pd != mr->pd) {
 		sv_pd_get(new_pd);
 		sv_pd_put(mr->pd);
@@ -246,12 +248,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		mr->access = (unsigned int)access & SV_MR_ACCESS_RIGHTS;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		set_translation(mr, addr, length, iova);
-	err = sv_mr_publish(mr);
-	if (err) {
-		/* Unusable until deregistered, as the man page allows. */
-		errno = err;
-		return IBV_REREG_MR_ERR_CMD;
-	}
+	sv_mr_resume(mr);
 	return 0;
 }
 
