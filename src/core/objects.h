@@ -31,6 +31,7 @@
 #include "util/qlock.h"
 
 struct sv_engine;
+struct sv_share;
 struct sv_qp_engine;
 struct sv_wr_batch;
 struct sv_mw;
@@ -90,6 +91,7 @@ struct sv_context {
 	int async_pipe[2]; /* [0] is ibv_context.async_fd */
 	struct list_head async_events; /* queued, not yet read */
 	struct sv_engine *engine; /* progress thread, sockets, timers */
+	struct sv_share *share; /* behind cmd_fd: objects ibv_import_* finds */
 	struct verbs_context vctx; /* ends with the public ibv_context */
 };
 
@@ -98,12 +100,17 @@ struct sv_context {
 struct sv_pd {
 	struct ibv_pd ibv;
 	atomic_int users; /* MRs, QPs, SRQs, AHs, MWs using it */
+	/* An imported PD (ibv_import_pd) is a second handle on another
+	 * context for the PD it names: everything but its own ibv_pd is
+	 * the real one's, so that objects of both contexts match. */
+	struct sv_pd *real;
 };
 
 enum sv_mr_state { SV_MR_VALID, SV_MR_INVALID };
 
 struct sv_mr {
 	struct ibv_mr ibv; /* lkey, rkey, addr, length */
+	struct sv_mr *real; /* an imported MR's region (as sv_pd.real) */
 	struct sv_pd *pd;
 	uint64_t iova; /* address the peer uses */
 	uintptr_t va; /* where iova lands in this process */
@@ -389,13 +396,18 @@ static inline struct sv_context *to_sv_ctx(struct ibv_context *c)
 {
 	return sv_container_of(c, struct sv_context, vctx.context);
 }
+/* The object itself: an imported handle's real PD or MR (sv_pd.real). */
 static inline struct sv_pd *to_sv_pd(struct ibv_pd *p)
 {
-	return sv_container_of(p, struct sv_pd, ibv);
+	struct sv_pd *pd = sv_container_of(p, struct sv_pd, ibv);
+
+	return pd->real ? pd->real : pd;
 }
 static inline struct sv_mr *to_sv_mr(struct ibv_mr *m)
 {
-	return sv_container_of(m, struct sv_mr, ibv);
+	struct sv_mr *mr = sv_container_of(m, struct sv_mr, ibv);
+
+	return mr->real ? mr->real : mr;
 }
 static inline struct sv_cq *to_sv_cq(struct ibv_cq *c)
 {

@@ -31,6 +31,7 @@ static const char *const names[SV_LOCK_NRANKS] = {
 	[SV_LOCK_SRQ] = "srq (sv_srq.lock)",
 	[SV_LOCK_CQ] = "cq (sv_cq.lock)",
 	[SV_LOCK_CTX] = "ctx (sv_context.lock)",
+	[SV_LOCK_SHARE] = "share (verbs/share.c share_lock)",
 	[SV_LOCK_XRC] = "xrc (core/xrc.c xrc_lock)",
 	[SV_LOCK_XRC_SRQ_TAB] = "xrc_srq_tab (core/xrc.c srq_tab_lock)",
 	[SV_LOCK_MR_DRAIN] = "mr_drain (core/keys.c drain_lock)",

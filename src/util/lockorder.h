@@ -109,6 +109,9 @@ enum sv_lock_rank {
 	/* core/objects.h sv_context.lock: async event queue, object
 	 * lists, completion channels' CQ lists. */
 	SV_LOCK_CTX,
+	/* verbs/share.c share_lock: the command fds' shared objects
+	 * (ibv_import_*): handles only. */
+	SV_LOCK_SHARE,
 	/* core/xrc.c xrc_lock: XRC domains and target QP lists. */
 	SV_LOCK_XRC,
 	/* core/xrc.c srq_tab_lock (rwlock): the XRC SRQ number table. */

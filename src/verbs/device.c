@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "paths/paths.h"
 #include "util/log.h"
+#include "verbs/share.h"
 
 /* ---- device list -------------------------------------------------------- */
 
@@ -102,30 +103,33 @@ static void sv_ctx_ops_install(struct verbs_context *v)
 	v->context.ops = sv_ctx_ops.context.ops;
 }
 
-SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+/* A context of softverbs0: a new share (import_fd < 0) or one joining the
+ * share behind import_fd (ibv_import_device). */
+static struct ibv_context *open_context(int import_fd)
 {
 	struct sv_context *ctx;
+	int err;
 
-	if (!device || device != &sv_device_get()->ibdev)
-		return sv_null_errno(ENODEV);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return sv_null_errno(ENOMEM);
 	ctx->dev = sv_device_get();
 	pthread_mutex_init(&ctx->lock, NULL);
 	list_head_init(&ctx->async_events);
-	if (pipe2(ctx->async_pipe, O_CLOEXEC)) {
-		int err = errno;
-
+	err = import_fd < 0 ? sv_share_new(ctx) : sv_share_join(ctx, import_fd);
+	if (err) {
 		free(ctx);
 		return sv_null_errno(err);
+	}
+	if (pipe2(ctx->async_pipe, O_CLOEXEC)) {
+		err = errno;
+		goto fail_share;
 	}
 
 	struct verbs_context *v = &ctx->vctx;
 
 	v->sz = sizeof(*v);
-	v->context.device = device;
-	v->context.cmd_fd = -1;
+	v->context.device = &sv_device_get()->ibdev;
 	v->context.async_fd = ctx->async_pipe[0];
 	v->context.num_comp_vectors = 1;
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -133,15 +137,28 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sv_ctx_ops_install(v);
 
 	if (sv_engine_open(ctx, &sv_paths)) {
-		int err = errno ? errno : ENOMEM;
-
+		err = errno ? errno : ENOMEM;
 		close(ctx->async_pipe[0]);
 		close(ctx->async_pipe[1]);
-		free(ctx);
-		return sv_null_errno(err);
+		goto fail_share;
 	}
 	sv_engine_netmon_add(ctx);
 	return &v->context;
+
+fail_share:
+	/* An imported fd stays the caller's when the import fails. */
+	if (import_fd >= 0)
+		ctx->vctx.context.cmd_fd = dup(import_fd);
+	sv_share_leave(ctx);
+	free(ctx);
+	return sv_null_errno(err);
+}
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	if (!device || device != &sv_device_get()->ibdev)
+		return sv_null_errno(ENODEV);
+	return open_context(-1);
 }
 
 SV_EXPORT int ibv_close_device(struct ibv_context *context)
@@ -155,15 +172,23 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 		free(list_entry(it, struct sv_async_event, node));
 	close(ctx->async_pipe[0]);
 	close(ctx->async_pipe[1]);
+	sv_share_leave(ctx); /* closes cmd_fd */
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return 0;
 }
 
+/* man ibv_import_device: cmd_fd is a dup of a context's cmd_fd, owned by
+ * the new context from here on.  Contexts are shared within the process
+ * (verbs/share.h). */
 SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	/* There is no kernel context to share: nothing to import. */
-	return sv_null_errno(EOPNOTSUPP);
+	if (cmd_fd < 0) {
+		sv_warn("ibv_import_device: cmd_fd %d is not a file descriptor",
+			cmd_fd);
+		return sv_null_errno(EBADF);
+	}
+	return open_context(cmd_fd);
 }
 
 /* ---- device and port queries -------------------------------------------- */

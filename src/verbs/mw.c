@@ -17,7 +17,13 @@ struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	if (!pd)
 		return sv_null_errno(EINVAL);
 	mw = sv_mw_new(to_sv_pd(pd), type);
-	return mw ? &mw->ibv : NULL;
+	if (!mw)
+		return NULL;
+	/* The handle the caller holds (an imported PD's, not its real
+	 * PD's, with its own context). */
+	mw->ibv.context = pd->context;
+	mw->ibv.pd = pd;
+	return &mw->ibv;
 }
 
 int sv_dealloc_mw(struct ibv_mw *ibmw)

@@ -10,12 +10,15 @@
  */
 #include "verbs/verbs.h"
 
+#include "verbs/share.h"
+
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/mr.h"
 #include "core/mw.h"
+#include "util/log.h"
 
 /* Access bits a registration may carry.  Bits of the optional range are
  * hints (relaxed ordering...) that a device may ignore, as rdma-core
@@ -48,7 +51,19 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 		return sv_null_errno(ENOMEM);
 	pd->ibv.context = context;
 	atomic_init(&pd->users, 0);
+	if (sv_share_add(context, SV_SHARE_PD, pd, &pd->ibv.handle)) {
+		free(pd);
+		return sv_null_errno(ENOMEM);
+	}
 	return &pd->ibv;
+}
+
+/* The PD of a handle that ibv_import_pd made, else NULL. */
+static struct sv_pd *pd_alias(struct ibv_pd *ibpd)
+{
+	struct sv_pd *pd = sv_container_of(ibpd, struct sv_pd, ibv);
+
+	return pd->real ? pd : NULL;
 }
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
@@ -61,6 +76,11 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* IBA 10.6.3.1 (Deallocate PD): fails while any object uses it. */
 	if (atomic_load(&pd->users))
 		return EBUSY;
+	/* Through an imported handle too (man ibv_import_pd): the PD goes,
+	 * and with it this handle; other contexts' handles on it may only
+	 * be unimported from here on. */
+	sv_share_del(pd->ibv.context, pd->ibv.handle);
+	free(pd_alias(ibpd));
 	free(pd);
 	return 0;
 }
@@ -159,12 +179,24 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	atomic_init(&mr->state, SV_MR_INVALID);
 	sv_pd_get(mr->pd);
 	err = sv_mr_publish(mr);
+	if (!err)
+		err = sv_share_add(ibpd->context, SV_SHARE_MR, mr,
+				   &mr->ibv.handle);
 	if (err) {
+		sv_mr_unpublish(mr);
 		sv_pd_put(mr->pd);
 		free(mr);
 		return sv_null_errno(err);
 	}
 	return &mr->ibv;
+}
+
+/* The MR of a handle that ibv_import_mr made, else NULL. */
+static struct sv_mr *mr_alias(struct ibv_mr *ibmr)
+{
+	struct sv_mr *mr = sv_container_of(ibmr, struct sv_mr, ibv);
+
+	return mr->real ? mr : NULL;
 }
 
 /* verbs.h turns ibv_reg_mr into an inline dispatcher; this is the symbol. */
@@ -249,6 +281,14 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		set_translation(mr, addr, length, iova);
 	sv_mr_resume(mr);
+	if (mr_alias(ibmr)) {
+		/* What the caller reads from its handle: the region's view,
+		 * with the handle's own PD and context. */
+		ibmr->addr = mr->ibv.addr;
+		ibmr->length = mr->ibv.length;
+		if (flags & IBV_REREG_MR_CHANGE_PD)
+			ibmr->pd = ibpd;
+	}
 	return 0;
 }
 
@@ -264,7 +304,9 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (sv_mw_mr_retire(mr))
 		return EBUSY;
 	sv_mr_unpublish(mr);
+	sv_share_del(mr->ibv.context, mr->ibv.handle);
 	sv_pd_put(mr->pd);
+	free(mr_alias(ibmr)); /* an imported handle goes with its region */
 	free(mr);
 	return 0;
 }
@@ -279,27 +321,72 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	return sv_null_errno(EOPNOTSUPP);
 }
 
-/* Import shares kernel objects between processes through a command fd;
- * our objects live in one process's memory. */
+/* man ibv_import_pd / ibv_import_mr: a handle on another context of the
+ * same share (verbs/share.h) for a PD or MR, usable wherever the original
+ * is; ibv_dealloc_pd / ibv_dereg_mr through it destroy the object,
+ * ibv_unimport_* only the handle. */
 SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 				       uint32_t pd_handle)
 {
-	return sv_null_errno(EOPNOTSUPP);
+	struct sv_pd *real, *pd;
+
+	if (!context)
+		return sv_null_errno(EINVAL);
+	real = sv_share_find(context, SV_SHARE_PD, pd_handle);
+	if (!real) {
+		sv_warn("ibv_import_pd: no PD has handle %u in the contexts of this cmd_fd",
+			pd_handle);
+		return sv_null_errno(EINVAL);
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return sv_null_errno(ENOMEM);
+	pd->ibv.context = context;
+	pd->ibv.handle = pd_handle;
+	pd->real = real;
+	return &pd->ibv;
 }
 
 SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
+	if (pd)
+		free(pd_alias(pd)); /* an original PD is left alone */
 }
 
 SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-	return sv_null_errno(EOPNOTSUPP);
+	struct sv_mr *real, *mr;
+
+	if (!pd)
+		return sv_null_errno(EINVAL);
+	real = sv_share_find(pd->context, SV_SHARE_MR, mr_handle);
+	if (!real) {
+		sv_warn("ibv_import_mr: no MR has handle %u in the contexts of this cmd_fd",
+			mr_handle);
+		return sv_null_errno(EINVAL);
+	}
+	if (real->pd != to_sv_pd(pd)) {
+		sv_warn("ibv_import_mr: MR handle %u belongs to another PD (handle %u) than the one given (handle %u)",
+			mr_handle, real->pd->ibv.handle, pd->handle);
+		return sv_null_errno(EINVAL);
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return sv_null_errno(ENOMEM);
+	mr->ibv = real->ibv;
+	mr->ibv.context = pd->context;
+	mr->ibv.pd = pd;
+	mr->real = real;
+	return &mr->ibv;
 }
 
 SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
+	if (mr)
+		free(mr_alias(mr)); /* an original MR is left alone */
 }
 
+/* Device memory is not offered (ibv_alloc_dm), so no handle names any. */
 SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 				       uint32_t dm_handle)
 {

@@ -130,7 +130,7 @@ static void translation_a(int fd)
 	hx_sync(fd);
 	rkey = w.rkey;
 	hx_recv(fd, &w, sizeof(w)); /* where the region is now */
-	CHECK_EQ(w.rkey, rkey);	    /* under the key A already holds */
+	CHECK_EQ(w.rkey, rkey); /* under the key A already holds */
 	hx_fill(ep.buf, 8192, 4);
 	rdma(&ep, IBV_WR_RDMA_WRITE, ep.buf, 8192, w.addr + 4096, rkey,
 	     IBV_WC_SUCCESS);
@@ -217,8 +217,8 @@ static void pd_b(int fd)
 	send_where(fd, ep.mr, ep.buf, LEN);
 	hx_sync(fd);
 	HX_CHECK_PATTERN(ep.buf, 4096, 5);
-	hx_ep_close(&ep);
 	CHECK_EQ(ibv_dealloc_pd(other), 0);
+	hx_ep_close(&ep);
 }
 
 static const struct hx_case cases[] = {

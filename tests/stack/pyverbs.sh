@@ -3,7 +3,8 @@
 # python3 first on PATH may be another one, without pyverbs) through
 # `softverbs run`: every provider module imports with every symbol bound
 # at load (LD_BIND_NOW=1), then pyverbs' Context, PD and MR on softverbs0
-# (pyverbs_stack.py prints one line per check).
+# and their import into a second context through cmd_fd (pyverbs_stack.py
+# prints one line per check).
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 sv_need python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py \
@@ -19,4 +20,5 @@ grep -Eq '^ok +import pyverbs\.providers\.mlx5\.mlx5dv$' "$TMP/out" ||
 grep -Eq '^ok +import pyverbs\.providers\.efa\.efadv$' "$TMP/out" ||
 	fail "efadv was not imported"
 grep -q '^ok   MR write/read' "$TMP/out" || fail "no MR round trip"
+grep -q '^ok   imported MR' "$TMP/out" || fail "no import of PD and MR"
 finish

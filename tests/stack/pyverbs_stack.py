@@ -59,4 +59,15 @@ with Context(name="softverbs0") as ctx:
             check(mr.lkey != 0 or mr.rkey != 0, "MR keys lkey=%#x rkey=%#x"
                   % (mr.lkey, mr.rkey))
             check(mr.length == 4096, "MR length %d" % mr.length)
+            # Import into a second context through a dup of cmd_fd, as
+            # rdma-core's tests/test_shared_pd.py does.
+            with Context(cmd_fd=os.dup(ctx.cmd_fd)) as ctx2:
+                pd2 = PD(ctx2, handle=pd.handle)
+                mr2 = MR(pd2, handle=mr.handle)
+                check((mr2.lkey, mr2.rkey, mr2.length) ==
+                      (mr.lkey, mr.rkey, mr.length),
+                      "imported MR has the keys and length of MR handle %d"
+                      % mr.handle)
+                mr2.unimport()
+                pd2.unimport()
 sys.exit(1 if fails else 0)

@@ -1,5 +1,7 @@
 /* PD and MR rules: access flags, ranges, unmapped memory, keys, rereg,
- * EBUSY on a PD in use, and the entry points that answer EOPNOTSUPP. */
+ * EBUSY on a PD in use, import within the process, and the entry points
+ * that answer EOPNOTSUPP. */
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -277,14 +279,84 @@ static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	      NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 	errno = 0;
-	CHECK(ibv_import_pd(ctx, 1) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
-	errno = 0;
-	CHECK(ibv_import_mr(pd, 1) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
-	errno = 0;
 	CHECK(ibv_import_dm(ctx, 1) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
+}
+
+/* ibv_import_device/pd/mr within the process: handles on the same
+ * objects, refusals with the errno of each case. */
+static void test_import(struct ibv_context *ctx, char *buf, size_t len)
+{
+	struct ibv_context *ctx2;
+	struct ibv_pd *pd, *pd2, *other;
+	struct ibv_mr *mr, *mr2, *mr3;
+	int devnull;
+
+	CHECK(ctx->cmd_fd >= 0);
+	errno = 0;
+	CHECK(ibv_import_device(-1) == NULL);
+	CHECK_EQ(errno, EBADF);
+	devnull = open("/dev/null", O_RDWR);
+	REQUIRE(devnull >= 0);
+	errno = 0;
+	CHECK(ibv_import_device(devnull) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(close(devnull), 0); /* still ours after a failed import */
+
+	ctx2 = ibv_import_device(dup(ctx->cmd_fd));
+	REQUIRE(ctx2);
+	CHECK(ctx2 != ctx);
+	CHECK(ctx2->device == ctx->device);
+	pd = ibv_alloc_pd(ctx);
+	other = ibv_alloc_pd(ctx);
+	REQUIRE(pd && other);
+	CHECK(pd->handle != other->handle);
+	errno = 0;
+	CHECK(ibv_import_pd(ctx2, 4242) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	pd2 = ibv_import_pd(ctx2, pd->handle);
+	REQUIRE(pd2);
+	CHECK(pd2->context == ctx2);
+	CHECK_EQ(pd2->handle, pd->handle);
+
+	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	mr3 = ibv_reg_mr(other, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr && mr3);
+	/* an MR handle names an MR, not a PD, and only with its own PD */
+	errno = 0;
+	CHECK(ibv_import_mr(pd2, pd->handle) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(ibv_import_mr(pd2, mr3->handle) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	mr2 = ibv_import_mr(pd2, mr->handle);
+	REQUIRE(mr2);
+	CHECK_EQ(mr2->lkey, mr->lkey);
+	CHECK_EQ(mr2->rkey, mr->rkey);
+	CHECK(mr2->addr == mr->addr);
+	CHECK_EQ(mr2->length, mr->length);
+	CHECK(mr2->pd == pd2);
+	CHECK(mr2->context == ctx2);
+	/* the PD is one object: in use through either handle */
+	CHECK_EQ(ibv_dealloc_pd(pd2), EBUSY);
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
+	ibv_unimport_mr(mr2);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dereg_mr(mr3), 0);
+	/* destroying through the imported handle destroys the PD */
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	pd2 = ibv_import_pd(ctx2, other->handle);
+	REQUIRE(pd2);
+	ibv_unimport_pd(pd2); /* the handle only */
+	CHECK_EQ(ibv_dealloc_pd(other), 0);
+	errno = 0;
+	CHECK(ibv_import_pd(ctx2, other->handle) == NULL); /* gone */
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(ibv_close_device(ctx2), 0);
+	/* the first context goes on */
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd != NULL);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
 }
 
 int main(void)
@@ -305,6 +377,7 @@ int main(void)
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	test_keys_and_busy(ctx, buf, len);
 	test_rereg(ctx, buf, len);
+	test_import(ctx, buf, len);
 	CHECK_EQ(ibv_close_device(ctx), 0);
 	free(buf);
 	return check_done();
