@@ -61,6 +61,10 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* IBA 10.6.3.1 (Deallocate PD): fails while any object uses it. */
 	if (atomic_load(&pd->users))
 		return EBUSY;
+	if (pd->parent_of) {
+		sv_parent_domain_free(pd); /* verbs/pd_parent.c */
+		return 0;
+	}
 	free(pd);
 	return 0;
 }
@@ -152,7 +156,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		return sv_null_errno(ENOMEM);
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
-	mr->pd = to_sv_pd(ibpd);
+	mr->pd = sv_pd_real(to_sv_pd(ibpd)); /* a parent domain's PD */
 	set_translation(mr, addr, length, iova);
 	mr->access = access & SV_MR_ACCESS_RIGHTS;
 	atomic_init(&mr->refs, 0);
@@ -215,7 +219,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		if (!ibpd || ibpd->context != ibmr->context)
 			err = EINVAL;
 		else
-			new_pd = to_sv_pd(ibpd);
+			new_pd = sv_pd_real(to_sv_pd(ibpd));
 	}
 	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
 		err = check_access((unsigned int)access);
@@ -268,6 +272,8 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		return EBUSY;
 	sv_mr_unpublish(mr);
 	sv_pd_put(mr->pd);
+	if (mr->dm) /* verbs/dm.c: the device memory is free-able again */
+		atomic_fetch_sub(&mr->dm->users, 1);
 	free(mr);
 	return 0;
 }
