@@ -244,6 +244,8 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	/* IBA 11.2.8.4 (Destroy CQ): fails while a QP is associated. */
 	if (atomic_load(&cq->users))
 		return EBUSY;
+	/* Off the moderation timer first: it writes to the channel. */
+	sv_cq_mod_forget(cq);
 	if (ibcq->channel) {
 		struct sv_comp_channel *ch = sv_container_of(
 			ibcq->channel, struct sv_comp_channel, ibv);
@@ -257,7 +259,6 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		ibcq->channel->refcnt--;
 		sv_mutex_unlock(&ctx->lock);
 	}
-	sv_cq_mod_forget(cq);
 	async_reported = sv_async_purge(ctx, &cq->async_events_reported);
 
 	/* Every event handed out must be acked before the CQ goes. */
