@@ -55,9 +55,44 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Under cq->lock: the armed CQ took a completion it is armed for.  True
+ * when its event is due now; else it waits for cq_count completions or,
+ * from the first of them, cq_period (*timer_us: start that wait). */
+static bool mod_due(struct sv_cq *cq, uint16_t *timer_us)
+{
+	if (!cq->mod_count && !cq->mod_period_us)
+		return true; /* not moderated */
+	cq->mod_pending++;
+	if (cq->mod_count && cq->mod_pending >= cq->mod_count)
+		return true;
+	if (cq->mod_period_us && cq->mod_pending == 1)
+		*timer_us = cq->mod_period_us;
+	return false;
+}
+
+static void disarm(struct sv_cq *cq)
+{
+	cq->armed = SV_CQ_ARM_NONE;
+	cq->mod_pending = 0;
+}
+
+void sv_cq_mod_expired(struct sv_cq *cq)
+{
+	bool notify;
+
+	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
+	notify = cq->armed != SV_CQ_ARM_NONE && cq->mod_pending;
+	if (notify)
+		disarm(cq);
+	sv_mutex_unlock(&cq->lock);
+	if (notify)
+		cq_notify(cq);
+}
+
 int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool notify = false, first_overrun = false;
+	uint16_t timer_us = 0;
 	uint32_t slot;
 
 	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
@@ -91,16 +126,19 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
 	/* IBA 11.4.2.2: an armed CQ signals once, then disarms.  "Solicited"
 	 * arming fires for a completion of a solicited message and for any
-	 * unsuccessful completion. */
-	if (cq->armed == SV_CQ_ARM_ANY ||
-	    (cq->armed == SV_CQ_ARM_SOLICITED &&
-	     (solicited || wc->status != IBV_WC_SUCCESS))) {
-		cq->armed = SV_CQ_ARM_NONE;
+	 * unsuccessful completion.  Moderation may hold the event back. */
+	if ((cq->armed == SV_CQ_ARM_ANY ||
+	     (cq->armed == SV_CQ_ARM_SOLICITED &&
+	      (solicited || wc->status != IBV_WC_SUCCESS))) &&
+	    mod_due(cq, &timer_us)) {
+		disarm(cq);
 		notify = true;
 	}
 	sv_mutex_unlock(&cq->lock);
 	if (notify)
 		cq_notify(cq);
+	if (timer_us)
+		sv_cq_mod_timer(cq, timer_us);
 	return 0;
 }
 

@@ -15,4 +15,22 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
  * or destroyed: its completions must not surface afterwards). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num);
 
+/* Completion moderation (core/cq_mod.c).  Set a CQ's cq_count and
+ * cq_period (microseconds; 0 and 0: every completion signals an armed
+ * CQ); starts the timer thread for the process's first CQ with a period.
+ * Returns 0 or an errno.  Called by ibv_modify_cq with no lock held. */
+int sv_cq_moderate(struct sv_cq *cq, uint16_t count, uint16_t period_us);
+
+/* The CQ's first moderated completion came: signal it in period_us
+ * unless cq_count completions do first.  Called without cq->lock. */
+void sv_cq_mod_timer(struct sv_cq *cq, uint16_t period_us);
+
+/* The CQ is being destroyed: off the timer list, no longer counted. */
+void sv_cq_mod_forget(struct sv_cq *cq);
+
+/* The timer's deadline passed (core/cq.c): an armed CQ with moderated
+ * completions waiting is signalled and disarmed.  Called under the
+ * moderation lock, takes cq->lock. */
+void sv_cq_mod_expired(struct sv_cq *cq);
+
 #endif

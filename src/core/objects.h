@@ -54,6 +54,18 @@ struct sv_xrcd;
 #define SV_MAX_MCAST_GRP 8192
 #define SV_MAX_MCAST_QP_ATTACH 56
 #define SV_MAX_MSG_SIZE (1U << 31)
+/* CQ moderation: cq_count is any 16-bit count; the period's limit (in
+ * microseconds) is mlx5's (a 12-bit field), so a program tuned on an HCA
+ * is accepted as it was there. */
+/* The kernel's IB_UVERBS_DEVICE_ATOMIC_WRITE (include/uapi/rdma/
+ * ib_user_verbs.h since Linux 6.2; rdma-core 44's copy predates it): the
+ * bit rxe reports in device_cap_flags_ex for IBA 1.5 ATOMIC WRITE. */
+#define SV_DEVICE_ATOMIC_WRITE (1ULL << 40)
+/* Device memory: bytes of ibv_alloc_dm in use at once in a process (what
+ * max_dm_size reports; mlx5 HCAs offer 128 to 256 KiB of MEMIC). */
+#define SV_MAX_DM_SIZE (256 * 1024)
+#define SV_MAX_CQ_MOD_COUNT UINT16_MAX
+#define SV_MAX_CQ_MOD_PERIOD 4095
 #define SV_MAX_PKEYS 1
 #define SV_DEFAULT_PKEY 0xFFFF
 #define SV_MAX_GIDS 64
@@ -104,7 +116,31 @@ struct sv_pd {
 	 * context for the PD it names: everything but its own ibv_pd is
 	 * the real one's, so that objects of both contexts match. */
 	struct sv_pd *real;
+	/* A parent domain (ibv_alloc_parent_domain, verbs/pd_parent.c):
+	 * the PD it stands for (whose keys and checks apply), its thread
+	 * domain, and the allocator of its queues' buffers (NULL: ours).
+	 * All NULL for a plain PD. */
+	struct sv_pd *parent_of;
+	struct sv_td *td;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
 };
+
+/* A thread domain (ibv_alloc_td): accepted and counted; softverbs' queues
+ * keep their own locks whatever the application promises. */
+struct sv_td {
+	struct ibv_td ibv;
+	atomic_int users; /* parent domains using it */
+};
+
+/* The PD whose protection applies: a parent domain's PD, or itself. */
+static inline struct sv_pd *sv_pd_real(struct sv_pd *pd)
+{
+	return pd && pd->parent_of ? pd->parent_of : pd;
+}
 
 enum sv_mr_state { SV_MR_VALID, SV_MR_INVALID };
 
@@ -126,6 +162,19 @@ struct sv_mr {
 	/* Regions only: windows bound to this region (ibv_dereg_mr answers
 	 * EBUSY while any is); changed under core/mw.c's lock. */
 	int mw_binds;
+	/* Device memory it was registered on (ibv_reg_dm_mr,
+	 * verbs/dm.c), whose free is EBUSY while it is; else NULL. */
+	struct sv_dm *dm;
+};
+
+/* Device memory (ibv_alloc_dm, verbs/dm.c): a shared mapping of this
+ * process that RDMA reaches through zero-based MRs. */
+struct sv_dm {
+	struct ibv_dm ibv;
+	uint8_t *base;
+	size_t length; /* what was asked */
+	size_t mapped; /* page-rounded */
+	atomic_int users; /* MRs registered on it */
 };
 
 /* ---- CQ ----------------------------------------------------------------- */
@@ -149,6 +198,10 @@ struct sv_cq {
 	struct ibv_cq_ex ex; /* ibv_cq is its prefix */
 	pthread_mutex_t lock;
 	struct ibv_wc *ring; /* capacity = ncqe (power of 2 >= cqe+1) */
+	/* The parent domain the CQ was created on (ibv_create_cq_ex with
+	 * IBV_CQ_INIT_ATTR_MASK_PD), and the one whose allocator gave the
+	 * ring (NULL: calloc'd), verbs/pd_parent.c. */
+	struct sv_pd *parent, *ring_owner;
 	uint32_t ncqe;
 	uint32_t head, tail; /* free-running; used = tail - head */
 	int armed; /* 0, or IBV_CQ_SOLICITED / IBV_CQ_NEXT_COMP style */
@@ -172,6 +225,16 @@ struct sv_cq {
 	uint64_t chan_token;
 	uint32_t comp_events_reported;
 	uint32_t async_events_reported;
+	/* Completion moderation (ibv_modify_cq, core/cq_mod.c), under lock:
+	 * an armed CQ's event waits for mod_count completions, or for
+	 * mod_period_us after the first of them; mod_pending counts the
+	 * completions the armed CQ has taken since it was last signalled. */
+	uint16_t mod_count, mod_period_us;
+	uint32_t mod_pending;
+	/* On core/cq_mod.c's timer list, under that file's lock. */
+	struct list_node mod_node;
+	uint64_t mod_deadline_ns;
+	bool mod_timed; /* counted among the CQs the timer serves */
 };
 
 #define SV_CQ_ARM_NONE 0
@@ -281,6 +344,9 @@ struct sv_recv_wqe {
  * producer (post) advances tail, the consumer (engine) advances head. */
 struct sv_wq {
 	uint8_t *buf;
+	/* The parent domain whose allocator gave buf (it frees it), or NULL:
+	 * calloc'd (verbs/pd_parent.c). */
+	struct sv_pd *buf_owner;
 	uint32_t stride;
 	uint32_t size; /* power of 2 */
 	uint32_t max_wr; /* what the user asked for (cap) */

@@ -57,6 +57,9 @@ static uint8_t data_opcode(struct sv_qp_engine *qe, uint32_t op, bool first,
 	if (op == IBV_WR_SEND_WITH_INV && last)
 		return first ? SV_OP_RC_SEND_ONLY_WITH_INVALIDATE :
 			       SV_OP_RC_SEND_LAST_WITH_INVALIDATE;
+	/* IBA 1.5 ATOMIC WRITE: always one packet, RC only. */
+	if (op == IBV_WR_ATOMIC_WRITE)
+		return SV_OP_RC_ATOMIC_WRITE;
 	if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
 	    op == IBV_WR_SEND_WITH_INV) {
 		if (first && last)
@@ -174,7 +177,8 @@ static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 	       qe->pmtu;
 }
 
-/* SEND and RDMA WRITE packets; false when the WQE could not finish. */
+/* SEND, RDMA WRITE and ATOMIC WRITE packets; false when the WQE could not
+ * finish. */
 static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		      unsigned int *budget)
 {

@@ -5,6 +5,10 @@
  *   -> CHK_RKEY -> EXECUTE -> (READ_REPLY | ATOMIC_REPLY | COMPLETE ->
  *   ACKNOWLEDGE) -> DONE
  *
+ * An ATOMIC WRITE (IBA 1.5) is a one-packet RDMA WRITE of 8 bytes with
+ * its own checks (length 8, aligned VA) and a single atomic store; it is
+ * acknowledged, and a duplicate answered, as a WRITE.
+ *
  * Each state is one function returning the next state.  Every failure is
  * its own error state, and one table (resp_errors) maps it to what IBA
  * says to do: the NAK sent, the status of the receive WQE it ruins, the
@@ -272,6 +276,9 @@ static enum resp_state chk_length(struct resp_ctx *c)
 			uint32_t len =
 				(uint32_t)sv_reth_len(sv_pkt_h(p, SV_HDR_RETH));
 
+			/* IBA A19: an ATOMIC WRITE stores exactly 8 bytes. */
+			if ((m & SV_M_ATOMIC_WRITE) && len != 8)
+				return RESP_ERR_LENGTH;
 			if (len > SV_MAX_MSG_SIZE ||
 			    ((m & SV_M_END) ? pay != len : len <= pay))
 				return RESP_ERR_LENGTH;
@@ -320,6 +327,10 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		uint32_t rkey = (uint32_t)sv_reth_rkey(h);
 		uint32_t len = (uint32_t)sv_reth_len(h);
 
+		/* IBA A19: an ATOMIC WRITE's VA is 8-byte aligned, as an
+		 * atomic's. */
+		if ((m & SV_M_ATOMIC_WRITE) && (va & 7))
+			return RESP_ERR_MISALIGNED_ATOMIC;
 		if (!rkey_ok(qe, rkey, va, len,
 			     (m & SV_M_WRITE) ? IBV_ACCESS_REMOTE_WRITE :
 						IBV_ACCESS_REMOTE_READ))
@@ -346,6 +357,20 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 }
 
 /* ---- execution --------------------------------------------------------- */
+
+/* IBA A19 ATOMIC WRITE: the 8 bytes land in one store, so no reader of
+ * this host sees half of them; release ordering, so whoever sees them
+ * also sees what earlier requests of the QP placed (rxe: a store-release
+ * after everything before it). */
+static void atomic_write(uint8_t *dst, const uint8_t *payload)
+{
+	uint64_t v;
+
+	memcpy(&v, payload, 8);
+	SV_DMA_BEGIN();
+	__atomic_store_n((uint64_t *)(void *)dst, v, __ATOMIC_RELEASE);
+	SV_DMA_END();
+}
 
 static enum resp_state execute(struct resp_ctx *c)
 {
@@ -374,7 +399,10 @@ static enum resp_state execute(struct resp_ctx *c)
 				sv_mr_put(mr);
 			return RESP_ERR_ACCESS; /* deregistered meanwhile */
 		}
-		sv_dma_copy(dst, p->payload, pay);
+		if (m & SV_M_ATOMIC_WRITE)
+			atomic_write(dst, p->payload);
+		else
+			sv_dma_copy(dst, p->payload, pay);
 		sv_mr_put(mr);
 		qe->resp.va += pay;
 		qe->resp.resid -= pay;

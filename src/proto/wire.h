@@ -91,14 +91,17 @@ enum sv_op_mask {
 	SV_M_UC = 1u << 26,
 	SV_M_UD = 1u << 27,
 	SV_M_XRC = 1u << 28,
+	/* IBA 1.5 ATOMIC WRITE: a one-packet WRITE of 8 bytes placed as
+	 * one atomic store (also SV_M_WRITE: same rights, ACK, replay). */
+	SV_M_ATOMIC_WRITE = 1u << 29,
 	SV_M_HDRS = 0x1ff,
 };
 
 /* Shorthands for the table below. */
 #define SV_ONLY (SV_M_START | SV_M_END)
 
-/* The IBA opcodes of the RC, UC and UD transports:
- * X(value, NAME, headers and classes). */
+/* The IBA opcodes of the RC, UC and UD transports (and RC's ATOMIC WRITE
+ * of IBA 1.5, Annex A19): X(value, NAME, headers and classes). */
 /* clang-format off */
 #define SV_OPCODES(X)                                                          \
 	X(0x00, RC_SEND_FIRST, SV_M_RC | SV_M_REQ | SV_M_SEND | SV_M_START |   \
@@ -153,6 +156,8 @@ enum sv_op_mask {
 	X(0x17, RC_SEND_ONLY_WITH_INVALIDATE, SV_M_RC | SV_M_REQ | SV_M_SEND | \
 	  SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RWR | SV_M_INV |           \
 	  SV_M_IETH)                                                           \
+	X(0x1d, RC_ATOMIC_WRITE, SV_M_RC | SV_M_REQ | SV_M_WRITE |             \
+	  SV_M_ATOMIC_WRITE | SV_ONLY | SV_M_COMP | SV_M_PAYLOAD | SV_M_RETH)  \
 	X(0x20, UC_SEND_FIRST, SV_M_UC | SV_M_REQ | SV_M_SEND | SV_M_START |   \
 	  SV_M_PAYLOAD | SV_M_RWR)                                             \
 	X(0x21, UC_SEND_MIDDLE, SV_M_UC | SV_M_REQ | SV_M_SEND | SV_M_MIDDLE | \

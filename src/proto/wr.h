@@ -46,6 +46,9 @@ enum sv_wr_class {
 	SV_WR_INV = 1u << 6, /* carries a key to invalidate */
 	/* Inline data is a source of bytes: never a place for results. */
 	SV_WR_INLINE_OK = 1u << 7,
+	/* IBA 1.5 ATOMIC WRITE: 8 bytes of data placed by one atomic store
+	 * at the responder, sent and acknowledged as an RDMA WRITE. */
+	SV_WR_ATOMIC_WRITE = 1u << 8,
 };
 
 struct sv_wr_info {

@@ -76,6 +76,10 @@ enum sv_lock_rank {
 	/* engine/netmon.c nm.lock: the thread's rescan takes each engine's
 	 * lock (multicast refresh) and context lock (port events). */
 	SV_LOCK_NETMON,
+	/* core/cq_mod.c mod.life: start/stop of the moderation timer
+	 * thread (under it mod.lock, and the join of the thread); taken by
+	 * ibv_modify_cq and ibv_destroy_cq with nothing held. */
+	SV_LOCK_CQ_MOD_LIFE,
 	/* engine/eng.h sv_engine.lock: the progress lock; a pass takes
 	 * everything below (queues, keys, CQs, SRQs, async events). */
 	SV_LOCK_ENGINE,
@@ -96,6 +100,10 @@ enum sv_lock_rank {
 	/* core/pubtab.c own_lock: the published table; the engine publishes
 	 * QPs under its lock; reads the environment under it. */
 	SV_LOCK_PUBTAB,
+	/* core/cq_mod.c mod.lock: the moderation timer list; sv_cq_push
+	 * queues a CQ on it after dropping the CQ's lock, under whatever
+	 * its caller holds; the timer thread takes a CQ's lock under it. */
+	SV_LOCK_CQ_MOD,
 	/* --- leaves: nothing but a later leaf's lock is taken under these */
 	/* engine/eng.h sv_engine.kick_lock: the kick list (work lists
 	 * only). */

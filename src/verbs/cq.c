@@ -21,6 +21,7 @@
 #include "core/cq.h"
 #include "engine/engine.h"
 #include "util/lockorder.h"
+#include "util/log.h"
 
 /* CQ tokens are never reused, so a stale event cannot name a new CQ. */
 static _Atomic uint64_t next_cq_token = 1;
@@ -108,7 +109,7 @@ static bool cqe_valid(int cqe)
  * when asked) and attaches the channel.  NULL with errno set on failure. */
 struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 			struct ibv_comp_channel *channel, int comp_vector,
-			bool timestamps)
+			bool timestamps, struct sv_pd *parent)
 {
 	struct sv_context *ctx;
 	struct sv_cq *cq;
@@ -126,14 +127,19 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 	if (!cq)
 		return sv_null_errno(ENOMEM);
 	cq->ncqe = ring_slots(cqe);
-	cq->ring = calloc(cq->ncqe, sizeof(*cq->ring));
+	cq->ring = sv_queue_alloc(parent, cq->ncqe * sizeof(*cq->ring),
+				  SV_RES_TYPE_CQ, &cq->ring_owner);
 	if (timestamps)
 		cq->ts = calloc(cq->ncqe, sizeof(*cq->ts));
 	if (!cq->ring || (timestamps && !cq->ts)) {
-		free(cq->ring);
+		sv_queue_free(cq->ring_owner, cq->ring, SV_RES_TYPE_CQ);
+		free(cq->ts);
 		free(cq);
 		return sv_null_errno(ENOMEM);
 	}
+	cq->parent = parent;
+	if (parent)
+		sv_pd_get(parent); /* ibv_dealloc_pd: EBUSY while the CQ is */
 	cq->ex.context = context;
 	cq->ex.channel = channel;
 	cq->ex.cq_context = cq_context;
@@ -145,6 +151,7 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 	cq->ctx = ctx;
 	cq->armed = SV_CQ_ARM_NONE;
 	cq->chan_node.next = cq->chan_node.prev = &cq->chan_node;
+	list_node_init(&cq->mod_node);
 	cq->chan_token = atomic_fetch_add(&next_cq_token, 1);
 	if (channel) {
 		struct sv_comp_channel *ch =
@@ -165,7 +172,7 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 				       int comp_vector)
 {
 	struct sv_cq *cq = sv_cq_new(context, cqe, cq_context, channel,
-				     comp_vector, false);
+				     comp_vector, false, NULL);
 
 	return cq ? (struct ibv_cq *)&cq->ex : NULL;
 }
@@ -175,6 +182,7 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct sv_cq *cq;
 	struct ibv_wc *ring;
 	struct sv_cq_ts *ts = NULL;
+	struct sv_pd *owner;
 	uint32_t used, slots, i;
 
 	if (!ibcq || !cqe_valid(cqe))
@@ -192,12 +200,13 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		sv_mutex_unlock(&cq->lock);
 		return 0;
 	}
-	ring = calloc(slots, sizeof(*ring));
+	ring = sv_queue_alloc(cq->parent, slots * sizeof(*ring), SV_RES_TYPE_CQ,
+			      &owner);
 	if (cq->ts)
 		ts = calloc(slots, sizeof(*ts));
 	if (!ring || (cq->ts && !ts)) {
 		sv_mutex_unlock(&cq->lock);
-		free(ring);
+		sv_queue_free(owner, ring, SV_RES_TYPE_CQ);
 		free(ts);
 		return ENOMEM;
 	}
@@ -211,8 +220,9 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		if (ts)
 			ts[to] = cq->ts[from];
 	}
-	free(cq->ring);
+	sv_queue_free(cq->ring_owner, cq->ring, SV_RES_TYPE_CQ);
 	cq->ring = ring;
+	cq->ring_owner = owner;
 	free(cq->ts);
 	cq->ts = ts;
 	cq->ncqe = slots;
@@ -234,6 +244,8 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	/* IBA 11.2.8.4 (Destroy CQ): fails while a QP is associated. */
 	if (atomic_load(&cq->users))
 		return EBUSY;
+	/* Off the moderation timer first: it writes to the channel. */
+	sv_cq_mod_forget(cq);
 	if (ibcq->channel) {
 		struct sv_comp_channel *ch = sv_container_of(
 			ibcq->channel, struct sv_comp_channel, ibv);
@@ -259,7 +271,9 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
-	free(cq->ring);
+	sv_queue_free(cq->ring_owner, cq->ring, SV_RES_TYPE_CQ);
+	if (cq->parent)
+		sv_pd_put(cq->parent);
 	free(cq->ts);
 	free(cq);
 	return 0;
@@ -376,4 +390,30 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->armed = SV_CQ_ARM_SOLICITED;
 	sv_mutex_unlock(&cq->lock);
 	return 0;
+}
+
+/* ibv_modify_cq: completion moderation, checked as rdma-core's command
+ * and the kernel check it (an unknown attribute bit or an empty mask is
+ * EINVAL, as is a period beyond the reported max_cq_period; cq_count is
+ * 16 bits wide, so any value is in range). */
+int sv_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
+{
+	if (!ibcq || !attr)
+		return EINVAL;
+	if (attr->attr_mask >= IBV_CQ_ATTR_RESERVED) {
+		sv_warn("ibv_modify_cq: attr_mask 0x%x has bits beyond IBV_CQ_ATTR_MODERATE",
+			attr->attr_mask);
+		return EINVAL;
+	}
+	if (!attr->attr_mask) {
+		sv_warn("ibv_modify_cq: attr_mask is 0 (nothing to modify)");
+		return EINVAL;
+	}
+	if (attr->moderate.cq_period > SV_MAX_CQ_MOD_PERIOD) {
+		sv_warn("ibv_modify_cq: cq_period %u us is above max_cq_period %u",
+			attr->moderate.cq_period, SV_MAX_CQ_MOD_PERIOD);
+		return EINVAL;
+	}
+	return sv_cq_moderate(to_sv_cq(ibcq), attr->moderate.cq_count,
+			      attr->moderate.cq_period);
 }

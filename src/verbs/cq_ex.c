@@ -190,17 +190,25 @@ static void cq_ex_install(struct sv_cq *cq, uint64_t wc_flags)
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr)
 {
+	struct sv_pd *parent = NULL;
 	struct sv_cq *cq;
 	uint32_t flags = 0;
 
 	if (!context || !attr)
 		return sv_null_errno(EINVAL);
-	/* Unknown comp_mask bits are invalid.  A parent domain
-	 * (IBV_CQ_INIT_ATTR_MASK_PD) cannot exist here, since
-	 * ibv_alloc_parent_domain is not offered: whatever PD is passed is
-	 * not one, which providers answer with EINVAL. */
-	if (attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS)
+	/* Unknown comp_mask bits are invalid.  IBV_CQ_INIT_ATTR_MASK_PD
+	 * names a parent domain of this context, whose allocator gives the
+	 * ring; a plain PD there is EINVAL, as mlx5 answers. */
+	if (attr->comp_mask &
+	    ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
 		return sv_null_errno(EINVAL);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		if (!attr->parent_domain ||
+		    attr->parent_domain->context != context ||
+		    !to_sv_pd(attr->parent_domain)->parent_of)
+			return sv_null_errno(EINVAL);
+		parent = to_sv_pd(attr->parent_domain);
+	}
 	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
 		if (attr->flags & ~SV_CQ_CREATE_FLAGS)
 			return sv_null_errno(EINVAL);
@@ -214,7 +222,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 		return sv_null_errno(EINVAL);
 	cq = sv_cq_new(context, (int)attr->cqe, attr->cq_context, attr->channel,
 		       (int)attr->comp_vector,
-		       (attr->wc_flags & SV_CQ_TS_FLAGS) != 0);
+		       (attr->wc_flags & SV_CQ_TS_FLAGS) != 0, parent);
 	if (!cq)
 		return NULL;
 	cq->wc_flags = attr->wc_flags;

@@ -67,9 +67,8 @@ static int sv_compat_query_port(struct ibv_context *context, uint8_t port_num,
 /* Every operation of a context, in one table: a provider's ops as rdma-core
  * lays them out, the public ibv_context_ops the header's inline verbs jump
  * through and the extended entries of verbs_context.  What is left out
- * (NULL) the header answers with EOPNOTSUPP: modify_cq (no CQ moderation),
- * the flow steering, WQ, RWQ table, DM, parent domain and counters
- * entries. */
+ * (NULL) the header answers with EOPNOTSUPP: the flow steering, WQ,
+ * RWQ table and counters entries. */
 static const struct verbs_context sv_ctx_ops = {
 	.query_port = sv_query_port_ex,
 	.query_device_ex = sv_query_device_ex,
@@ -81,6 +80,13 @@ static const struct verbs_context sv_ctx_ops = {
 	.create_srq_ex = sv_create_srq_ex,
 	.get_srq_num = sv_get_srq_num,
 	.open_qp = sv_open_qp,
+	.modify_cq = sv_modify_cq,
+	.alloc_td = sv_alloc_td,
+	.dealloc_td = sv_dealloc_td,
+	.alloc_parent_domain = sv_alloc_parent_domain,
+	.alloc_dm = sv_alloc_dm,
+	.free_dm = sv_free_dm,
+	.reg_dm_mr = sv_reg_dm_mr,
 	.context.ops = {
 		._compat_query_port = sv_compat_query_port,
 		.poll_cq = sv_poll_cq,
@@ -215,18 +221,24 @@ static int sv_query_device_ex(struct ibv_context *context,
 	/* Every extended capability is stated, zero meaning "not offered":
 	 * no on-demand paging (odp_caps, xrc_odp_caps: implicit MRs and
 	 * ibv_advise_mr are not implemented), no
-	 * TSO, RSS, WQs, packet pacing, raw packet QPs, tag matching, CQ
-	 * moderation (ibv_modify_cq answers EOPNOTSUPP), device memory, and
-	 * no PCIe atomics (there is no PCIe device to perform them). */
+	 * TSO, RSS, WQs, packet pacing, raw packet QPs, tag matching, and
+	 * no PCIe atomics (there is no PCIe device to perform them).  CQ
+	 * moderation (ibv_modify_cq: rdma-core has no device_cap_flags_ex
+	 * bit for it, cq_mod_caps says it), device memory (max_dm_size,
+	 * verbs/dm.c) and IBA 1.5 ATOMIC WRITE are offered. */
 	memset(&ex, 0, sizeof(ex));
 	sv_device_attr(&ex.orig_attr);
-	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+	ex.device_cap_flags_ex =
+		ex.orig_attr.device_cap_flags | SV_DEVICE_ATOMIC_WRITE;
 	/* Completion timestamps are real (verbs/cq_ex.c): a 64-bit
 	 * CLOCK_MONOTONIC count of nanoseconds, i.e. a 1 GHz device clock
 	 * (hca_core_clock is in kHz). */
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;
 	ex.phys_port_cnt_ex = 1;
+	ex.cq_mod_caps.max_cq_count = SV_MAX_CQ_MOD_COUNT;
+	ex.cq_mod_caps.max_cq_period = SV_MAX_CQ_MOD_PERIOD;
+	ex.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

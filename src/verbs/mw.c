@@ -16,7 +16,7 @@ struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 	if (!pd)
 		return sv_null_errno(EINVAL);
-	mw = sv_mw_new(to_sv_pd(pd), type);
+	mw = sv_mw_new(sv_pd_real(to_sv_pd(pd)), type); /* a parent's PD */
 	if (!mw)
 		return NULL;
 	/* The handle the caller holds (an imported PD's, not its real

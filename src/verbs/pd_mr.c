@@ -79,8 +79,12 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* Through an imported handle too (man ibv_import_pd): the PD goes,
 	 * and with it this handle; other contexts' handles on it may only
 	 * be unimported from here on. */
-	sv_share_del(pd->ibv.context, pd->ibv.handle);
+	sv_share_del(pd->ibv.context, pd->ibv.handle, pd);
 	free(pd_alias(ibpd));
+	if (pd->parent_of) {
+		sv_parent_domain_free(pd); /* verbs/pd_parent.c */
+		return 0;
+	}
 	free(pd);
 	return 0;
 }
@@ -172,7 +176,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		return sv_null_errno(ENOMEM);
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
-	mr->pd = to_sv_pd(ibpd);
+	mr->pd = sv_pd_real(to_sv_pd(ibpd)); /* a parent domain's PD */
 	set_translation(mr, addr, length, iova);
 	mr->access = access & SV_MR_ACCESS_RIGHTS;
 	atomic_init(&mr->refs, 0);
@@ -249,7 +253,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		if (!ibpd || ibpd->context != ibmr->context)
 			err = EINVAL;
 		else
-			new_pd = to_sv_pd(ibpd);
+			new_pd = sv_pd_real(to_sv_pd(ibpd));
 	}
 	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
 		err = check_access((unsigned int)access);
@@ -304,9 +308,11 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (sv_mw_mr_retire(mr))
 		return EBUSY;
 	sv_mr_unpublish(mr);
-	sv_share_del(mr->ibv.context, mr->ibv.handle);
+	sv_share_del(mr->ibv.context, mr->ibv.handle, mr);
 	sv_pd_put(mr->pd);
 	free(mr_alias(ibmr)); /* an imported handle goes with its region */
+	if (mr->dm) /* verbs/dm.c: the device memory is free-able again */
+		atomic_fetch_sub(&mr->dm->users, 1);
 	free(mr);
 	return 0;
 }

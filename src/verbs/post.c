@@ -18,6 +18,12 @@
  * A misaligned remote address is not refused here: the responder NAKs it
  * (Invalid Request) as on the wire, which is what an HCA reports.
  *
+ * ATOMIC WRITE (IBA 1.5): the destination in wr.rdma, the 8 bytes to
+ * store as the WR's data, inline or one gather list; any other length is
+ * EINVAL.  The responder checks alignment (Invalid Request NAK) as for
+ * atomics, and the rights of an RDMA WRITE (IBV_ACCESS_REMOTE_WRITE), as
+ * rxe does.
+ *
  * Memory windows: BIND_MW (type 2 windows; type 1 windows are bound by
  * ibv_bind_mw, which posts the same WQE) and LOCAL_INV on RC and UC,
  * SEND_WITH_INV on RC only - IBA has no UC opcode carrying an IETH, so
@@ -83,6 +89,11 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 			return EINVAL;
 		len = 8;
 	}
+	/* ATOMIC WRITE: exactly the 8 bytes it stores, on RC (its XRC
+	 * twin is not sent). */
+	if (sv_wr_is(wr->opcode, SV_WR_ATOMIC_WRITE) &&
+	    (len != 8 || qp->type != IBV_QPT_RC))
+		return EINVAL;
 	if (qp->type == IBV_QPT_UD) {
 		/* The destination is in the WR.  A UD message is one packet,
 		 * at most the port MTU.  IBA C10-93.1.1 lets a CI send
@@ -140,6 +151,7 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_WRITE:
 		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;

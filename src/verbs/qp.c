@@ -465,8 +465,10 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-static int wq_alloc(struct sv_wq *wq, uint32_t max_wr, uint32_t stride,
-		    uint32_t max_sge)
+/* A queue of max_wr WQEs; on a parent domain (pd), its buffer comes from
+ * the domain's allocator (verbs/pd_parent.c). */
+static int wq_alloc(struct sv_wq *wq, struct sv_pd *pd, uint32_t max_wr,
+		    uint32_t stride, uint32_t max_sge)
 {
 	wq->stride = stride;
 	wq->max_sge = max_sge;
@@ -480,7 +482,8 @@ static int wq_alloc(struct sv_wq *wq, uint32_t max_wr, uint32_t stride,
 	}
 	wq->size = pow2_at_least(max_wr);
 	wq->max_wr = wq->size; /* all slots usable: head/tail free-run */
-	wq->buf = calloc(wq->size, stride);
+	wq->buf = sv_queue_alloc(pd, (size_t)wq->size * stride, SV_RES_TYPE_QP,
+				 &wq->buf_owner);
 	return wq->buf ? 0 : ENOMEM;
 }
 
@@ -535,8 +538,8 @@ static void qp_free(struct sv_qp *qp)
 	pthread_mutex_destroy(&qp->state_lock);
 	pthread_mutex_destroy(&qp->qpx.qp_base.mutex);
 	pthread_cond_destroy(&qp->qpx.qp_base.cond);
-	free(qp->sq.buf);
-	free(qp->rq.buf);
+	sv_queue_free(qp->sq.buf_owner, qp->sq.buf, SV_RES_TYPE_QP);
+	sv_queue_free(qp->rq.buf_owner, qp->rq.buf, SV_RES_TYPE_QP);
 	free(qp);
 }
 
@@ -565,10 +568,14 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	ibqp = &qp->qpx.qp_base;
 	cap = &qp->cap;
 
-	/* Send WQE: header, then either the gather list or inline data. */
+	/* Send WQE: header, then either the gather list or inline data;
+	 * at least 8 bytes, which an ATOMIC WRITE's data always takes
+	 * (verbs/qp_ex.c). */
 	room = ia->cap.max_send_sge * sizeof(struct ibv_sge);
 	if (ia->cap.max_inline_data > room)
 		room = ia->cap.max_inline_data;
+	if (room < 8)
+		room = 8;
 	stride = (sizeof(struct sv_send_wqe) + room + 7) & ~7u;
 	room = stride - sizeof(struct sv_send_wqe);
 	cap->max_send_wr = ia->cap.max_send_wr;
@@ -577,23 +584,25 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	if (cap->max_send_sge > SV_MAX_SGE)
 		cap->max_send_sge = SV_MAX_SGE;
 	cap->max_inline_data = room > SV_MAX_INLINE ? SV_MAX_INLINE : room;
-	err = wq_alloc(&qp->sq, tgt ? 0 : ia->cap.max_send_wr, stride,
+	err = wq_alloc(&qp->sq, pd ? to_sv_pd(pd) : NULL,
+		       tgt ? 0 : ia->cap.max_send_wr, stride,
 		       cap->max_send_sge);
 	cap->max_send_wr = qp->sq.max_wr;
 	if (tgt)
 		memset(cap, 0, sizeof(*cap));
 	else if (ini)
-		wq_alloc(&qp->rq, 0, sizeof(struct sv_recv_wqe), 0);
+		wq_alloc(&qp->rq, NULL, 0, sizeof(struct sv_recv_wqe), 0);
 	if (!err && !ia->srq && !tgt && !ini) {
 		stride = sizeof(struct sv_recv_wqe) +
 			 ia->cap.max_recv_sge * sizeof(struct ibv_sge);
-		err = wq_alloc(&qp->rq, ia->cap.max_recv_wr, (stride + 7) & ~7u,
+		err = wq_alloc(&qp->rq, pd ? to_sv_pd(pd) : NULL,
+			       ia->cap.max_recv_wr, (stride + 7) & ~7u,
 			       ia->cap.max_recv_sge);
 		cap->max_recv_wr = qp->rq.max_wr;
 		cap->max_recv_sge = ia->cap.max_recv_sge;
 	}
 	if (err) {
-		free(qp->sq.buf);
+		sv_queue_free(qp->sq.buf_owner, qp->sq.buf, SV_RES_TYPE_QP);
 		free(qp);
 		return sv_null_errno(err);
 	}
@@ -611,7 +620,9 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	pthread_cond_init(&ibqp->cond, NULL);
 
 	qp->ctx = to_sv_ctx(context);
-	qp->pd = ibqp->pd ? to_sv_pd(ibqp->pd) : NULL;
+	/* Protected by the PD (a parent domain's); the use is counted on
+	 * what was given (ibv_destroy_qp puts ibqp->pd). */
+	qp->pd = ibqp->pd ? sv_pd_real(to_sv_pd(ibqp->pd)) : NULL;
 	qp->scq = ibqp->send_cq ? to_sv_cq(ibqp->send_cq) : NULL;
 	qp->rcq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
 	qp->srq = ibqp->srq ? to_sv_srq(ibqp->srq) : NULL;
@@ -634,8 +645,8 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		qp_free(qp);
 		return sv_null_errno(err);
 	}
-	if (qp->pd)
-		sv_pd_get(qp->pd);
+	if (ibqp->pd)
+		sv_pd_get(to_sv_pd(ibqp->pd));
 	if (qp->scq)
 		atomic_fetch_add(&qp->scq->users, 1);
 	if (qp->rcq)

@@ -246,8 +246,8 @@ static void sv_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
 	e->wr.bind_mw.bind_info = *bind_info;
 }
 
-/* TCP segmentation offload and 16-byte atomic writes are not offered:
- * creation refuses their flags, and a call is an error of the batch. */
+/* TCP segmentation offload is not offered: creation refuses its flag,
+ * and a call is an error of the batch. */
 static void sv_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
 			   uint16_t mss)
 {
@@ -257,13 +257,27 @@ static void sv_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
 		batch_fail(b, EOPNOTSUPP);
 }
 
+static void sv_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				  size_t length);
+
+/* IBA 1.5 ATOMIC WRITE: the 8 bytes at atomic_wr are copied now, as
+ * inline data (every send WQE has room for 8, verbs/qp.c), so the WR
+ * takes no data setter after it. */
 static void sv_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 			       uint64_t remote_addr, const void *atomic_wr)
 {
-	struct sv_wr_batch *b = batch_of(qpx);
+	struct sv_wr_ent *e =
+		wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE);
 
-	if (b)
-		batch_fail(b, EOPNOTSUPP);
+	if (!e)
+		return;
+	if (!atomic_wr) {
+		batch_fail(batch_of(qpx), EINVAL);
+		return;
+	}
+	e->wr.wr.rdma.rkey = rkey;
+	e->wr.wr.rdma.remote_addr = remote_addr;
+	sv_wr_set_inline_data(qpx, (void *)atomic_wr, 8);
 }
 
 /* ---- setters ------------------------------------------------------------ */
@@ -614,6 +628,9 @@ static uint64_t ops_supported(enum ibv_qp_type type)
 	if (da.atomic_cap != IBV_ATOMIC_NONE)
 		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	/* IBA 1.5 ATOMIC WRITE: RC only (its XRC twin is not sent). */
+	if (type == IBV_QPT_RC)
+		ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return ops;
 }
 

@@ -160,9 +160,9 @@ int sv_share_add(struct ibv_context *ibctx, enum sv_share_kind kind, void *obj,
 		;
 	if (i == s->cap) {
 		uint32_t cap = s->cap ? 2 * s->cap : 16;
-		struct share_obj *o = cap > s->cap ?
-					      realloc(s->objs, cap * sizeof(*o)) :
-					      NULL;
+		struct share_obj *o =
+			cap > s->cap ? realloc(s->objs, cap * sizeof(*o)) :
+				       NULL;
 
 		if (!o) {
 			err = ENOMEM;
@@ -180,12 +180,12 @@ out:
 	return err;
 }
 
-void sv_share_del(struct ibv_context *ibctx, uint32_t handle)
+void sv_share_del(struct ibv_context *ibctx, uint32_t handle, const void *obj)
 {
 	struct sv_share *s = share_of(ibctx);
 
 	sv_mutex_lock(&share_lock, SV_LOCK_SHARE);
-	if (handle < s->cap)
+	if (handle < s->cap && s->objs[handle].obj == obj)
 		s->objs[handle].kind = 0;
 	sv_mutex_unlock(&share_lock);
 }

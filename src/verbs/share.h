@@ -30,7 +30,9 @@ void sv_share_leave(struct sv_context *ctx);
 /* A handle for obj in ctx's share (0 or ENOMEM). */
 int sv_share_add(struct ibv_context *ctx, enum sv_share_kind kind, void *obj,
 		 uint32_t *handle);
-void sv_share_del(struct ibv_context *ctx, uint32_t handle);
+/* Drop obj's handle (nothing if handle names another object: objects
+ * made without one, such as parent domains, keep handle 0). */
+void sv_share_del(struct ibv_context *ctx, uint32_t handle, const void *obj);
 /* The object of that kind behind handle in ctx's share, or NULL. */
 void *sv_share_find(struct ibv_context *ctx, enum sv_share_kind kind,
 		    uint32_t handle);

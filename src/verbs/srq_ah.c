@@ -63,7 +63,10 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	srq->rq.stride = srq_stride(max_sge);
 	atomic_init(&srq->rq.head, 0);
 	atomic_init(&srq->rq.tail, 0);
-	srq->rq.buf = calloc(srq->rq.size, srq->rq.stride);
+	/* On a parent domain, from its allocator (verbs/pd_parent.c). */
+	srq->rq.buf = sv_queue_alloc(to_sv_pd(pd),
+				     (size_t)srq->rq.size * srq->rq.stride,
+				     SV_RES_TYPE_SRQ, &srq->rq.buf_owner);
 	if (!srq->rq.buf) {
 		free(srq);
 		return sv_null_errno(ENOMEM);
@@ -76,10 +79,12 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	pthread_cond_init(&srq->ibv.cond, NULL);
 	pthread_mutex_init(&srq->lock, NULL);
 	atomic_init(&srq->users, 0);
-	srq->pd = to_sv_pd(pd);
+	/* Protected by the PD (a parent domain's), counted on what was
+	 * given. */
+	srq->pd = sv_pd_real(to_sv_pd(pd));
 	srq->ctx = to_sv_ctx(pd->context);
 	srq->srq_limit = 0;
-	sv_pd_get(srq->pd);
+	sv_pd_get(to_sv_pd(pd));
 	/* Report what was created: at least what was asked. */
 	a->max_wr = srq->rq.max_wr;
 	a->max_sge = max_sge;
@@ -92,18 +97,21 @@ static int srq_resize(struct sv_srq *srq, uint32_t size)
 {
 	struct sv_wq *rq = &srq->rq;
 	uint32_t head = atomic_load(&rq->head), used = sv_wq_used(rq), i;
+	struct sv_pd *owner;
 	uint8_t *buf;
 
 	if (size == rq->size)
 		return 0;
-	buf = calloc(size, rq->stride);
+	buf = sv_queue_alloc(to_sv_pd(srq->ibv.pd), (size_t)size * rq->stride,
+			     SV_RES_TYPE_SRQ, &owner);
 	if (!buf)
 		return ENOMEM;
 	for (i = 0; i < used; i++)
 		memcpy(buf + (size_t)i * rq->stride, sv_wq_at(rq, head + i),
 		       rq->stride);
-	free(rq->buf);
+	sv_queue_free(rq->buf_owner, rq->buf, SV_RES_TYPE_SRQ);
 	rq->buf = buf;
+	rq->buf_owner = owner;
 	rq->size = size;
 	rq->max_wr = size;
 	atomic_store(&rq->head, 0);
@@ -184,11 +192,11 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	while (ibsrq->events_completed != reported)
 		sv_cond_wait(&ibsrq->cond, &ibsrq->mutex);
 	sv_mutex_unlock(&ibsrq->mutex);
-	sv_pd_put(srq->pd);
 	pthread_mutex_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
-	free(srq->rq.buf);
+	sv_queue_free(srq->rq.buf_owner, srq->rq.buf, SV_RES_TYPE_SRQ);
+	sv_pd_put(to_sv_pd(ibsrq->pd));
 	free(srq);
 	return 0;
 }
@@ -270,7 +278,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	ah->ibv.pd = pd;
 	ah->attr = *attr;
 	sv_gid_to_sockaddr(&attr->grh.dgid, &ah->dest);
-	ah->pd = to_sv_pd(pd);
+	ah->pd = sv_pd_real(to_sv_pd(pd)); /* a parent domain's PD */
 	sv_pd_get(ah->pd);
 	return &ah->ibv;
 }

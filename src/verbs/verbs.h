@@ -32,10 +32,11 @@ static inline void *sv_null_errno(int err)
 int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr);
 
 /* cq.c: the creation path of ibv_create_cq and ibv_create_cq_ex (NULL
- * with errno set on failure); `timestamps` keeps a timestamp per slot. */
+ * with errno set on failure); `timestamps` keeps a timestamp per slot;
+ * `parent`: the parent domain whose allocator gives the ring, or NULL. */
 struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 			struct ibv_comp_channel *channel, int comp_vector,
-			bool timestamps);
+			bool timestamps, struct sv_pd *parent);
 
 /* The context's operations, defined by the files that own them and
  * gathered in one const table (device.c, sv_ctx_ops): the entries of
@@ -43,6 +44,7 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
  * the extended entries of struct verbs_context. */
 int sv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int sv_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr);
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr);
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
@@ -79,6 +81,34 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 /* xrc.c: an XRC SRQ leaves its domain (EBUSY while a target QP holds
  * it in the middle of a message); called by ibv_destroy_srq. */
 int sv_xrc_srq_release(struct sv_srq *srq);
+
+/* pd_parent.c: thread and parent domains, and queue buffers through a
+ * parent domain's allocator. */
+struct ibv_td *sv_alloc_td(struct ibv_context *context,
+			   struct ibv_td_init_attr *attr);
+int sv_dealloc_td(struct ibv_td *td);
+struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
+				      struct ibv_parent_domain_init_attr *a);
+/* ibv_dealloc_pd of a parent domain nothing uses any more. */
+void sv_parent_domain_free(struct sv_pd *pd);
+/* resource_type given to a parent domain's allocator. */
+#define SV_RES_TYPE_QP 1 /* a QP's send or receive queue */
+#define SV_RES_TYPE_CQ 2 /* a CQ's ring */
+#define SV_RES_TYPE_SRQ 3 /* an SRQ's ring */
+/* A zeroed queue buffer of size bytes: from pd's allocator when pd is a
+ * parent domain with one (unless it answers IBV_ALLOCATOR_USE_DEFAULT),
+ * else calloc.  *owner is what sv_queue_free needs.  NULL: ENOMEM. */
+void *sv_queue_alloc(struct sv_pd *pd, size_t size, uint64_t type,
+		     struct sv_pd **owner);
+void sv_queue_free(struct sv_pd *owner, void *p, uint64_t type);
+
+/* dm.c: device memory. */
+struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
+			   struct ibv_alloc_dm_attr *attr);
+int sv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			    uint64_t dm_offset, size_t length,
+			    unsigned int access);
 
 /* PD users: every object created on a PD holds a use (EBUSY on dealloc). */
 static inline void sv_pd_get(struct sv_pd *pd)

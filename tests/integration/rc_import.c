@@ -101,8 +101,7 @@ static void shared_pd_b(int fd)
 	hx_sync(fd);
 	/* A's new QP on the imported PD */
 	hx_ep_new_qp(&ep);
-	HX_CHECK_RC(hx_post_recv(&ep, 7, ep.buf + 65536, 4096, ep.mr->lkey),
-		    0);
+	HX_CHECK_RC(hx_post_recv(&ep, 7, ep.buf + 65536, 4096, ep.mr->lkey), 0);
 	hx_ep_connect(&ep);
 	HX_EXPECT(ep.rcq, NULL, 7, IBV_WC_SUCCESS, IBV_WC_RECV, 4096);
 	HX_CHECK_PATTERN(ep.buf + 65536, 4096, 2);

@@ -1175,6 +1175,14 @@ static void all_opcodes_a(int fd)
 	HX_EXPECT(ep.scq, NULL, 5, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 3 * m - 5);
 	HX_EXPECT(ep.scq, NULL, 6, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8);
 	HX_EXPECT(ep.scq, NULL, 7, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8);
+	/* IBA 1.5 ATOMIC WRITE (8 bytes inline) */
+	uint64_t aw = 0x0123456789abcdefULL;
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_ATOMIC_WRITE,
+				 IBV_SEND_SIGNALED | IBV_SEND_INLINE, 8, &aw, 8,
+				 0, ep.peer.addr + 12 * m + 16, ep.peer.rkey,
+				 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 8, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE, 8);
 	HX_CHECK_PATTERN(ep.buf + 8 * m, 3 * m - 5, 82);
 	CHECK_EQ(res[0], 0);
 	CHECK_EQ(res[1], 5);

@@ -3,7 +3,8 @@
  * the wc_flags requested (and none of the others), real completion
  * timestamps against the clocks, ibv_query_rt_values_ex, IGNORE_OVERRUN,
  * mixing with ibv_poll_cq, resize/clean keeping timestamps, channels,
- * ibv_modify_cq and the extended device attributes.
+ * ibv_modify_cq (its refusals, moderation by count) and the extended device
+ * attributes.
  *
  * As in test_cq.c, the producer side (core/cq.c) is compiled in so that
  * completions can be pushed without a transport. */
@@ -122,7 +123,8 @@ static void test_create_rules(struct ibv_context *ctx, struct ibv_context *ctx2)
 	a = (struct ibv_cq_init_attr_ex){ .cqe = 8, .channel = ch2 };
 	EXPECT_FAIL(EINVAL);
 
-	/* comp_mask: unknown bits; a parent domain cannot exist */
+	/* comp_mask: unknown bits; MASK_PD with a plain PD (not a parent
+	 * domain) */
 	a = (struct ibv_cq_init_attr_ex){ .cqe = 8, .comp_mask = 1 << 2 };
 	EXPECT_FAIL(EINVAL);
 	a = (struct ibv_cq_init_attr_ex){ .cqe = 8,
@@ -459,9 +461,118 @@ static void test_channel_and_modify(struct ibv_context *ctx)
 	check_fields(cq, 1);
 	ibv_end_poll(cq);
 
-	/* completion moderation is not offered */
-	CHECK_EQ(ibv_modify_cq(ibv_cq_ex_to_cq(cq), &ma), EOPNOTSUPP);
+	CHECK_EQ(ibv_modify_cq(ibv_cq_ex_to_cq(cq), &ma), 0);
 	CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+	CHECK_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+/* The channel's fd has an event waiting (without blocking). */
+static bool event_ready(struct ibv_comp_channel *ch)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* Run one ibv_modify_cq with stderr in a file; return its result and
+ * whether the line it logged contains `why`. */
+static int modify_logged(struct ibv_cq *cq, struct ibv_modify_cq_attr *ma,
+			 const char *why, bool *said)
+{
+	char path[] = "/tmp/test_cq_ex.XXXXXX", line[512];
+	int tmp = mkstemp(path), saved, rc;
+	FILE *f;
+
+	REQUIRE(tmp >= 0);
+	unlink(path);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(tmp, 2);
+	rc = ibv_modify_cq(cq, ma);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	*said = false;
+	f = fdopen(tmp, "r");
+	REQUIRE(f);
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "ibv_modify_cq") && strstr(line, why))
+			*said = true;
+	fclose(f);
+	return rc;
+}
+
+/* ibv_modify_cq: the kernel's argument rules, and moderation by count
+ * holding an armed CQ's event back until cq_count completions (the
+ * period's timer is proven between processes, integration.rc_cqmod). */
+static void test_moderation(struct ibv_context *ctx)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq_init_attr_ex a = { .cqe = 16, .channel = ch };
+	struct ibv_modify_cq_attr ma = { .attr_mask = IBV_CQ_ATTR_MODERATE };
+	struct ibv_cq_ex *cq;
+	struct ibv_cq *ev_cq, *c;
+	struct ibv_wc wc[16];
+	void *ev_ctx;
+	bool said;
+	uint32_t n;
+
+	REQUIRE(ch);
+	cq = ibv_create_cq_ex(ctx, &a);
+	REQUIRE(cq);
+	c = ibv_cq_ex_to_cq(cq);
+
+	/* refusals, each with its reason on stderr */
+	ma.attr_mask = 0;
+	CHECK_EQ(modify_logged(c, &ma, "attr_mask is 0", &said), EINVAL);
+	CHECK(said);
+	ma.attr_mask = IBV_CQ_ATTR_MODERATE | IBV_CQ_ATTR_RESERVED;
+	CHECK_EQ(modify_logged(c, &ma, "bits beyond", &said), EINVAL);
+	CHECK(said);
+	ma.attr_mask = IBV_CQ_ATTR_MODERATE;
+	ma.moderate.cq_count = 1;
+	ma.moderate.cq_period = SV_MAX_CQ_MOD_PERIOD + 1;
+	CHECK_EQ(modify_logged(c, &ma, "above max_cq_period", &said), EINVAL);
+	CHECK(said);
+	ma.moderate.cq_period = SV_MAX_CQ_MOD_PERIOD;
+	ma.moderate.cq_count = UINT16_MAX;
+	CHECK_EQ(ibv_modify_cq(c, &ma), 0); /* the limits themselves */
+
+	/* cq_count 4, no period: three completions leave the armed CQ
+	 * silent (sv_cq_push decides in the caller's thread, so "no event
+	 * yet" is not a matter of time), the fourth signals it */
+	ma.moderate.cq_count = 4;
+	ma.moderate.cq_period = 0;
+	CHECK_EQ(ibv_modify_cq(c, &ma), 0);
+	for (int round = 0; round < 2; round++) {
+		CHECK_EQ(ibv_req_notify_cq(c, 0), 0);
+		for (n = 0; n < 3; n++)
+			REQUIRE(push(cq, n) == 0);
+		CHECK(!event_ready(ch));
+		REQUIRE(push(cq, 3) == 0);
+		CHECK(event_ready(ch));
+		CHECK_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+		CHECK(ev_cq == c);
+		ibv_ack_cq_events(ev_cq, 1);
+		CHECK_EQ(ibv_poll_cq(c, 16, wc), 4);
+		/* disarmed by the event: more completions say nothing */
+		REQUIRE(push(cq, 4) == 0);
+		CHECK(!event_ready(ch));
+		CHECK_EQ(ibv_poll_cq(c, 16, wc), 1);
+	}
+
+	/* count and period 0 again: every completion signals */
+	ma.moderate.cq_count = 0;
+	CHECK_EQ(ibv_modify_cq(c, &ma), 0);
+	CHECK_EQ(ibv_req_notify_cq(c, 0), 0);
+	REQUIRE(push(cq, 5) == 0);
+	CHECK(event_ready(ch));
+	CHECK_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	CHECK_EQ(ibv_poll_cq(c, 16, wc), 1);
+
+	CHECK_EQ(ibv_destroy_cq(c), 0);
 	CHECK_EQ(ibv_destroy_comp_channel(ch), 0);
 }
 
@@ -476,7 +587,9 @@ static void test_device_ex(struct ibv_context *ctx)
 	memset(&ex, 0xa5, sizeof(ex));
 	REQUIRE(ibv_query_device_ex(ctx, NULL, &ex) == 0);
 	CHECK(!memcmp(&ex.orig_attr, &da, sizeof(da)));
-	CHECK_EQ(ex.device_cap_flags_ex, da.device_cap_flags);
+	/* the base flags, and IBA 1.5 ATOMIC WRITE (the kernel's bit 40) */
+	CHECK_EQ(ex.device_cap_flags_ex,
+		 (uint64_t)da.device_cap_flags | (1ULL << 40));
 	CHECK_EQ(ex.odp_caps.general_caps, 0);
 	CHECK_EQ(ex.odp_caps.per_transport_caps.rc_odp_caps, 0);
 	CHECK_EQ(ex.odp_caps.per_transport_caps.uc_odp_caps, 0);
@@ -490,9 +603,9 @@ static void test_device_ex(struct ibv_context *ctx)
 	CHECK_EQ(ex.packet_pacing_caps.qp_rate_limit_max, 0);
 	CHECK_EQ(ex.raw_packet_caps, 0);
 	CHECK_EQ(ex.tm_caps.max_num_tags, 0);
-	CHECK_EQ(ex.cq_mod_caps.max_cq_count, 0);
-	CHECK_EQ(ex.cq_mod_caps.max_cq_period, 0);
-	CHECK_EQ(ex.max_dm_size, 0);
+	CHECK_EQ(ex.cq_mod_caps.max_cq_count, UINT16_MAX);
+	CHECK_EQ(ex.cq_mod_caps.max_cq_period, SV_MAX_CQ_MOD_PERIOD);
+	CHECK_EQ(ex.max_dm_size, SV_MAX_DM_SIZE);
 	CHECK_EQ(ex.pci_atomic_caps.fetch_add, 0);
 	CHECK_EQ(ex.pci_atomic_caps.swap, 0);
 	CHECK_EQ(ex.pci_atomic_caps.compare_swap, 0);
@@ -500,9 +613,21 @@ static void test_device_ex(struct ibv_context *ctx)
 	CHECK_EQ(ibv_query_device_ex(ctx, &in, &ex), EINVAL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	struct ibv_context *ctx = open_ctx(), *ctx2 = open_ctx();
+	struct ibv_context *ctx, *ctx2;
+
+	/* Warnings on: the refusals' reasons are checked.  The library
+	 * reads its environment once, possibly before main: run again with
+	 * it set. */
+	if (!getenv("SOFTVERBS_LOG") || strcmp(getenv("SOFTVERBS_LOG"), "1")) {
+		setenv("SOFTVERBS_LOG", "1", 1);
+		execv("/proc/self/exe", argv);
+		perror("execv");
+		return 1;
+	}
+	ctx = open_ctx();
+	ctx2 = open_ctx();
 
 	test_create_rules(ctx, ctx2);
 	test_accessor_sets(ctx);
@@ -510,6 +635,7 @@ int main(void)
 	test_timestamps(ctx);
 	test_ignore_overrun(ctx);
 	test_channel_and_modify(ctx);
+	test_moderation(ctx);
 	test_device_ex(ctx);
 	CHECK_EQ(ibv_close_device(ctx2), 0);
 	CHECK_EQ(ibv_close_device(ctx), 0);

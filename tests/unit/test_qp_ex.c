@@ -287,13 +287,14 @@ static void test_create_rules(void)
 		uint64_t ops;
 	} bad_ops[] = {
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_TSO },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE },
 		{ IBV_QPT_RC, 1ULL << 11 },
 		{ IBV_QPT_RC, 1ULL << 40 },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_WRITE },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_ATOMIC_WRITE },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_READ },
@@ -437,6 +438,50 @@ static int expect_chain(struct ibv_qp_ex *x, int n)
 	CHECK_EQ(rec.calls, n ? 1 : 0);
 	CHECK_EQ(rec.n, n);
 	return rc;
+}
+
+/* IBA 1.5 ATOMIC WRITE through ibv_wr_atomic_write: the 8 bytes are
+ * copied at the call (inline, whatever max_inline_data was asked for),
+ * the destination is the WR's rdma fields, and no data setter follows. */
+static void test_atomic_write_batch(void)
+{
+	struct ibv_qp *qp = mkqp(
+		IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	uint64_t v = 0x1122334455667788ULL, v2 = 7;
+
+	REQUIRE(x);
+	REQUIRE(to_rts(qp) == 0);
+	rec_reset();
+	ibv_wr_start(x);
+	x->wr_id = 40;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, 0x4321, 0x10008, &v);
+	v = 0; /* copied already */
+	x->wr_id = 41;
+	ibv_wr_atomic_write(x, 0x4322, 0x10010, &v2);
+	expect_chain(x, 2);
+	CHECK_EQ(rec.wr[0].opcode, IBV_WR_ATOMIC_WRITE);
+	CHECK_EQ(rec.wr[0].wr_id, 40);
+	CHECK_EQ(rec.wr[0].send_flags, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	CHECK(rec.wr[0].wr.rdma.rkey == 0x4321 &&
+	      rec.wr[0].wr.rdma.remote_addr == 0x10008);
+	CHECK(rec.wr[0].num_sge == 1 && rec.sge[0][0].length == 8);
+	v = 0x1122334455667788ULL;
+	CHECK(!memcmp(rec.data[0], &v, 8));
+	CHECK(rec.wr[1].wr.rdma.rkey == 0x4322 && !memcmp(rec.data[1], &v2, 8));
+
+	/* no data setter after it, and the data pointer is required */
+	rec_reset();
+	ibv_wr_start(x);
+	ibv_wr_atomic_write(x, 1, 8, &v);
+	ibv_wr_set_sge(x, 1, 2, 8);
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_atomic_write(x, 1, 8, NULL);
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	CHECK_EQ(rec.calls, 0);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
 }
 
 static void test_builders_rc(void)
@@ -623,12 +668,14 @@ static void test_builders_rc(void)
 	rec.fail_at = -1;
 
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	test_atomic_write_batch();
 }
 
 /* Each misuse fails the whole batch: wr_complete returns the error and
  * nothing reaches the post path; the next batch is unaffected. */
 static void test_batch_errors(void)
 {
+	/* (ATOMIC WRITE's own errors: test_atomic_write_batch) */
 	struct ibv_qp *qp = mkqp(IBV_QPT_RC, RC_OPS);
 	struct ibv_qp *only_send = mkqp(IBV_QPT_RC, IBV_QP_EX_WITH_SEND);
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
@@ -679,7 +726,8 @@ static void test_batch_errors(void)
 	BATCH(x, EOPNOTSUPP, ibv_wr_send_tso(x, big, 10, 100));
 	/* an XRC SRQ number on an RC QP */
 	BATCH(x, EINVAL, ibv_wr_set_xrc_srqn(x, 5));
-	BATCH(x, EOPNOTSUPP, x->wr_atomic_write(x, 1, 0, big));
+	/* ATOMIC WRITE: not asked for at creation */
+	BATCH(x, EINVAL, ibv_wr_atomic_write(x, 1, 0, big));
 	/* setters: twice, too many SGEs, too much inline, wrong operation */
 	BATCH(x, EINVAL, ibv_wr_set_sge(x, 1, 2, 3);
 	      ibv_wr_set_sge(x, 1, 2, 3));

@@ -40,6 +40,8 @@ static const struct {
 	{ 0x14, "RC_FETCH_ADD", SV_M_ATMETH },
 	{ 0x16, "RC_SEND_LAST_WITH_INVALIDATE", SV_M_IETH },
 	{ 0x17, "RC_SEND_ONLY_WITH_INVALIDATE", SV_M_IETH },
+	/* IBA 1.5, Annex A19 */
+	{ 0x1d, "RC_ATOMIC_WRITE", SV_M_RETH },
 	{ 0x20, "UC_SEND_FIRST", 0 },
 	{ 0x21, "UC_SEND_MIDDLE", 0 },
 	{ 0x22, "UC_SEND_LAST", 0 },
