@@ -171,6 +171,7 @@ struct sv_mr {
  * process that RDMA reaches through zero-based MRs. */
 struct sv_dm {
 	struct ibv_dm ibv;
+	struct sv_dm *real; /* an imported handle's memory (as sv_pd.real) */
 	uint8_t *base;
 	size_t length; /* what was asked */
 	size_t mapped; /* page-rounded */

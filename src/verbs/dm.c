@@ -17,6 +17,8 @@
  */
 #include "verbs/verbs.h"
 
+#include "verbs/share.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -67,18 +69,25 @@ static int dm_access(struct sv_dm *dm, uint64_t off, void *host, size_t len,
 	return 0;
 }
 
+/* The memory behind a handle: its own, or an imported handle's real one. */
+static struct sv_dm *dm_of(struct ibv_dm *ibdm)
+{
+	struct sv_dm *dm = sv_container_of(ibdm, struct sv_dm, ibv);
+
+	return dm->real ? dm->real : dm;
+}
+
 static int sv_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t dm_offset,
 			   const void *host_addr, size_t length)
 {
-	return dm_access(sv_container_of(ibdm, struct sv_dm, ibv), dm_offset,
-			 (void *)host_addr, length, false);
+	return dm_access(dm_of(ibdm), dm_offset, (void *)host_addr, length,
+			 false);
 }
 
 static int sv_memcpy_from_dm(void *host_addr, struct ibv_dm *ibdm,
 			     uint64_t dm_offset, size_t length)
 {
-	return dm_access(sv_container_of(ibdm, struct sv_dm, ibv), dm_offset,
-			 host_addr, length, true);
+	return dm_access(dm_of(ibdm), dm_offset, host_addr, length, true);
 }
 
 struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
@@ -128,18 +137,63 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
 	dm->ibv.context = context;
 	dm->ibv.memcpy_to_dm = sv_memcpy_to_dm;
 	dm->ibv.memcpy_from_dm = sv_memcpy_from_dm;
+	if (sv_share_add(context, SV_SHARE_DM, dm, &dm->ibv.handle)) {
+		munmap(p, mapped);
+		free(dm);
+		atomic_fetch_sub(&dm_in_use, attr->length);
+		return sv_null_errno(ENOMEM);
+	}
 	return &dm->ibv;
+}
+
+/* man ibv_import_dm: a handle on another context of the share
+ * (verbs/share.h); ibv_free_dm through it frees the memory,
+ * ibv_unimport_dm only the handle. */
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+				       uint32_t dm_handle)
+{
+	struct sv_dm *real, *dm;
+
+	if (!context)
+		return sv_null_errno(EINVAL);
+	real = sv_share_find(context, SV_SHARE_DM, dm_handle);
+	if (!real) {
+		sv_warn("ibv_import_dm: no device memory has handle %u in the contexts of this cmd_fd",
+			dm_handle);
+		return sv_null_errno(EINVAL);
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return sv_null_errno(ENOMEM);
+	dm->ibv = real->ibv;
+	dm->ibv.context = context;
+	dm->real = real;
+	return &dm->ibv;
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *ibdm)
+{
+	struct sv_dm *dm;
+
+	if (!ibdm)
+		return;
+	dm = sv_container_of(ibdm, struct sv_dm, ibv);
+	if (dm->real) /* an original is left alone */
+		free(dm);
 }
 
 int sv_free_dm(struct ibv_dm *ibdm)
 {
-	struct sv_dm *dm = sv_container_of(ibdm, struct sv_dm, ibv);
+	struct sv_dm *dm = dm_of(ibdm);
 
 	/* The kernel keeps device memory while an MR is registered on it. */
 	if (atomic_load(&dm->users))
 		return EBUSY;
+	sv_share_del(dm->ibv.context, dm->ibv.handle, dm);
 	munmap(dm->base, dm->mapped);
 	atomic_fetch_sub(&dm_in_use, dm->length);
+	if (dm != sv_container_of(ibdm, struct sv_dm, ibv))
+		free(sv_container_of(ibdm, struct sv_dm, ibv)); /* the import */
 	free(dm);
 	return 0;
 }
@@ -153,7 +207,7 @@ struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
 
 	if (!pd || !ibdm || ibdm->context != pd->context)
 		return sv_null_errno(EINVAL);
-	dm = sv_container_of(ibdm, struct sv_dm, ibv);
+	dm = dm_of(ibdm);
 	if (access & ~(unsigned int)SV_DM_ACCESS) {
 		sv_warn("ibv_reg_dm_mr: access 0x%x has rights device memory cannot have",
 			access);

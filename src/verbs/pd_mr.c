@@ -392,13 +392,4 @@ SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 		free(mr_alias(mr)); /* an original MR is left alone */
 }
 
-/* Device memory is not offered (ibv_alloc_dm), so no handle names any. */
-SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
-				       uint32_t dm_handle)
-{
-	return sv_null_errno(EOPNOTSUPP);
-}
-
-SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-}
+/* ibv_import_dm: verbs/dm.c. */

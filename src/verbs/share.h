@@ -16,7 +16,7 @@
 
 #include "core/objects.h"
 
-enum sv_share_kind { SV_SHARE_PD = 1, SV_SHARE_MR };
+enum sv_share_kind { SV_SHARE_PD = 1, SV_SHARE_MR, SV_SHARE_DM };
 
 /* A new share for ctx with its cmd_fd (0 or errno). */
 int sv_share_new(struct sv_context *ctx);

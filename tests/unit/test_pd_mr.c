@@ -278,9 +278,6 @@ static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0, IBV_ACCESS_LOCAL_WRITE) ==
 	      NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
-	errno = 0;
-	CHECK(ibv_import_dm(ctx, 1) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
 }
 
 /* ibv_import_device/pd/mr within the process: handles on the same
@@ -352,6 +349,25 @@ static void test_import(struct ibv_context *ctx, char *buf, size_t len)
 	errno = 0;
 	CHECK(ibv_import_pd(ctx2, other->handle) == NULL); /* gone */
 	CHECK_EQ(errno, EINVAL);
+
+	/* device memory: one allocation seen through both handles */
+	struct ibv_alloc_dm_attr da = { .length = 4096 };
+	struct ibv_dm *dm = ibv_alloc_dm(ctx, &da), *dm2;
+	uint32_t word = 0x5a5aa5a5, back = 0;
+
+	REQUIRE(dm);
+	errno = 0;
+	CHECK(ibv_import_dm(ctx2, 4242) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	dm2 = ibv_import_dm(ctx2, dm->handle);
+	REQUIRE(dm2);
+	CHECK(dm2->context == ctx2);
+	CHECK_EQ(ibv_memcpy_to_dm(dm2, 64, &word, 4), 0);
+	CHECK_EQ(ibv_memcpy_from_dm(&back, dm, 64, 4), 0);
+	CHECK_EQ(back, word);
+	ibv_unimport_dm(dm2);
+	CHECK_EQ(ibv_free_dm(dm), 0);
+
 	CHECK_EQ(ibv_close_device(ctx2), 0);
 	/* the first context goes on */
 	pd = ibv_alloc_pd(ctx);
