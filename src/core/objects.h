@@ -165,6 +165,10 @@ struct sv_mr {
 	/* Device memory it was registered on (ibv_reg_dm_mr,
 	 * verbs/dm.c), whose free is EBUSY while it is; else NULL. */
 	struct sv_dm *dm;
+	/* Registered with IBV_ACCESS_ON_DEMAND: nothing checked or pinned at
+	 * registration, pages used as they are at each access (a fault is an
+	 * error completion); ibv_advise_mr prefetches. */
+	bool odp;
 };
 
 /* Device memory (ibv_alloc_dm, verbs/dm.c): a shared mapping of this

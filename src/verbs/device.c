@@ -80,6 +80,7 @@ static const struct verbs_context sv_ctx_ops = {
 	.create_srq_ex = sv_create_srq_ex,
 	.get_srq_num = sv_get_srq_num,
 	.open_qp = sv_open_qp,
+	.advise_mr = sv_advise_mr,
 	.modify_cq = sv_modify_cq,
 	.alloc_td = sv_alloc_td,
 	.dealloc_td = sv_dealloc_td,
@@ -219,17 +220,37 @@ static int sv_query_device_ex(struct ibv_context *context,
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
 	/* Every extended capability is stated, zero meaning "not offered":
-	 * no on-demand paging (odp_caps, xrc_odp_caps: implicit MRs and
-	 * ibv_advise_mr are not implemented), no
+	 * no
 	 * TSO, RSS, WQs, packet pacing, raw packet QPs, tag matching, and
 	 * no PCIe atomics (there is no PCIe device to perform them).  CQ
 	 * moderation (ibv_modify_cq: rdma-core has no device_cap_flags_ex
 	 * bit for it, cq_mod_caps says it), device memory (max_dm_size,
-	 * verbs/dm.c) and IBA 1.5 ATOMIC WRITE are offered. */
+	 * verbs/dm.c), on-demand paging and IBA 1.5 ATOMIC WRITE are offered. */
 	memset(&ex, 0, sizeof(ex));
 	sv_device_attr(&ex.orig_attr);
 	ex.device_cap_flags_ex =
 		ex.orig_attr.device_cap_flags | SV_DEVICE_ATOMIC_WRITE;
+	/* On-demand paging: softverbs pins nothing, and every access goes
+	 * through the process's mapping as it is at that moment (a missing
+	 * page is faulted in, an unmapped one is an error completion), so
+	 * any MR can be on-demand: explicit and implicit registrations,
+	 * every operation of every transport, SRQ receives included.  Bit 31
+	 * is the kernel's IB_DEVICE_ON_DEMAND_PAGING. */
+	ex.device_cap_flags_ex |= 1ULL << 31;
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.uc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND |
+						     IBV_ODP_SUPPORT_RECV |
+						     IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+			  IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+			  IBV_ODP_SUPPORT_SRQ_RECV;
 	/* Completion timestamps are real (verbs/cq_ex.c): a 64-bit
 	 * CLOCK_MONOTONIC count of nanoseconds, i.e. a 1 GHz device clock
 	 * (hca_core_clock is in kHz). */

@@ -93,7 +93,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 
 /* The kernel's ib_check_mr_access(): unknown bits and remote write/atomic
  * without local write are invalid (IBA 10.6.3.1: remote write or atomic
- * access requires local write); on-demand paging is not offered. */
+ * access requires local write). */
 static int check_access(unsigned int access)
 {
 	access &= ~IBV_ACCESS_OPTIONAL_RANGE;
@@ -102,9 +102,15 @@ static int check_access(unsigned int access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return EOPNOTSUPP;
 	return 0;
+}
+
+/* man ibv_reg_mr: an implicit on-demand registration (address NULL,
+ * length SIZE_MAX, IBV_ACCESS_ON_DEMAND) covers the whole address space,
+ * with iova equal to the address. */
+static bool implicit_odp(const void *addr, size_t length, unsigned int access)
+{
+	return (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
 }
 
 /* The kernel pins the pages of a registration and fails with EFAULT when
@@ -131,8 +137,11 @@ static int check_mapped(const void *addr, size_t length)
 	return 0;
 }
 
-/* Checks shared by reg_mr and rereg_mr's translation change. */
-static int check_range(void *addr, size_t length, uint64_t iova)
+/* Checks shared by reg_mr and rereg_mr's translation change.  An
+ * on-demand range need not be mapped yet (the kernel pins nothing for it:
+ * pages are faulted in when used). */
+static int check_range(void *addr, size_t length, uint64_t iova,
+		       unsigned int access)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
@@ -145,7 +154,19 @@ static int check_range(void *addr, size_t length, uint64_t iova)
 		return EINVAL;
 	if (iova + length < iova)
 		return EINVAL;
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
 	return check_mapped(addr, length);
+}
+
+/* The translation of a registration: the range given, or for an
+ * implicit on-demand one everything, addressed by virtual address. */
+static int check_translation(void *addr, size_t length, uint64_t iova,
+			     unsigned int access)
+{
+	if (implicit_odp(addr, length, access))
+		return iova ? EINVAL : 0;
+	return check_range(addr, length, iova, access);
 }
 
 static void set_translation(struct sv_mr *mr, void *addr, size_t length,
@@ -168,7 +189,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		return sv_null_errno(EINVAL);
 	err = check_access(access);
 	if (!err)
-		err = check_range(addr, length, iova);
+		err = check_translation(addr, length, iova, access);
 	if (err)
 		return sv_null_errno(err);
 	mr = calloc(1, sizeof(*mr));
@@ -179,6 +200,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->pd = sv_pd_real(to_sv_pd(ibpd)); /* a parent domain's PD */
 	set_translation(mr, addr, length, iova);
 	mr->access = access & SV_MR_ACCESS_RIGHTS;
+	mr->odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
 	atomic_init(&mr->refs, 0);
 	atomic_init(&mr->state, SV_MR_INVALID);
 	sv_pd_get(mr->pd);
@@ -255,11 +277,16 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		else
 			new_pd = sv_pd_real(to_sv_pd(ibpd));
 	}
-	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS)) {
 		err = check_access((unsigned int)access);
+		/* A region is on-demand or pinned for its whole life. */
+		if (!err && !(access & IBV_ACCESS_ON_DEMAND) != !mr->odp)
+			err = EOPNOTSUPP;
+	}
 	iova = (uintptr_t)addr;
 	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
-		err = check_range(addr, length, iova);
+		err = check_translation(addr, length, iova,
+					mr->odp ? IBV_ACCESS_ON_DEMAND : 0);
 	if (err) {
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;
@@ -393,3 +420,88 @@ SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 }
 
 /* ibv_import_dm: verbs/dm.c. */
+
+/* ---- on-demand paging: ibv_advise_mr ------------------------------------ */
+
+/* Fault in [va, va+len) as an access would (MADV_POPULATE_*: Linux 5.14);
+ * 0 or EFAULT for a part that is not mapped (or not writable, to write). */
+static int prefetch(uintptr_t va, uint64_t len, bool write)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = va & ~(page - 1);
+	uint64_t span = ((va + len + page - 1) & ~(page - 1)) - start;
+
+	if (!madvise((void *)start, span,
+		     write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+		return 0;
+	if (errno == EINVAL) /* an older kernel: a hint is all we can give */
+		return madvise((void *)start, span, MADV_WILLNEED) ? EFAULT : 0;
+	return EFAULT;
+}
+
+/* man ibv_advise_mr: every SGE names an on-demand MR of this PD (ENOENT
+ * otherwise, as mlx5 and rxe answer), within its bounds (EFAULT), with
+ * LOCAL_WRITE for a write prefetch (EPERM).  The prefetch is done before
+ * returning; without IBV_ADVISE_MR_FLAG_FLUSH it is best effort, as the
+ * kernel's asynchronous one, and a page it cannot bring in is not an
+ * error (the access that needs it will be). */
+int sv_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct sv_pd *pd;
+	uint32_t i;
+	int err = 0;
+
+	if (!ibpd)
+		return EINVAL;
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+		sv_warn("ibv_advise_mr: advice %d is not a prefetch (PREFETCH, PREFETCH_WRITE, PREFETCH_NO_FAULT)",
+			(int)advice);
+		return EOPNOTSUPP;
+	}
+	if (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) {
+		sv_warn("ibv_advise_mr: flags 0x%x: only IBV_ADVISE_MR_FLAG_FLUSH is defined",
+			flags);
+		return EINVAL;
+	}
+	if (!sg_list || !num_sge) {
+		sv_warn("ibv_advise_mr: no SGE to advise about");
+		return EINVAL;
+	}
+	pd = sv_pd_real(to_sv_pd(ibpd));
+	for (i = 0; i < num_sge && !err; i++) {
+		const struct ibv_sge *s = &sg_list[i];
+		struct sv_mr *mr = sv_mr_get_by_lkey(s->lkey);
+		void *va;
+
+		if (!mr || !mr->odp || mr->pd != pd) {
+			sv_warn("ibv_advise_mr: SGE %u: lkey 0x%x is not an on-demand MR of this PD",
+				i, s->lkey);
+			err = ENOENT;
+		} else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+			   !(mr->access & IBV_ACCESS_LOCAL_WRITE)) {
+			sv_warn("ibv_advise_mr: SGE %u: PREFETCH_WRITE on lkey 0x%x, registered without IBV_ACCESS_LOCAL_WRITE",
+				i, s->lkey);
+			err = EPERM;
+		} else if (!(va = sv_mr_check(mr, pd, s->addr, s->length, 0))) {
+			sv_warn("ibv_advise_mr: SGE %u: [0x%llx, +%u) is outside lkey 0x%x",
+				i, (unsigned long long)s->addr, s->length,
+				s->lkey);
+			err = EFAULT;
+		} else if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT &&
+			   s->length) {
+			/* NO_FAULT: present pages are already the device's. */
+			int e = prefetch(
+				(uintptr_t)va, s->length,
+				advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+
+			if (e && (flags & IBV_ADVISE_MR_FLAG_FLUSH))
+				err = e;
+		}
+		if (mr)
+			sv_mr_put(mr);
+	}
+	return err;
+}

@@ -51,6 +51,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr);
 int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 	       struct ibv_mw_bind *mw_bind);
 struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

@@ -587,14 +587,26 @@ static void test_device_ex(struct ibv_context *ctx)
 	memset(&ex, 0xa5, sizeof(ex));
 	REQUIRE(ibv_query_device_ex(ctx, NULL, &ex) == 0);
 	CHECK(!memcmp(&ex.orig_attr, &da, sizeof(da)));
-	/* the base flags, and IBA 1.5 ATOMIC WRITE (the kernel's bit 40) */
+	/* the base flags, on-demand paging (the kernel's bit 31) and IBA 1.5
+	 * ATOMIC WRITE (bit 40) */
 	CHECK_EQ(ex.device_cap_flags_ex,
-		 (uint64_t)da.device_cap_flags | (1ULL << 40));
-	CHECK_EQ(ex.odp_caps.general_caps, 0);
-	CHECK_EQ(ex.odp_caps.per_transport_caps.rc_odp_caps, 0);
-	CHECK_EQ(ex.odp_caps.per_transport_caps.uc_odp_caps, 0);
-	CHECK_EQ(ex.odp_caps.per_transport_caps.ud_odp_caps, 0);
-	CHECK_EQ(ex.xrc_odp_caps, 0);
+		 (uint64_t)da.device_cap_flags | (1ULL << 31) | (1ULL << 40));
+	CHECK_EQ(ex.odp_caps.general_caps,
+		 IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT);
+	CHECK_EQ(ex.odp_caps.per_transport_caps.rc_odp_caps,
+		 IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV);
+	CHECK_EQ(ex.odp_caps.per_transport_caps.uc_odp_caps,
+		 IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV);
+	CHECK_EQ(ex.odp_caps.per_transport_caps.ud_odp_caps,
+		 IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			 IBV_ODP_SUPPORT_SRQ_RECV);
+	CHECK_EQ(ex.xrc_odp_caps, IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+					  IBV_ODP_SUPPORT_READ |
+					  IBV_ODP_SUPPORT_ATOMIC |
+					  IBV_ODP_SUPPORT_SRQ_RECV);
 	CHECK_EQ(ex.completion_timestamp_mask, (long long)UINT64_MAX);
 	CHECK_EQ(ex.hca_core_clock, 1000000); /* kHz: 1 ns ticks */
 	CHECK_EQ(ex.tso_caps.max_tso, 0);

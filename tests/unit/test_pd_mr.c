@@ -63,8 +63,6 @@ static void test_access_rules(struct ibv_pd *pd, char *buf, size_t len)
 	reg_fails(pd, buf, len,
 		  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, EINVAL,
 		  __LINE__);
-	reg_fails(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND,
-		  EOPNOTSUPP, __LINE__);
 	reg_fails(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE, EINVAL, __LINE__);
 	reg_fails(pd, (void *)(UINTPTR_MAX - 4095), 8192, 0, EINVAL, __LINE__);
 	reg_fails(NULL, buf, len, 0, EINVAL, __LINE__);
@@ -375,6 +373,122 @@ static void test_import(struct ibv_context *ctx, char *buf, size_t len)
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);
 }
 
+/* How many of the n pages at p are resident (mincore). */
+static size_t resident(void *p, size_t n)
+{
+	unsigned char v[64];
+	size_t i, r = 0;
+
+	REQUIRE(n <= sizeof(v) && mincore(p, n * 4096, v) == 0);
+	for (i = 0; i < n; i++)
+		r += v[i] & 1;
+	return r;
+}
+
+/* On-demand paging: explicit registrations of memory not mapped yet,
+ * implicit ones, ibv_advise_mr's rules and its prefetch (pages resident
+ * after it), and a region that stays on-demand for life. */
+static void test_odp(struct ibv_context *ctx)
+{
+	const unsigned int odp = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx), *other = ibv_alloc_pd(ctx);
+	uint8_t *mem = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr, *ro, *pinned, *imp, *gone;
+	struct ibv_sge sge;
+	uint8_t *hole;
+
+	REQUIRE(pd && other && mem != MAP_FAILED);
+	mr = ibv_reg_mr(pd, mem, 16 * 4096, odp);
+	REQUIRE(mr);
+	CHECK_EQ(resident(mem, 16), 0); /* registration touched nothing */
+	ro = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_ON_DEMAND);
+	pinned = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(ro && pinned);
+
+	/* an on-demand range need not be mapped when registered */
+	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(hole != MAP_FAILED && munmap(hole, 4096) == 0);
+	gone = ibv_reg_mr(pd, hole, 4096, odp);
+	CHECK(gone != NULL);
+	reg_fails(pd, hole, 4096, IBV_ACCESS_LOCAL_WRITE, EFAULT, __LINE__);
+
+	/* implicit: address NULL, length SIZE_MAX, iova 0 */
+	imp = ibv_reg_mr(pd, NULL, SIZE_MAX, odp | IBV_ACCESS_REMOTE_WRITE);
+	REQUIRE(imp);
+	CHECK(imp->addr == NULL);
+	CHECK_EQ(imp->length, SIZE_MAX);
+	errno = 0;
+	CHECK(ibv_reg_mr_iova(pd, NULL, SIZE_MAX, 4096, odp) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	reg_fails(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE, EINVAL, __LINE__);
+
+	/* ibv_advise_mr's refusals */
+	sge = (struct ibv_sge){ (uintptr_t)mem, 8192, mr->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, 7, 0, &sge, 1), EOPNOTSUPP);
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &sge, 1),
+		 EINVAL);
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 0),
+		 EINVAL);
+	CHECK_EQ(ibv_advise_mr(other, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge,
+			       1),
+		 ENOENT);
+	sge.lkey = pinned->lkey;
+	sge.length = 4096;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1),
+		 ENOENT);
+	sge.lkey = ro->lkey;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &sge,
+			       1),
+		 EPERM);
+	sge = (struct ibv_sge){ (uintptr_t)mem + 15 * 4096, 8192, mr->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1),
+		 EFAULT);
+	/* an unmapped page: an error when flushed, best effort otherwise */
+	sge = (struct ibv_sge){ (uintptr_t)hole, 4096, gone->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+			       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
+		 EFAULT);
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1),
+		 0);
+
+	/* prefetches bring the pages in, through either registration */
+	sge = (struct ibv_sge){ (uintptr_t)mem + 4096, 3 * 4096, mr->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, 0,
+			       &sge, 1),
+		 0);
+	CHECK_EQ(resident(mem, 16), 0);
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
+		 0);
+	CHECK_EQ(resident(mem, 16), 3);
+	sge = (struct ibv_sge){ (uintptr_t)mem + 8 * 4096, 2 * 4096,
+				imp->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
+		 0);
+	CHECK_EQ(resident(mem, 16), 5);
+
+	/* on-demand or pinned for life */
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      odp | IBV_ACCESS_REMOTE_READ),
+		 0);
+
+	CHECK_EQ(ibv_dereg_mr(imp), 0);
+	CHECK_EQ(ibv_dereg_mr(gone), 0);
+	CHECK_EQ(ibv_dereg_mr(pinned), 0);
+	CHECK_EQ(ibv_dereg_mr(ro), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(other), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	munmap(mem, 16 * 4096);
+}
+
 int main(void)
 {
 	struct ibv_context *ctx = open_ctx();
@@ -394,6 +508,7 @@ int main(void)
 	test_keys_and_busy(ctx, buf, len);
 	test_rereg(ctx, buf, len);
 	test_import(ctx, buf, len);
+	test_odp(ctx);
 	CHECK_EQ(ibv_close_device(ctx), 0);
 	free(buf);
 	return check_done();
