@@ -93,8 +93,8 @@ static void traffic_a(struct hx_ep *ep, const struct odp_where *w)
 		/* the word B set to 1000 + k at addr + 3 pages */
 		HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
 					   IBV_SEND_SIGNALED, id, res,
-					   lmr->lkey, w->addr[k] + 3 * PG, w->rkey,
-					   5, 0),
+					   lmr->lkey, w->addr[k] + 3 * PG,
+					   w->rkey, 5, 0),
 			    0);
 		HX_EXPECT(ep->scq, NULL, id, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD,
 			  8);
@@ -102,8 +102,8 @@ static void traffic_a(struct hx_ep *ep, const struct odp_where *w)
 		id++;
 		HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_CMP_AND_SWP,
 					   IBV_SEND_SIGNALED, id, res,
-					   lmr->lkey, w->addr[k] + 3 * PG, w->rkey,
-					   1005 + k, 77),
+					   lmr->lkey, w->addr[k] + 3 * PG,
+					   w->rkey, 1005 + k, 77),
 			    0);
 		HX_EXPECT(ep->scq, NULL, id, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
 			  8);
@@ -122,8 +122,8 @@ static void traffic_a(struct hx_ep *ep, const struct odp_where *w)
 }
 
 /* B: the receives and the atomic words at each place, then the check. */
-static void traffic_b(struct hx_ep *ep, struct odp_where *w,
-		      struct ibv_mr *mr, uint8_t *const place[2])
+static void traffic_b(struct hx_ep *ep, struct odp_where *w, struct ibv_mr *mr,
+		      uint8_t *const place[2])
 {
 	int k;
 

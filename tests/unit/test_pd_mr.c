@@ -285,6 +285,7 @@ static void test_import(struct ibv_context *ctx, char *buf, size_t len)
 	struct ibv_context *ctx2;
 	struct ibv_pd *pd, *pd2, *other;
 	struct ibv_mr *mr, *mr2, *mr3;
+	uint32_t handle;
 	int devnull;
 
 	CHECK(ctx->cmd_fd >= 0);
@@ -340,12 +341,13 @@ static void test_import(struct ibv_context *ctx, char *buf, size_t len)
 	CHECK_EQ(ibv_dereg_mr(mr3), 0);
 	/* destroying through the imported handle destroys the PD */
 	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
-	pd2 = ibv_import_pd(ctx2, other->handle);
+	handle = other->handle;
+	pd2 = ibv_import_pd(ctx2, handle);
 	REQUIRE(pd2);
 	ibv_unimport_pd(pd2); /* the handle only */
 	CHECK_EQ(ibv_dealloc_pd(other), 0);
 	errno = 0;
-	CHECK(ibv_import_pd(ctx2, other->handle) == NULL); /* gone */
+	CHECK(ibv_import_pd(ctx2, handle) == NULL); /* gone */
 	CHECK_EQ(errno, EINVAL);
 
 	/* device memory: one allocation seen through both handles */
