@@ -1,0 +1,39 @@
+/*
+ * Why a remote access or a send WQE failed, told where it is decided
+ * (util/log.h: one warning line naming the rule and the value, limited
+ * per QP), with a counter per reason that SOFTVERBS_STATS=1 prints.  Only
+ * failure paths call these.
+ */
+#ifndef SV_ENGINE_EXPLAIN_H
+#define SV_ENGINE_EXPLAIN_H
+
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+struct sv_qp_engine;
+struct sv_mr;
+struct sv_pd;
+struct sv_send_wqe;
+
+/* The responder refused [va, va+len) of rkey for access (one
+ * IBV_ACCESS_REMOTE_* right): mr is what the key found (NULL: nothing;
+ * the caller's reference is still held), pd the PD the access is for. */
+void sv_explain_access(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
+		       uint64_t len, unsigned int access, struct sv_mr *mr,
+		       struct sv_pd *pd);
+
+/* The responder refused a request because the QP itself is not enabled
+ * for the remote operation (its qp_access_flags). */
+void sv_explain_qp_access(struct sv_qp_engine *qe, unsigned int access);
+
+/* A responder error other than an access check (the error state's name,
+ * the request's opcode and PSN). */
+void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
+		     const char *opcode, uint32_t psn);
+
+/* A send WQE completes with error status st (not a flush). */
+void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
+		    enum ibv_wc_status st);
+
+#endif
