@@ -32,6 +32,14 @@ void sv_explain_qp_access(struct sv_qp_engine *qe, unsigned int access);
 void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
 		     const char *opcode, uint32_t psn);
 
+/* A receive WQE's scatter list cannot take a message (pd: the PD the
+ * receive is for). */
+void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
+			 const struct ibv_sge *sge, uint32_t nsge);
+
+/* A message longer than the receive WQE (room bytes) that takes it. */
+void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t room, uint64_t len);
+
 /* A send WQE completes with error status st (not a flush). */
 void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 		    enum ibv_wc_status st);

@@ -368,8 +368,11 @@ static enum resp_state execute(struct resp_ctx *c)
 	if (m & SV_M_SEND) {
 		if (pay && sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
 				       qe->resp.wqe->num_sge, qe->resp.offset,
-				       p->payload, pay, true))
+				       p->payload, pay, true)) {
+			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
+					    qe->resp.wqe->num_sge);
 			return RESP_ERR_LOC_PROT;
+		}
 		qe->resp.offset += pay;
 	} else if (pay) {
 		struct sv_mr *mr = sv_mr_get_by_rkey(qe->resp.rkey);
@@ -643,9 +646,9 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
 		return;
 	}
-	/* An access error has its own line (explain.c) already; a UC
+	/* Access and receive WQE errors have their own line already; a UC
 	 * message lost in part (above) is no error of a program. */
-	if (st != RESP_ERR_ACCESS)
+	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT)
 		sv_explain_resp(qe, resp_state_names[st],
 				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
 	if (st == RESP_ERR_ACCESS)

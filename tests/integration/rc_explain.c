@@ -54,19 +54,19 @@ static bool has_all(const char *t, const char *const *want, int n)
 	return true;
 }
 
-#define EXPECT_LOG(t, ...)                                                  \
-	do {                                                                \
-		const char *const _w[] = { __VA_ARGS__ };                   \
-		const char *_t = (t);                                       \
-		bool _ok = has_all(_t, _w, sizeof(_w) / sizeof(_w[0]));     \
-		CHECK(_ok);                                                 \
-		if (!_ok) {                                                 \
-			hx_log("wanted in the log:");                       \
+#define EXPECT_LOG(t, ...)                                                   \
+	do {                                                                 \
+		const char *const _w[] = { __VA_ARGS__ };                    \
+		const char *_t = (t);                                        \
+		bool _ok = has_all(_t, _w, sizeof(_w) / sizeof(_w[0]));      \
+		CHECK(_ok);                                                  \
+		if (!_ok) {                                                  \
+			hx_log("wanted in the log:");                        \
 			for (size_t _i = 0; _i < sizeof(_w) / sizeof(_w[0]); \
-			     _i++)                                          \
-				hx_log("  %s", _w[_i]);                     \
-			hx_log("log was: %s", _t);                          \
-		}                                                           \
+			     _i++)                                           \
+				hx_log("  %s", _w[_i]);                      \
+			hx_log("log was: %s", _t);                           \
+		}                                                            \
 	} while (0)
 
 /* ---- remote access: one case per check ----------------------------------- */
@@ -128,9 +128,8 @@ static void access_a(int fd)
 		hx_sync(fd);
 		take_log();
 		HX_CHECK_RC(hx_post_send(&ep, c->op, IBV_SEND_SIGNALED,
-					 0x100 + i, ep.buf, c->len,
-					 ep.mr->lkey, k.addr[c->key] + c->off,
-					 rk, 0),
+					 0x100 + i, ep.buf, c->len, ep.mr->lkey,
+					 k.addr[c->key] + c->off, rk, 0),
 			    0);
 		if (!HX_EXPECT(ep.scq, NULL, 0x100 + i, IBV_WC_REM_ACCESS_ERR,
 			       -1, -1))
@@ -210,10 +209,11 @@ static void access_b(int fd)
 		uint32_t rk;
 
 		if (i) {
-			ep.o.qp_access = c->qp_access ? c->qp_access :
-							(IBV_ACCESS_REMOTE_WRITE |
-							 IBV_ACCESS_REMOTE_READ |
-							 IBV_ACCESS_REMOTE_ATOMIC);
+			ep.o.qp_access = c->qp_access ?
+						 c->qp_access :
+						 (IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC);
 			renew(&ep);
 		}
 		hx_sync(fd);
@@ -238,19 +238,22 @@ static void access_b(int fd)
 			EXPECT_LOG(t, want[0], want[1]);
 			break;
 		case 2:
-			EXPECT_LOG(t, want[0],
-				   "the region lacks IBV_ACCESS_REMOTE_WRITE (has LOCAL_WRITE|REMOTE_READ)");
+			EXPECT_LOG(
+				t, want[0],
+				"the region lacks IBV_ACCESS_REMOTE_WRITE (has LOCAL_WRITE|REMOTE_READ)");
 			break;
 		case 3:
-			snprintf(want[1], sizeof(want[1]),
-				 "the region's PD (handle %u) is not the QP's PD (handle %u)",
-				 pd2->handle, ep.pd->handle);
+			snprintf(
+				want[1], sizeof(want[1]),
+				"the region's PD (handle %u) is not the QP's PD (handle %u)",
+				pd2->handle, ep.pd->handle);
 			EXPECT_LOG(t, want[0], want[1]);
 			break;
 		case 4:
-			snprintf(want[1], sizeof(want[1]),
-				 "responder: QP 0x%06x: RDMA READ refused: the QP's qp_access_flags lack IBV_ACCESS_REMOTE_READ (has REMOTE_WRITE",
-				 ep.qp->qp_num);
+			snprintf(
+				want[1], sizeof(want[1]),
+				"responder: QP 0x%06x: RDMA READ refused: the QP's qp_access_flags lack IBV_ACCESS_REMOTE_READ (has REMOTE_WRITE",
+				ep.qp->qp_num);
 			EXPECT_LOG(t, want[1]);
 			break;
 		case 5:
@@ -283,6 +286,76 @@ static void access_b(int fd)
 	unlink(log_path);
 }
 
+/* ---- local protection: the gather list, the receive WQE's scatter list -- */
+
+static void local_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[160];
+
+	log_to_file();
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	take_log();
+	/* A gather list whose lkey names nothing. */
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 0x90,
+				 ep.buf, 64, ep.mr->lkey ^ 0x00ffff00, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 0x90, IBV_WC_LOC_PROT_ERR, -1, -1);
+	snprintf(want, sizeof(want),
+		 "sg_list[0] lkey 0x%x addr %#" PRIx64
+		 " length 64: no region has this lkey",
+		 ep.mr->lkey ^ 0x00ffff00, (uint64_t)(uintptr_t)ep.buf);
+	EXPECT_LOG(
+		take_log(), "completer: QP 0x",
+		"wr_id 0x90 IBV_WR_SEND len 64 fails with IBV_WC_LOC_PROT_ERR",
+		want);
+	/* A SEND into B's receive WQE whose region lacks LOCAL_WRITE. */
+	hx_ep_new_qp(&ep);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 0x91,
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 0x91, IBV_WC_REM_OP_ERR, -1, -1);
+	EXPECT_LOG(take_log(), "fails with IBV_WC_REM_OP_ERR",
+		   "could not execute it");
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void local_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct ibv_mr *ro;
+	struct hx_ep ep;
+	char want[200];
+
+	log_to_file();
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_ep_new_qp(&ep);
+	hx_ep_connect(&ep);
+	ro = ibv_reg_mr(ep.pd, ep.buf + 4096, 4096, IBV_ACCESS_REMOTE_READ);
+	REQUIRE(ro);
+	take_log();
+	HX_CHECK_RC(hx_post_recv(&ep, 0x92, ep.buf + 4096, 128, ro->lkey), 0);
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 0x92, IBV_WC_LOC_PROT_ERR, -1, -1);
+	snprintf(
+		want, sizeof(want),
+		"responder: QP 0x%06x: a receive WQE cannot take the message: sg_list[0] lkey 0x%x addr %#" PRIx64
+		" length 128: the region lacks IBV_ACCESS_LOCAL_WRITE (has REMOTE_READ)",
+		ep.qp->qp_num, ro->lkey, (uint64_t)(uintptr_t)ep.buf + 4096);
+	EXPECT_LOG(take_log(), want);
+	hx_sync(fd);
+	CHECK_EQ(ibv_dereg_mr(ro), 0);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
 /* ---- RNR and retry exhaustion ---------------------------------------------- */
 
 static void rnr_a(int fd)
@@ -301,10 +374,10 @@ static void rnr_a(int fd)
 				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x77, IBV_WC_RNR_RETRY_EXC_ERR, -1, -1);
-	EXPECT_LOG(take_log(),
-		   "completer: QP 0x", "wr_id 0x77 IBV_WR_SEND len 64",
-		   "fails with IBV_WC_RNR_RETRY_EXC_ERR",
-		   "had no receive WQE posted (Receiver Not Ready) after rnr_retry 1 retries");
+	EXPECT_LOG(
+		take_log(), "completer: QP 0x", "wr_id 0x77 IBV_WR_SEND len 64",
+		"fails with IBV_WC_RNR_RETRY_EXC_ERR",
+		"had no receive WQE posted (Receiver Not Ready) after rnr_retry 1 retries");
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
@@ -341,10 +414,11 @@ static void retry_a(int fd)
 	HX_EXPECT(ep.scq, NULL, 0x78, IBV_WC_RETRY_EXC_ERR, -1, -1);
 	snprintf(want, sizeof(want), "no acknowledgment from QP 0x%06x",
 		 ep.peer.qpn);
-	EXPECT_LOG(take_log(), "completer: QP 0x",
-		   "wr_id 0x78 IBV_WR_RDMA_WRITE len 64",
-		   "fails with IBV_WC_RETRY_EXC_ERR", want,
-		   "after retry_cnt 1 retries of the Local ACK Timeout (timeout 8)");
+	EXPECT_LOG(
+		take_log(), "completer: QP 0x",
+		"wr_id 0x78 IBV_WR_RDMA_WRITE len 64",
+		"fails with IBV_WC_RETRY_EXC_ERR", want,
+		"after retry_cnt 1 retries of the Local ACK Timeout (timeout 8)");
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
@@ -368,6 +442,7 @@ static void retry_b(int fd)
 
 static const struct hx_case cases[] = {
 	HX_CASE(access, 60),
+	HX_CASE(local, 30),
 	HX_CASE(rnr, 30),
 	HX_CASE(retry, 30),
 	{ 0 },

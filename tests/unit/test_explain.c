@@ -40,17 +40,17 @@ static char *take_log(void)
 }
 
 /* The last refusal's line holds each of the pieces (rule and value). */
-#define EXPECT_LOG(...)                                                     \
-	do {                                                                \
-		const char *_want[] = { __VA_ARGS__ };                      \
-		const char *_t = take_log();                                \
-		bool _ok = strstr(_t, "softverbs warning: ") != NULL;       \
-		for (size_t _i = 0; _i < sizeof(_want) / sizeof(_want[0]);  \
-		     _i++)                                                  \
-			_ok = _ok && strstr(_t, _want[_i]);                 \
-		CHECK(_ok);                                                 \
-		if (!_ok)                                                   \
-			fprintf(stderr, "  log was: %s", _t);               \
+#define EXPECT_LOG(...)                                                    \
+	do {                                                               \
+		const char *_want[] = { __VA_ARGS__ };                     \
+		const char *_t = take_log();                               \
+		bool _ok = strstr(_t, "softverbs warning: ") != NULL;      \
+		for (size_t _i = 0; _i < sizeof(_want) / sizeof(_want[0]); \
+		     _i++)                                                 \
+			_ok = _ok && strstr(_t, _want[_i]);                \
+		CHECK(_ok);                                                \
+		if (!_ok)                                                  \
+			fprintf(stderr, "  log was: %s", _t);              \
 	} while (0)
 
 static int count_lines(const char *t, const char *needle)
@@ -106,10 +106,10 @@ static void rtr_attr(struct ibv_qp_attr *a, struct ibv_qp *peer)
 	a->ah_attr.port_num = 1;
 }
 
-#define RTR_MASK                                                       \
-	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |   \
+#define RTR_MASK                                                        \
+	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | \
 	 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-#define RTS_MASK                                                         \
+#define RTS_MASK                                                               \
 	(IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
 	 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
 
@@ -161,7 +161,9 @@ static void test_modify_qp(void)
 			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				       IBV_QP_ACCESS_FLAGS | IBV_QP_CUR_STATE),
 		 EINVAL);
-	EXPECT_LOG(qpn, "IBV_QP_CUR_STATE may be given in RTR, RTS, SQD or SQE only; the QP is in RESET");
+	EXPECT_LOG(
+		qpn,
+		"IBV_QP_CUR_STATE may be given in RTR, RTS, SQD or SQE only; the QP is in RESET");
 
 	/* The attributes' ranges. */
 	a.port_num = 2;
@@ -249,8 +251,8 @@ static void test_modify_qp(void)
 	/* A privileged Q_Key: EPERM without CAP_NET_RAW (root has it). */
 	if (geteuid() != 0) {
 		qp = new_qp(IBV_QPT_UD, NULL);
-		snprintf(qpn, sizeof(qpn), "ibv_modify_qp: QP 0x%06x: ",
-			 qp->qp_num);
+		snprintf(qpn, sizeof(qpn),
+			 "ibv_modify_qp: QP 0x%06x: ", qp->qp_num);
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_INIT;
 		a.port_num = 1;
@@ -320,9 +322,10 @@ static void test_post_send(void)
 	sge[0].length = 100000;
 	wr.send_flags = IBV_SEND_INLINE;
 	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
-	snprintf(want, sizeof(want),
-		 "100000 bytes of inline data are above the QP's max_inline_data %u",
-		 rc_cap.max_inline_data);
+	snprintf(
+		want, sizeof(want),
+		"100000 bytes of inline data are above the QP's max_inline_data %u",
+		rc_cap.max_inline_data);
 	EXPECT_LOG(qpn, want);
 	sge[0].length = 8;
 	wr.opcode = IBV_WR_RDMA_READ;
@@ -332,8 +335,10 @@ static void test_post_send(void)
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	sge[0].length = 4;
 	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
-	EXPECT_LOG(qpn, "IBV_WR_ATOMIC_FETCH_AND_ADD needs one SGE of at least 8 bytes",
-		   "length 4");
+	EXPECT_LOG(
+		qpn,
+		"IBV_WR_ATOMIC_FETCH_AND_ADD needs one SGE of at least 8 bytes",
+		"length 4");
 	sge[0].length = 0x80000000u;
 	sge[1].length = 0x80000000u;
 	wr.opcode = IBV_WR_SEND;
@@ -378,9 +383,10 @@ static void test_post_send(void)
 		err = ibv_post_send(qp, w, &bad);
 		CHECK_EQ(err, ENOMEM);
 		CHECK(bad == &w[n - 1]);
-		snprintf(want, sizeof(want),
-			 "wr_id %#x: the send queue is full (%u WRs outstanding, max_send_wr %u)",
-			 n - 1, n - 1, n - 1);
+		snprintf(
+			want, sizeof(want),
+			"wr_id %#x: the send queue is full (%u WRs outstanding, max_send_wr %u)",
+			n - 1, n - 1, n - 1);
 		EXPECT_LOG(qpn, want);
 	}
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
@@ -408,7 +414,8 @@ static void test_post_recv(void)
 	snprintf(qpn, sizeof(qpn), "ibv_post_recv: QP 0x%06x: ", qp->qp_num);
 	take_log();
 	CHECK_EQ(ibv_post_recv(qp, &wr, &bad), EINVAL);
-	EXPECT_LOG(qpn, "the QP is in RESET; receives may be posted from INIT on");
+	EXPECT_LOG(qpn,
+		   "the QP is in RESET; receives may be posted from INIT on");
 	REQUIRE(to_init(qp) == 0);
 	wr.num_sge = 100;
 	CHECK_EQ(ibv_post_recv(qp, &wr, &bad), EINVAL);
@@ -425,9 +432,10 @@ static void test_post_recv(void)
 	}
 	CHECK_EQ(ibv_post_recv(qp, w, &bad), ENOMEM);
 	CHECK(bad == &w[rc_cap.max_recv_wr]);
-	snprintf(want, sizeof(want),
-		 "the receive queue is full (%u WRs outstanding, max_recv_wr %u)",
-		 rc_cap.max_recv_wr, rc_cap.max_recv_wr);
+	snprintf(
+		want, sizeof(want),
+		"the receive queue is full (%u WRs outstanding, max_recv_wr %u)",
+		rc_cap.max_recv_wr, rc_cap.max_recv_wr);
 	EXPECT_LOG(qpn, want);
 
 	REQUIRE(to_init(sq) == 0);
@@ -437,8 +445,8 @@ static void test_post_recv(void)
 
 	wr.num_sge = 100;
 	CHECK_EQ(ibv_post_srq_recv(srq, &wr, &bad), EINVAL);
-	snprintf(want, sizeof(want), "num_sge 100 is above the SRQ's max_sge %u",
-		 sa.attr.max_sge);
+	snprintf(want, sizeof(want),
+		 "num_sge 100 is above the SRQ's max_sge %u", sa.attr.max_sge);
 	EXPECT_LOG("ibv_post_srq_recv: SRQ", want);
 	wr.num_sge = 1;
 	for (uint32_t i = 0; i < 64; i++)
