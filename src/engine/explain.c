@@ -100,7 +100,7 @@ static void fault_text(char *why, size_t n, struct sv_engine *eng,
 			SV_STAT(eng, access_mw_qp);
 		snprintf(
 			why, n,
-			"the type 2 memory window is bound to QP 0x%06x, not to this QP (IBA 10.6.7.2)",
+			"the type 2 memory window is bound to QP 0x%06x, not to this QP (IBA 10.6.7)",
 			mr->bound_qp->qpx.qp_base.qp_num);
 		break;
 	case SV_MR_FAULT_PD:

@@ -87,7 +87,7 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 				id, (unsigned int)wr->opcode);
 		return REFUSE(
 			qp, EINVAL,
-			"wr_id %#llx: opcode IBV_WR_%s is not valid on a %s QP (IBA 9.2, man ibv_post_send)",
+			"wr_id %#llx: opcode IBV_WR_%s is not valid on %s QPs (man ibv_post_send)",
 			id, op, sv_qp_type_name(qp->type));
 	}
 	if (sv_wr_is(wr->opcode, SV_WR_LOCAL)) {

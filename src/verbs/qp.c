@@ -305,7 +305,7 @@ static int transition_check(struct sv_qp *qp, enum ibv_qp_state cur,
 		mask_names(req & ~mask, names, sizeof(names));
 		return REFUSE(
 			qp, EINVAL,
-			"%s -> %s of a %s QP requires %s, missing from attr_mask (IBA 10.3.1)",
+			"%s -> %s of %s QPs requires %s, missing from attr_mask (IBA 10.3.1)",
 			sv_qp_state_name(cur), sv_qp_state_name(next),
 			sv_qp_type_name(qp->type), names);
 	}
@@ -314,7 +314,7 @@ static int transition_check(struct sv_qp *qp, enum ibv_qp_state cur,
 			   sizeof(names));
 		return REFUSE(
 			qp, EINVAL,
-			"%s -> %s of a %s QP does not take %s (IBA 10.3.1)",
+			"%s -> %s of %s QPs does not take %s (IBA 10.3.1)",
 			sv_qp_state_name(cur), sv_qp_state_name(next),
 			sv_qp_type_name(qp->type), names);
 	}
@@ -416,7 +416,7 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	    !has_cap_net_raw())
 		return REFUSE(
 			qp, EPERM,
-			"attr.qkey 0x%x has the high bit set (a privileged Q_Key, IBA 10.2.5): it needs CAP_NET_RAW",
+			"attr.qkey 0x%x has the high bit set (a privileged Q_Key): it needs CAP_NET_RAW",
 			a->qkey);
 	/* QPNs are 24 bits on the wire. */
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
@@ -618,32 +618,64 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia,
 	case IBV_QPT_XRC_SEND:
 		break;
 	case IBV_QPT_XRC_RECV:
-		return have_xrcd ? 0 : EINVAL;
+		return have_xrcd ?
+			       0 :
+			       sv_refuse(
+				       EINVAL,
+				       "ibv_create_qp: an XRC_RECV QP is created with ibv_create_qp_ex and an XRC domain (comp_mask IBV_QP_INIT_ATTR_XRCD)");
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
-		return EOPNOTSUPP;
+		return sv_refuse(
+			EOPNOTSUPP,
+			"ibv_create_qp: qp_type %d (raw packet, driver) is not offered by softverbs",
+			(int)ia->qp_type);
 	default:
-		return EINVAL; /* not a type the kernel knows either */
+		/* not a type the kernel knows either */
+		return sv_refuse(EINVAL,
+				 "ibv_create_qp: qp_type %d is not a QP type",
+				 (int)ia->qp_type);
 	}
 	if (!pd)
-		return EINVAL;
+		return sv_refuse(EINVAL, "ibv_create_qp: %s QPs need a PD",
+				 sv_qp_type_name(ia->qp_type));
 	if (!ia->send_cq || (!xrc_send && !ia->recv_cq))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: %s QPs need %s (send_cq %p, recv_cq %p)",
+			sv_qp_type_name(ia->qp_type),
+			xrc_send ? "a send CQ" : "a send and a receive CQ",
+			(void *)ia->send_cq, (void *)ia->recv_cq);
 	if (ia->send_cq->context != pd->context ||
 	    (!xrc_send && ia->recv_cq->context != pd->context))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: the CQs and the PD belong to different device contexts");
 	if (ia->srq && !xrc_send) {
 		/* man ibv_create_qp: only RC and UD QPs take an SRQ. */
-		if (ia->qp_type == IBV_QPT_UC ||
-		    ia->srq->context != pd->context)
-			return EINVAL;
+		if (ia->qp_type == IBV_QPT_UC)
+			return sv_refuse(
+				EINVAL,
+				"ibv_create_qp: a UC QP takes no SRQ (RC and UD do; man ibv_create_qp)");
+		if (ia->srq->context != pd->context)
+			return sv_refuse(
+				EINVAL,
+				"ibv_create_qp: the SRQ and the PD belong to different device contexts");
 	}
 	if (cap->max_send_wr > SV_MAX_QP_WR || cap->max_send_sge > SV_MAX_SGE ||
 	    cap->max_inline_data > SV_MAX_INLINE)
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: cap.max_send_wr %u, max_send_sge %u, max_inline_data %u: the device's limits are %u, %u and %u (ibv_query_device: max_qp_wr, max_sge)",
+			cap->max_send_wr, cap->max_send_sge,
+			cap->max_inline_data, SV_MAX_QP_WR, SV_MAX_SGE,
+			SV_MAX_INLINE);
 	if (!ia->srq && !xrc_send &&
 	    (cap->max_recv_wr > SV_MAX_QP_WR || cap->max_recv_sge > SV_MAX_SGE))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: cap.max_recv_wr %u, max_recv_sge %u: the device's limits are %u and %u (ibv_query_device: max_qp_wr, max_sge)",
+			cap->max_recv_wr, cap->max_recv_sge, SV_MAX_QP_WR,
+			SV_MAX_SGE);
 	return 0;
 }
 

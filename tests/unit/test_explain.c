@@ -143,7 +143,7 @@ static void test_modify_qp(void)
 	EXPECT_LOG(qpn, "RESET -> RTS is not a transition");
 	a.qp_state = IBV_QPS_INIT;
 	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT), EINVAL);
-	EXPECT_LOG(qpn, "RESET -> INIT of a RC QP requires",
+	EXPECT_LOG(qpn, "RESET -> INIT of RC QPs requires",
 		   "IBV_QP_ACCESS_FLAGS", "IBV_QP_PKEY_INDEX",
 		   "missing from attr_mask");
 	a.qp_state = 9;
@@ -155,7 +155,7 @@ static void test_modify_qp(void)
 			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				       IBV_QP_ACCESS_FLAGS | IBV_QP_SQ_PSN),
 		 EINVAL);
-	EXPECT_LOG(qpn, "RESET -> INIT of a RC QP does not take IBV_QP_SQ_PSN");
+	EXPECT_LOG(qpn, "RESET -> INIT of RC QPs does not take IBV_QP_SQ_PSN");
 	a.cur_qp_state = IBV_QPS_RESET;
 	CHECK_EQ(ibv_modify_qp(qp, &a,
 			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -274,6 +274,36 @@ static void test_modify_qp(void)
 	}
 }
 
+static void test_create_qp(void)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq,
+				       .recv_cq = cq,
+				       .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 1u << 30,
+						.max_recv_wr = 1,
+						.max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	struct ibv_device_attr da;
+
+	REQUIRE(ibv_query_device(ctx, &da) == 0);
+	take_log();
+	CHECK(!ibv_create_qp(pd, &ia) && errno == EINVAL);
+	EXPECT_LOG("ibv_create_qp: cap.max_send_wr 1073741824",
+		   "the device's limits are");
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_recv_sge = (uint32_t)da.max_sge + 1;
+	CHECK(!ibv_create_qp(pd, &ia) && errno == EINVAL);
+	EXPECT_LOG("ibv_create_qp: cap.max_recv_wr 1, max_recv_sge");
+	ia.cap.max_recv_sge = 1;
+	ia.recv_cq = NULL;
+	CHECK(!ibv_create_qp(pd, &ia) && errno == EINVAL);
+	EXPECT_LOG("ibv_create_qp: RC QPs need a send and a receive CQ");
+	ia.recv_cq = cq;
+	ia.qp_type = 77;
+	CHECK(!ibv_create_qp(pd, &ia) && errno == EINVAL);
+	EXPECT_LOG("ibv_create_qp: qp_type 77 is not a QP type");
+}
+
 static void test_post_send(void)
 {
 	struct ibv_qp *qp = new_qp(IBV_QPT_RC, NULL);
@@ -363,7 +393,7 @@ static void test_post_send(void)
 	EXPECT_LOG(qpn, "a UD send needs an address handle");
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	CHECK_EQ(ibv_post_send(ud, &wr, &bad), EINVAL);
-	EXPECT_LOG(qpn, "opcode IBV_WR_RDMA_WRITE is not valid on a UD QP");
+	EXPECT_LOG(qpn, "opcode IBV_WR_RDMA_WRITE is not valid on UD QPs");
 	wr.opcode = IBV_WR_SEND;
 
 	/* The queue full: ENOMEM (4 WRs to a QP whose peer never answers:
@@ -544,6 +574,7 @@ int main(void)
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(pd && cq && mr);
 
+	test_create_qp();
 	test_modify_qp();
 	test_post_send();
 	test_post_recv();
