@@ -143,10 +143,11 @@ void sv_explain_access(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 		   op_of_access(access), rkey, va, len, why);
 }
 
-/* The first SGE of a gather/scatter list that the key table refuses. */
+/* The first SGE of a gather/scatter list that the key table refuses;
+ * locked: the caller holds the table's read lock (no references then). */
 static void sgl_text(char *buf, size_t n, struct sv_qp *qp, struct sv_pd *pd,
 		     const struct ibv_sge *sge, uint32_t nsge,
-		     unsigned int access)
+		     unsigned int access, bool locked)
 {
 	for (uint32_t i = 0; i < nsge; i++) {
 		struct sv_mr *mr;
@@ -154,7 +155,8 @@ static void sgl_text(char *buf, size_t n, struct sv_qp *qp, struct sv_pd *pd,
 
 		if (!sge[i].length)
 			continue;
-		mr = sv_mr_get_by_lkey(sge[i].lkey);
+		mr = locked ? sv_mr_find_lkey_locked(sge[i].lkey) :
+			      sv_mr_get_by_lkey(sge[i].lkey);
 		if (sv_mr_fault(mr, qp, pd, sge[i].addr, sge[i].length,
 				access) != SV_MR_FAULT_NONE) {
 			fault_text(why, sizeof(why), NULL, mr, qp, pd,
@@ -165,23 +167,23 @@ static void sgl_text(char *buf, size_t n, struct sv_qp *qp, struct sv_pd *pd,
 				 " length %u: %s",
 				 i, sge[i].lkey, sge[i].addr, sge[i].length,
 				 why);
-			if (mr)
+			if (mr && !locked)
 				sv_mr_put(mr);
 			return;
 		}
-		if (mr)
+		if (mr && !locked)
 			sv_mr_put(mr);
 	}
 	snprintf(buf, n, "a region of its sg_list changed while it ran");
 }
 
 void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
-			 const struct ibv_sge *sge, uint32_t nsge)
+			 const struct ibv_sge *sge, uint32_t nsge, bool locked)
 {
 	char why[400];
 
 	sgl_text(why, sizeof(why), qe->qp, pd, sge, nsge,
-		 IBV_ACCESS_LOCAL_WRITE);
+		 IBV_ACCESS_LOCAL_WRITE, locked);
 	sv_warn_qp(
 		&qe->qp->lograte, qe->qpn, "responder",
 		"a receive WQE cannot take the message: %s; it completes with IBV_WC_LOC_PROT_ERR, the requester's with IBV_WC_REM_OP_ERR",
@@ -287,7 +289,8 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 			 w->num_sge,
 			 sv_wr_is(w->opcode, SV_WR_READ | SV_WR_ATOMIC) ?
 				 IBV_ACCESS_LOCAL_WRITE :
-				 0);
+				 0,
+			 false);
 		break;
 	case IBV_WC_LOC_LEN_ERR:
 		snprintf(why, sizeof(why),

@@ -7,6 +7,7 @@
 #ifndef SV_ENGINE_EXPLAIN_H
 #define SV_ENGINE_EXPLAIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -33,9 +34,10 @@ void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
 		     const char *opcode, uint32_t psn);
 
 /* A receive WQE's scatter list cannot take a message (pd: the PD the
- * receive is for). */
+ * receive is for); locked: the caller holds the key table's read lock
+ * (core/mr.h: sv_mr_read_lock), which must not be taken again. */
 void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
-			 const struct ibv_sge *sge, uint32_t nsge);
+			 const struct ibv_sge *sge, uint32_t nsge, bool locked);
 
 /* A message longer than the receive WQE (room bytes) that takes it. */
 void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t room, uint64_t len);

@@ -370,7 +370,7 @@ static enum resp_state execute(struct resp_ctx *c)
 				       qe->resp.wqe->num_sge, qe->resp.offset,
 				       p->payload, pay, true)) {
 			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
-					    qe->resp.wqe->num_sge);
+					    qe->resp.wqe->num_sge, false);
 			return RESP_ERR_LOC_PROT;
 		}
 		qe->resp.offset += pay;

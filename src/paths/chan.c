@@ -308,13 +308,15 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		.qp_num = qe->qpn,
 		.src_qp = qe->dest_qpn,
 	};
+	/* Said while the WQE is ours (before head moves), under the key
+	 * table's read lock (rx_poll holds it). */
+	if (e == SV_SGL_LEN)
+		sv_explain_recv_len(qe, room, m->len);
+	else if (e != SV_SGL_OK)
+		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
-		if (e == SV_SGL_LEN)
-			sv_explain_recv_len(qe, room, m->len);
-		else
-			sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge);
 		SV_STAT(qe->eng, resp_inv_req);
 		wc->status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
 					       IBV_WC_LOC_PROT_ERR;
