@@ -6,6 +6,7 @@
  *   softverbs devices                  list devices, ports and GIDs
  *   softverbs setup [--undo]           the device's /dev and /sys files, for good
  *   softverbs help
+ *   softverbs version (--version)      version, commit, the rdma-core ABI
  *
  * "run" puts our library directory first on LD_LIBRARY_PATH and execs the
  * program, so the change reaches that process tree only; in a private
@@ -32,6 +33,7 @@
 
 #include "link/shm.h"
 #include "presence.h"
+#include "sv_version.h"
 #include "util/env.h"
 
 #define EXIT_USAGE 2
@@ -60,6 +62,7 @@ static void usage(FILE *f)
 		"                          /sys/class; again: refresh (GIDs are a snapshot)\n"
 		"  setup --undo            remove them\n"
 		"  help                    this text\n"
+		"  version, --version      the version, its commit and the rdma-core ABI\n"
 		"\n"
 		"environment (each read once per process, at its first use):\n",
 		prog);
@@ -401,6 +404,23 @@ static int cmd_devices(int argc, char **argv)
 	return ret;
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	if (argc) {
+		fprintf(stderr, "%s version: unexpected argument %s\n", prog,
+			argv[0]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	printf("softverbs %s (commit %s)\n"
+	       "implements the rdma-core %s ABI: libibverbs.so.1 (%s), "
+	       "librdmacm.so.1 (%s)\n"
+	       "device: softverbs0, RoCE v2 in software\n",
+	       SV_VERSION, SV_COMMIT, SV_RDMA_CORE, SV_IBVERBS_VERSION,
+	       SV_RDMACM_VERSION);
+	return 0;
+}
+
 static int cmd_setup(int argc, char **argv)
 {
 	bool undo = argc == 1 && !strcmp(argv[0], "--undo");
@@ -429,6 +449,8 @@ int main(int argc, char **argv)
 		return cmd_devices(argc - 2, argv + 2);
 	if (!strcmp(cmd, "setup"))
 		return cmd_setup(argc - 2, argv + 2);
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
+		return cmd_version(argc - 2, argv + 2);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "--help")) {
 		usage(stdout);

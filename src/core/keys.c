@@ -322,6 +322,27 @@ void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 	return (void *)(mr->va + (uintptr_t)(iova - mr->iova));
 }
 
+enum sv_mr_fault sv_mr_fault(struct sv_mr *mr, struct sv_qp *qp,
+			     struct sv_pd *pd, uint64_t iova, uint64_t len,
+			     unsigned int access)
+{
+	/* The checks of sv_mr_check_qp and sv_mr_check, in their order. */
+	if (!mr)
+		return SV_MR_FAULT_KEY;
+	if (mr->bound_qp && mr->bound_qp != qp)
+		return SV_MR_FAULT_QP;
+	if (atomic_load(&mr->state) != SV_MR_VALID)
+		return SV_MR_FAULT_INVALID;
+	if (mr->pd != pd)
+		return SV_MR_FAULT_PD;
+	if (access & ~mr->access)
+		return SV_MR_FAULT_RIGHTS;
+	if (iova < mr->iova || len > mr->length ||
+	    iova - mr->iova > mr->length - len)
+		return SV_MR_FAULT_BOUNDS;
+	return SV_MR_FAULT_NONE;
+}
+
 void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, struct sv_pd *pd,
 		     uint64_t iova, uint64_t len, unsigned int access)
 {

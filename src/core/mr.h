@@ -49,6 +49,21 @@ void *sv_mr_check(struct sv_mr *mr, struct sv_pd *pd, uint64_t iova,
 void *sv_mr_check_qp(struct sv_mr *mr, struct sv_qp *qp, struct sv_pd *pd,
 		     uint64_t iova, uint64_t len, unsigned int access);
 
+/* Which rule of sv_mr_check_qp refused an access (for the log and the
+ * counters of a refusal; the data path itself only asks sv_mr_check_qp). */
+enum sv_mr_fault {
+	SV_MR_FAULT_NONE,
+	SV_MR_FAULT_KEY, /* no region or window has the key */
+	SV_MR_FAULT_QP, /* a type 2 window bound to another QP */
+	SV_MR_FAULT_INVALID, /* being deregistered, or a window unbound */
+	SV_MR_FAULT_PD, /* another PD than the QP's */
+	SV_MR_FAULT_RIGHTS, /* a right not granted */
+	SV_MR_FAULT_BOUNDS, /* outside the region or window */
+};
+enum sv_mr_fault sv_mr_fault(struct sv_mr *mr, struct sv_qp *qp,
+			     struct sv_pd *pd, uint64_t iova, uint64_t len,
+			     unsigned int access);
+
 /*
  * Memory window keys.  A window's R_Key is (index << 8) | tag: the index
  * is fixed for the window's life, the 8-bit tag changes with each bind

@@ -28,6 +28,7 @@
 #include <netinet/in.h>
 
 #include "util/list.h"
+#include "util/log.h"
 #include "util/qlock.h"
 
 struct sv_engine;
@@ -450,6 +451,9 @@ struct sv_qp {
 	struct sv_qp *real; /* ibv_open_qp handles only */
 	int xrc_opens; /* handles open on this TGT QP */
 	struct list_node xrc_node; /* the domain's TGT QPs */
+
+	/* The warnings of its posts, responder and completer (log.h). */
+	struct sv_lograte lograte;
 };
 
 /* A multicast group a UD QP is attached to (ibv_attach_mcast). */

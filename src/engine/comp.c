@@ -43,6 +43,7 @@
  */
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/qpe.h"
 #include "engine/req.h"
@@ -179,6 +180,7 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
 		     enum ibv_wc_status st)
 {
+	sv_explain_wqe(qe, w, st);
 	w->state = SV_WQE_ERROR;
 	w->status = st;
 	sv_comp_retire(qe);

@@ -267,8 +267,10 @@ void sv_engine_netmon_add(struct sv_context *ctx)
 	if (!nm.running) {
 		int err = start();
 
+		/* A sandbox without netlink: a correct program meets it,
+		 * so not a warning (the default level). */
 		if (err)
-			sv_warn("netmon: no port or GID events: %s",
+			sv_info("netmon: no port or GID events: %s",
 				strerror(err));
 	}
 	sv_mutex_unlock(&nm.life);

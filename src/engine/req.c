@@ -28,6 +28,7 @@
 #include "core/mw.h"
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
@@ -113,6 +114,7 @@ static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 {
 	/* The completer reports it once every earlier WQE is complete, so
 	 * completions stay in order; nothing more is sent meanwhile. */
+	sv_explain_wqe(qe, wqe, status);
 	wqe->state = SV_WQE_ERROR;
 	wqe->status = status;
 	qe->req.blocked = true;

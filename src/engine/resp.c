@@ -27,6 +27,7 @@
 #include "core/mw.h"
 #include "engine/dma.h"
 #include "engine/eng.h"
+#include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
@@ -219,8 +220,13 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 		return RESP_CHK_RESOURCE;
 	if (((m & SV_M_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
 	    ((m & SV_M_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
-	    ((m & SV_M_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC)))
+	    ((m & SV_M_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC))) {
+		sv_explain_qp_access(
+			c->qe, (m & SV_M_WRITE) ? IBV_ACCESS_REMOTE_WRITE :
+			       (m & SV_M_READ)	? IBV_ACCESS_REMOTE_READ :
+						  IBV_ACCESS_REMOTE_ATOMIC);
 		return RESP_ERR_ACCESS;
+	}
 	return RESP_CHK_RESOURCE;
 }
 
@@ -310,6 +316,8 @@ static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 		return true;
 	mr = sv_mr_get_by_rkey(rkey);
 	ptr = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, va, len, access);
+	if (!ptr)
+		sv_explain_access(qe, rkey, va, len, access, mr, qe->qp->pd);
 	if (mr)
 		sv_mr_put(mr);
 	return ptr != NULL;
@@ -385,8 +393,11 @@ static enum resp_state execute(struct resp_ctx *c)
 	if (m & SV_M_SEND) {
 		if (pay && sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
 				       qe->resp.wqe->num_sge, qe->resp.offset,
-				       p->payload, pay, true))
+				       p->payload, pay, true)) {
+			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
+					    qe->resp.wqe->num_sge, false);
 			return RESP_ERR_LOC_PROT;
+		}
 		qe->resp.offset += pay;
 	} else if (pay) {
 		struct sv_mr *mr = sv_mr_get_by_rkey(qe->resp.rkey);
@@ -395,6 +406,9 @@ static enum resp_state execute(struct resp_ctx *c)
 				       IBV_ACCESS_REMOTE_WRITE);
 
 		if (!dst) {
+			sv_explain_access(qe, qe->resp.rkey, qe->resp.va, pay,
+					  IBV_ACCESS_REMOTE_WRITE, mr,
+					  qe->qp->pd);
 			if (mr)
 				sv_mr_put(mr);
 			return RESP_ERR_ACCESS; /* deregistered meanwhile */
@@ -468,6 +482,8 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	struct sv_reply r;
 
 	if (!p) {
+		sv_explain_access(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
+				  IBV_ACCESS_REMOTE_ATOMIC, mr, qe->qp->pd);
 		if (mr)
 			sv_mr_put(mr);
 		return RESP_ERR_ACCESS;
@@ -658,6 +674,11 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
 		return;
 	}
+	/* Access and receive WQE errors have their own line already; a UC
+	 * message lost in part (above) is no error of a program. */
+	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT)
+		sv_explain_resp(qe, resp_state_names[st],
+				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
 	if (st == RESP_ERR_ACCESS)
 		SV_STAT(qe->eng, resp_access_err);
 	else
@@ -809,6 +830,9 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 			if (!src) {
 				/* Deregistered since the request was
 				 * checked: the READ fails remotely. */
+				sv_explain_access(qe, r->rkey, r->va, pay,
+						  IBV_ACCESS_REMOTE_READ, mr,
+						  r->pd);
 				if (mr)
 					sv_mr_put(mr);
 				SV_STAT(qe->eng, resp_access_err);

@@ -26,7 +26,7 @@ const char *sv_qp_state_name(int state)
 	return qp_state_names[state];
 }
 
-static const char *qp_type_name(enum ibv_qp_type t)
+const char *sv_qp_type_name(enum ibv_qp_type t)
 {
 	switch (t) {
 	case IBV_QPT_RC:
@@ -35,6 +35,10 @@ static const char *qp_type_name(enum ibv_qp_type t)
 		return "UC";
 	case IBV_QPT_UD:
 		return "UD";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_RECV";
 	default:
 		return "other";
 	}
@@ -107,7 +111,7 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		"qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
 		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
 		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u | path=%s%s%s%s\n",
-		qe->qpn, qp_type_name(qe->type),
+		qe->qpn, sv_qp_type_name(qe->type),
 		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn,
 		qe->flow.sport, qe->flow.dport, qe->pmtu, qe->window, qe->cwnd,
 		qe->req.psn, qe->req.max_psn, qe->req.idx, qe->req.rd_atomic,

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <infiniband/verbs.h>
+
 /* ---- counters (named like rxe's where rxe has one) ----------------------- */
 
 /* clang-format off */
@@ -46,6 +48,13 @@
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
 	X(resp_access_err, "remote access errors detected")                  \
+	X(access_no_key, "of those: no region or window has the R_Key")     \
+	X(access_mw_qp, "of those: a type 2 window bound to another QP")    \
+	X(access_invalid, "of those: region or window being invalidated")   \
+	X(access_pd, "of those: the region's PD is not the QP's")           \
+	X(access_rights, "of those: the region lacks the remote right")     \
+	X(access_bounds, "of those: outside the region or window")          \
+	X(access_qp_flags, "of those: the QP's access flags lack the right") \
 	X(resp_inv_req, "invalid requests detected")                         \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
 	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
@@ -80,6 +89,7 @@ struct sv_qp_engine;
 void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		  uint32_t len, const char *why);
 const char *sv_qp_state_name(int state);
+const char *sv_qp_type_name(enum ibv_qp_type type);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
 

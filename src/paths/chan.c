@@ -62,6 +62,7 @@
 #include "engine/comp.h"
 #include "engine/dma.h"
 #include "engine/eng.h"
+#include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
@@ -307,6 +308,12 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		.qp_num = qe->qpn,
 		.src_qp = qe->dest_qpn,
 	};
+	/* Said while the WQE is ours (before head moves), under the key
+	 * table's read lock (rx_poll holds it). */
+	if (e == SV_SGL_LEN)
+		sv_explain_recv_len(qe, room, m->len);
+	else if (e != SV_SGL_OK)
+		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
@@ -752,6 +759,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 			break;
 		qe->chan.outstanding--;
 		if (nak && w->chan_end == nak_pos) {
+			sv_explain_wqe(qe, w, nak);
 			SV_STAT(qe->eng, nak_rcvd);
 			w->state = SV_WQE_ERROR;
 			w->status = nak;
@@ -816,6 +824,7 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	SV_STAT(qe->eng, retry_exceeded_err);
 	sv_dbg("chan: qp 0x%06x: no ack for %llu ms, retry exceeded", qe->qpn,
 	       (unsigned long long)((now - qe->chan.stall_since) / 1000000));
+	sv_explain_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
 	w->state = SV_WQE_ERROR;
 	w->status = IBV_WC_RETRY_EXC_ERR;
 	qe->chan.outstanding = 0;

@@ -22,11 +22,31 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.off = VAR(log),
 		.min = INT_MIN,
 		.max = INT_MAX,
-		.def = 0,
+		.def = SV_ENV_UNSET,
 		.values = "0..3",
-		.dflt = "0",
-		.what = "diagnostics on stderr: 0 errors, 1 warnings, 2 info, "
-			"3 debug, CM trace",
+		.dflt = "1",
+		.what = "diagnostics: 0 errors, 1 warnings (refusals explained), 2 "
+			"info, 3 debug",
+	},
+	[SV_ENV_VERBS_LOG_LEVEL] = {
+		.name = "VERBS_LOG_LEVEL",
+		.kind = SV_ENV_CNUM,
+		.off = VAR(verbs_log_level),
+		.min = INT_MIN,
+		.max = INT_MAX,
+		.def = SV_ENV_UNSET,
+		.values = "0..4",
+		.dflt = "unset",
+		.what = "rdma-core's levels (0 none, 1 errors ... 4 debug); "
+			"SOFTVERBS_LOG wins",
+	},
+	[SV_ENV_VERBS_LOG_FILE] = {
+		.name = "VERBS_LOG_FILE",
+		.kind = SV_ENV_PATH,
+		.off = VAR(log_file),
+		.values = "FILE",
+		.dflt = "stderr",
+		.what = "append diagnostics here, not stderr (ignored if set-user-ID)",
 	},
 	[SV_ENV_MTU] = {
 		.name = "SOFTVERBS_MTU",
@@ -126,12 +146,23 @@ static void parse(struct sv_env *e, const struct sv_env_var *v)
 	/* secure_getenv ignores a path in set-user-ID/set-group-ID programs:
 	 * a caller's environment must not redirect a privileged program's
 	 * reads.  The switches keep getenv, as before. */
-	s = v->kind == SV_ENV_DIR ? secure_getenv(v->name) : getenv(v->name);
+	s = v->kind == SV_ENV_DIR || v->kind == SV_ENV_PATH ?
+		    secure_getenv(v->name) :
+		    getenv(v->name);
 	switch (v->kind) {
 	case SV_ENV_INT:
 		*val = s ? atoi(s) : v->def;
 		if (*val < v->min || *val > v->max)
 			*val = v->def;
+		break;
+	case SV_ENV_CNUM: {
+		long l = s ? strtol(s, NULL, 0) : v->def;
+
+		*val = l < v->min || l > v->max ? v->def : (int)l;
+		break;
+	}
+	case SV_ENV_PATH:
+		snprintf(field, SV_ENV_FILE_MAX, "%s", s ? s : "");
 		break;
 	case SV_ENV_ON:
 		*val = s && *s && strcmp(s, "0");

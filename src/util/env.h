@@ -16,13 +16,19 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdio.h>
 
 /* rdma-core's IBV_SYSFS_PATH_MAX: the longest sysfs root it accepts. */
 #define SV_ENV_PATH_MAX 256
+/* A file name (VERBS_LOG_FILE): PATH_MAX. */
+#define SV_ENV_FILE_MAX 4096
+/* An SV_ENV_INT or SV_ENV_CNUM variable that is not set (its default). */
+#define SV_ENV_UNSET INT_MIN
 
 struct sv_env {
 	int log; /* SOFTVERBS_LOG: enum sv_log_lvl, any integer taken */
+	int verbs_log_level; /* VERBS_LOG_LEVEL, rdma-core's numbering */
 	int mtu; /* SOFTVERBS_MTU in bytes, 0: the interfaces' MTU */
 	int trace; /* SOFTVERBS_TRACE */
 	int stats; /* SOFTVERBS_STATS */
@@ -31,11 +37,14 @@ struct sv_env {
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
+	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
 };
 
 /* The variables, in the order `softverbs help` lists them. */
 enum sv_env_id {
 	SV_ENV_LOG,
+	SV_ENV_VERBS_LOG_LEVEL,
+	SV_ENV_VERBS_LOG_FILE,
 	SV_ENV_MTU,
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
@@ -52,6 +61,8 @@ enum sv_env_kind {
 	SV_ENV_ON, /* 1 when set, not empty and not "0"; else 0 */
 	SV_ENV_OFF, /* 0 when exactly "0"; else 1 */
 	SV_ENV_DIR, /* a directory, trailing '/' dropped; secure_getenv */
+	SV_ENV_CNUM, /* strtol base 0 (rdma-core's way); outside: default */
+	SV_ENV_PATH, /* a file name as given, "" when unset; secure_getenv */
 };
 
 struct sv_env_var {
@@ -83,6 +94,16 @@ static inline const struct sv_env *sv_env(enum sv_env_id id)
 static inline int sv_env_log(void)
 {
 	return sv_env(SV_ENV_LOG)->log;
+}
+
+static inline int sv_env_verbs_log_level(void)
+{
+	return sv_env(SV_ENV_VERBS_LOG_LEVEL)->verbs_log_level;
+}
+
+static inline const char *sv_env_log_file(void)
+{
+	return sv_env(SV_ENV_VERBS_LOG_FILE)->log_file;
 }
 
 static inline int sv_env_mtu(void)

@@ -37,56 +37,109 @@
 
 #include "core/mw.h"
 #include "engine/engine.h"
+#include "engine/stats.h"
 #include "proto/wr.h"
+
+/* A refused WR: one warning line (util/log.h), limited per QP. */
+#define REFUSE(qp, err, ...)                                              \
+	sv_refuse_qp(&(qp)->lograte, (qp)->qpx.qp_base.qp_num, verb_name, \
+		     (err), __VA_ARGS__)
 
 /* type1: the WR comes from ibv_bind_mw, which binds type 1 windows only;
  * ibv_post_send binds type 2 windows only. */
-static int check_bind_wr(const struct ibv_send_wr *wr, bool type1)
+static int check_bind_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 bool type1)
 {
+	const char *verb_name = type1 ? "ibv_bind_mw" : "ibv_post_send";
 	const struct ibv_mw *mw = wr->bind_mw.mw;
 	const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
 
-	if (!mw || mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
-		return EINVAL;
+	if (!mw)
+		return REFUSE(qp, EINVAL,
+			      "wr_id %#llx: BIND_MW without a window",
+			      (unsigned long long)wr->wr_id);
+	if (mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
+		return REFUSE(
+			qp, EINVAL,
+			"wr_id %#llx: window rkey 0x%x is of type %d; %s binds type %d windows only",
+			(unsigned long long)wr->wr_id, mw->rkey, (int)mw->type,
+			type1 ? "ibv_bind_mw" : "IBV_WR_BIND_MW",
+			type1 ? 1 : 2);
 	/* A binding needs a region; only a type 1 unbind (length 0) has
 	 * none. */
 	if (!bi->mr && (bi->addr || bi->length))
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"wr_id %#llx: bind of window rkey 0x%x without a region (bind_info.mr NULL, length %llu); only an unbind (length 0) has none",
+			(unsigned long long)wr->wr_id, mw->rkey,
+			(unsigned long long)bi->length);
 	return 0;
 }
 
 static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 			 uint64_t *len_out, bool type1)
 {
+	const char *verb_name = type1 ? "ibv_bind_mw" : "ibv_post_send";
+	const char *op = sv_wr(wr->opcode)->name;
+	unsigned long long id = (unsigned long long)wr->wr_id;
 	uint64_t len = 0;
 	int i;
 
-	if (!sv_wr_allowed(qp->type, wr->opcode))
-		return EINVAL;
+	if (!sv_wr_allowed(qp->type, wr->opcode)) {
+		if (!op)
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: opcode %u is not one softverbs offers",
+				id, (unsigned int)wr->opcode);
+		return REFUSE(
+			qp, EINVAL,
+			"wr_id %#llx: opcode IBV_WR_%s is not valid on %s QPs (man ibv_post_send)",
+			id, op, sv_qp_type_name(qp->type));
+	}
 	if (sv_wr_is(wr->opcode, SV_WR_LOCAL)) {
 		*len_out = 0;
-		return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(wr, type1) :
-						      0;
+		return wr->opcode == IBV_WR_BIND_MW ?
+			       check_bind_wr(qp, wr, type1) :
+			       0;
 	}
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"wr_id %#llx: num_sge %d is above the QP's max_send_sge %u",
+			id, wr->num_sge, qp->cap.max_send_sge);
 	if (wr->num_sge && !wr->sg_list)
-		return EINVAL;
+		return REFUSE(qp, EINVAL,
+			      "wr_id %#llx: num_sge %d with sg_list NULL", id,
+			      wr->num_sge);
 	for (i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
 	if (len > SV_MAX_MSG_SIZE)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"wr_id %#llx: message of %llu bytes is above the 2^31 bytes a message may carry (max_msg_sz)",
+			id, (unsigned long long)len);
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* Inline carries data, not a destination for results. */
 		if (!sv_wr_is(wr->opcode, SV_WR_INLINE_OK))
-			return EINVAL;
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: IBV_SEND_INLINE on IBV_WR_%s, which has no data to send inline",
+				id, op);
 		if (len > qp->cap.max_inline_data ||
 		    sizeof(struct sv_send_wqe) + len > qp->sq.stride)
-			return EINVAL;
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: %llu bytes of inline data are above the QP's max_inline_data %u",
+				id, (unsigned long long)len,
+				qp->cap.max_inline_data);
 	}
 	if (sv_wr_is(wr->opcode, SV_WR_ATOMIC)) {
 		if (wr->num_sge != 1 || wr->sg_list[0].length < 8)
-			return EINVAL;
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: IBV_WR_%s needs one SGE of at least 8 bytes for its result (num_sge %d, length %u)",
+				id, op, wr->num_sge,
+				wr->num_sge ? wr->sg_list[0].length : 0);
 		len = 8;
 	}
 	/* ATOMIC WRITE: exactly the 8 bytes it stores, on RC (its XRC
@@ -102,9 +155,16 @@ static int check_send_wr(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		 * that the application learns at once instead of losing the
 		 * message silently. */
 		if (!wr->wr.ud.ah)
-			return EINVAL;
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: a UD send needs an address handle (wr.ud.ah NULL)",
+				id);
 		if (len > sv_engine_port_mtu(qp->ctx))
-			return EINVAL;
+			return REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: UD message of %llu bytes is above the port MTU %u (IBA C10-93.1.1: one packet)",
+				id, (unsigned long long)len,
+				sv_engine_port_mtu(qp->ctx));
 	}
 	*len_out = len;
 	return 0;
@@ -187,6 +247,7 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr, bool type1)
 {
+	const char *verb_name = type1 ? "ibv_bind_mw" : "ibv_post_send";
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_wq *sq = &qp->sq;
 	int state, err = 0, posted = 0;
@@ -195,7 +256,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	state = sv_engine_qp_state(qp);
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
 	    state == IBV_QPS_RTR) {
-		err = EINVAL;
+		err = REFUSE(
+			qp, EINVAL,
+			"the QP is in %s; sends are allowed from RTS on (RTS, SQD; SQE and ERR flush) (IBA 10.3.1)",
+			sv_qp_state_name(state));
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
@@ -207,7 +271,11 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		if (err)
 			break;
 		if (sv_wq_used(sq) >= sq->max_wr) {
-			err = ENOMEM;
+			err = REFUSE(
+				qp, ENOMEM,
+				"wr_id %#llx: the send queue is full (%u WRs outstanding, max_send_wr %u): poll the CQ before posting more",
+				(unsigned long long)wr->wr_id, sv_wq_used(sq),
+				sq->max_wr);
 			break;
 		}
 		/* A small SEND to a same-host peer: straight into its
@@ -264,6 +332,7 @@ int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr)
 {
+	static const char verb_name[] = "ibv_post_recv";
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_wq *rq = &qp->rq;
 	int state, err = 0, posted = 0;
@@ -272,9 +341,20 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	state = sv_engine_qp_state(qp);
 	/* A QP on an SRQ has no receive queue of its own, nor has either
 	 * end of XRC (the target receives through XRC SRQs). */
-	if (state == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_SEND ||
-	    qp->type == IBV_QPT_XRC_RECV || qp->srq) {
-		err = EINVAL;
+	if (state == IBV_QPS_RESET) {
+		err = REFUSE(
+			qp, EINVAL,
+			"the QP is in RESET; receives may be posted from INIT on (IBA 10.3.1)");
+		goto out;
+	}
+	if (qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV ||
+	    qp->srq) {
+		err = REFUSE(
+			qp, EINVAL,
+			"a%s QP has no receive queue of its own: post to %s",
+			qp->srq ? " SRQ-attached" : "n XRC",
+			qp->srq ? "its SRQ (ibv_post_srq_recv)" :
+				  "an XRC SRQ (ibv_post_srq_recv)");
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
@@ -282,13 +362,27 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			atomic_load_explicit(&rq->tail, memory_order_relaxed);
 		struct sv_recv_wqe *w;
 
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			err = EINVAL;
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+			err = REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: num_sge %d is above the QP's max_recv_sge %u",
+				(unsigned long long)wr->wr_id, wr->num_sge,
+				rq->max_sge);
+			break;
+		}
+		if (wr->num_sge && !wr->sg_list) {
+			err = REFUSE(
+				qp, EINVAL,
+				"wr_id %#llx: num_sge %d with sg_list NULL",
+				(unsigned long long)wr->wr_id, wr->num_sge);
 			break;
 		}
 		if (sv_wq_used(rq) >= rq->max_wr) {
-			err = ENOMEM;
+			err = REFUSE(
+				qp, ENOMEM,
+				"wr_id %#llx: the receive queue is full (%u WRs outstanding, max_recv_wr %u)",
+				(unsigned long long)wr->wr_id, sv_wq_used(rq),
+				rq->max_wr);
 			break;
 		}
 		w = sv_wq_at(rq, tail);

@@ -23,6 +23,7 @@
 #include "core/cq.h"
 #include "core/xrc.h"
 #include "engine/engine.h"
+#include "engine/stats.h"
 #include "util/lockorder.h"
 
 /* ---- the state machine -------------------------------------------------- */
@@ -214,17 +215,66 @@ static int type_index(enum ibv_qp_type type)
 	}
 }
 
-/* Is (cur -> next, mask) a legal modify for this QP? */
-static bool transition_ok(struct sv_qp *qp, enum ibv_qp_state cur,
-			  const struct ibv_qp_attr *attr, int mask)
+/* The attribute mask's bits by name, for the refusals' lines. */
+static void mask_names(int mask, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"STATE",
+		"CUR_STATE",
+		"EN_SQD_ASYNC_NOTIFY",
+		"ACCESS_FLAGS",
+		"PKEY_INDEX",
+		"PORT",
+		"QKEY",
+		"AV",
+		"PATH_MTU",
+		"TIMEOUT",
+		"RETRY_CNT",
+		"RNR_RETRY",
+		"RQ_PSN",
+		"MAX_QP_RD_ATOMIC",
+		"ALT_PATH",
+		"MIN_RNR_TIMER",
+		"SQ_PSN",
+		"MAX_DEST_RD_ATOMIC",
+		"PATH_MIG_STATE",
+		"CAP",
+		"DEST_QPN",
+	};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int b = 0; b < 32 && n < len; b++) {
+		if (!(mask & (1 << b)))
+			continue;
+		if (b < sizeof(names) / sizeof(names[0]))
+			n += (size_t)snprintf(buf + n, len - n, "%sIBV_QP_%s",
+					      n ? "|" : "", names[b]);
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%sbit %u",
+					      n ? "|" : "", b);
+	}
+}
+
+#define REFUSE(qp, err, fmt, ...)                          \
+	sv_refuse((err), "ibv_modify_qp: QP 0x%06x: " fmt, \
+		  (qp)->qpx.qp_base.qp_num, __VA_ARGS__)
+
+/* Is (cur -> next, mask) a legal modify for this QP?  0 or EINVAL, with
+ * the rule broken in the log. */
+static int transition_check(struct sv_qp *qp, enum ibv_qp_state cur,
+			    const struct ibv_qp_attr *attr, int mask)
 {
 	enum ibv_qp_state next = cur;
 	const struct qp_transition *t;
 	int req, opt, ti = type_index(qp->type);
+	char names[256];
 
 	if (mask & IBV_QP_STATE) {
 		if ((unsigned int)attr->qp_state > IBV_QPS_ERR)
-			return false;
+			return REFUSE(qp, EINVAL,
+				      "attr.qp_state %d is not a QP state",
+				      (int)attr->qp_state);
 		next = attr->qp_state;
 	}
 	/* The consumer's view of the current state may only be given where
@@ -232,18 +282,43 @@ static bool transition_ok(struct sv_qp *qp, enum ibv_qp_state cur,
 	if (mask & IBV_QP_CUR_STATE) {
 		if (cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
 		    cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
-			return false;
+			return REFUSE(
+				qp, EINVAL,
+				"IBV_QP_CUR_STATE may be given in RTR, RTS, SQD or SQE only; the QP is in %s (IBA 10.3.1)",
+				sv_qp_state_name(cur));
 		if (attr->cur_qp_state != cur)
-			return false;
+			return REFUSE(
+				qp, EINVAL,
+				"attr.cur_qp_state is %s but the QP is in %s",
+				sv_qp_state_name(attr->cur_qp_state),
+				sv_qp_state_name(cur));
 	}
 	t = &qp_table[cur][next];
 	if (!t->valid)
-		return false;
+		return REFUSE(
+			qp, EINVAL,
+			"%s -> %s is not a transition of the QP state machine (IBA 10.3.1)",
+			sv_qp_state_name(cur), sv_qp_state_name(next));
 	req = t->req[ti];
 	opt = t->opt[ti];
-	if ((mask & req) != req)
-		return false;
-	return !(mask & ~(req | opt | IBV_QP_STATE));
+	if ((mask & req) != req) {
+		mask_names(req & ~mask, names, sizeof(names));
+		return REFUSE(
+			qp, EINVAL,
+			"%s -> %s of %s QPs requires %s, missing from attr_mask (IBA 10.3.1)",
+			sv_qp_state_name(cur), sv_qp_state_name(next),
+			sv_qp_type_name(qp->type), names);
+	}
+	if (mask & ~(req | opt | IBV_QP_STATE)) {
+		mask_names(mask & ~(req | opt | IBV_QP_STATE), names,
+			   sizeof(names));
+		return REFUSE(
+			qp, EINVAL,
+			"%s -> %s of %s QPs does not take %s (IBA 10.3.1)",
+			sv_qp_state_name(cur), sv_qp_state_name(next),
+			sv_qp_type_name(qp->type), names);
+	}
+	return 0;
 }
 
 static bool has_cap_net_raw(void)
@@ -260,50 +335,95 @@ static bool has_cap_net_raw(void)
  * rxe's, and the widths of the IBA fields). */
 static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
+	char who[64];
+
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(0xffu | IBV_ACCESS_OPTIONAL_RANGE)))
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.qp_access_flags 0x%x has bits no access flag has (0x%x)",
+			a->qp_access_flags,
+			a->qp_access_flags &
+				~(0xffu | IBV_ACCESS_OPTIONAL_RANGE));
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SV_MAX_PKEYS)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.pkey_index %u is beyond the P_Key table (%u entries)",
+			a->pkey_index, SV_MAX_PKEYS);
 	if ((mask & IBV_QP_PORT) && a->port_num != SV_PORT)
-		return EINVAL;
-	if ((mask & IBV_QP_AV) && sv_ah_attr_check(qp->ctx, &a->ah_attr))
+		return REFUSE(qp, EINVAL,
+			      "attr.port_num %u: the device has port %u only",
+			      a->port_num, SV_PORT);
+	snprintf(who, sizeof(who), "ibv_modify_qp: QP 0x%06x: attr.ah_attr",
+		 qp->qpx.qp_base.qp_num);
+	if ((mask & IBV_QP_AV) && sv_ah_attr_check(qp->ctx, &a->ah_attr, who))
 		return EINVAL;
 	/* Alternate paths (APM) exist on InfiniBand only; the kernel refuses
 	 * them on RoCE ports. */
 	if (mask & IBV_QP_ALT_PATH)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"IBV_QP_ALT_PATH: alternate paths (APM) exist on InfiniBand only, not on a RoCE port%s",
+			"");
 	if ((mask & IBV_QP_PATH_MTU) &&
 	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.path_mtu %d is not an enum ibv_mtu (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5)",
+			(int)a->path_mtu);
 	/* 5-bit Local ACK Timeout, 3-bit retry counts, 5-bit RNR timer. */
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
-		return EINVAL;
+		return REFUSE(qp, EINVAL,
+			      "attr.timeout %u is above 31 (a 5-bit field)",
+			      a->timeout);
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
-		return EINVAL;
+		return REFUSE(qp, EINVAL,
+			      "attr.retry_cnt %u is above 7 (a 3-bit field)",
+			      a->retry_cnt);
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.rnr_retry %u is above 7 (a 3-bit field; 7 is infinite)",
+			a->rnr_retry);
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.min_rnr_timer %u is above 31 (a 5-bit field)",
+			a->min_rnr_timer);
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > SV_MAX_RD_ATOMIC)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.max_rd_atomic %u is above the device's max_qp_init_rd_atom %u",
+			a->max_rd_atomic, SV_MAX_RD_ATOMIC);
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
 	    a->max_dest_rd_atomic > SV_MAX_RD_ATOMIC)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.max_dest_rd_atomic %u is above the device's max_qp_rd_atom %u",
+			a->max_dest_rd_atomic, SV_MAX_RD_ATOMIC);
 	if ((mask & IBV_QP_PATH_MIG_STATE) &&
 	    (unsigned int)a->path_mig_state > IBV_MIG_ARMED)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.path_mig_state %d is not an enum ibv_mig_state",
+			(int)a->path_mig_state);
 	/* A Q_Key with the high bit set is privileged (IBA): a WR
 	 * naming such a key sends with the QP's own key instead, so only a
 	 * privileged process may give its QP one (the kernel's rule:
 	 * CAP_NET_RAW, else EPERM). */
 	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u) &&
 	    !has_cap_net_raw())
-		return EPERM;
+		return REFUSE(
+			qp, EPERM,
+			"attr.qkey 0x%x has the high bit set (a privileged Q_Key): it needs CAP_NET_RAW",
+			a->qkey);
 	/* QPNs are 24 bits on the wire. */
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
-		return EINVAL;
+		return REFUSE(
+			qp, EINVAL,
+			"attr.dest_qp_num 0x%x is above 0xffffff (QPNs are 24 bits)",
+			a->dest_qp_num);
 	return 0;
 }
 
@@ -400,11 +520,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	attr_mask = xrc_mask(qp->type, attr_mask);
 	sv_mutex_lock(&qp->state_lock, SV_LOCK_QP_STATE);
 	cur = qp->attr.qp_state;
-	if (!transition_ok(qp, cur, attr, attr_mask)) {
-		sv_mutex_unlock(&qp->state_lock);
-		return EINVAL;
-	}
-	err = check_attrs(qp, attr, attr_mask);
+	err = transition_check(qp, cur, attr, attr_mask);
+	if (!err)
+		err = check_attrs(qp, attr, attr_mask);
 	if (err) {
 		sv_mutex_unlock(&qp->state_lock);
 		return err;
@@ -503,32 +621,64 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia,
 	case IBV_QPT_XRC_SEND:
 		break;
 	case IBV_QPT_XRC_RECV:
-		return have_xrcd ? 0 : EINVAL;
+		return have_xrcd ?
+			       0 :
+			       sv_refuse(
+				       EINVAL,
+				       "ibv_create_qp: an XRC_RECV QP is created with ibv_create_qp_ex and an XRC domain (comp_mask IBV_QP_INIT_ATTR_XRCD)");
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
-		return EOPNOTSUPP;
+		return sv_refuse(
+			EOPNOTSUPP,
+			"ibv_create_qp: qp_type %d (raw packet, driver) is not offered by softverbs",
+			(int)ia->qp_type);
 	default:
-		return EINVAL; /* not a type the kernel knows either */
+		/* not a type the kernel knows either */
+		return sv_refuse(EINVAL,
+				 "ibv_create_qp: qp_type %d is not a QP type",
+				 (int)ia->qp_type);
 	}
 	if (!pd)
-		return EINVAL;
+		return sv_refuse(EINVAL, "ibv_create_qp: %s QPs need a PD",
+				 sv_qp_type_name(ia->qp_type));
 	if (!ia->send_cq || (!xrc_send && !ia->recv_cq))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: %s QPs need %s (send_cq %p, recv_cq %p)",
+			sv_qp_type_name(ia->qp_type),
+			xrc_send ? "a send CQ" : "a send and a receive CQ",
+			(void *)ia->send_cq, (void *)ia->recv_cq);
 	if (ia->send_cq->context != pd->context ||
 	    (!xrc_send && ia->recv_cq->context != pd->context))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: the CQs and the PD belong to different device contexts");
 	if (ia->srq && !xrc_send) {
 		/* man ibv_create_qp: only RC and UD QPs take an SRQ. */
-		if (ia->qp_type == IBV_QPT_UC ||
-		    ia->srq->context != pd->context)
-			return EINVAL;
+		if (ia->qp_type == IBV_QPT_UC)
+			return sv_refuse(
+				EINVAL,
+				"ibv_create_qp: a UC QP takes no SRQ (RC and UD do; man ibv_create_qp)");
+		if (ia->srq->context != pd->context)
+			return sv_refuse(
+				EINVAL,
+				"ibv_create_qp: the SRQ and the PD belong to different device contexts");
 	}
 	if (cap->max_send_wr > SV_MAX_QP_WR || cap->max_send_sge > SV_MAX_SGE ||
 	    cap->max_inline_data > SV_MAX_INLINE)
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: cap.max_send_wr %u, max_send_sge %u, max_inline_data %u: the device's limits are %u, %u and %u (ibv_query_device: max_qp_wr, max_sge)",
+			cap->max_send_wr, cap->max_send_sge,
+			cap->max_inline_data, SV_MAX_QP_WR, SV_MAX_SGE,
+			SV_MAX_INLINE);
 	if (!ia->srq && !xrc_send &&
 	    (cap->max_recv_wr > SV_MAX_QP_WR || cap->max_recv_sge > SV_MAX_SGE))
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"ibv_create_qp: cap.max_recv_wr %u, max_recv_sge %u: the device's limits are %u and %u (ibv_query_device: max_qp_wr, max_sge)",
+			cap->max_recv_wr, cap->max_recv_sge, SV_MAX_QP_WR,
+			SV_MAX_SGE);
 	return 0;
 }
 
@@ -704,6 +854,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 			atomic_fetch_sub(&qp->xrc_hold->users, 1);
 		qp->xrc_hold = NULL;
 	}
+	if (sv_log_suppressed(&qp->lograte))
+		sv_warn("QP 0x%06x destroyed: %u more warnings about it were counted, not logged",
+			ibqp->qp_num, sv_log_suppressed(&qp->lograte));
 	reported = sv_async_purge(qp->ctx, &qp->async_events_reported);
 	sv_mutex_lock(&ibqp->mutex, SV_LOCK_IBV_EVENTS);
 	while (ibqp->events_completed != reported)

@@ -217,11 +217,19 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		struct sv_recv_wqe *wqe;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
-			err = EINVAL;
+			err = sv_refuse(
+				EINVAL,
+				"ibv_post_srq_recv: SRQ %p: wr_id %#llx: num_sge %d is above the SRQ's max_sge %u",
+				(void *)srq, (unsigned long long)wr->wr_id,
+				wr->num_sge, rq->max_sge);
 			break;
 		}
 		if (sv_wq_used(rq) >= rq->max_wr) {
-			err = ENOMEM;
+			err = sv_refuse(
+				ENOMEM,
+				"ibv_post_srq_recv: SRQ %p: wr_id %#llx: the SRQ is full (%u WRs outstanding, max_wr %u)",
+				(void *)srq, (unsigned long long)wr->wr_id,
+				sv_wq_used(rq), rq->max_wr);
 			break;
 		}
 		wqe = sv_wq_at(rq, tail);
@@ -251,14 +259,24 @@ static int gid_count(void)
 
 /* The kernel's rdma_check_ah_attr() for a RoCE port: a valid port, a GRH
  * (RoCE addresses are GIDs), and a source GID that exists. */
-int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr)
+int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr,
+		     const char *who)
 {
 	if (attr->port_num != SV_PORT)
-		return EINVAL;
+		return sv_refuse(EINVAL,
+				 "%s: port_num %u: the device has port %u only",
+				 who, attr->port_num, SV_PORT);
+	/* RoCE (IBA Annex A16/A17): no LIDs, every packet carries a GRH. */
 	if (!attr->is_global)
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"%s: is_global is 0 (dlid 0x%x): a RoCE port addresses by GID, so the address needs a GRH (is_global = 1, grh.dgid, grh.sgid_index)",
+			who, attr->dlid);
 	if (attr->grh.sgid_index >= gid_count())
-		return EINVAL;
+		return sv_refuse(
+			EINVAL,
+			"%s: grh.sgid_index %u is beyond the port's GID table (%d entries; ibv_devinfo -v lists them)",
+			who, attr->grh.sgid_index, gid_count());
 	return 0;
 }
 
@@ -269,7 +287,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 
 	if (!pd || !attr)
 		return sv_null_errno(EINVAL);
-	if (sv_ah_attr_check(to_sv_ctx(pd->context), attr))
+	if (sv_ah_attr_check(to_sv_ctx(pd->context), attr, "ibv_create_ah"))
 		return sv_null_errno(EINVAL);
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)

@@ -29,7 +29,10 @@ static inline void *sv_null_errno(int err)
 /* srq_ah.c: the address checks of a RoCE port (port 1, GRH present, an
  * existing source GID index), shared by ibv_create_ah and ibv_modify_qp.
  * Returns 0 or EINVAL. */
-int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr);
+/* Is attr an address of this port?  EINVAL with a warning naming who
+ * ("ibv_create_ah", ...) and the field at fault. */
+int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr,
+		     const char *who);
 
 /* cq.c: the creation path of ibv_create_cq and ibv_create_cq_ex (NULL
  * with errno set on failure); `timestamps` keeps a timestamp per slot;

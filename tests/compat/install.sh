@@ -22,6 +22,29 @@ if readelf -d "$prefix/bin/softverbs" "$prefix"/lib/*.so.1 | grep -E 'R(UN)?PATH
 	readelf -d "$prefix/bin/softverbs" | grep -E 'R(UN)?PATH'
 fi
 
+# The man pages: installed where man(1) finds them from PATH, rendered by
+# man -l without a warning, naming every command of `softverbs help` and
+# every environment variable of its table (the page is generated from it).
+for page in man1/softverbs.1 man7/softverbs.7; do
+	[ -e "$prefix/share/man/$page" ] || fail "$page not installed"
+	run_ok 30 env MANWIDTH=80 man --warnings -l "$prefix/share/man/$page"
+	expect '^SOFTVERBS\([17]\)'
+done
+run_ok 30 env PATH="$prefix/bin:$PATH" man -w softverbs
+expect "^$(readlink -f "$prefix")/share/man/man1/softverbs\.1"
+run_ok 30 env MANWIDTH=200 man -l "$prefix/share/man/man1/softverbs.1"
+cp "$out" "$prefix/man1.txt"
+run_ok 30 "$prefix/bin/softverbs" help
+vars=$(sed -n 's/^  \([A-Z_]*\)=.*/\1/p' "$out")
+cmds=$(sed -n 's/^  \([a-z][a-z]*\)[ ,].*/\1/p' "$out" | sort -u)
+[ "$(echo "$vars" | wc -w)" -ge 11 ] || fail "too few variables in help: $vars"
+for v in $vars; do
+	grep -Eq "^ +$v=" "$prefix/man1.txt" || fail "softverbs(1) lacks the variable $v"
+done
+for c in $cmds; do
+	grep -Eq "^ +$c( |,|\$)" "$prefix/man1.txt" || fail "softverbs(1) lacks the command $c"
+done
+
 run_ok 30 "$prefix/bin/softverbs" devices
 expect '^  port 1: PORT_ACTIVE'
 run_ok 30 "$prefix/bin/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"'

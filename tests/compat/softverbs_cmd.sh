@@ -25,6 +25,19 @@ status_is 2 "$SV" devices extra
 status_is 127 "$SV" run -- /nonexistent/program
 status_is 3 "$SV" run -- sh -c 'exit 3'
 
+# The version, its commit and the ABI, as `softverbs --version` and
+# `softverbs version`; the library versions named are the files' own.
+run_ok 30 "$SV" --version
+expect '^softverbs [0-9]+\.[0-9]+\.[0-9]+ \(commit [^ )]+\)$'
+ibv_file=$(basename "$(readlink -f "$libdir/libibverbs.so.1")")
+cm_file=$(basename "$(readlink -f "$libdir/librdmacm.so.1")")
+expect "^implements the rdma-core 44 ABI: libibverbs\.so\.1 \(${ibv_file#libibverbs.so.}\), librdmacm\.so\.1 \(${cm_file#librdmacm.so.}\)\$"
+[ "$ibv_file" = libibverbs.so.1.14.44.0 ] || fail "libibverbs file is $ibv_file"
+run_ok 30 "$SV" version
+expect '^softverbs [0-9]+\.[0-9]+\.[0-9]+ \(commit '
+status_is 2 "$SV" version extra
+grep -q 'unexpected argument extra' "$err" || fail "no reason for the usage error"
+
 # Our lib/ first, the user's entries kept after it; only for the child.
 run_ok 30 env LD_LIBRARY_PATH=/opt/a:/opt/b "$SV" run -- sh -c 'echo "$LD_LIBRARY_PATH"'
 expect "^$libdir:/opt/a:/opt/b\$"

@@ -33,11 +33,20 @@ static void test_parse(void)
 {
 	char longp[400];
 
-	CHECK_EQ(with("SOFTVERBS_LOG", NULL).log, 0); /* errors only */
+	CHECK_EQ(with("SOFTVERBS_LOG", NULL).log, SV_ENV_UNSET);
 	CHECK_EQ(with("SOFTVERBS_LOG", "2").log, 2);
 	CHECK_EQ(with("SOFTVERBS_LOG", "7").log, 7); /* atoi, no range */
 	CHECK_EQ(with("SOFTVERBS_LOG", "-1").log, -1);
 	CHECK_EQ(with("SOFTVERBS_LOG", "abc").log, 0);
+
+	/* rdma-core's strtol(s, NULL, 0), no range. */
+	CHECK_EQ(with("VERBS_LOG_LEVEL", NULL).verbs_log_level, SV_ENV_UNSET);
+	CHECK_EQ(with("VERBS_LOG_LEVEL", "4").verbs_log_level, 4);
+	CHECK_EQ(with("VERBS_LOG_LEVEL", "0x2").verbs_log_level, 2);
+	CHECK_EQ(with("VERBS_LOG_LEVEL", "0").verbs_log_level, 0);
+	CHECK(!strcmp(with("VERBS_LOG_FILE", NULL).log_file, ""));
+	CHECK(!strcmp(with("VERBS_LOG_FILE", "/tmp/x.log").log_file,
+		      "/tmp/x.log"));
 
 	/* 256..4096, anything else: the interfaces' MTU (0). */
 	CHECK_EQ(with("SOFTVERBS_MTU", NULL).mtu, 0);

@@ -1,0 +1,319 @@
+/*
+ * Explained failures (explain.h): the responder's access refusals, its
+ * other errors and the requester's error completions, each as one line
+ * that names the rule broken and the value that broke it.
+ *
+ * The requester cannot learn the target's reason from the wire (a NAK
+ * carries a syndrome only): its line says what it asked for and points
+ * at the target's line and counters, which the target's process writes.
+ */
+#include "engine/explain.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "core/mr.h"
+#include "engine/eng.h"
+#include "engine/qpe.h"
+#include "engine/stats.h"
+#include "proto/wr.h"
+#include "util/log.h"
+
+/* "LOCAL_WRITE|REMOTE_READ", "none" for no right. */
+static const char *access_names(unsigned int acc, char *buf, size_t len)
+{
+	static const struct {
+		unsigned int bit;
+		const char *name;
+	} names[] = {
+		{ IBV_ACCESS_LOCAL_WRITE, "LOCAL_WRITE" },
+		{ IBV_ACCESS_REMOTE_WRITE, "REMOTE_WRITE" },
+		{ IBV_ACCESS_REMOTE_READ, "REMOTE_READ" },
+		{ IBV_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC" },
+		{ IBV_ACCESS_MW_BIND, "MW_BIND" },
+		{ IBV_ACCESS_ZERO_BASED, "ZERO_BASED" },
+		{ IBV_ACCESS_ON_DEMAND, "ON_DEMAND" },
+	};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((acc & names[i].bit) && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+					      n ? "|" : "", names[i].name);
+	if (!n)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+static const char *op_of_access(unsigned int access)
+{
+	if (access & IBV_ACCESS_REMOTE_WRITE)
+		return "RDMA WRITE";
+	if (access & IBV_ACCESS_REMOTE_READ)
+		return "RDMA READ";
+	return "ATOMIC";
+}
+
+static const char *right_of_access(unsigned int access)
+{
+	if (access & IBV_ACCESS_REMOTE_WRITE)
+		return "IBV_ACCESS_REMOTE_WRITE";
+	if (access & IBV_ACCESS_REMOTE_READ)
+		return "IBV_ACCESS_REMOTE_READ";
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		return "IBV_ACCESS_REMOTE_ATOMIC";
+	return "IBV_ACCESS_LOCAL_WRITE";
+}
+
+/* Why sv_mr_check_qp refused [va, va+len) of mr (what key found, NULL:
+ * nothing) for access on behalf of qp and pd; counted when eng is given
+ * (remote accesses: the responder's counters). */
+static void fault_text(char *why, size_t n, struct sv_engine *eng,
+		       struct sv_mr *mr, struct sv_qp *qp, struct sv_pd *pd,
+		       uint32_t key, bool remote, uint64_t va, uint64_t len,
+		       unsigned int access)
+{
+	const char *kind =
+		remote && (key & SV_MW_KEY_BIT) ? "window" : "region";
+	char has[96];
+
+	switch (sv_mr_fault(mr, qp, pd, va, len, access)) {
+	case SV_MR_FAULT_NONE: /* changed meanwhile: it was refused */
+	case SV_MR_FAULT_INVALID:
+		if (eng)
+			SV_STAT(eng, access_invalid);
+		snprintf(why, n, "the %s is being deregistered or invalidated",
+			 kind);
+		break;
+	case SV_MR_FAULT_KEY:
+		if (eng)
+			SV_STAT(eng, access_no_key);
+		snprintf(
+			why, n,
+			remote ?
+				"no region or memory window has this rkey (never registered, deregistered, or the window was rebound: man ibv_inc_rkey)" :
+				"no region has this lkey (never registered, or deregistered)");
+		break;
+	case SV_MR_FAULT_QP:
+		if (eng)
+			SV_STAT(eng, access_mw_qp);
+		snprintf(
+			why, n,
+			"the type 2 memory window is bound to QP 0x%06x, not to this QP (IBA 10.6.7)",
+			mr->bound_qp->qpx.qp_base.qp_num);
+		break;
+	case SV_MR_FAULT_PD:
+		if (eng)
+			SV_STAT(eng, access_pd);
+		snprintf(
+			why, n,
+			"the %s's PD (handle %u) is not the QP's PD (handle %u) (IBA C9-88)",
+			kind, mr->pd->ibv.handle, pd ? pd->ibv.handle : 0);
+		break;
+	case SV_MR_FAULT_RIGHTS:
+		if (eng)
+			SV_STAT(eng, access_rights);
+		snprintf(why, n, "the %s lacks %s (has %s)", kind,
+			 right_of_access(access),
+			 access_names(mr->access, has, sizeof(has)));
+		break;
+	case SV_MR_FAULT_BOUNDS:
+		if (eng)
+			SV_STAT(eng, access_bounds);
+		snprintf(why, n,
+			 "outside the %s [0x%" PRIx64 ", 0x%" PRIx64
+			 ") (length %" PRIu64 ")",
+			 kind, mr->iova, mr->iova + mr->length, mr->length);
+		break;
+	}
+}
+
+void sv_explain_access(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
+		       uint64_t len, unsigned int access, struct sv_mr *mr,
+		       struct sv_pd *pd)
+{
+	char why[256];
+
+	fault_text(why, sizeof(why), qe->eng, mr, qe->qp, pd, rkey, true, va,
+		   len, access);
+	sv_warn_qp(&qe->qp->lograte, qe->qpn, "responder",
+		   "%s rkey 0x%x addr 0x%" PRIx64 " len %" PRIu64
+		   ": %s; the requester gets IBV_WC_REM_ACCESS_ERR",
+		   op_of_access(access), rkey, va, len, why);
+}
+
+/* The first SGE of a gather/scatter list that the key table refuses;
+ * locked: the caller holds the table's read lock (no references then). */
+static void sgl_text(char *buf, size_t n, struct sv_qp *qp, struct sv_pd *pd,
+		     const struct ibv_sge *sge, uint32_t nsge,
+		     unsigned int access, bool locked)
+{
+	for (uint32_t i = 0; i < nsge; i++) {
+		struct sv_mr *mr;
+		char why[256];
+
+		if (!sge[i].length)
+			continue;
+		mr = locked ? sv_mr_find_lkey_locked(sge[i].lkey) :
+			      sv_mr_get_by_lkey(sge[i].lkey);
+		if (sv_mr_fault(mr, qp, pd, sge[i].addr, sge[i].length,
+				access) != SV_MR_FAULT_NONE) {
+			fault_text(why, sizeof(why), NULL, mr, qp, pd,
+				   sge[i].lkey, false, sge[i].addr,
+				   sge[i].length, access);
+			snprintf(buf, n,
+				 "sg_list[%u] lkey 0x%x addr 0x%" PRIx64
+				 " length %u: %s",
+				 i, sge[i].lkey, sge[i].addr, sge[i].length,
+				 why);
+			if (mr && !locked)
+				sv_mr_put(mr);
+			return;
+		}
+		if (mr && !locked)
+			sv_mr_put(mr);
+	}
+	snprintf(buf, n, "a region of its sg_list changed while it ran");
+}
+
+void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
+			 const struct ibv_sge *sge, uint32_t nsge, bool locked)
+{
+	char why[400];
+
+	sgl_text(why, sizeof(why), qe->qp, pd, sge, nsge,
+		 IBV_ACCESS_LOCAL_WRITE, locked);
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"a receive WQE cannot take the message: %s; it completes with IBV_WC_LOC_PROT_ERR, the requester's with IBV_WC_REM_OP_ERR",
+		why);
+}
+
+void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t room, uint64_t len)
+{
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"a message of %" PRIu64
+		" bytes is longer than the receive WQE's %" PRIu64
+		" bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR",
+		len, room);
+}
+
+void sv_explain_qp_access(struct sv_qp_engine *qe, unsigned int access)
+{
+	char has[96];
+
+	SV_STAT(qe->eng, access_qp_flags);
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"%s refused: the QP's qp_access_flags lack %s (has %s; set it with ibv_modify_qp IBV_QP_ACCESS_FLAGS); the requester gets IBV_WC_REM_ACCESS_ERR",
+		op_of_access(access), right_of_access(access),
+		access_names(qe->access, has, sizeof(has)));
+}
+
+void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
+		     const char *opcode, uint32_t psn)
+{
+	sv_warn_qp(&qe->qp->lograte, qe->qpn, "responder",
+		   "%s on %s psn %u (SOFTVERBS_LOG=3 dumps the QP)", err,
+		   opcode, psn);
+}
+
+void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
+		    enum ibv_wc_status st)
+{
+	static const char *const names[] = {
+		[IBV_WC_LOC_LEN_ERR] = "IBV_WC_LOC_LEN_ERR",
+		[IBV_WC_LOC_QP_OP_ERR] = "IBV_WC_LOC_QP_OP_ERR",
+		[IBV_WC_LOC_PROT_ERR] = "IBV_WC_LOC_PROT_ERR",
+		[IBV_WC_MW_BIND_ERR] = "IBV_WC_MW_BIND_ERR",
+		[IBV_WC_REM_INV_REQ_ERR] = "IBV_WC_REM_INV_REQ_ERR",
+		[IBV_WC_REM_ACCESS_ERR] = "IBV_WC_REM_ACCESS_ERR",
+		[IBV_WC_REM_OP_ERR] = "IBV_WC_REM_OP_ERR",
+		[IBV_WC_RETRY_EXC_ERR] = "IBV_WC_RETRY_EXC_ERR",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "IBV_WC_RNR_RETRY_EXC_ERR",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "IBV_WC_REM_INV_RD_REQ_ERR",
+	};
+	const char *op = sv_wr(w->opcode)->name;
+	char what[160], why[400], stname[32];
+
+	if ((unsigned int)st < sizeof(names) / sizeof(names[0]) && names[st])
+		snprintf(stname, sizeof(stname), "%s", names[st]);
+	else
+		snprintf(stname, sizeof(stname), "status %d", (int)st);
+
+	snprintf(what, sizeof(what),
+		 "wr_id %#" PRIx64 " IBV_WR_%s len %" PRIu64, w->wr_id,
+		 op ? op : "?", w->length);
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:
+		snprintf(
+			why, sizeof(why),
+			"no acknowledgment from QP 0x%06x after retry_cnt %u retries of the Local ACK Timeout (timeout %u): the peer QP is gone, not in RTR/RTS, or unreachable (its GID, QPN)",
+			qe->dest_qpn, qe->retry_cnt, qe->timeout);
+		break;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		snprintf(
+			why, sizeof(why),
+			"QP 0x%06x had no receive WQE posted (Receiver Not Ready) after rnr_retry %u retries: post receives before the peer sends, or set rnr_retry 7 (retry forever)",
+			qe->dest_qpn, qe->rnr_retry);
+		break;
+	case IBV_WC_REM_ACCESS_ERR:
+		snprintf(
+			why, sizeof(why),
+			"QP 0x%06x refused the access (rkey 0x%x addr %#" PRIx64
+			"): its process logs which check failed (\"responder:\") and counts it (SOFTVERBS_STATS=1, access_*)",
+			qe->dest_qpn,
+			sv_wr_is(w->opcode, SV_WR_ATOMIC) ? w->wr.atomic.rkey :
+							    w->wr.rdma.rkey,
+			sv_wr_is(w->opcode, SV_WR_ATOMIC) ?
+				w->wr.atomic.remote_addr :
+				w->wr.rdma.remote_addr);
+		break;
+	case IBV_WC_REM_INV_REQ_ERR:
+		snprintf(
+			why, sizeof(why),
+			"QP 0x%06x found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")",
+			qe->dest_qpn);
+		break;
+	case IBV_WC_REM_OP_ERR:
+		snprintf(
+			why, sizeof(why),
+			"QP 0x%06x could not execute it (its receive WQE's memory, its CQ): its process logs which (\"responder:\")",
+			qe->dest_qpn);
+		break;
+	case IBV_WC_LOC_PROT_ERR:
+		/* The gather list, or where a READ/atomic result goes. */
+		sgl_text(why, sizeof(why), qe->qp, qe->qp->pd, w->sge,
+			 w->num_sge,
+			 sv_wr_is(w->opcode, SV_WR_READ | SV_WR_ATOMIC) ?
+				 IBV_ACCESS_LOCAL_WRITE :
+				 0,
+			 false);
+		break;
+	case IBV_WC_LOC_LEN_ERR:
+		snprintf(why, sizeof(why),
+			 "a UD message is one packet: %" PRIu64
+			 " bytes are above the path MTU %u",
+			 w->length, qe->pmtu);
+		break;
+	case IBV_WC_LOC_QP_OP_ERR:
+		snprintf(
+			why, sizeof(why),
+			"no route to the address handle's destination GID (or no AH)");
+		break;
+	case IBV_WC_MW_BIND_ERR:
+		snprintf(
+			why, sizeof(why),
+			w->opcode == IBV_WR_BIND_MW ?
+				"the bind's window, region, PD, rights or range do not fit (IBA 10.6.7)" :
+				"the key to invalidate is not a window of this QP's PD or cannot be invalidated here");
+		break;
+	default:
+		snprintf(why, sizeof(why), "see ibv_wc_status_str");
+		break;
+	}
+	sv_warn_qp(&qe->qp->lograte, qe->qpn, "completer",
+		   "%s fails with %s: %s", what, stname, why);
+}
