@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "ctx.h"
 
 /* core/cq.c raises IBV_EVENT_CQ_ERR through sv_async_post, which lives
  * (hidden) in the library: queue the event the way async.c does, so the
@@ -30,18 +31,6 @@ void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
 	list_add_tail(&ctx->async_events, &e->node);
 	pthread_mutex_unlock(&ctx->lock);
 	REQUIRE(write(ctx->async_pipe[1], &b, 1) == 1);
-}
-
-static struct ibv_context *open_ctx(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
 }
 
 static int push(struct ibv_cq *cq, uint64_t wr_id, uint32_t qpn,

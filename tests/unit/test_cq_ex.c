@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "ctx.h"
 
 static int async_posted;
 
@@ -24,18 +25,6 @@ static int async_posted;
 void sv_async_post(struct sv_context *ctx, const struct ibv_async_event *ev)
 {
 	async_posted++;
-}
-
-static struct ibv_context *open_ctx(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
 }
 
 static uint64_t now_ns(clockid_t id)

@@ -12,18 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static struct ibv_context *open_ctx(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
-}
+#include "ctx.h"
 
 static struct ibv_dm *dm_alloc(struct ibv_context *ctx, size_t len,
 			       uint32_t align, uint32_t mask)

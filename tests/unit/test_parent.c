@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "ctx.h"
 
 #define MAXBUF 64
 
@@ -66,18 +67,6 @@ static void my_free(struct ibv_pd *pd, void *pd_context, void *ptr,
 			return;
 		}
 	al.bad_free++;
-}
-
-static struct ibv_context *open_ctx(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
 }
 
 static void test_rules(struct ibv_context *ctx, struct ibv_context *ctx2)

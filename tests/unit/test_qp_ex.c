@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "ctx.h"
 
 /* ---- the recorder ------------------------------------------------------- */
 
@@ -75,18 +76,6 @@ static void rec_reset(void)
 }
 
 /* ---- fixtures ----------------------------------------------------------- */
-
-static struct ibv_context *open_ctx(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 static struct ibv_context *ctx, *ctx2;
 static struct ibv_pd *pd, *pd2;
