@@ -53,6 +53,7 @@
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
+	X(shm_other_user, "peers of another user: UDP, no fast path")      \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \
