@@ -61,6 +61,7 @@
 	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
 	X(help_taken, "of those, partly copied by it")                       \
 	X(help_revoked, "of those, taken back from a stopped target")         \
+	X(help_timeout, "of those, taken back from a helper too slow")       \
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
