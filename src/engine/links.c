@@ -76,6 +76,10 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	/* The rings first: a pass drains them before it reads the socket. */
 	s->ring.fd = -1;
 	if (sv_shm_available(&why)) {
+		static atomic_bool noted;
+
+		if (sv_shm_registry_note() && !atomic_exchange(&noted, true))
+			sv_err("shm: %s", sv_shm_registry_note());
 		err = sv_link_shm.open(&s->ring, &port, &fd);
 		if (err) {
 			sv_dbg("shm: port %u has no ring: %s", port,

@@ -120,6 +120,9 @@ unsigned long sv_shm_netns(void);
 /* Is the fast path off for a reason worth a warning (the registry
  * directory is someone else's)? */
 bool sv_shm_unavailable_warn(void);
+/* What was done about a registry directory that was not ours (root moves
+ * it aside), or NULL: worth one line. */
+const char *sv_shm_registry_note(void);
 /* Our registry directory: its descriptor (-1 if unusable) and path. */
 int sv_shm_registry_fd(void);
 const char *sv_shm_registry_path(void);

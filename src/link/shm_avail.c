@@ -25,6 +25,7 @@ static unsigned long netns_ino;
 static int reg_fd = -1;
 static char reg_path[64];
 static char reg_why[160];
+static char reg_note[256]; /* what registry_dir did about a squatter */
 
 /* Our registry directory, SV_SHM_DIR.<euid>, mode 0700 and ours, open as
  * reg_fd; 0, or an errno with reg_why saying why not.
@@ -40,11 +41,12 @@ static char reg_why[160];
 static int registry_dir(void)
 {
 	unsigned int uid = (unsigned int)geteuid();
+	char aside[96];
 	struct stat st;
 	int fd, tries;
 
 	snprintf(reg_path, sizeof(reg_path), SV_SHM_DIR ".%u", uid);
-	for (tries = 0; tries < 2; tries++) {
+	for (tries = 0; tries < 3; tries++) {
 		if (mkdir(reg_path, 0700) && errno != EEXIST) {
 			snprintf(reg_why, sizeof(reg_why),
 				 "registry %s: mkdir: %s", reg_path,
@@ -81,16 +83,17 @@ static int registry_dir(void)
 			close(fd);
 		if (uid != 0)
 			return EPERM;
-		/* Root: move the squatter's thing aside, then make ours. */
-		{
-			char aside[96];
-
-			snprintf(aside, sizeof(aside),
-				 "/dev/shm/.softverbs.%u.squatted.%d", uid,
-				 (int)getpid());
-			if (rename(reg_path, aside))
-				return EPERM;
-		}
+		/* Root: move the squatter's thing aside, then make ours (a
+		 * process of ours that did it first leaves ENOENT here). */
+		snprintf(aside, sizeof(aside),
+			 "/dev/shm/.softverbs.%u.squatted.%d", uid,
+			 (int)getpid());
+		if (rename(reg_path, aside) == 0)
+			snprintf(reg_note, sizeof(reg_note),
+				 "registry %s was not ours: moved aside to %s",
+				 reg_path, aside);
+		else if (errno != ENOENT)
+			return EPERM;
 	}
 	return EPERM;
 }
@@ -143,6 +146,12 @@ bool sv_shm_unavailable_warn(void)
 {
 	pthread_once(&avail_once, avail_init);
 	return avail_warn;
+}
+
+const char *sv_shm_registry_note(void)
+{
+	pthread_once(&avail_once, avail_init);
+	return reg_note[0] ? reg_note : NULL;
 }
 
 int sv_shm_registry_fd(void)

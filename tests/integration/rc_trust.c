@@ -5,7 +5,7 @@
  *   slowhelp   a hostile thread in the target process (same user: the
  *              target's own thread is off, SOFTVERBS_HELP=0 there) says
  *              it helps, claims every chunk of every large WRITE posted
- *              to it and never finishes one: 24 WRITEs of 1 MiB complete
+ *              to it and never finishes one: 200 WRITEs of 1 MiB complete
  *              with the right bytes, the sender having taken the chunks
  *              back after a bound near the copy's own time
  *              (help_timeout >= 1; before, each waited 10 s);
@@ -20,7 +20,11 @@
  *              of uid 65533 still use the fast path (direct_write >= 1);
  *   squatdir   (root) uid 65534 creates the registry directory of uid
  *              65532 before it ever ran: a process of 65532 refuses it
- *              with a line naming the owner, and stays on UDP.
+ *              with a line naming the owner, and stays on UDP;
+ *   squatroot  (root) uid 65534 creates root's registry directory (root's
+ *              own moved away for the test): root moves it aside with a
+ *              line saying so, makes its own (0700) and keeps the fast
+ *              path (direct_write >= 1).
  * The root-only cases are skipped (77) when not run as root, and all of
  * them when the fast path is off here.
  */
@@ -154,7 +158,7 @@ static void write_one(struct hx_ep *ep, size_t off, size_t len, uint64_t seed,
 /* ---- slowhelp: a helper that claims everything and finishes nothing ------ */
 
 #define SLOW_LEN MIB
-#define SLOW_N 24
+#define SLOW_N 200
 
 struct hostile {
 	struct sv_shm_hdr *hdr;
@@ -543,12 +547,111 @@ static void squatdir_b(int fd)
 	hx_sync(fd);
 }
 
+/* ---- squatroot: another user made root's directory first ------------------ */
+
+#define ROOT_DIR "/dev/shm/softverbs.0"
+#define ROOT_SAVED "/dev/shm/.softverbs.0.rc_trust"
+
+static int squat_root_dir(void)
+{
+	return mkdir(ROOT_DIR, 0777) == 0 ? 0 : 1;
+}
+
+/* Remove a directory and the entries in it (one level: registries have
+ * no subdirectories). */
+static void rm_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+
+	if (d) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+static void squatroot_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	char path[] = "/tmp/rc_trust_root.XXXXXX", line[512];
+	int tmp = mkstemp(path), saved;
+	struct counters c;
+	struct hx_ep ep;
+	struct stat st;
+	bool said = false;
+	FILE *f;
+
+	/* Our real directory goes out of the way (entries of processes of
+	 * this test only: ctest runs one test at a time), the squatter
+	 * makes the name its own. */
+	rm_dir(ROOT_SAVED);
+	if (!lstat(ROOT_DIR, &st))
+		REQUIRE(rename(ROOT_DIR, ROOT_SAVED) == 0);
+	REQUIRE(as_user(UID_SQUATTER, squat_root_dir) == 0);
+	REQUIRE(lstat(ROOT_DIR, &st) == 0 && st.st_uid == UID_SQUATTER);
+
+	stats_on();
+	REQUIRE(tmp >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(tmp, 2);
+	o.buf_len = MIB;
+	hx_ep_open(&ep, &o, fd); /* moves it aside, makes ours */
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fdopen(tmp, "r");
+	REQUIRE(f);
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		fputs(line, stderr);
+		if (strstr(line, "was not ours: moved aside"))
+			said = true;
+	}
+	fclose(f);
+	unlink(path);
+	CHECK(said);
+	CHECK(lstat(ROOT_DIR, &st) == 0 && st.st_uid == 0 &&
+	      (st.st_mode & 07777) == 0700);
+	hx_send_u64(fd, 1); /* B may open its device */
+	hx_ep_connect(&ep);
+	write_one(&ep, 0, MIB, 61, 1);
+	hx_send_u64(fd, 1);
+	hx_sync(fd);
+	close_counting(&ep, &c);
+	CHECK(c.direct_write >= 1); /* root kept its fast path */
+	/* The squatter's directory, moved aside, goes. */
+	{
+		char aside[64];
+
+		snprintf(aside, sizeof(aside),
+			 "/dev/shm/.softverbs.0.squatted.%d", (int)getpid());
+		CHECK(rmdir(aside) == 0);
+	}
+	rm_dir(ROOT_SAVED);
+}
+
+static void squatroot_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+
+	CHECK_EQ(hx_recv_u64(fd), 1);
+	o.buf_len = MIB;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	CHECK_EQ(hx_recv_u64(fd), 1);
+	HX_CHECK_PATTERN(ep.buf, MIB, 61);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 static const struct hx_case cases[] = {
-	HX_CASE(slowhelp, 90),
-	HX_CASE(otheruser, 60),
-	HX_CASE(squat, 90),
-	HX_CASE(squatdir, 30),
-	{ 0 },
+	HX_CASE(slowhelp, 90), HX_CASE(otheruser, 60), HX_CASE(squat, 90),
+	HX_CASE(squatdir, 30), HX_CASE(squatroot, 60), { 0 },
 };
 
 static int done(void)
