@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all build deps test demo bench install clean asan tsan clang \
-	format format-check
+	format format-check fuzz
 
 all: build
 
@@ -48,6 +48,13 @@ clang:
 	@scripts/deps.sh test
 	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_C_COMPILER=clang" CTEST_ARGS="$(or $(CLANG_CTEST_ARGS),-L unit)"
 
+# libFuzzer harnesses (fuzz/), built by clang with ASan+UBSan in
+# build-fuzz, each run for FUZZ_SECONDS (default 60); non-zero exit on any
+# finding (scripts/fuzz.sh).
+fuzz:
+	@scripts/deps.sh test
+	@JOBS=$(JOBS) scripts/fuzz.sh
+
 # clang-format (.clang-format, clang-format 14) over src/ and tests/:
 # format rewrites the files, format-check only lists those that differ.
 format:
@@ -56,4 +63,4 @@ format-check:
 	@scripts/format.sh check
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-clang
+	rm -rf $(BUILD) build-asan build-tsan build-clang build-fuzz

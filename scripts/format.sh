@@ -1,5 +1,5 @@
 #!/bin/sh
-# clang-format over every .c/.h under src/ and tests/ (the files git
+# clang-format over every .c/.h under src/, tests/ and fuzz/ (the files git
 # tracks), with the repository's .clang-format.
 #   scripts/format.sh fix    rewrite the files in place (make format)
 #   scripts/format.sh check  change nothing; list the files that differ and
@@ -20,8 +20,8 @@ fi
 
 # Tracked files only, so that build trees and scratch files are never
 # touched; outside a git checkout (a tarball), what is there.
-files=$(git ls-files -- 'src/*.[ch]' 'tests/*.[ch]' 2>/dev/null) ||
-	files=$(find src tests -name '*.[ch]' | sort)
+files=$(git ls-files -- 'src/*.[ch]' 'tests/*.[ch]' 'fuzz/*.[ch]' 2>/dev/null) ||
+	files=$(find src tests fuzz -name '*.[ch]' | sort)
 
 case $mode in
 fix)

@@ -331,14 +331,17 @@ static void show_fastpath(void)
 	}
 	printf("fast path: available: QPs to peers on this host and network "
 	       "namespace use shared memory (registry %s",
-	       SV_SHM_DIR);
+	       sv_shm_registry_path());
 	if (scope > 0)
 		printf(", Yama ptrace_scope %d: %s", scope,
 		       scope == 1 ? "only to descendants, else UDP" :
 				    "cross-memory attach refused, UDP");
-	else
-		printf(", peers of the same user, or any as root");
 	printf(")\n");
+	/* Even root, who could attach to anyone, does not: a peer of
+	 * another user could stall it or feed it a hostile table. */
+	printf("fast path: peers of the same user only (uid %u); QPs to "
+	       "another user's use UDP\n",
+	       (unsigned int)geteuid());
 }
 
 static int cmd_devices(int argc, char **argv)

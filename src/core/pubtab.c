@@ -274,10 +274,12 @@ struct sv_pubtab_view *sv_pubtab_map(pid_t pid, int fd)
 			close(memfd);
 		return NULL;
 	}
-	/* A segment that could shrink under us would fault our lookups. */
+	/* A segment that could shrink under us would fault our lookups;
+	 * one another user made is not read at all (no trust across users,
+	 * docs/security.md). */
 	seals = fcntl(f, F_GET_SEALS);
 	if (fstat(f, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    seals < 0 || !(seals & F_SEAL_SHRINK)) {
+	    st.st_uid != geteuid() || seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		close(f);
 		goto fail;
 	}

@@ -76,6 +76,10 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	/* The rings first: a pass drains them before it reads the socket. */
 	s->ring.fd = -1;
 	if (sv_shm_available(&why)) {
+		static atomic_bool noted;
+
+		if (sv_shm_registry_note() && !atomic_exchange(&noted, true))
+			sv_err("shm: %s", sv_shm_registry_note());
 		err = sv_link_shm.open(&s->ring, &port, &fd);
 		if (err) {
 			sv_dbg("shm: port %u has no ring: %s", port,
@@ -83,6 +87,13 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 		} else {
 			add_link(s, &sv_link_shm, &s->ring);
 		}
+	} else if (sv_shm_unavailable_warn()) {
+		/* Someone else's registry directory (docs/security.md):
+		 * said once, whatever the log level. */
+		static atomic_bool said;
+
+		if (!atomic_exchange(&said, true))
+			sv_err("shm: fast path off: %s", why);
 	}
 	add_link(s, &sv_link_udp, &s->udp);
 	sv_paths_sock_open(eng, s);
@@ -180,6 +191,8 @@ static void choose(struct sv_qp_engine *qe)
 	}
 	if (!p) {
 		if (sv_link_shm.attach(port, (void **)&p, &reason)) {
+			if (reason == sv_shm_why_other_user)
+				SV_STAT(eng, shm_other_user);
 			why(qe, reason);
 			sv_dbg("shm: qp 0x%06x -> 0x%06x stays on UDP: %s",
 			       qe->qpn, qe->dest_qpn, reason);

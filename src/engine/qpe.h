@@ -138,7 +138,7 @@ struct sv_qp_engine {
 
 	/* large WRITEs the target's thread did not help with in a row
 	 * (help.c): the next ones are not offered for a while */
-	uint32_t help_missed, help_skip;
+	uint32_t help_missed, help_skip, help_slow;
 
 	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
 	struct {

@@ -62,6 +62,7 @@
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
+	X(shm_other_user, "peers of another user: UDP, no fast path")      \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \
@@ -69,6 +70,7 @@
 	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
 	X(help_taken, "of those, partly copied by it")                       \
 	X(help_revoked, "of those, taken back from a stopped target")         \
+	X(help_timeout, "of those, taken back from a helper too slow")       \
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \

@@ -1,7 +1,6 @@
 /* The shared-memory link (see shm.h). */
 #include "link/shm.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/pubtab.h"
+#include "util/lockorder.h"
 #include "util/log.h"
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
@@ -37,13 +37,19 @@ static size_t seg_size(void)
 
 /* ---- our ring ------------------------------------------------------------ */
 
-/* The pid an entry names, or -1 when it is not an entry. */
-static int entry_pid(int dirfd, const char *name)
+const char sv_shm_why_other_user[] =
+	"peer is another user: no fast path between users";
+static atomic_ulong reg_examined; /* sv_shm_registry_examined() */
+
+/* The pid an entry of our registry names, or -1 when it is none. */
+static int entry_pid(const char *name)
 {
 	char buf[128];
 	int fd, n, ver, pid = -1;
 
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	atomic_fetch_add(&reg_examined, 1);
+	fd = openat(sv_shm_registry_fd(), name,
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	n = (int)read(fd, buf, sizeof(buf) - 1);
@@ -56,81 +62,75 @@ static int entry_pid(int dirfd, const char *name)
 	return pid;
 }
 
-/* Remove the entries (and leftover temporaries) of processes that are
- * gone -- killed, or exited without closing their device -- or, with
- * only_self, our own.  Entries of other users stay unless we may remove
- * them (the directory is sticky). */
-static void registry_prune(bool only_self)
+/* Our registered rings, whose entries a process that exits without
+ * closing its device (many tools do) removes in its destructor.  Entries
+ * of killed processes stay until their port is registered again (the
+ * rename replaces them; ports bound their number): registering never
+ * reads other entries, so its cost does not grow with their number. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head reg_rings = { { &reg_rings.n, &reg_rings.n } };
+
+unsigned long sv_shm_registry_examined(void)
 {
-	DIR *d = opendir(SV_SHM_DIR);
-	struct dirent *e;
-	int self = (int)getpid();
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		int pid;
-
-		if (e->d_name[0] == '.')
-			continue;
-		pid = entry_pid(dirfd(d), e->d_name);
-		if (only_self ? pid == self :
-				pid > 0 && kill(pid, 0) && errno == ESRCH)
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
+	return atomic_load(&reg_examined);
 }
 
-/* A process that exits without closing its device (many tools do) takes
- * its entries with it; a killed one leaves them to the next process that
- * registers (once per process: the scan reads every entry). */
-static pthread_once_t prune_once = PTHREAD_ONCE_INIT;
-static atomic_bool registered;
-
-static void prune_dead(void)
+/* Remove entry `name` if it still names process pid (a later process may
+ * own the port's name by now, and a fork shares our rings). */
+static void entry_remove(const char *name, int pid)
 {
-	registry_prune(false);
+	if (entry_pid(name) == pid)
+		unlinkat(sv_shm_registry_fd(), name, 0);
 }
 
 __attribute__((destructor)) static void registry_at_exit(void)
 {
-	if (atomic_load(&registered))
-		registry_prune(true);
+	struct list_node *it;
+	int self = (int)getpid();
+
+	sv_mutex_lock(&reg_lock, SV_LOCK_SHM_REG);
+	for (it = reg_rings.n.next; it != &reg_rings.n; it = it->next)
+		entry_remove(list_entry(it, struct sv_shm_ring, reg)->path,
+			     self);
+	sv_mutex_unlock(&reg_lock);
 }
 
 static int registry_write(struct sv_shm_ring *r, int sockfd)
 {
-	char tmp[128], buf[128];
+	int dir = sv_shm_registry_fd();
+	char tmp[64], buf[128];
 	int fd, n, tabfd = -1, err = 0;
 
+	if (dir < 0)
+		return EOPNOTSUPP;
 	tabfd = sv_pubtab_fd();
-	pthread_once(&prune_once, prune_dead);
-	atomic_store(&registered, true);
-	snprintf(r->path, sizeof(r->path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+	snprintf(r->path, sizeof(r->path), "%lu.%u", sv_shm_netns(),
 		 (unsigned int)r->port);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->path, (int)getpid());
 	n = snprintf(buf, sizeof(buf), "softverbs-shm 1 %d %u %d %d %d\n",
-		     (int)getpid(), (unsigned int)getuid(), r->fd, sockfd,
+		     (int)getpid(), (unsigned int)geteuid(), r->fd, sockfd,
 		     tabfd);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
+	fd = openat(dir, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
 	if (write(fd, buf, (size_t)n) != n) {
 		err = errno ? errno : EIO;
 		close(fd);
-		unlink(tmp);
+		unlinkat(dir, tmp, 0);
 		goto out;
 	}
 	close(fd);
 	/* Atomic replace: a stale entry of a dead process on the same port
-	 * goes (unless another user owns it: the sticky bit forbids it, and
-	 * peers then find the stale entry, which fails their checks). */
-	if (rename(tmp, r->path)) {
+	 * goes (the directory is ours alone: every entry in it is). */
+	if (renameat(dir, tmp, dir, r->path)) {
 		err = errno;
-		unlink(tmp);
+		unlinkat(dir, tmp, 0);
 		goto out;
 	}
+	sv_mutex_lock(&reg_lock, SV_LOCK_SHM_REG);
+	list_add_tail(&reg_rings, &r->reg);
+	sv_mutex_unlock(&reg_lock);
 	return 0;
 fail:
 	err = errno;
@@ -143,11 +143,12 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 {
 	size_t size = seg_size();
 	struct sv_shm_hdr *h;
+	const char *why;
 	int err;
 
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
-	if (!sv_shm_available(NULL))
+	if (!sv_shm_available(&why))
 		return EOPNOTSUPP;
 	r->fd = memfd_create("softverbs-ring", MFD_CLOEXEC);
 	if (r->fd < 0)
@@ -166,7 +167,7 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 	h->slot_size = sizeof(struct sv_shm_slot);
 	h->port = port;
 	h->pid = getpid();
-	h->uid = getuid();
+	h->uid = geteuid();
 	h->owner_addr = (uint64_t)(uintptr_t)h;
 	atomic_store(&h->tail, 0);
 	atomic_store(&h->sleeping, 0);
@@ -194,23 +195,10 @@ fail:
 void sv_shm_ring_close(struct sv_shm_ring *r)
 {
 	if (r->path[0]) {
-		/* Only our own entry: a later process may own the port's
-		 * name by now (we never reach here after that, but a fork
-		 * could share the ring). */
-		char buf[128];
-		int fd = open(r->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), n;
-		int pid = -1;
-
-		if (fd >= 0) {
-			n = (int)read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n > 0) {
-				buf[n] = 0;
-				sscanf(buf, "softverbs-shm 1 %d", &pid);
-			}
-		}
-		if (pid == (int)getpid())
-			unlink(r->path);
+		sv_mutex_lock(&reg_lock, SV_LOCK_SHM_REG);
+		list_del(&r->reg);
+		entry_remove(r->path, (int)getpid());
+		sv_mutex_unlock(&reg_lock);
 		r->path[0] = 0;
 	}
 	if (r->hdr)
@@ -444,8 +432,9 @@ unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
 /* ---- attaching peers ------------------------------------------------------ */
 
 /* The socket inode bound to UDP port `port` in our namespace (our
- * sockets are dual-stack AF_INET6 ones: /proc/net/udp6), 0 if none. */
-static unsigned long udp6_inode(uint16_t port)
+ * sockets are dual-stack AF_INET6 ones: /proc/net/udp6) and the uid that
+ * owns it; 0 if none. */
+static unsigned long udp6_inode(uint16_t port, unsigned int *uid)
 {
 	FILE *f = fopen("/proc/self/net/udp6", "re");
 	char line[512];
@@ -454,34 +443,58 @@ static unsigned long udp6_inode(uint16_t port)
 	if (!f)
 		return 0;
 	while (!ino && fgets(line, sizeof(line), f)) {
-		unsigned int lport;
+		unsigned int lport, u;
 		unsigned long i;
 
 		if (sscanf(line,
-			   " %*d: %*[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %*u %*d %lu",
-			   &lport, &i) == 2 &&
-		    lport == port)
+			   " %*d: %*[0-9A-Fa-f]:%x %*s %*s %*s %*s %*s %u %*d %lu",
+			   &lport, &u, &i) == 3 &&
+		    lport == port) {
 			ino = i;
+			*uid = u;
+		}
 	}
 	fclose(f);
 	return ino;
 }
 
+/* Is pid a process of our effective user?  /proc/PID belongs to its
+ * effective uid (root for a process that is not dumpable: refused). */
+static bool pid_ours(int pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	return !stat(path, &st) && st.st_uid == geteuid();
+}
+
 static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 {
-	char path[128], buf[128];
+	char path[128], buf[128], name[48];
 	int fd, n, pid, ringfd, sockfd, tabfd, ver;
-	unsigned int uid;
+	unsigned int uid, port_uid = 0;
 	unsigned long ino;
 	struct stat st;
 	struct sv_shm_hdr *h;
 	size_t size = seg_size();
 	uint64_t magic = 0;
 	struct iovec l = { &magic, sizeof(magic) }, r;
+	uid_t me = geteuid();
 
-	snprintf(path, sizeof(path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+	/* Who owns the port decides first: another user's process is never
+	 * attached to (nor is its table read, nor our work offered to it),
+	 * whatever permissions we have (root: ptrace over anyone).  Between
+	 * users, packets go through UDP (docs/security.md). */
+	ino = udp6_inode(port, &port_uid);
+	if (ino && port_uid != me) {
+		*why = sv_shm_why_other_user;
+		return EPERM;
+	}
+	snprintf(name, sizeof(name), "%lu.%u", sv_shm_netns(),
 		 (unsigned int)port);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(sv_shm_registry_fd(), name,
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		*why = "peer not registered (UDP only)";
 		return ENOENT;
@@ -496,9 +509,20 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 	if (sscanf(buf, "softverbs-shm %d %d %u %d %d %d", &ver, &pid, &uid,
 		   &ringfd, &sockfd, &tabfd) != 6 ||
 	    ver != 1 || pid <= 0 || ringfd < 0 || sockfd < 0 ||
-	    st.st_uid != uid) {
+	    st.st_uid != uid || uid != me) {
 		*why = "peer registry entry invalid";
 		return EINVAL;
+	}
+	if (pid_dead(pid)) {
+		/* A killed process's entry.  Left in place: removing it here
+		 * could race with a new owner of the port renaming its own
+		 * entry in; that owner's rename replaces it. */
+		*why = "peer registry entry stale";
+		return ENOENT;
+	}
+	if (!pid_ours(pid)) {
+		*why = sv_shm_why_other_user;
+		return EPERM;
 	}
 	/* Opening another process's fd needs ptrace-read access to it (its
 	 * user, or privilege): the same rule cross-memory attach obeys. */
@@ -513,7 +537,13 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 				       "cannot open peer ring";
 		return err;
 	}
-	if (fstat(fd, &st) || (size_t)st.st_size != size) {
+	/* The segment must be our user's: a memfd belongs to its creator. */
+	if (fstat(fd, &st) || st.st_uid != me) {
+		close(fd);
+		*why = sv_shm_why_other_user;
+		return EPERM;
+	}
+	if ((size_t)st.st_size != size) {
 		close(fd);
 		*why = "peer ring has the wrong size";
 		return EINVAL;
@@ -528,13 +558,12 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 	if (h->magic != SV_SHM_MAGIC || h->version != SV_SHM_VERSION ||
 	    h->nslots != SV_SHM_SLOTS ||
 	    h->slot_size != sizeof(struct sv_shm_slot) || h->port != port ||
-	    h->pid != pid) {
+	    h->pid != pid || h->uid != me) {
 		*why = "peer ring invalid";
 		goto fail;
 	}
 	/* The entry must name the process that owns the port: a stale or
 	 * planted entry would otherwise receive packets meant for it. */
-	ino = udp6_inode(port);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, sockfd);
 	n = (int)readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0)
@@ -601,21 +630,11 @@ void sv_shm_peer_detach(struct sv_shm_peer *p)
 
 bool sv_shm_peer_current(const struct sv_shm_peer *p)
 {
-	char path[128], buf[128];
-	int fd, n, pid = -1;
+	char name[48];
 
-	snprintf(path, sizeof(path), SV_SHM_DIR "/%lu.%u", sv_shm_netns(),
+	snprintf(name, sizeof(name), "%lu.%u", sv_shm_netns(),
 		 (unsigned int)p->port);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = (int)read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	return sscanf(buf, "softverbs-shm 1 %d", &pid) == 1 && pid == p->pid &&
-	       !pid_dead(pid);
+	return entry_pid(name) == p->pid && !pid_dead(p->pid);
 }
 
 /* ---- the link (link/link.h) ---------------------------------------------- */

@@ -12,9 +12,11 @@
  * /proc/<pid>/fd/<fd> (which needs ptrace-read permission on the owner);
  * the consumer is the owning engine, under its progress lock.
  *
- * Discovery: /dev/shm/softverbs/<netns inode>.<udp port> names the
- * process owning a socket and the fd numbers of its segment, its socket
- * and its published MR table (layer 2, -1 until it exists).
+ * Discovery: /dev/shm/softverbs.<euid>/<netns inode>.<udp port> names
+ * the process owning a socket and the fd numbers of its segment, its
+ * socket and its published MR table (layer 2, -1 until it exists).  The
+ * directory is the user's own (mode 0700, shm_avail.c): the fast path
+ * never crosses users (docs/security.md).
  *
  * Wake-up: before the owner's progress thread blocks it sets the ring's
  * "sleeping" word and re-checks the ring; a producer that pushed and then
@@ -37,6 +39,7 @@
 
 struct sv_pubtab_view; /* core/pubtab.h */
 
+/* The registry of user U is SV_SHM_DIR.U (sv_shm_registry_path()). */
 #define SV_SHM_DIR "/dev/shm/softverbs"
 #define SV_SHM_SLOTS 1024u /* power of two */
 /* Message channels after the slots, one per QP slot of the socket
@@ -90,7 +93,8 @@ struct sv_shm_ring {
 	uint64_t stall_since; /* ns: head slot claimed, not yet filled */
 	uint16_t port;
 	int sockfd; /* the socket's UDP fd: doorbells to peers leave by it */
-	char path[96]; /* registry file, "" if none */
+	char path[48]; /* registry entry (in our directory), "" if none */
+	struct list_node reg; /* in the process's list of entries (shm.c) */
 };
 
 /* A peer's ring, mapped (per engine, shared by the QPs that use it). */
@@ -113,6 +117,20 @@ struct sv_shm_peer {
 bool sv_shm_available(const char **why);
 /* The inode of our network namespace (registry names). */
 unsigned long sv_shm_netns(void);
+/* Is the fast path off for a reason worth a warning (the registry
+ * directory is someone else's)? */
+bool sv_shm_unavailable_warn(void);
+/* What was done about a registry directory that was not ours (root moves
+ * it aside), or NULL: worth one line. */
+const char *sv_shm_registry_note(void);
+/* Our registry directory: its descriptor (-1 if unusable) and path. */
+int sv_shm_registry_fd(void);
+const char *sv_shm_registry_path(void);
+/* Registry entries this process has read while registering its own
+ * (tests: registration must not depend on how many entries exist). */
+unsigned long sv_shm_registry_examined(void);
+/* The reason a peer of another user is refused (peers stay on UDP). */
+extern const char sv_shm_why_other_user[];
 
 /* Create our ring for UDP port `port` and register it (sockfd proves the
  * port is ours).  0 or errno; on failure r->hdr is NULL. */

@@ -6,6 +6,8 @@
 #include "link/shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +20,82 @@
 
 static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
 static const char *avail_why;
+static bool avail_warn;
 static unsigned long netns_ino;
+static int reg_fd = -1;
+static char reg_path[64];
+static char reg_why[160];
+static char reg_note[256]; /* what registry_dir did about a squatter */
 
+/* Our registry directory, SV_SHM_DIR.<euid>, mode 0700 and ours, open as
+ * reg_fd; 0, or an errno with reg_why saying why not.
+ *
+ * Per user, directly in /dev/shm: no other user can create, replace or
+ * read an entry in it, so nobody can push our processes off the fast path
+ * by taking the names of our ports first (issue #17; a world-writable
+ * directory shared by all users allowed that), and no process ever looks
+ * at another user's entries (the fast path stays within one user).
+ * What another user can still do is create the directory itself before
+ * we ever do: it is then not ours and we refuse it, saying so; root (who
+ * may move anything in the sticky /dev/shm) moves it aside instead. */
 static int registry_dir(void)
 {
+	unsigned int uid = (unsigned int)geteuid();
+	char aside[96];
 	struct stat st;
+	int fd, tries;
 
-	if (mkdir(SV_SHM_DIR, 01777) == 0)
-		chmod(SV_SHM_DIR, 01777); /* the umask narrowed it */
-	else if (errno != EEXIST)
-		return errno;
-	if (lstat(SV_SHM_DIR, &st))
-		return errno;
-	if (!S_ISDIR(st.st_mode))
-		return ENOTDIR;
-	/* Shared by every user, like /tmp: only safe with the sticky bit
-	 * (nobody removes or replaces another user's entries). */
-	if ((st.st_mode & 0002) && !(st.st_mode & S_ISVTX))
-		return EPERM;
-	return access(SV_SHM_DIR, W_OK | X_OK) ? errno : 0;
+	snprintf(reg_path, sizeof(reg_path), SV_SHM_DIR ".%u", uid);
+	for (tries = 0; tries < 3; tries++) {
+		if (mkdir(reg_path, 0700) && errno != EEXIST) {
+			snprintf(reg_why, sizeof(reg_why),
+				 "registry %s: mkdir: %s", reg_path,
+				 strerror(errno));
+			return errno;
+		}
+		/* Whatever is there now, not what a name resolves to. */
+		fd = open(reg_path,
+			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == uid) {
+			/* Ours: only we may add or read entries. */
+			if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700)) {
+				close(fd);
+				snprintf(reg_why, sizeof(reg_why),
+					 "registry %s: chmod: %s", reg_path,
+					 strerror(errno));
+				return EPERM;
+			}
+			reg_fd = fd;
+			return 0;
+		}
+		if (fd >= 0 && fstat(fd, &st) == 0)
+			snprintf(
+				reg_why, sizeof(reg_why),
+				"registry %s belongs to uid %u, not to us (uid %u): remove it",
+				reg_path, (unsigned int)st.st_uid, uid);
+		else
+			snprintf(
+				reg_why, sizeof(reg_why),
+				"registry %s is not a directory of ours: remove it",
+				reg_path);
+		if (fd >= 0)
+			close(fd);
+		if (uid != 0)
+			return EPERM;
+		/* Root: move the squatter's thing aside, then make ours (a
+		 * process of ours that did it first leaves ENOENT here). */
+		snprintf(aside, sizeof(aside),
+			 "/dev/shm/.softverbs.%u.squatted.%d", uid,
+			 (int)getpid());
+		if (rename(reg_path, aside) == 0)
+			snprintf(reg_note, sizeof(reg_note),
+				 "registry %s was not ours: moved aside to %s",
+				 reg_path, aside);
+		else if (errno != ENOENT)
+			return EPERM;
+	}
+	return EPERM;
 }
 
 static void avail_init(void)
@@ -62,7 +121,8 @@ static void avail_init(void)
 	}
 	close(fd);
 	if (registry_dir()) {
-		avail_why = "registry " SV_SHM_DIR " not usable";
+		avail_why = reg_why;
+		avail_warn = true;
 		return;
 	}
 	/* A seccomp policy (containers) may forbid cross-memory attach. */
@@ -80,6 +140,30 @@ bool sv_shm_available(const char **why)
 	if (why)
 		*why = avail_why;
 	return !avail_why;
+}
+
+bool sv_shm_unavailable_warn(void)
+{
+	pthread_once(&avail_once, avail_init);
+	return avail_warn;
+}
+
+const char *sv_shm_registry_note(void)
+{
+	pthread_once(&avail_once, avail_init);
+	return reg_note[0] ? reg_note : NULL;
+}
+
+int sv_shm_registry_fd(void)
+{
+	pthread_once(&avail_once, avail_init);
+	return reg_fd;
+}
+
+const char *sv_shm_registry_path(void)
+{
+	pthread_once(&avail_once, avail_init);
+	return reg_path;
 }
 
 unsigned long sv_shm_netns(void)

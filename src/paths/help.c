@@ -72,9 +72,17 @@
 #define SV_HELP_SPIN_NS 20000ull
 #define SV_HELP_YIELD_NS 1000000ull
 #define SV_HELP_NAP_NS 50000L
-/* A target stopped (SIGSTOP, a debugger) with a claimed chunk for this
- * long: the sender gives up and the packet path takes the WRITE. */
-#define SV_HELP_WAIT_NS 10000000000ull
+/* How long the sender waits for the chunks a helper claimed before it
+ * takes them back and copies them itself: a few times what the copy
+ * takes at a conservative rate (1 GB/s, 4x), and at least a scheduler
+ * time slice or so.  A helper that claims and never finishes -- stuck,
+ * or a peer of ours written to stall us -- then costs a WRITE a few
+ * milliseconds, not the 10 s it once could (issue #17). */
+#define SV_HELP_WAIT_FLOOR_NS 5000000ull
+#define SV_HELP_WAIT_NS_PER_BYTE 4ull
+/* After a WRITE whose helper was too slow, this QP offers the next
+ * SV_HELP_SKIP << n ones to nobody (n: such WRITEs so far, capped). */
+#define SV_HELP_SLOW_MAX_SHIFT 8u
 /* After a job the helper looks for the next one this long before going
  * back to its loop: the next WRITE of a stream follows within
  * microseconds, and a sleeping helper costs the sender a doorbell. */
@@ -153,16 +161,19 @@ static bool thread_stopped(pid_t pid, uint32_t tid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-enum wait_r { WAIT_DONE, WAIT_REVOKED, WAIT_FAILED };
+enum wait_r { WAIT_DONE, WAIT_REVOKED, WAIT_SLOW, WAIT_FAILED };
 
-/* Wait until the helper has handled `need` chunks of job gen.  If its
- * thread is stopped meanwhile, revoke its claims (WAIT_REVOKED: the
- * sender copies them).  WAIT_FAILED if the target died, or stayed
- * stopped for SV_HELP_WAIT_NS with a helper that cannot be revoked. */
+/* Wait until the helper has handled `need` chunks (`bytes`) of job gen.
+ * If its thread is stopped meanwhile, revoke its claims (WAIT_REVOKED:
+ * the sender copies them); if it has not finished within the bound
+ * above, revoke them all the same (WAIT_SLOW).  WAIT_FAILED if the
+ * target died. */
 static enum wait_r wait_helper(struct sv_help_job *job, uint32_t gen,
-			       uint32_t need, const struct sv_pubtab_view *tab,
-			       uintptr_t rva)
+			       uint32_t need, uint64_t bytes,
+			       const struct sv_pubtab_view *tab, uintptr_t rva)
 {
+	uint64_t bound =
+		SV_HELP_WAIT_FLOOR_NS + bytes * SV_HELP_WAIT_NS_PER_BYTE;
 	uint64_t start = 0, now, d;
 	unsigned int spins = 0;
 	bool revoked = false;
@@ -201,8 +212,15 @@ static enum wait_r wait_helper(struct sv_help_job *job, uint32_t gen,
 				revoked = true; /* it runs: let it finish */
 			}
 		}
-		if (now - start > SV_HELP_WAIT_NS || !target_alive(tab, rva))
+		if (!target_alive(tab, rva))
 			return WAIT_FAILED;
+		if (now - start > bound) {
+			/* A running helper sees this before its next copy
+			 * (rseq); one in the middle of a copy writes the
+			 * bytes we are about to write (docs/security.md). */
+			atomic_store(&job->revoked, gen);
+			return WAIT_SLOW;
+		}
 		nanosleep(&(struct timespec){ .tv_nsec = SV_HELP_NAP_NS },
 			  NULL);
 	}
@@ -326,7 +344,9 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 		qe->help_skip = SV_HELP_SKIP;
 	}
 	if (back < nch) {
-		enum wait_r wr = wait_helper(job, gen, nch - back, tab, rva);
+		uint64_t claimed = body - (uint64_t)back * chunk;
+		enum wait_r wr =
+			wait_helper(job, gen, nch - back, claimed, tab, rva);
 		uint64_t r =
 			atomic_load_explicit(&job->redo, memory_order_acquire);
 		uint32_t c0 = 0, cn = 0;
@@ -335,10 +355,19 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 		qe->help_missed = 0;
 		if (wr == WAIT_FAILED) {
 			ok = false;
-		} else if (wr == WAIT_REVOKED) {
+		} else if (wr == WAIT_REVOKED || wr == WAIT_SLOW) {
 			/* Ours now, all of them (some may be in place
 			 * already: the same bytes again). */
-			SV_STAT(qe->eng, help_revoked);
+			if (wr == WAIT_REVOKED) {
+				SV_STAT(qe->eng, help_revoked);
+			} else {
+				SV_STAT(qe->eng, help_timeout);
+				qe->help_skip =
+					SV_HELP_SKIP
+					<< (qe->help_slow < SV_HELP_SLOW_MAX_SHIFT ?
+						    qe->help_slow++ :
+						    SV_HELP_SLOW_MAX_SHIFT);
+			}
 			c0 = back;
 			cn = nch - back;
 		} else if ((uint32_t)(r >> 32) == gen && (uint32_t)r) {

@@ -133,6 +133,9 @@ enum sv_lock_rank {
 	/* struct ibv_cq/ibv_qp/ibv_srq .mutex (rdma-core's ABI): acked
 	 * event counts that destroys wait for (condition variable). */
 	SV_LOCK_IBV_EVENTS,
+	/* link/shm.c reg_lock: the process's registered rings (their
+	 * registry entries, removed at close and exit). */
+	SV_LOCK_SHM_REG,
 	/* util/readlock.c sv_readlock.reg: the record list, at a thread's
 	 * first read of a readlock (so under whatever the reader holds). */
 	SV_LOCK_READLOCK_REG,

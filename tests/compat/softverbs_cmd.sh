@@ -58,6 +58,11 @@ expect '^softverbs0: node_guid [0-9a-f]{4}(:[0-9a-f]{4}){3}, '
 expect '^  port 1: PORT_ACTIVE, active_mtu (256|512|1024|2048|4096) \(max 4096\), link_layer Ethernet'
 expect '^    GID\[ *[0-9]+\]  ::ffff:127\.0\.0\.1 +RoCE v2 +lo$' "loopback GID with its type and netdev"
 expect '^fast path: (available|unavailable \()' "fast path line"
+# Trust stops at the user (docs/security.md): said whenever it is on.
+if grep -q '^fast path: available' "$out"; then
+	expect "^fast path: available: .*registry /dev/shm/softverbs\.$(id -u)[,)]" "the user's own registry"
+	expect "^fast path: peers of the same user only \(uid $(id -u)\); QPs to another user's use UDP\$" "no fast path between users"
+fi
 run_ok 30 env SOFTVERBS_FASTPATH=0 "$SV" devices
 expect '^fast path: unavailable \(disabled by SOFTVERBS_FASTPATH=0\)'
 

@@ -7,9 +7,10 @@
 #   fastpath.sh udp      SOFTVERBS_FASTPATH=0 on both: "path=udp (disabled
 #                        by SOFTVERBS_FASTPATH=0)", UDP counters, no shm ones
 #   fastpath.sh nobody   the client runs as nobody (setpriv; root only, else
-#                        77): it may not attach to root's process, so it
-#                        sends through UDP and says why; root may attach to
-#                        it and sends through shm; the run completes
+#                        77): neither side attaches to the other's process
+#                        (no fast path between users, docs/security.md:
+#                        root could, and did before issue #17), both send
+#                        through UDP and say why; the run completes
 set -u
 mode=${1:-shm}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
@@ -96,19 +97,21 @@ udp)
 	;;
 nobody)
 	# `softverbs run` puts nobody's client in a user namespace of its
-	# own, where root is unmapped: root's registry entry then reads as
-	# owned by the overflow uid and is refused before the ptrace check.
-	# Either way the client may not attach and says so.
+	# own, where root is unmapped and shows as the overflow uid: its
+	# port then seems nobody's own, but root's registry entry is not in
+	# nobody's registry.  Either way the client does not attach.
 	case $(path client) in
-	"path=udp (no ptrace access to peer process)" | "path=udp (peer registry entry invalid)") ;;
+	"path=udp (peer is another user: no fast path between users)" | "path=udp (peer not registered"*) ;;
 	*) bad "client (nobody) QP: '$(path client)'" ;;
 	esac
 	[ "$(counter client shm_tx_pkts)" -eq 0 ] || bad "nobody's process used shm"
 	[ "$(counter client sent_pkts)" -ge $iters ] || bad "nobody's process sent too few UDP packets"
-	# root may attach to nobody's process: its direction is shm.
-	[ "$(path server)" = "path=shm" ] || bad "server (root) QP: '$(path server)'"
-	[ "$(counter server shm_tx_pkts)" -ge $iters ] || bad "root's process sent too few shm packets"
-	[ "$(counter server rcvd_pkts)" -ge $iters ] || bad "root's process received too few UDP packets"
+	# root does not attach to nobody's process, and says why.
+	[ "$(path server)" = "path=udp (peer is another user: no fast path between users)" ] ||
+		bad "server (root) QP: '$(path server)'"
+	[ "$(counter server shm_other_user)" -ge 1 ] || bad "root's process did not count the other user"
+	[ "$(counter server shm_tx_pkts)" -eq 0 ] || bad "root's process used shm"
+	[ "$(counter server sent_pkts)" -ge $iters ] || bad "root's process sent too few UDP packets"
 	;;
 esac
 [ $fail = 0 ] && echo "PASS: fastpath $mode"
