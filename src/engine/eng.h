@@ -71,7 +71,6 @@ struct sv_engine {
 	bool thread_started;
 	atomic_bool stop;
 	int epfd; /* sockets + doorbell */
-	int bell_epfd; /* doorbell only (while the app polls) */
 	int bellfd; /* eventfd */
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */

@@ -53,6 +53,7 @@
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
+	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \
