@@ -84,6 +84,18 @@ void sv_timer_note(struct sv_engine *eng, uint64_t deadline)
 		bell_ring(eng);
 }
 
+void sv_qp_timer_arm(struct sv_qp_engine *qe, uint64_t deadline)
+{
+	if (!qe->on_timed) {
+		qe->on_timed = true;
+		list_add_tail(&qe->eng->timed, &qe->timed_node);
+	}
+	sv_timer_note(qe->eng, deadline);
+}
+
+/* Only the QPs that armed a timer: with 10,000 idle connections a due
+ * timer (every busy poll checks) must not visit them all.  A QP leaves
+ * the list when it has no timer left. */
 static void run_timers(struct sv_engine *eng)
 {
 	uint64_t dl = atomic_load(&eng->next_deadline), next = 0;
@@ -92,11 +104,14 @@ static void run_timers(struct sv_engine *eng)
 	if (!dl || sv_eng_now(eng) < dl)
 		return;
 	atomic_store(&eng->next_deadline, 0);
-	list_for_each_safe (&eng->qps, it, tmp) {
+	list_for_each_safe (&eng->timed, it, tmp) {
 		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, node);
+			list_entry(it, struct sv_qp_engine, timed_node);
 
-		sv_qp_timers(qe, eng->now, &next);
+		if (!sv_qp_timers(qe, eng->now, &next)) {
+			list_del(it);
+			qe->on_timed = false;
+		}
 	}
 	if (next)
 		sv_timer_note(eng, next);
@@ -252,17 +267,9 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
  * clock read, which costs more than the rest of an empty pass. */
 static void pass(struct sv_engine *eng, bool rx, bool timers)
 {
-	struct list_node *it;
-
 	take_kicks(eng);
 	if (rx)
-		for (it = eng->socks.n.next; it != &eng->socks.n;
-		     it = it->next) {
-			struct sv_sock *s =
-				list_entry(it, struct sv_sock, node);
-
-			sv_links_rx(eng, s);
-		}
+		sv_links_rx(eng);
 	if (rx && eng->paths_active)
 		sv_paths_poll(eng);
 	if (rx && eng->mcast)
@@ -395,6 +402,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	pthread_mutex_init(&eng->kick_lock, NULL);
 	list_head_init(&eng->socks);
 	list_head_init(&eng->qps);
+	list_head_init(&eng->timed);
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
 	sv_links_engine_init(eng);
