@@ -128,7 +128,7 @@ static int gid_entry_cmp(const void *a, const void *b)
 	return memcmp(x->gid.raw, y->gid.raw, 16);
 }
 
-int sv_gid_table(struct sv_gid_entry *tab, int max)
+int sv_gid_scan(struct sv_gid_entry *tab, int max)
 {
 	struct ifaddrs *ifa, *it;
 	int n = 0;
@@ -158,17 +158,6 @@ int sv_gid_table(struct sv_gid_entry *tab, int max)
 	return n;
 }
 
-bool sv_gid_is_local(const union ibv_gid *gid)
-{
-	struct sv_gid_entry tab[SV_MAX_GIDS];
-	int i, n = sv_gid_table(tab, SV_MAX_GIDS);
-
-	for (i = 0; i < n; i++)
-		if (!memcmp(tab[i].gid.raw, gid->raw, 16))
-			return true;
-	return false;
-}
-
 /* RoCE: the IB MTU is the largest one that fits in the interface MTU after
  * the Ethernet/IP/UDP/BTH overhead, capped at 4096. */
 static enum ibv_mtu mtu_from_netdev(int mtu)
@@ -191,7 +180,7 @@ static enum ibv_mtu mtu_from_netdev(int mtu)
 /* One port covers every interface: its MTU is the smallest of the non-loopback
  * interfaces that are up, or loopback's when nothing else is (a namespace
  * with only lo).  SOFTVERBS_MTU=256..4096 overrides. */
-enum ibv_mtu sv_port_active_mtu(void)
+enum ibv_mtu sv_port_scan_mtu(void)
 {
 	struct ifaddrs *ifa, *it;
 	int fd, min_mtu = 0, lo_mtu = 0;

@@ -9,7 +9,9 @@
 struct sv_device *sv_device_get(void);
 
 /* A fresh snapshot of the host's addresses as RoCE v2 GIDs, in a stable
- * order (interface index, then IPv4 before IPv6, then address). */
+ * order (interface index, then IPv4 before IPv6, then address): a
+ * getifaddrs, some 100 us.  sv_gid_table is the same, cached (gids.c). */
+int sv_gid_scan(struct sv_gid_entry *tab, int max);
 int sv_gid_table(struct sv_gid_entry *tab, int max);
 
 /* GID -> IP socket address (IPv4-mapped GIDs become AF_INET). */
@@ -23,6 +25,16 @@ bool sv_gid_is_local(const union ibv_gid *gid);
 void sv_device_attr(struct ibv_device_attr *attr);
 /* Fills the first len bytes of an ibv_port_attr (compat callers pass less). */
 void sv_port_attr(struct ibv_port_attr *attr);
+/* The port's active MTU from the interfaces' (fresh: sv_port_scan_mtu;
+ * cached with the GID table: sv_port_active_mtu). */
+enum ibv_mtu sv_port_scan_mtu(void);
 enum ibv_mtu sv_port_active_mtu(void);
+
+/* The address monitor (engine/netmon.c) keeps the cache honest: it
+ * subscribed netlink socket `fd` tells of the host's address and link
+ * changes (-1: nobody watches, every read scans afresh), and it calls
+ * sv_gid_cache_changed before it reads each message from that socket. */
+void sv_gid_cache_watch(int fd);
+void sv_gid_cache_changed(void);
 
 #endif

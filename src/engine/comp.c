@@ -291,7 +291,7 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
 	if (reset || !qe->comp.probe_ns)
 		qe->comp.probe_ns = probe_base(qe);
 	qe->comp.probe = sv_eng_now(qe->eng) + qe->comp.probe_ns;
-	sv_timer_note(qe->eng, qe->comp.probe);
+	sv_qp_timer_arm(qe, qe->comp.probe);
 }
 
 void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
@@ -322,7 +322,7 @@ static void progress(struct sv_qp_engine *qe)
 	qe->comp.backoff = 0;
 	if (outstanding && qe->comp.timeout_ns) {
 		qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
-		sv_timer_note(qe->eng, qe->comp.deadline);
+		sv_qp_timer_arm(qe, qe->comp.deadline);
 	} else {
 		qe->comp.deadline = 0;
 	}
@@ -401,7 +401,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 	sv_req_rewind(qe, psn);
 	if (qe->comp.timeout_ns) {
 		qe->comp.deadline = sv_eng_now(qe->eng) + retry_wait(qe);
-		sv_timer_note(qe->eng, qe->comp.deadline);
+		sv_qp_timer_arm(qe, qe->comp.deadline);
 	}
 }
 
@@ -564,7 +564,7 @@ static enum comp_state rnr_retry(struct comp_ctx *c)
 	qe->comp.probe = 0;
 	qe->comp.rnr_until = sv_eng_now(qe->eng) +
 			     (uint64_t)rnr_cus[c->syn & 0x1f] * 10000ull;
-	sv_timer_note(qe->eng, qe->comp.rnr_until);
+	sv_qp_timer_arm(qe, qe->comp.rnr_until);
 	return COMP_DONE;
 }
 

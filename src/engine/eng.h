@@ -47,6 +47,7 @@ struct sv_sock {
 	unsigned int nlinks;
 	unsigned int udp_qps; /* QPs that may receive through UDP */
 	unsigned int rx_skip; /* busy passes since the last UDP receive */
+	bool rx_ready; /* epoll says datagrams wait (links.c, many sockets) */
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */
@@ -71,14 +72,15 @@ struct sv_engine {
 	bool thread_started;
 	atomic_bool stop;
 	int epfd; /* sockets + doorbell */
-	int bell_epfd; /* doorbell only (while the app polls) */
 	int bellfd; /* eventfd */
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 
 	struct list_head socks;
+	unsigned int nsocks; /* on socks (closed with the engine only) */
 	struct list_head qps;
+	struct list_head timed; /* QPs with a timer armed (sv_qp_timer_arm) */
 	struct list_head work;
 	_Atomic uint32_t port_mtu; /* bytes: the largest UD message */
 	struct sv_mcast *mcast; /* multicast groups (mcast.c), or NULL */
@@ -165,7 +167,11 @@ static inline bool sv_app_polls(struct sv_engine *eng, uint64_t now)
 
 	return hint && now - hint < SV_HINT_HOLD_NS;
 }
+/* The engine wakes by deadline (ns) for a timer of its own; a QP's timer
+ * is armed with sv_qp_timer_arm, which also lists the QP among those a
+ * due timer pass looks at (not every QP of the engine). */
 void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
+void sv_qp_timer_arm(struct sv_qp_engine *qe, uint64_t deadline);
 int sv_engine_start_thread(struct sv_engine *eng);
 int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
 void sv_watch_word(struct sv_engine *eng, unsigned int *n,

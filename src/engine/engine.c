@@ -11,9 +11,13 @@
  *     (else ring the doorbell), so a send leaves without a thread switch;
  *   - ibv_poll_cq on an empty CQ (sv_engine_poll_hint), which runs a pass
  *     under trylock, so a busy-polling application gets its completions
- *     without waiting for the thread to wake up.  While an application
- *     polls, the thread stops watching the sockets (it would only race
- *     the poller for the same datagrams) and sleeps on the doorbell.
+ *     without waiting for the thread to wake up.
+ * The thread watches every socket whether or not the application polls:
+ * an application that polled a moment ago may now spin on its own memory
+ * (ib_write_lat's target waits for a WRITE that way), and a datagram in
+ * an unwatched socket waited for the thread's next timeout.  On the shm
+ * link this costs nothing: peers ring a socket only while its thread says
+ * it sleeps (links.c), which it does not while the application polls.
  * Idle, the thread sleeps in epoll with no timeout: no CPU is used.
  */
 #include "engine/eng.h"
@@ -80,6 +84,18 @@ void sv_timer_note(struct sv_engine *eng, uint64_t deadline)
 		bell_ring(eng);
 }
 
+void sv_qp_timer_arm(struct sv_qp_engine *qe, uint64_t deadline)
+{
+	if (!qe->on_timed) {
+		qe->on_timed = true;
+		list_add_tail(&qe->eng->timed, &qe->timed_node);
+	}
+	sv_timer_note(qe->eng, deadline);
+}
+
+/* Only the QPs that armed a timer: with 10,000 idle connections a due
+ * timer (every busy poll checks) must not visit them all.  A QP leaves
+ * the list when it has no timer left. */
 static void run_timers(struct sv_engine *eng)
 {
 	uint64_t dl = atomic_load(&eng->next_deadline), next = 0;
@@ -88,11 +104,14 @@ static void run_timers(struct sv_engine *eng)
 	if (!dl || sv_eng_now(eng) < dl)
 		return;
 	atomic_store(&eng->next_deadline, 0);
-	list_for_each_safe (&eng->qps, it, tmp) {
+	list_for_each_safe (&eng->timed, it, tmp) {
 		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, node);
+			list_entry(it, struct sv_qp_engine, timed_node);
 
-		sv_qp_timers(qe, eng->now, &next);
+		if (!sv_qp_timers(qe, eng->now, &next)) {
+			list_del(it);
+			qe->on_timed = false;
+		}
 	}
 	if (next)
 		sv_timer_note(eng, next);
@@ -248,17 +267,9 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
  * clock read, which costs more than the rest of an empty pass. */
 static void pass(struct sv_engine *eng, bool rx, bool timers)
 {
-	struct list_node *it;
-
 	take_kicks(eng);
 	if (rx)
-		for (it = eng->socks.n.next; it != &eng->socks.n;
-		     it = it->next) {
-			struct sv_sock *s =
-				list_entry(it, struct sv_sock, node);
-
-			sv_links_rx(eng, s);
-		}
+		sv_links_rx(eng);
 	if (rx && eng->paths_active)
 		sv_paths_poll(eng);
 	if (rx && eng->mcast)
@@ -275,6 +286,12 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 
 /* ---- the progress thread ------------------------------------------------------ */
 
+/* Packets received from a wire link (UDP) so far. */
+static uint64_t wire_rcvd(const struct sv_engine *eng)
+{
+	return eng->stats.rcvd_pkts - eng->stats.shm_rx_pkts;
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_engine *eng = arg;
@@ -285,6 +302,7 @@ static void *progress_main(void *arg)
 		uint64_t now = sv_now_ns();
 		bool busy = sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
+		uint64_t wire;
 		int timeout, n, i;
 
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
@@ -312,8 +330,7 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
-		n = epoll_wait(busy ? eng->bell_epfd : eng->epfd, ev, 8,
-			       timeout);
+		n = epoll_wait(eng->epfd, ev, 8, timeout);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
 			if (ev[i].data.ptr == NULL)
@@ -327,9 +344,15 @@ static void *progress_main(void *arg)
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		if (!busy)
 			sv_links_wake(eng);
+		wire = wire_rcvd(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
+		/* Datagrams this pass found after a wait that timed out:
+		 * they waited in a socket the thread did not watch (or
+		 * came in the instant since). */
+		if (n == 0)
+			eng->stats.thread_late_rx += wire_rcvd(eng) - wire;
 		sv_mutex_unlock(&eng->lock);
 	}
 	return NULL;
@@ -374,11 +397,12 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		goto fail;
 	eng->ctx = ctx;
 	eng->paths = paths;
-	eng->epfd = eng->bell_epfd = eng->bellfd = -1;
+	eng->epfd = eng->bellfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
 	list_head_init(&eng->socks);
 	list_head_init(&eng->qps);
+	list_head_init(&eng->timed);
 	list_head_init(&eng->work);
 	list_head_init(&eng->kicked);
 	sv_links_engine_init(eng);
@@ -391,10 +415,8 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		eng->rx[i].buf = eng->rxmem + (size_t)i * SV_UDP_RXBUF;
 	eng->bellfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
-	eng->bell_epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (eng->bellfd < 0 || eng->epfd < 0 || eng->bell_epfd < 0 ||
-	    epoll_ctl(eng->epfd, EPOLL_CTL_ADD, eng->bellfd, &ev) ||
-	    epoll_ctl(eng->bell_epfd, EPOLL_CTL_ADD, eng->bellfd, &ev)) {
+	if (eng->bellfd < 0 || eng->epfd < 0 ||
+	    epoll_ctl(eng->epfd, EPOLL_CTL_ADD, eng->bellfd, &ev)) {
 		err = errno;
 		goto fail_free;
 	}
@@ -406,8 +428,6 @@ fail_free:
 		close(eng->bellfd);
 	if (eng->epfd >= 0)
 		close(eng->epfd);
-	if (eng->bell_epfd >= 0)
-		close(eng->bell_epfd);
 	free(eng->tx);
 	free(eng->rxmem);
 	free(eng);
@@ -439,7 +459,6 @@ void sv_engine_close(struct sv_context *ctx)
 	sv_mcast_close(eng);
 	close(eng->bellfd);
 	close(eng->epfd);
-	close(eng->bell_epfd);
 	free(eng->tx);
 	free(eng->rxmem);
 	pthread_mutex_destroy(&eng->lock);

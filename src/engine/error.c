@@ -23,7 +23,7 @@ void sv_qp_sync_state(struct sv_qp_engine *qe)
 	/* modify_qp holds state_lock while it waits for the engine lock:
 	 * only try it, and come back later if it is busy. */
 	if (sv_mutex_trylock(&qp->state_lock, SV_LOCK_QP_STATE)) {
-		sv_timer_note(qe->eng, sv_eng_now(qe->eng) + 1000000);
+		sv_qp_timer_arm(qe, sv_eng_now(qe->eng) + 1000000);
 		return;
 	}
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)

@@ -20,7 +20,7 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s);
 void sv_links_sock_close(struct sv_sock *s);
 /* A pass receives from the socket's links: the cheap ones always, the
  * others (UDP) when a QP may receive there or this is the thread. */
-void sv_links_rx(struct sv_engine *eng, struct sv_sock *s);
+void sv_links_rx(struct sv_engine *eng);
 /* Send pkt[0..n) of socket s over `link` to `peer`; counts what is lost. */
 void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 		 const struct sv_link_ops *link, void *peer,

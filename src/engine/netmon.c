@@ -13,7 +13,9 @@
  *     IBV_EVENT_GID_CHANGE;
  * each on port 1 of every open context.  It also refreshes each engine's
  * copy of the port MTU (the UD message limit) and lets multicast join its
- * groups on interfaces that came up.  A per-process thread rather than the
+ * groups on interfaces that came up, and its socket keeps core/gids.c's
+ * cached GID table current (it says a message waits, or the thread has
+ * read one).  A per-process thread rather than the
  * contexts' progress threads: those start with the first QP, and a program
  * like ibv_asyncwatch opens a context and only waits for events.
  *
@@ -82,10 +84,10 @@ static void post_port_event(struct sv_context *ctx, enum ibv_event_type t)
 static void rescan(void)
 {
 	struct sv_gid_entry tab[SV_MAX_GIDS];
-	int n = sv_gid_table(tab, SV_MAX_GIDS), i;
+	int n = sv_gid_scan(tab, SV_MAX_GIDS), i;
 	bool changed = table_differs(tab, n, nm.tab, nm.ntab);
 	bool was_up = nm.ntab > 0, up = n > 0;
-	uint32_t mtu = sv_mtu_bytes(sv_port_active_mtu());
+	uint32_t mtu = sv_mtu_bytes(sv_port_scan_mtu());
 
 	for (i = 0; i < nm.nctx; i++) {
 		struct sv_context *ctx = nm.ctx[i];
@@ -133,8 +135,14 @@ static void *netmon_main(void *arg)
 			struct pollfd q = { .fd = nm.nlfd, .events = POLLIN };
 
 			for (;;) {
-				ssize_t r = recv(nm.nlfd, buf, sizeof(buf),
-						 MSG_DONTWAIT);
+				ssize_t r;
+
+				/* Before the message leaves the socket:
+				 * core/gids.c's cache reads the two in the
+				 * other order. */
+				sv_gid_cache_changed();
+				r = recv(nm.nlfd, buf, sizeof(buf),
+					 MSG_DONTWAIT);
 
 				if (r > 0 || (r < 0 && errno == ENOBUFS)) {
 					got = true;
@@ -174,7 +182,7 @@ static int start(void)
 	if (nm.stopfd < 0)
 		goto fail;
 	/* The snapshot after subscribing: no change can fall in between. */
-	nm.ntab = sv_gid_table(nm.tab, SV_MAX_GIDS);
+	nm.ntab = sv_gid_scan(nm.tab, SV_MAX_GIDS);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&nm.thread, NULL, netmon_main, NULL);
@@ -184,6 +192,7 @@ static int start(void)
 		goto fail;
 	}
 	nm.running = true;
+	sv_gid_cache_watch(nm.nlfd);
 	return 0;
 fail:
 	err = errno;
@@ -201,6 +210,7 @@ static void stop(void)
 	if (write(nm.stopfd, &one, sizeof(one)) != sizeof(one))
 		sv_warn("netmon: cannot stop the thread: %s", strerror(errno));
 	pthread_join(nm.thread, NULL);
+	sv_gid_cache_watch(-1);
 	close(nm.nlfd);
 	close(nm.stopfd);
 	nm.nlfd = nm.stopfd = -1;
@@ -225,6 +235,9 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	/* The socket is the parent's too, and the parent's thread reads
+	 * it: no cache in the child until it starts its own monitor. */
+	sv_gid_cache_watch(-1);
 	if (nm.running) {
 		close(nm.nlfd);
 		close(nm.stopfd);

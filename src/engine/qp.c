@@ -45,6 +45,7 @@ static int sock_open(struct sv_engine *eng, struct sv_sock **out)
 	    rcv > 0 && (!eng->rcvbuf || (uint32_t)rcv < eng->rcvbuf))
 		eng->rcvbuf = (uint32_t)rcv;
 	list_add_tail(&eng->socks, &s->node);
+	eng->nsocks++;
 	*out = s;
 	return 0;
 }
@@ -112,6 +113,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	qe->window = qe->cwnd = qe->ssthresh = SV_WINDOW_MIN;
 	atomic_store(&qe->state, IBV_QPS_RESET);
 	list_node_init(&qe->work_node);
+	list_node_init(&qe->timed_node);
 	list_node_init(&qe->kick_node);
 
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
@@ -163,6 +165,8 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	qe->sock->used--;
 	if (qe->on_work)
 		list_del(&qe->work_node);
+	if (qe->on_timed)
+		list_del(&qe->timed_node);
 	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
 	if (qe->kicked)
 		list_del(&qe->kick_node);
@@ -427,7 +431,7 @@ void sv_qp_run(struct sv_qp_engine *qe)
 	}
 }
 
-void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
+bool sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
 {
 	uint64_t d;
 
@@ -452,4 +456,6 @@ void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next)
 		*next = d;
 	if (qe->state_dirty && (!*next || now + 1000000 < *next))
 		*next = now + 1000000;
+	return qe->comp.probe || qe->comp.rnr_until || qe->comp.deadline ||
+	       qe->state_dirty;
 }

@@ -73,6 +73,8 @@ struct sv_qp_engine {
 	struct list_node node; /* sv_engine.qps */
 	struct list_node work_node; /* sv_engine.work */
 	bool on_work;
+	struct list_node timed_node; /* sv_engine.timed */
+	bool on_timed;
 	uint32_t work; /* SV_WORK_* */
 	struct list_node kick_node; /* sv_engine.kicked (kick_lock) */
 	bool kicked; /* kick_lock */
@@ -235,9 +237,10 @@ static inline bool sv_wqe_holds_psn(const struct sv_send_wqe *w, uint32_t psn)
 	       sv_psn_diff(psn, w->last_psn) <= 0;
 }
 
-/* qp.c: run a QP's machines; fire its due timers. */
+/* qp.c: run a QP's machines; fire its due timers (false: none is left
+ * armed). */
 void sv_qp_run(struct sv_qp_engine *qe);
-void sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next);
+bool sv_qp_timers(struct sv_qp_engine *qe, uint64_t now, uint64_t *next);
 
 /* error.c */
 /* sv_qp_to_error's event: an ibv_event_type, or one of these. */

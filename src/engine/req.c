@@ -106,7 +106,7 @@ static void arm_timer(struct sv_qp_engine *qe)
 	if (qe->comp.deadline || !qe->comp.timeout_ns)
 		return;
 	qe->comp.deadline = sv_eng_now(qe->eng) + qe->comp.timeout_ns;
-	sv_timer_note(qe->eng, qe->comp.deadline);
+	sv_qp_timer_arm(qe, qe->comp.deadline);
 }
 
 static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,

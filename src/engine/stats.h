@@ -63,6 +63,7 @@
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(shm_other_user, "peers of another user: UDP, no fast path")      \
+	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \

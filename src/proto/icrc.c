@@ -1,7 +1,7 @@
 /*
  * The RoCE v2 invariant CRC.
  *
- * Coverage (IBA Annex A17.3.3): the CRC-32 of
+ * Coverage (IBA Annex A17.3.3): the CRC-32 (util/crc32.c) of
  *   8 bytes of 0xff (the masked LRH of IB)
  *   + the IP header with its variant fields set to all ones
  *     (IPv4: TOS, TTL, header checksum; IPv6: traffic class, flow label,
@@ -17,17 +17,17 @@
 
 #include <endian.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "proto/ip.h"
 #include "proto/wire.h"
+#include "util/crc32.h"
 
 uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 		     const uint8_t *pkt, uint32_t len)
 {
 	uint8_t ph[8 + 40 + 8 + SV_BTH_BYTES];
 	size_t n;
-	uLong crc;
+	uint32_t crc;
 
 	if (iplen != 20 && iplen != 40)
 		return 0;
@@ -51,10 +51,9 @@ uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 	ph[n + 4] = 0xff; /* FECN, BECN, resv6a */
 	n += SV_BTH_BYTES;
 
-	crc = crc32(0, ph, (uInt)n);
-	crc = crc32(crc, pkt + SV_BTH_BYTES,
-		    len - SV_BTH_BYTES - SV_ICRC_BYTES);
-	return (uint32_t)crc;
+	crc = sv_crc32(0, ph, n);
+	return sv_crc32(crc, pkt + SV_BTH_BYTES,
+			len - SV_BTH_BYTES - SV_ICRC_BYTES);
 }
 
 uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,

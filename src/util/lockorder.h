@@ -139,6 +139,9 @@ enum sv_lock_rank {
 	/* util/readlock.c sv_readlock.reg: the record list, at a thread's
 	 * first read of a readlock (so under whatever the reader holds). */
 	SV_LOCK_READLOCK_REG,
+	/* core/gids.c gids.lock: the cached GID table (copied in or out,
+	 * nothing else under it). */
+	SV_LOCK_GIDS,
 	/* util/env.c env_lock: the first read of a variable; any code may
 	 * read the environment, so it comes last. */
 	SV_LOCK_ENV,

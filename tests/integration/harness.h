@@ -91,6 +91,9 @@ int hx_ep_rts(struct hx_ep *ep);
 void hx_ep_connect(struct hx_ep *ep);
 /* Tear down everything; returns the number of verbs that failed. */
 int hx_ep_close(struct hx_ep *ep);
+/* hx_ep_close (checked) with SOFTVERBS_STATS=1 set before the device was
+ * opened: returns the engine's counter `name` from what it prints. */
+unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name);
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp);
 enum ibv_qp_state hx_qp_state_wait(struct ibv_qp *qp, enum ibv_qp_state want,
 				   int timeout_ms);

@@ -1,0 +1,21 @@
+/*
+ * CRC-32 as zlib's crc32() computes it (gzip's polynomial, reflected, the
+ * value inverted before and after): crc32.c, with carry-less multiplies
+ * where the CPU has them.
+ */
+#ifndef SV_UTIL_CRC32_H
+#define SV_UTIL_CRC32_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* zlib's crc32(crc, buf, len): start with crc 0, chain by passing the
+ * previous result. */
+uint32_t sv_crc32(uint32_t crc, const void *buf, size_t len);
+/* The same through zlib only (the fallback; the unit test's reference). */
+uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len);
+/* Does sv_crc32 use carry-less multiplies on this CPU? */
+bool sv_crc32_accelerated(void);
+
+#endif
