@@ -76,6 +76,7 @@ struct sv_engine {
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
+	uint64_t spin_until; /* thread only: no sleep before (SV_SERVE_SPIN_NS) */
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */

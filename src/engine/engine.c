@@ -302,11 +302,11 @@ static void *progress_main(void *arg)
 		uint64_t now = sv_now_ns();
 		bool busy = sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire;
+		uint64_t wire, shm;
 		int timeout, n, i;
 
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-		if (!list_empty(&eng->work))
+		if (!list_empty(&eng->work) || (!busy && now < eng->spin_until))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
@@ -330,7 +330,10 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
-		n = epoll_wait(eng->epfd, ev, 8, timeout);
+		/* Spinning: the pass below reads every link anyway. */
+		n = timeout == 0 && now < eng->spin_until ?
+			    0 :
+			    epoll_wait(eng->epfd, ev, 8, timeout);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
 			if (ev[i].data.ptr == NULL)
@@ -345,9 +348,12 @@ static void *progress_main(void *arg)
 		if (!busy)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
+		shm = eng->stats.shm_rx_pkts;
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
+		if (!busy && eng->stats.shm_rx_pkts != shm)
+			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */

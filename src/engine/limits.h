@@ -23,6 +23,13 @@
  * timeout when longer). */
 #define SV_MAX_BACKOFF_NS (1000ull * 1000 * 1000)
 #define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
+/* After serving work a peer of this host sent through the rings, while
+ * the application does not poll, the thread looks again without sleeping
+ * for this long: the peer is likely waiting for the answer (an atomic, a
+ * READ response, an ACK) and will send the next request a microsecond
+ * later, which a wake-up (~20 us here) would double.  Short enough that a
+ * finished exchange costs no CPU to speak of. */
+#define SV_SERVE_SPIN_NS (50ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 #define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
