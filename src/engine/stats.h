@@ -42,6 +42,7 @@
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
 	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
+	X(ud_ah_resolved, "UD address handles resolved (a GID-table scan)") \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \

@@ -481,6 +481,40 @@ int hx_ep_close(struct hx_ep *ep)
 	return bad;
 }
 
+/* The library prints its statistics on stderr: catch them in a file. */
+int hx_ep_close_counter(struct hx_ep *ep, const char *name,
+			unsigned long long *value)
+{
+	char path[] = "/tmp/hx_stats.XXXXXX", line[256], got[64];
+	int tmp = mkstemp(path), saved, bad;
+	unsigned long long v;
+	FILE *f;
+
+	*value = 0;
+	if (tmp < 0)
+		hx_die("mkstemp: %s", strerror(errno));
+	fflush(stderr);
+	saved = dup(2);
+	dup2(tmp, 2);
+	bad = hx_ep_close(ep);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fdopen(tmp, "r");
+	if (!f)
+		hx_die("fdopen: %s", strerror(errno));
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %63s %llu", got, &v) == 2 &&
+		    !strcmp(got, name))
+			*value += v;
+		fputs(line, stderr); /* the log keeps what was printed */
+	}
+	fclose(f);
+	unlink(path);
+	return bad;
+}
+
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;

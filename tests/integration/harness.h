@@ -91,6 +91,12 @@ int hx_ep_rts(struct hx_ep *ep);
 void hx_ep_connect(struct hx_ep *ep);
 /* Tear down everything; returns the number of verbs that failed. */
 int hx_ep_close(struct hx_ep *ep);
+/* hx_ep_close with SOFTVERBS_STATS=1 set before the device was opened:
+ * *value is the sum of the engine counter `name` in what the library
+ * prints at close (0 when not printed: counters at 0 are not); what it
+ * printed still reaches stderr.  Returns hx_ep_close's result. */
+int hx_ep_close_counter(struct hx_ep *ep, const char *name,
+			unsigned long long *value);
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp);
 enum ibv_qp_state hx_qp_state_wait(struct ibv_qp *qp, enum ibv_qp_state want,
 				   int timeout_ms);
