@@ -27,6 +27,7 @@
 	X(implied_nak_retry, "retries for missing read/atomic responses")    \
 	X(fast_retransmit, "retries after a duplicate ACK")                  \
 	X(probe_retransmit, "early resends while waiting for an ACK")        \
+	X(probe_deferred, "probes not sent: the peer had not taken its ring") \
 	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \

@@ -17,6 +17,7 @@
  * deschedules the peer for a while).  Over UDP (SOFTVERBS_FASTPATH=0)
  * every message asks for its ACK and the same bound holds.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -240,10 +241,61 @@ static void unsig_pingpong_b(int fd)
 	close_probes(&ep);
 }
 
+/* ---- stopped_peer: the probe waits while the peer's ring holds ours ---
+ * A SEND to a peer stopped (SIGSTOP) for 20 ms sits in the peer's ring,
+ * unread.  Over UDP the probe resends it every time its timer fires (at
+ * least 500 us, backing off: about five resends in 20 ms).  On shm nothing
+ * is lost while the ring still holds it, so the probe looks again later
+ * instead of resending (probe_deferred, comp.c): no probe_retransmit.  The
+ * SEND completes once the peer runs again, its bytes checked there.  The
+ * check needs the shm link: root, not SOFTVERBS_FASTPATH=0. */
+static void stopped_peer_a(int fd)
+{
+	const char *fp = getenv("SOFTVERBS_FASTPATH");
+	bool shm = !(fp && !strcmp(fp, "0")) && geteuid() == 0;
+	unsigned long long probes;
+	struct hx_ep ep;
+	pid_t pid;
+
+	pp_open(&ep, fd);
+	pid = (pid_t)hx_recv_u64(fd);
+	hx_sync(fd); /* B's receive is posted */
+	REQUIRE(kill(pid, SIGSTOP) == 0);
+	hx_fill(ep.buf, PP_LEN, 77);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 PP_LEN, ep.mr->lkey, 0, 0, 0),
+		    0);
+	usleep(20000);
+	REQUIRE(kill(pid, SIGCONT) == 0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, PP_LEN);
+	hx_sync(fd); /* B checked the bytes */
+	probes = close_probes(&ep);
+	hx_log("a SEND to a peer stopped for 20 ms: probe_retransmit %llu%s",
+	       probes, shm ? "" : " (not checked: not on shm)");
+	if (shm)
+		CHECK(probes <= 1);
+}
+
+static void stopped_peer_b(int fd)
+{
+	struct hx_ep ep;
+
+	pp_open(&ep, fd);
+	REQUIRE(hx_post_recv(&ep, 1, ep.buf + RECV_OFF, 8192, ep.mr->lkey) ==
+		0);
+	hx_send_u64(fd, (uint64_t)getpid());
+	hx_sync(fd);
+	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, PP_LEN))
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF, PP_LEN, 77);
+	hx_sync(fd);
+	close_probes(&ep);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(unsig_read, 60),
 	HX_CASE(unsig_small_read, 60),
 	HX_CASE(unsig_pingpong, 60),
+	HX_CASE(stopped_peer, 60),
 	{ 0 },
 };
 
