@@ -53,8 +53,9 @@ series ("ib_write_bw": both, and no anchor).  bench/readme.py publishes
 this build's figures of such a run, as of any full run.  Without
 BENCH_BASE nothing of this runs and the output is as before.
 
-Time: a full run takes about 11 minutes on the 2-core development machine,
-about 16 with BENCH_BASE (BENCH_QUICK=1 prints an estimate for the machine
+Time: a full run takes about 14 minutes on the 2-core development machine
+with the middleware series (816 s at 600f9cb, other work running; 11 before
+them), about 19 with BENCH_BASE (BENCH_QUICK=1 prints an estimate for the machine
 it runs on).
 
 Units: bandwidth in MiB/s (2^20 bytes/s: perftest's and ucx_perftest's

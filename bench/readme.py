@@ -126,13 +126,16 @@ def section(out):
 
     agg = read_agg(out)
     md.append("Figures from one `make bench` run (%s, softverbs %s, %s; "
-              "%s); each figure is the median of the runs, with the spread "
+              "%s; load average %s at the start, %s at the end); each "
+              "figure is the median of the runs, with the spread "
               "(min-max) in the tables below. Every figure, the commands "
               "that made them and the plots: [%s](%s). Bandwidth in MiB/s, "
               "latency one-way in microseconds, message rate in millions of "
               "messages per second." % (
                   info.get("date", "?"), info.get("softverbs", "?"),
                   info.get("host", "?"), info.get("mode", "?"),
+                  info.get("load average at start", "?").split(" ")[0],
+                  info.get("load average at end", "?").split(" ")[0],
                   rel(os.path.join(out, "results.md")),
                   rel(os.path.join(out, "results.md"))))
     md.append("")
