@@ -31,6 +31,13 @@ BW_ROWS = ["softverbs ib_write_bw", "softverbs ib_read_bw",
            "process_vm_readv (one-copy limit)", "ucx tag_bw (sm,self)",
            "ucx put_bw (cma, uct zcopy)", "libfabric fi_pingpong (shm)",
            "iperf3 TCP loopback", "memcpy (one process)"]
+# Issue #15: the middleware over softverbs next to the same middleware over
+# its own shared memory.
+MW_BW_ROWS = [bench.UCX_RC_BW, "ucx tag_bw (sm,self)", bench.MPI_SV,
+              bench.MPI_SM]
+MW_LAT_ROWS = [bench.UCX_RC_LAT, "ucx tag_lat (sm,self)", bench.MPI_SV,
+               bench.MPI_SM, bench.FI_MSG, "softverbs ib_send_lat",
+               "libfabric fi_pingpong (shm)"]
 LAT_ROWS = ["softverbs ib_write_lat", "softverbs ib_send_lat",
             "softverbs ib_atomic_lat", "ucx put_lat (cma, uct zcopy)",
             "ucx ucp_am_lat (posix,self)", "ucx ucp_put_lat (sm,self)",
@@ -108,17 +115,27 @@ def section(out):
         md.append("- idle process with open softverbs resources: CPU < "
                   "%g%% of a core" % bench.IDLE_TARGET)
         md.append("")
+        md.append("and these of issue #15 (the middleware):")
+        md.append("")
+        for label, _, _, cmp, target in bench.MW_DONE_WHEN:
+            md.append("- %s: %s %.1fx" % (label, cmp, target))
+        md.append("- no retransmission counted by softverbs in the "
+                  "middleware runs")
+        md.append("")
         return md
 
     agg = read_agg(out)
     md.append("Figures from one `make bench` run (%s, softverbs %s, %s; "
-              "%s); each figure is the median of the runs, with the spread "
+              "%s; load average %s at the start, %s at the end); each "
+              "figure is the median of the runs, with the spread "
               "(min-max) in the tables below. Every figure, the commands "
               "that made them and the plots: [%s](%s). Bandwidth in MiB/s, "
               "latency one-way in microseconds, message rate in millions of "
               "messages per second." % (
                   info.get("date", "?"), info.get("softverbs", "?"),
                   info.get("host", "?"), info.get("mode", "?"),
+                  info.get("load average at start", "?").split(" ")[0],
+                  info.get("load average at end", "?").split(" ")[0],
                   rel(os.path.join(out, "results.md")),
                   rel(os.path.join(out, "results.md"))))
     md.append("")
@@ -130,6 +147,19 @@ def section(out):
     md += table(agg, BW_ROWS, "bw", "Bandwidth (MiB/s):")
     md += table(agg, RATE_ROWS, "rate", "Message rate (Mmsg/s):")
     md += table(agg, LAT_ROWS, "lat", "Latency (usec, one-way):")
+    if any(k[0] in bench.MW_RETX for k in agg):
+        md.append("Issue #15's targets: the middleware through `softverbs "
+                  "run` over softverbs0 (UCX_TLS=%s) against the same "
+                  "middleware over its own shared memory, same run, same "
+                  "pinning:" % bench.MW_UCX_TLS)
+        md.append("")
+        md += bench.done_when_md(bench.mw_done_when(agg))
+        md.append("")
+        md += table(agg, MW_BW_ROWS, "bw",
+                    "Middleware bandwidth (MiB/s; the MPI ping-pong's is "
+                    "the message size over its one-way time):")
+        md += table(agg, MW_LAT_ROWS, "lat",
+                    "Middleware latency (usec, one-way):")
     for png, what in (("bandwidth.png", "Bandwidth versus message size"),
                       ("latency.png", "Latency versus message size")):
         if os.path.exists(os.path.join(out, png)):

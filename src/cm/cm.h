@@ -268,6 +268,7 @@ socklen_t sv_cm_addrlen(const struct sockaddr *sa);
 uint16_t sv_cm_port_of(const struct sockaddr *sa); /* host order */
 void sv_cm_set_port(struct sockaddr *sa, uint16_t port);
 bool sv_cm_addr_any(const struct sockaddr *sa);
+bool sv_cm_addr_loopback(const struct sockaddr *sa);
 /* v4-mapped IPv6 -> AF_INET, in place. */
 void sv_cm_addr_unmap(struct sockaddr_storage *ss);
 

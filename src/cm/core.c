@@ -174,6 +174,18 @@ void sv_cm_set_port(struct sockaddr *sa, uint16_t port)
 		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
 }
 
+bool sv_cm_addr_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)
+				      ->sin_addr.s_addr) >>
+			24) == IN_LOOPBACKNET;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
 bool sv_cm_addr_any(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

@@ -209,7 +209,13 @@ SV_EXPORT int rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
 		return sv_cm_err(EINVAL);
 	}
 	ret = sv_id_bind_sock(id, addr);
-	if (!ret && !sv_cm_addr_any(addr)) {
+	/* The kernel's rdma_cm takes a loopback address as it takes the
+	 * wildcard (cma_any_addr): the bind succeeds and attaches no device
+	 * until the id resolves or a request arrives.  libfabric's verbs
+	 * provider counts on it: a server started without an address binds
+	 * "localhost" and, finding no device there, listens on the device's
+	 * own addresses instead, which a peer on another host can reach. */
+	if (!ret && !sv_cm_addr_any(addr) && !sv_cm_addr_loopback(addr)) {
 		ret = attach_src(id);
 		if (ret) {
 			sv_sock_close(id->sock);

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "proto/addr.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/qlock.h"
@@ -397,11 +398,21 @@ struct sv_srq {
 
 /* ---- AH ----------------------------------------------------------------- */
 
+/* Where an AH's datagrams go and the address they leave from: resolved at
+ * the AH's first use by the UD requester (engine/ud.c, a GID-table scan)
+ * and kept, as the kernel resolves an AH once, when it is created. */
+struct sv_ah_route {
+	bool resolved;
+	struct sv_ipaddr dst, src;
+	uint32_t scope; /* link-local and multicast: the source's interface */
+};
+
 struct sv_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
 	struct sockaddr_storage dest; /* IP the GID maps to */
 	struct sv_pd *pd;
+	struct sv_ah_route route; /* under the engine lock of its context */
 };
 
 /* ---- QP ----------------------------------------------------------------- */

@@ -49,6 +49,7 @@
 #include "engine/req.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
+#include "link/shm.h"
 #include "util/log.h"
 
 /* The states, in the order a packet meets them; errors last. */
@@ -301,6 +302,15 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 		return;
 	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
 		return; /* nothing outstanding */
+	/* On shm nothing is lost while the peer has not even taken what
+	 * waits in its ring (it was descheduled, on a loaded host): a resend
+	 * would queue behind the very packets it repeats.  Look again later;
+	 * the IBA timeout still runs and decides when to give up. */
+	if (qe->shm && sv_shm_peer_backlog(qe->shm)) {
+		SV_STAT(qe->eng, probe_deferred);
+		sv_probe_arm(qe, false);
+		return;
+	}
 	SV_STAT(qe->eng, probe_retransmit);
 	sv_req_probe(qe);
 	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)

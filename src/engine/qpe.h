@@ -142,15 +142,6 @@ struct sv_qp_engine {
 	 * (help.c): the next ones are not offered for a while */
 	uint32_t help_missed, help_skip, help_slow;
 
-	/* UD: the last address handle resolved (dgid/sgid -> IP addresses) */
-	struct {
-		const struct sv_ah *ah;
-		union ibv_gid dgid;
-		uint8_t sgid_index;
-		struct sv_ipaddr dst, src;
-		uint32_t scope;
-	} ud;
-
 	/* requester */
 	struct {
 		uint32_t psn; /* next PSN to send */

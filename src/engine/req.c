@@ -159,18 +159,21 @@ static void wqe_sent(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
  * atomic: one-copy placement runs those only once everything before them
  * is acknowledged (paths/direct.c), and a READ or atomic needs that ACK
  * anyway, so no later packet would ask for it (UCX's rendezvous: a few
- * unsignaled SENDs, then a signaled READ, waited for the probe). */
+ * unsignaled SENDs, then a signaled READ, waited for the probe).  And
+ * unless it is the last WQE posted: no later packet may come to ask, and
+ * the probe that would (a resend, after at least 500 us) fired in every
+ * ping-pong of unsignaled SENDs whose process was descheduled that long
+ * (UCX's tag_lat over rc_verbs: dozens of probe_retransmit a run). */
 static bool ack_at_end(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 {
 	uint32_t next = qe->req.idx + 1;
 
 	if (!qe->shm || qe->qp->sq_sig_all ||
-	    (wqe->send_flags & IBV_SEND_SIGNALED))
+	    (wqe->send_flags & IBV_SEND_SIGNALED) || next == sv_sq_tail(qe))
 		return true;
-	return next != sv_sq_tail(qe) &&
-	       sv_wr_is(((struct sv_send_wqe *)sv_wq_at(&qe->qp->sq, next))
-				->opcode,
-			SV_WR_WRITE | SV_WR_READ | SV_WR_ATOMIC);
+	return sv_wr_is(
+		((struct sv_send_wqe *)sv_wq_at(&qe->qp->sq, next))->opcode,
+		SV_WR_WRITE | SV_WR_READ | SV_WR_ATOMIC);
 }
 
 static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)

@@ -29,6 +29,7 @@
 	X(implied_nak_retry, "retries for missing read/atomic responses")    \
 	X(fast_retransmit, "retries after a duplicate ACK")                  \
 	X(probe_retransmit, "early resends while waiting for an ACK")        \
+	X(probe_deferred, "probes not sent: the peer had not taken its ring") \
 	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \
@@ -44,6 +45,7 @@
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
 	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
+	X(ud_ah_resolved, "UD address handles resolved (a GID-table scan)") \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \

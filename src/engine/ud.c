@@ -21,45 +21,46 @@
 #include "engine/stats.h"
 #include "proto/ip.h"
 
-/* Where an AH points: destination and source IP.  The last AH is
- * remembered (a datagram service mostly talks to few peers); the key is
- * the AH's contents, not only its address, which may be reused. */
-int sv_ud_resolve(struct sv_qp_engine *qe, const struct sv_ah *ah,
+/* Where an AH points: destination and source IP.  Resolved once per AH
+ * (ah->route), at its first use: the scan of the GID table (getifaddrs and
+ * an interface lookup per address) costs tens of microseconds, which a
+ * cache of the last AH per QP paid again on every change of destination -
+ * a datagram server answering two peers in turn paid it per message. */
+int sv_ud_resolve(struct sv_qp_engine *qe, struct sv_ah *ah,
 		  struct sv_ipaddr *dst, struct sv_ipaddr *src, uint32_t *scope)
 {
+	struct sv_ah_route *r = &ah->route;
 	struct sv_gid_entry tab[SV_MAX_GIDS];
 	uint8_t sgid = ah->attr.grh.sgid_index;
 	int n;
 
-	if (qe->ud.ah == ah && qe->ud.sgid_index == sgid &&
-	    !memcmp(&qe->ud.dgid, &ah->attr.grh.dgid, sizeof(qe->ud.dgid)))
+	if (r->resolved)
 		goto out;
-	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &qe->ud.dst,
+	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &r->dst,
 			      NULL);
-	memset(&qe->ud.src, 0, sizeof(qe->ud.src));
-	qe->ud.scope = 0;
+	memset(&r->src, 0, sizeof(r->src));
+	r->scope = 0;
 	n = sv_gid_table(tab, SV_MAX_GIDS);
+	SV_STAT(qe->eng, ud_ah_resolved);
 	if (sgid < n) {
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[sgid].addr,
-				      &qe->ud.src, NULL);
-		if (qe->ud.src.family != qe->ud.dst.family)
-			memset(&qe->ud.src, 0, sizeof(qe->ud.src));
-		else if (qe->ud.dst.family == AF_INET6 &&
-			 ((qe->ud.dst.addr[0] == 0xfe &&
-			   (qe->ud.dst.addr[1] & 0xc0) == 0x80) ||
-			  qe->ud.dst.addr[0] == 0xff))
+				      &r->src, NULL);
+		if (r->src.family != r->dst.family)
+			memset(&r->src, 0, sizeof(r->src));
+		else if (r->dst.family == AF_INET6 &&
+			 ((r->dst.addr[0] == 0xfe &&
+			   (r->dst.addr[1] & 0xc0) == 0x80) ||
+			  r->dst.addr[0] == 0xff))
 			/* link-local and multicast: the source's interface */
-			qe->ud.scope = tab[sgid].ifindex;
+			r->scope = tab[sgid].ifindex;
 	}
-	if (!qe->ud.src.family && sv_udp_route_src(&qe->ud.dst, &qe->ud.src))
+	if (!r->src.family && sv_udp_route_src(&r->dst, &r->src))
 		return -1;
-	qe->ud.ah = ah;
-	qe->ud.sgid_index = sgid;
-	qe->ud.dgid = ah->attr.grh.dgid;
+	r->resolved = true;
 out:
-	*dst = qe->ud.dst;
-	*src = qe->ud.src;
-	*scope = qe->ud.scope;
+	*dst = r->dst;
+	*src = r->src;
+	*scope = r->scope;
 	return 0;
 }
 

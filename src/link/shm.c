@@ -393,6 +393,22 @@ static void publish(struct sv_shm_hdr *h, uint64_t pos)
 	atomic_compare_exchange_strong(&s->seq, &w, base + 1);
 }
 
+bool sv_shm_peer_backlog(const struct sv_shm_peer *p)
+{
+	struct sv_shm_hdr *h = p->hdr;
+	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
+	uint64_t base, w;
+	struct sv_shm_slot *s;
+
+	if (!tail)
+		return false;
+	s = slot_of(h, tail - 1, &base);
+	w = atomic_load_explicit(&s->seq, memory_order_acquire);
+	/* base: claimed, being filled; base + 1: published, waiting;
+	 * base + SV_SHM_SLOTS: taken (or a later round: taken too). */
+	return w - base <= 1;
+}
+
 unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
 			 unsigned int n, bool *wake)
 {

@@ -157,6 +157,13 @@ bool sv_shm_peer_current(const struct sv_shm_peer *p);
  * Reads /proc: for rare checks. */
 bool sv_shm_peer_running(const struct sv_shm_peer *p);
 
+/* Has the peer's consumer packets it has not taken yet (the slot before
+ * the producers' tail claimed or published, not consumed)?  The consumer
+ * takes slots in order, so then everything pushed since it last ran is
+ * still waiting there: nothing of it lost, a resend would only queue
+ * behind it. */
+bool sv_shm_peer_backlog(const struct sv_shm_peer *p);
+
 /* Producer: push n packets (at most SV_SHM_SLOTS).  They become visible
  * together, as a sendmmsg batch lands in a socket at once: the consumer
  * sees none of them or all.  Returns how many were pushed (the rest found

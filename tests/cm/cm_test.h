@@ -165,6 +165,23 @@ static inline struct rdma_cm_event *ct_expect_at(const char *file, int line,
 			rdma_ack_cm_event(_e);                          \
 	} while (0)
 
+/* Attach a bound id to the device by resolving dst, as mckey and most
+ * applications do before they use it: a loopback bind, like the
+ * wildcard's, attaches none (the kernel's rdma_cm, cma_any_addr).  The
+ * ADDR_RESOLVED event is taken (a synchronous id, ch NULL, holds it until
+ * its next call). */
+static inline void ct_attach(struct rdma_event_channel *ch,
+			     struct rdma_cm_id *id,
+			     const struct sockaddr_in *dst)
+{
+	struct sockaddr_in d = *dst;
+
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 1000) == 0);
+	if (ch)
+		CT_EXPECT_ACK(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	REQUIRE(id->verbs != NULL);
+}
+
 /* No event for ms. */
 #define CT_EXPECT_NONE(ch, ms)                                                 \
 	do {                                                                   \

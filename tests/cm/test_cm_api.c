@@ -240,23 +240,39 @@ static void bind_ports_a(int unused)
 	port = ntohs(rdma_get_src_port(id1));
 	CHECK(port != 0);
 	CHECK_EQ(rdma_get_local_addr(id1)->sa_family, AF_INET);
-	CHECK(id1->verbs != NULL);
-	CHECK(id1->pd != NULL);
+	CHECK(((struct sockaddr_in *)rdma_get_local_addr(id1))
+		      ->sin_addr.s_addr == a.sin_addr.s_addr);
+	/* A loopback address is bound as the wildcard is (the kernel's
+	 * cma_any_addr): no device until the id resolves or connects. */
+	CHECK(id1->verbs == NULL);
 	/* bound once only */
 	CHECK_ERRNO(rdma_bind_addr(id1, (struct sockaddr *)&a), EINVAL);
-
-	/* The device list holds the context the ids use. */
-	devs = rdma_get_devices(&n);
-	REQUIRE(devs);
-	CHECK_EQ(n, 1);
-	CHECK(devs[0] == id1->verbs);
-	CHECK(devs[1] == NULL);
-	CHECK(!strcmp(ibv_get_device_name(devs[0]->device), "softverbs0"));
-	rdma_free_devices(devs);
 
 	/* A wildcard bind has no device yet (as the kernel's). */
 	REQUIRE(rdma_bind_addr(id3, (struct sockaddr *)&any) == 0);
 	CHECK(id3->verbs == NULL);
+
+	/* Resolving attaches one; the device list holds the context the
+	 * ids use. */
+	{
+		struct sockaddr_in d = ct_addr4("127.0.0.1", 7000);
+		struct rdma_cm_event *ev;
+
+		REQUIRE(rdma_resolve_addr(id3, NULL, (struct sockaddr *)&d,
+					  1000) == 0);
+		REQUIRE(rdma_get_cm_event(ch, &ev) == 0);
+		CHECK_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+		rdma_ack_cm_event(ev);
+		CHECK(id3->verbs != NULL);
+		CHECK(id3->pd != NULL);
+	}
+	devs = rdma_get_devices(&n);
+	REQUIRE(devs);
+	CHECK_EQ(n, 1);
+	CHECK(devs[0] == id3->verbs);
+	CHECK(devs[1] == NULL);
+	CHECK(!strcmp(ibv_get_device_name(devs[0]->device), "softverbs0"));
+	rdma_free_devices(devs);
 
 	/* Two listeners on one port: the second fails. */
 	REQUIRE(rdma_listen(id1, 4) == 0);
@@ -482,6 +498,7 @@ static void options_a(int unused)
 	CHECK_ERRNO(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY,
 				    &one, sizeof(one)),
 		    EINVAL);
+	ct_attach(ch, id, &a);
 	/* The TOS is the traffic class of the path. */
 	{
 		struct ibv_qp_attr qa;
@@ -512,6 +529,7 @@ static void options_a(int unused)
 		qa.qp_state = IBV_QPS_INIT;
 		CHECK_ERRNO(rdma_init_qp_attr(ud, &qa, &mask), EINVAL);
 		REQUIRE(rdma_bind_addr(ud, (struct sockaddr *)&a) == 0);
+		ct_attach(ch, ud, &a);
 		CHECK(rdma_init_qp_attr(ud, &qa, &mask) == 0);
 		CHECK(mask & IBV_QP_QKEY);
 		CHECK_EQ(qa.qkey, RDMA_UDP_QKEY);

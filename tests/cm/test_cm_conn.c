@@ -969,6 +969,7 @@ static void mcast_events_a(int unused)
 	CHECK_ERRNO(rdma_join_multicast(id, (struct sockaddr *)&g1, NULL),
 		    EINVAL);
 	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	ct_attach(ch, id, &g1);
 	CHECK(rdma_join_multicast(id, (struct sockaddr *)&g1, (void *)0x51) ==
 	      0);
 	ev = CT_EXPECT(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
@@ -1021,6 +1022,7 @@ static void mcast_events_a(int unused)
 	/* Synchronous ids: the call returns with the join done. */
 	REQUIRE(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) == 0);
 	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	ct_attach(NULL, id, &g1);
 	CHECK(rdma_join_multicast(id, (struct sockaddr *)&g1, NULL) == 0);
 	CHECK(id->event && id->event->event == RDMA_CM_EVENT_MULTICAST_JOIN);
 	/* The join event the id holds is released by the leave. */

@@ -924,6 +924,7 @@ static void mcast_qp_a(int unused)
 	REQUIRE(ch);
 	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0);
 	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	ct_attach(ch, id, &g);
 	ud_resources(id, &u);
 
 	/* Reading MULTICAST_JOIN attached the QP: the application can

@@ -501,10 +501,12 @@ unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name)
 	if (!f)
 		hx_die("fdopen: %s", strerror(errno));
 	rewind(f);
-	while (fgets(line, sizeof(line), f))
+	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, " %63s %llu", got, &v) == 2 &&
 		    !strcmp(got, name))
 			sum += v;
+		fputs(line, stderr); /* the log keeps what was printed */
+	}
 	fclose(f);
 	unlink(path);
 	if (bad)

@@ -17,6 +17,7 @@
  * deschedules the peer for a while).  Over UDP (SOFTVERBS_FASTPATH=0)
  * every message asks for its ACK and the same bound holds.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -163,9 +164,138 @@ static void unsig_small_read_b(int fd)
 	stall_b(fd, 64);
 }
 
+/* ---- unsig_pingpong: unsignaled SENDs both ways, each side then idle --
+ * UCX's tag_lat over rc_verbs (and its eager protocol): every message an
+ * unsignaled SEND, answered by the peer's.  Before, the last packet of an
+ * unsignaled message asked for no ACK on shm, so each one waited for the
+ * probe timer (a resend after at least 500 us) whenever its sender then
+ * paused that long - here A pauses 2 ms after each answer: one
+ * probe_retransmit a round.  The end of the last WQE posted now asks for
+ * its ACK (req.c, ack_at_end). */
+#define PP_ROUNDS 50
+#define PP_LEN 4096u /* packets, not the message channel */
+
+static void pp_open(struct hx_ep *ep, int fd)
+{
+	struct hx_opts o = hx_opts_default();
+
+	o.max_send_wr = 64;
+	o.max_recv_wr = PP_ROUNDS;
+	setenv("SOFTVERBS_STATS", "1", 1);
+	hx_ep_open(ep, &o, fd);
+	hx_ep_connect(ep);
+}
+
+static void unsig_pingpong_a(int fd)
+{
+	unsigned long long probes;
+	struct hx_ep ep;
+	int r;
+
+	pp_open(&ep, fd);
+	for (r = 0; r < PP_ROUNDS; r++)
+		REQUIRE(hx_post_recv(&ep, r, ep.buf + RECV_OFF + r * 8192, 8192,
+				     ep.mr->lkey) == 0);
+	hx_sync(fd);
+	for (r = 0; r < PP_ROUNDS; r++) {
+		hx_fill(ep.buf, PP_LEN, 3000 + r);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, r, ep.buf, PP_LEN,
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
+		if (!HX_EXPECT(ep.rcq, NULL, r, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       PP_LEN))
+			break;
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF + r * 8192, PP_LEN,
+				 5000 + r);
+		usleep(2000); /* the application does something else */
+	}
+	hx_sync(fd);
+	probes = close_probes(&ep);
+	hx_log("%d ping-pongs of unsignaled %u-byte SENDs, 2 ms apart: probe_retransmit %llu",
+	       PP_ROUNDS, PP_LEN, probes);
+	CHECK(probes <= PP_ROUNDS / 10);
+}
+
+static void unsig_pingpong_b(int fd)
+{
+	struct hx_ep ep;
+	int r;
+
+	pp_open(&ep, fd);
+	for (r = 0; r < PP_ROUNDS; r++)
+		REQUIRE(hx_post_recv(&ep, r, ep.buf + RECV_OFF + r * 8192, 8192,
+				     ep.mr->lkey) == 0);
+	hx_sync(fd);
+	for (r = 0; r < PP_ROUNDS; r++) {
+		if (!HX_EXPECT(ep.rcq, NULL, r, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       PP_LEN))
+			break;
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF + r * 8192, PP_LEN,
+				 3000 + r);
+		hx_fill(ep.buf, PP_LEN, 5000 + r);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, 0, r, ep.buf, PP_LEN,
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
+	}
+	hx_sync(fd);
+	close_probes(&ep);
+}
+
+/* ---- stopped_peer: the probe waits while the peer's ring holds ours ---
+ * A SEND to a peer stopped (SIGSTOP) for 20 ms sits in the peer's ring,
+ * unread.  Over UDP the probe resends it every time its timer fires (at
+ * least 500 us, backing off: about five resends in 20 ms).  On shm nothing
+ * is lost while the ring still holds it, so the probe looks again later
+ * instead of resending (probe_deferred, comp.c): no probe_retransmit.  The
+ * SEND completes once the peer runs again, its bytes checked there.  The
+ * check needs the shm link: root, not SOFTVERBS_FASTPATH=0. */
+static void stopped_peer_a(int fd)
+{
+	const char *fp = getenv("SOFTVERBS_FASTPATH");
+	bool shm = !(fp && !strcmp(fp, "0")) && geteuid() == 0;
+	unsigned long long probes;
+	struct hx_ep ep;
+	pid_t pid;
+
+	pp_open(&ep, fd);
+	pid = (pid_t)hx_recv_u64(fd);
+	hx_sync(fd); /* B's receive is posted */
+	REQUIRE(kill(pid, SIGSTOP) == 0);
+	hx_fill(ep.buf, PP_LEN, 77);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 PP_LEN, ep.mr->lkey, 0, 0, 0),
+		    0);
+	usleep(20000);
+	REQUIRE(kill(pid, SIGCONT) == 0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, PP_LEN);
+	hx_sync(fd); /* B checked the bytes */
+	probes = close_probes(&ep);
+	hx_log("a SEND to a peer stopped for 20 ms: probe_retransmit %llu%s",
+	       probes, shm ? "" : " (not checked: not on shm)");
+	if (shm)
+		CHECK(probes <= 1);
+}
+
+static void stopped_peer_b(int fd)
+{
+	struct hx_ep ep;
+
+	pp_open(&ep, fd);
+	REQUIRE(hx_post_recv(&ep, 1, ep.buf + RECV_OFF, 8192, ep.mr->lkey) ==
+		0);
+	hx_send_u64(fd, (uint64_t)getpid());
+	hx_sync(fd);
+	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, PP_LEN))
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF, PP_LEN, 77);
+	hx_sync(fd);
+	close_probes(&ep);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(unsig_read, 60),
 	HX_CASE(unsig_small_read, 60),
+	HX_CASE(unsig_pingpong, 60),
+	HX_CASE(stopped_peer, 60),
 	{ 0 },
 };
 

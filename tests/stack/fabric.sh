@@ -11,7 +11,12 @@
 # with -c, its data integrity check of every message received; both sides
 # must exit 0 and the client must report each size with every message
 # acknowledged ("#ack" =ITERS).  WHERE: host (127.0.0.1) or netns
-# (FI_VERBS_GID_IDX names the veth address's GID there, lib.sh).
+# (FI_VERBS_GID_IDX names the veth address's GID there, lib.sh).  The
+# server is started as a user starts it, without an address (this
+# fi_pingpong has no option for one): libfabric's verbs provider binds
+# "localhost", finds no device there (our rdma_cm, as the kernel's, binds
+# a loopback address like the wildcard) and listens on the device's own
+# addresses, which the other namespace reaches.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 mode=${1:-info} where=${2:-host}
