@@ -47,6 +47,7 @@
 	X(drop_uc_msg, "dropped: UC messages after a gap or without WQE")    \
 	X(resp_access_err, "remote access errors detected")                  \
 	X(resp_inv_req, "invalid requests detected")                         \
+	X(mem_fault, "registered memory faulted (unmapped/protected later)") \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
 	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
 	X(shm_tx_pkts, "packets sent through shared memory")                \
