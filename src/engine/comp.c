@@ -643,9 +643,16 @@ static enum comp_state do_read(struct comp_ctx *c)
 	 * same bytes, and those responses are as good. */
 	if (pkt->paylen != want || off != w->read_done)
 		return COMP_DROP_BAD;
-	if (want && sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge, off,
-				pkt->payload, want, true))
-		return COMP_ERR_LOC_PROT;
+	if (want) {
+		enum sv_sgl_err e = sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge,
+						off, pkt->payload, want, true);
+
+		if (e == SV_SGL_FAULT)
+			sv_dma_fault_report(qe, "RDMA READ response into a "
+						"local buffer");
+		if (e)
+			return COMP_ERR_LOC_PROT;
+	}
 	w->read_done += want;
 	resp_used(c);
 	if (w->read_done == w->length && (w->length || (pkt->mask & SV_M_END)))
@@ -656,13 +663,17 @@ static enum comp_state do_read(struct comp_ctx *c)
 static enum comp_state do_atomic(struct comp_ctx *c)
 {
 	struct sv_send_wqe *w = c->w;
+	enum sv_sgl_err e;
 	uint64_t orig;
 
 	/* The original value, in host order, into the WQE's 8-byte SGE. */
 	orig = sv_atmack_orig(sv_pkt_h(c->pkt, SV_HDR_ATMACK));
 	w->atomic_result = orig;
-	if (sv_sgl_copy(c->qe->qp->pd, w->sge, w->num_sge, 0, (uint8_t *)&orig,
-			sizeof(orig), true))
+	e = sv_sgl_copy(c->qe->qp->pd, w->sge, w->num_sge, 0, (uint8_t *)&orig,
+			sizeof(orig), true);
+	if (e == SV_SGL_FAULT)
+		sv_dma_fault_report(c->qe, "atomic result into a local buffer");
+	if (e)
 		return COMP_ERR_LOC_PROT;
 	resp_used(c);
 	return COMP_COMP_WQE;

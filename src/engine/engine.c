@@ -372,8 +372,12 @@ int sv_engine_start_thread(struct sv_engine *eng)
 
 	if (eng->thread_started)
 		return 0;
-	/* The thread must never take the application's signals. */
+	/* The thread must never take the application's signals, but the
+	 * faults of its own copies it must (util/fault.h): a fault whose
+	 * signal is blocked kills the process. */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&eng->thread, NULL, progress_main, eng);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

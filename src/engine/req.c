@@ -121,6 +121,19 @@ static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_comp_retire(qe);
 }
 
+/* A packet's payload from the WQE's SGL (nonzero: LOC_PROT_ERR). */
+static enum sv_sgl_err gather(struct sv_qp_engine *qe,
+			      const struct sv_send_wqe *wqe, uint64_t off,
+			      uint8_t *dst, uint32_t len)
+{
+	enum sv_sgl_err e = sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, off,
+					dst, len, false);
+
+	if (e == SV_SGL_FAULT)
+		sv_dma_fault_report(qe, "payload from a local buffer");
+	return e;
+}
+
 /* A packet with PSN req.psn went out. */
 static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
 {
@@ -187,7 +200,6 @@ static uint64_t wqe_off(struct sv_qp_engine *qe, const struct sv_send_wqe *wqe)
 static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		      unsigned int *budget)
 {
-	struct sv_qp *qp = qe->qp;
 	bool rc = qe->type == IBV_QPT_RC;
 
 	do {
@@ -223,9 +235,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			if (wqe->send_flags & IBV_SEND_INLINE)
 				memcpy(b + info->length, wqe->inline_data + off,
 				       pay);
-			else if (sv_sgl_copy(qp->pd, wqe->sge, wqe->num_sge,
-					     off, b + info->length, pay,
-					     false)) {
+			else if (gather(qe, wqe, off, b + info->length, pay)) {
 				/* The MR went away under the WQE. */
 				local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
 				return false;
@@ -393,8 +403,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	if (pay) {
 		if (wqe->send_flags & IBV_SEND_INLINE)
 			memcpy(b + info->length, wqe->inline_data, pay);
-		else if (sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0,
-				     b + info->length, pay, false)) {
+		else if (gather(qe, wqe, 0, b + info->length, pay)) {
 			local_error(qe, wqe, IBV_WC_LOC_PROT_ERR);
 			return false;
 		}

@@ -65,6 +65,8 @@ enum resp_state {
 	RESP_ERR_MISALIGNED_ATOMIC,
 	RESP_ERR_CQ_OVERFLOW,
 	RESP_ERR_INV_RKEY,
+	RESP_ERR_FAULT,
+	RESP_ERR_RECV_FAULT,
 	RESP_NUM_STATES
 };
 
@@ -94,6 +96,8 @@ static const char *const resp_state_names[RESP_NUM_STATES] = {
 	[RESP_ERR_MISALIGNED_ATOMIC] = "ERR_MISALIGNED_ATOMIC",
 	[RESP_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
 	[RESP_ERR_INV_RKEY] = "ERR_INV_RKEY",
+	[RESP_ERR_FAULT] = "ERR_FAULT",
+	[RESP_ERR_RECV_FAULT] = "ERR_RECV_FAULT",
 };
 
 /* What each fatal responder error does (IBA:
@@ -131,6 +135,18 @@ static const struct resp_error {
 	 * to this QP (IBA 10.6.7, o10-37.2.x): an invalid request. */
 	[RESP_ERR_INV_RKEY] = { SV_AETH_NAK_INVALID, IBV_WC_REM_INV_REQ_ERR,
 				IBV_EVENT_QP_REQ_ERR },
+	/* The region passed every check but a page of it faulted: unmapped
+	 * or write-protected since registration (util/fault.h).  What an
+	 * HCA reports for a protection fault on a WRITE or atomic target
+	 * (or a READ's source): a remote access error for the requester,
+	 * a local access violation event here. */
+	[RESP_ERR_FAULT] = { SV_AETH_NAK_REM_ACCESS, IBV_WC_REM_ACCESS_ERR,
+			     IBV_EVENT_QP_ACCESS_ERR },
+	/* The same in a SEND's receive buffer: rxe NAKs a placement that
+	 * fails with Remote Operational Error; the receive WQE fails as for
+	 * a bad receive SGE, and the QP raises the access event. */
+	[RESP_ERR_RECV_FAULT] = { SV_AETH_NAK_REM_OP, IBV_WC_LOC_PROT_ERR,
+				  IBV_EVENT_QP_ACCESS_ERR },
 };
 
 struct resp_ctx {
@@ -370,14 +386,24 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
  * this host sees half of them; release ordering, so whoever sees them
  * also sees what earlier requests of the QP placed (rxe: a store-release
  * after everything before it). */
-static void atomic_write(uint8_t *dst, const uint8_t *payload)
+/* The 8 bytes of an ATOMIC WRITE in one store, seen whole or not at all,
+ * through the fault guard (util/fault.h): a compare-and-swap until it
+ * replaces what it read.  false: the page faulted (sv_dma_fault_addr). */
+static bool atomic_write(uint8_t *dst, const uint8_t *payload)
 {
-	uint64_t v;
+	uint64_t *w = (uint64_t *)(void *)dst, v, seen = 0, was;
+	uintptr_t fault;
 
 	memcpy(&v, payload, 8);
 	SV_DMA_BEGIN();
-	__atomic_store_n((uint64_t *)(void *)dst, v, __ATOMIC_RELEASE);
+	do {
+		was = seen;
+		fault = sv_fault_cas64(w, was, v, &seen);
+	} while (!fault && seen != was);
 	SV_DMA_END();
+	if (fault)
+		sv_dma_fault_addr = fault;
+	return !fault;
 }
 
 static enum resp_state execute(struct resp_ctx *c)
@@ -391,9 +417,17 @@ static enum resp_state execute(struct resp_ctx *c)
 	if (m & SV_M_ATOMIC)
 		return RESP_ATOMIC_REPLY;
 	if (m & SV_M_SEND) {
-		if (pay && sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
-				       qe->resp.wqe->num_sge, qe->resp.offset,
-				       p->payload, pay, true)) {
+		enum sv_sgl_err e = SV_SGL_OK;
+
+		if (pay)
+			e = sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
+					qe->resp.wqe->num_sge, qe->resp.offset,
+					p->payload, pay, true);
+		if (e == SV_SGL_FAULT) {
+			sv_dma_fault_report(qe, "SEND into a receive buffer");
+			return RESP_ERR_RECV_FAULT;
+		}
+		if (e) {
 			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
 					    qe->resp.wqe->num_sge, false);
 			return RESP_ERR_LOC_PROT;
@@ -413,10 +447,15 @@ static enum resp_state execute(struct resp_ctx *c)
 				sv_mr_put(mr);
 			return RESP_ERR_ACCESS; /* deregistered meanwhile */
 		}
-		if (m & SV_M_ATOMIC_WRITE)
-			atomic_write(dst, p->payload);
-		else
-			sv_dma_copy(dst, p->payload, pay);
+		if ((m & SV_M_ATOMIC_WRITE) ?
+			    !atomic_write(dst, p->payload) :
+			    !sv_dma_copy(dst, p->payload, pay)) {
+			sv_mr_put(mr);
+			sv_dma_fault_report(qe, (m & SV_M_ATOMIC_WRITE) ?
+							"ATOMIC WRITE target" :
+							"RDMA WRITE target");
+			return RESP_ERR_FAULT;
+		}
 		sv_mr_put(mr);
 		qe->resp.va += pay;
 		qe->resp.resid -= pay;
@@ -475,6 +514,7 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	struct sv_qp_engine *qe = c->qe;
 	uint8_t *h = sv_pkt_h(c->pkt, SV_HDR_ATMETH);
 	uint64_t va = sv_atmeth_va(h), orig;
+	uintptr_t fault;
 	struct sv_mr *mr = sv_mr_get_by_rkey((uint32_t)sv_atmeth_rkey(h));
 	uint64_t *p = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, va, 8,
 				     IBV_ACCESS_REMOTE_ATOMIC);
@@ -489,19 +529,21 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 		return RESP_ERR_ACCESS;
 	}
 	/* Atomic with respect to every other access of this host, not only
-	 * other atomics: the CPU's own atomics on the target word. */
+	 * other atomics: the CPU's own atomics on the target word, guarded
+	 * as every DMA access (engine/dma.h). */
 	SV_DMA_BEGIN();
-	if (c->pkt->opcode == SV_OP_RC_COMPARE_SWAP) {
-		orig = sv_atmeth_compare(h);
-		__atomic_compare_exchange_n(p, &orig, sv_atmeth_swap_add(h),
-					    false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(p, sv_atmeth_swap_add(h),
-					  __ATOMIC_SEQ_CST);
-	}
+	if (c->pkt->opcode == SV_OP_RC_COMPARE_SWAP)
+		fault = sv_fault_cas64(p, sv_atmeth_compare(h),
+				       sv_atmeth_swap_add(h), &orig);
+	else
+		fault = sv_fault_fadd64(p, sv_atmeth_swap_add(h), &orig);
 	SV_DMA_END();
 	sv_mr_put(mr);
+	if (fault) {
+		sv_dma_fault_addr = fault;
+		sv_dma_fault_report(qe, "atomic target");
+		return RESP_ERR_FAULT;
+	}
 	res = new_res(qe);
 	res->type = SV_RES_ATOMIC;
 	res->psn = c->pkt->psn;
@@ -666,7 +708,8 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		sv_qp_dump(qe, stderr);
 	}
 	if (c->uc && st != RESP_ERR_LOC_LEN && st != RESP_ERR_LOC_PROT &&
-	    st != RESP_ERR_CQ_OVERFLOW) {
+	    st != RESP_ERR_CQ_OVERFLOW && st != RESP_ERR_FAULT &&
+	    st != RESP_ERR_RECV_FAULT) {
 		/* UC: discard the message, keep going (IBA). */
 		SV_STAT(qe->eng, drop_uc_msg);
 		qe->resp.in_msg = 0;
@@ -674,12 +717,14 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
 		return;
 	}
-	/* Access and receive WQE errors have their own line already; a UC
-	 * message lost in part (above) is no error of a program. */
-	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT)
+	/* Access, receive WQE and memory faults have their own line
+	 * already; a UC message lost in part (above) is no error of a
+	 * program. */
+	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT &&
+	    st != RESP_ERR_FAULT && st != RESP_ERR_RECV_FAULT)
 		sv_explain_resp(qe, resp_state_names[st],
 				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
-	if (st == RESP_ERR_ACCESS)
+	if (st == RESP_ERR_ACCESS || st == RESP_ERR_FAULT)
 		SV_STAT(qe->eng, resp_access_err);
 	else
 		SV_STAT(qe->eng, resp_inv_req);
@@ -841,7 +886,17 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 				sv_qp_to_error(qe, IBV_EVENT_QP_ACCESS_ERR);
 				return;
 			}
-			sv_dma_copy(b + info->length, src, pay);
+			if (!sv_dma_copy(b + info->length, src, pay)) {
+				/* A page of the source faulted: as an HCA's
+				 * protection fault on a READ. */
+				sv_mr_put(mr);
+				sv_dma_fault_report(qe, "RDMA READ source");
+				SV_STAT(qe->eng, resp_access_err);
+				SV_STAT(qe->eng, nak_sent);
+				sv_send_ack(qe, SV_AETH_NAK_REM_ACCESS, r->psn);
+				sv_qp_to_error(qe, IBV_EVENT_QP_ACCESS_ERR);
+				return;
+			}
 			sv_mr_put(mr);
 		}
 		sv_tx_finish(qe, t);

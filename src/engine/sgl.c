@@ -7,7 +7,20 @@
  */
 #include "core/mr.h"
 #include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/qpe.h"
 #include "engine/sgl.h"
+#include "util/log.h"
+
+__thread uintptr_t sv_dma_fault_addr;
+
+void sv_dma_fault_report(struct sv_qp_engine *qe, const char *what)
+{
+	SV_STAT(qe->eng, mem_fault);
+	sv_warn("qp 0x%06x: %s: registered memory at 0x%lx faulted: unmapped "
+		"or not writable since it was registered",
+		qe->qpn, what, (unsigned long)sv_dma_fault_addr);
+}
 
 enum sv_sgl_err sv_sgl_validate(struct sv_pd *pd, const struct ibv_sge *sge,
 				uint32_t nsge, unsigned int access)
@@ -54,6 +67,7 @@ static enum sv_sgl_err copy_sges(struct sv_pd *pd, const struct ibv_sge *sge,
 		struct sv_mr *mr;
 		uint32_t n;
 		uint8_t *p;
+		bool ok;
 
 		if (i >= nsge)
 			return SV_SGL_LEN;
@@ -68,12 +82,11 @@ static enum sv_sgl_err copy_sges(struct sv_pd *pd, const struct ibv_sge *sge,
 				sv_mr_put(mr);
 			return SV_SGL_PROT;
 		}
-		if (to_sgl)
-			sv_dma_copy(p, data, n);
-		else
-			sv_dma_copy(data, p, n);
+		ok = to_sgl ? sv_dma_copy(p, data, n) : sv_dma_copy(data, p, n);
 		if (!locked)
 			sv_mr_put(mr);
+		if (!ok)
+			return SV_SGL_FAULT;
 		data += n;
 		len -= n;
 		offset = 0;

@@ -58,6 +58,7 @@
 	X(access_bounds, "of those: outside the region or window")          \
 	X(access_qp_flags, "of those: the QP's access flags lack the right") \
 	X(resp_inv_req, "invalid requests detected")                         \
+	X(mem_fault, "registered memory faulted (unmapped/protected later)") \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
 	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
 	X(shm_tx_pkts, "packets sent through shared memory")                \

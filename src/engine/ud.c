@@ -71,6 +71,7 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	struct sv_recv_wqe *w;
 	struct ibv_wc wc;
 	uint8_t grh[SV_GRH_BYTES];
+	enum sv_sgl_err e;
 	struct sv_pd *pd;
 
 	/* IBA: a multicast datagram is addressed to QPN 0xffffff, and
@@ -112,11 +113,14 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		/* Too small for the datagram: a local length error on the
 		 * WQE; the QP stays usable (a datagram service). */
 		wc.status = IBV_WC_LOC_LEN_ERR;
-	} else if (sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh, SV_GRH_BYTES,
-			       true) ||
+	} else if ((e = sv_sgl_copy(pd, w->sge, w->num_sge, 0, grh,
+				    SV_GRH_BYTES, true)) ||
 		   (pkt->paylen &&
-		    sv_sgl_copy(pd, w->sge, w->num_sge, SV_GRH_BYTES,
-				pkt->payload, pkt->paylen, true))) {
+		    (e = sv_sgl_copy(pd, w->sge, w->num_sge, SV_GRH_BYTES,
+				     pkt->payload, pkt->paylen, true)))) {
+		if (e == SV_SGL_FAULT)
+			sv_dma_fault_report(qe, "UD SEND into a receive "
+						"buffer");
 		wc.status = IBV_WC_LOC_PROT_ERR;
 	} else {
 		wc.status = IBV_WC_SUCCESS;

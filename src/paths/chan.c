@@ -265,6 +265,7 @@ enum rx_placed {
 	RX_NO_WQE, /* no receive posted: the message waits (rnr_retry 7) */
 	RX_DONE,
 	RX_FAILED, /* *fail is the error completion to report */
+	RX_FAULT, /* the same, a page of the buffer faulted (util/fault.h) */
 	RX_OVERRUN, /* placed, but our CQ overran */
 };
 
@@ -297,6 +298,8 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	else if (m->len)
 		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
 				       m->len, true);
+	if (e == SV_SGL_FAULT)
+		sv_dma_fault_report(qe, "channel SEND into a receive buffer");
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	SV_STAT(qe->eng, rdma_sends);
 	wc = e == SV_SGL_OK ? sink_slot(qe) : NULL;
@@ -316,12 +319,13 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
 	if (e != SV_SGL_OK) {
-		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal). */
+		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal),
+		 * or for a fault its RECV_FAULT. */
 		SV_STAT(qe->eng, resp_inv_req);
 		wc->status = e == SV_SGL_LEN ? IBV_WC_LOC_LEN_ERR :
 					       IBV_WC_LOC_PROT_ERR;
 		wc->vendor_err = wc->status;
-		return RX_FAILED;
+		return e == SV_SGL_FAULT ? RX_FAULT : RX_FAILED;
 	}
 	wc->status = IBV_WC_SUCCESS;
 	wc->byte_len = m->len;
@@ -396,9 +400,10 @@ static void rx_run(struct sv_qp_engine *qe)
 		/* Our CQ overran (sv_push_recv_cqe raised CQ_ERR). */
 		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
 		nak = IBV_WC_REM_OP_ERR;
-	} else if (r == RX_FAILED) {
+	} else if (r == RX_FAILED || r == RX_FAULT) {
 		sv_push_recv_cqe(qe, &fail, false);
-		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
+		sv_qp_to_error(qe, r == RX_FAULT ? IBV_EVENT_QP_ACCESS_ERR :
+						   SV_ERR_NO_EVENT);
 		nak = fail.status == IBV_WC_LOC_LEN_ERR ?
 			      IBV_WC_REM_INV_REQ_ERR :
 			      IBV_WC_REM_OP_ERR;
@@ -555,9 +560,14 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		uint8_t *d = dst;
 		int i;
 
+		/* The application's own buffer: if it faults, the
+		 * packet path's copy at post time meets it as any
+		 * provider's inline copy would. */
 		for (i = 0; i < wr->num_sge; i++) {
-			sv_dma_copy(d, (void *)(uintptr_t)wr->sg_list[i].addr,
-				    wr->sg_list[i].length);
+			if (!sv_dma_copy(d,
+					 (void *)(uintptr_t)wr->sg_list[i].addr,
+					 wr->sg_list[i].length))
+				return false;
 			d += wr->sg_list[i].length;
 		}
 	} else if (len ? sv_sgl_copy(qp->pd, wr->sg_list, (uint32_t)wr->num_sge,
@@ -694,7 +704,9 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	if (!dst)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
 	if (wqe->send_flags & IBV_SEND_INLINE) {
-		sv_dma_copy(dst, wqe->inline_data, len);
+		/* Our own copy of the data: it cannot fault. */
+		if (!sv_dma_copy(dst, wqe->inline_data, len))
+			return SV_CHAN_NO;
 	} else if (len ? sv_sgl_copy(qe->qp->pd, wqe->sge, wqe->num_sge, 0, dst,
 				     len, false) :
 			 sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,

@@ -138,12 +138,17 @@ bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write,
 	if (sv_pubtab_is_self(tab)) {
 		/* Two contexts of one process: the peer's memory is ours. */
 		for (i = 0; i < n; i++) {
-			if (write)
-				sv_dma_copy((void *)rva, iov[i].iov_base,
-					    iov[i].iov_len);
-			else
-				sv_dma_copy(iov[i].iov_base, (void *)rva,
-					    iov[i].iov_len);
+			bool ok = write ? sv_dma_copy((void *)rva,
+						      iov[i].iov_base,
+						      iov[i].iov_len) :
+					  sv_dma_copy(iov[i].iov_base,
+						      (void *)rva,
+						      iov[i].iov_len);
+
+			/* A page faulted: as a failed process_vm_writev,
+			 * the packet path redoes it and reports it. */
+			if (!ok)
+				return false;
 			rva += iov[i].iov_len;
 		}
 		return true;

@@ -4,9 +4,12 @@
  * import/dma-buf entry points a software device cannot offer.
  *
  * Registration validates the access flags as the kernel's
- * ib_check_mr_access() does, checks that the whole range is mapped (the
- * kernel would fail to pin it), and publishes random keys in the key
- * table (core/keys.c), which the data path consults through sv_mr_check().
+ * ib_check_mr_access() does, checks that the whole range is mapped, and
+ * writable when the access writes (the kernel would fail to pin it:
+ * EFAULT), arms the fault guard (util/fault.h: the memory may be unmapped
+ * or protected later, which must not crash the engine), and publishes
+ * random keys in the key table (core/keys.c), which the data path
+ * consults through sv_mr_check().
  */
 #include "verbs/verbs.h"
 
@@ -18,7 +21,9 @@
 
 #include "core/mr.h"
 #include "core/mw.h"
+#include "util/fault.h"
 #include "util/log.h"
+#include "util/pages.h"
 
 /* Access bits a registration may carry.  Bits of the optional range are
  * hints (relaxed ordering...) that a device may ignore, as rdma-core
@@ -113,35 +118,37 @@ static bool implicit_odp(const void *addr, size_t length, unsigned int access)
 	return (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
 }
 
-/* The kernel pins the pages of a registration and fails with EFAULT when
- * part of the range is not mapped.  mincore(2) answers ENOMEM for exactly
- * that, without touching the memory; walk in chunks to bound the vector. */
-static int check_mapped(const void *addr, size_t length)
+/* Rights that make the kernel pin a registration's pages for writing
+ * (ib_access_writable: get_user_pages with FOLL_WRITE), so that a page the
+ * process may not write fails the registration with EFAULT. */
+#define SV_MR_ACCESS_WRITABLE                               \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
+/* The pages the kernel would pin: all mapped, readable, and writable when
+ * the access writes (util/pages.c: the range's mappings).  A
+ * refusal says why and where: an application seldom expects EFAULT. */
+static int check_pages(const char *verb, void *addr, size_t length,
+		       unsigned int access)
 {
-	static const size_t chunk_pages = 4096;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~(page - 1);
-	uintptr_t end =
-		(uintptr_t)addr + length; /* no wrap: checked by caller */
-	unsigned char vec[4096];
+	bool write = (access & SV_MR_ACCESS_WRITABLE) != 0;
+	enum sv_pages_fault f;
+	uintptr_t bad = 0;
 
-	while (start < end) {
-		size_t pages = (end - start + page - 1) / page;
-
-		if (pages > chunk_pages)
-			pages = chunk_pages;
-		if (mincore((void *)start, pages * page, vec))
-			return errno == ENOMEM ? EFAULT : errno;
-		start += pages * page;
-	}
-	return 0;
+	f = sv_pages_check(addr, length, write, &bad);
+	if (f == SV_PAGES_OK)
+		return 0;
+	sv_warn("%s: EFAULT: page 0x%lx of [%p, +0x%zx) is %s%s", verb,
+		(unsigned long)bad, addr, length, sv_pages_fault_str(f),
+		write ? ", and the access asks for writes (LOCAL_WRITE, "
+			"REMOTE_WRITE, REMOTE_ATOMIC or MW_BIND: the kernel pins "
+			"the pages for writing)" :
+			" (the kernel pins a registration's pages)");
+	return EFAULT;
 }
 
-/* Checks shared by reg_mr and rereg_mr's translation change.  An
- * on-demand range need not be mapped yet (the kernel pins nothing for it:
- * pages are faulted in when used). */
-static int check_range(void *addr, size_t length, uint64_t iova,
-		       unsigned int access)
+/* Checks shared by reg_mr and rereg_mr's translation change. */
+static int check_range(void *addr, size_t length, uint64_t iova)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
@@ -154,9 +161,7 @@ static int check_range(void *addr, size_t length, uint64_t iova,
 		return EINVAL;
 	if (iova + length < iova)
 		return EINVAL;
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return 0;
-	return check_mapped(addr, length);
+	return 0;
 }
 
 /* The translation of a registration: the range given, or for an
@@ -166,7 +171,7 @@ static int check_translation(void *addr, size_t length, uint64_t iova,
 {
 	if (implicit_odp(addr, length, access))
 		return iova ? EINVAL : 0;
-	return check_range(addr, length, iova, access);
+	return check_range(addr, length, iova);
 }
 
 static void set_translation(struct sv_mr *mr, void *addr, size_t length,
@@ -179,8 +184,8 @@ static void set_translation(struct sv_mr *mr, void *addr, size_t length,
 	mr->ibv.length = length;
 }
 
-static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
-			     uint64_t iova, unsigned int access)
+static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
+			     size_t length, uint64_t iova, unsigned int access)
 {
 	struct sv_mr *mr;
 	int err;
@@ -190,8 +195,14 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	err = check_access(access);
 	if (!err)
 		err = check_translation(addr, length, iova, access);
+	/* On demand: nothing is pinned, pages are faulted in when used. */
+	if (!err && !(access & IBV_ACCESS_ON_DEMAND))
+		err = check_pages(verb, addr, length, access);
 	if (err)
 		return sv_null_errno(err);
+	/* From now on the engine places into this memory, which the
+	 * application may unmap or protect: faults become errors. */
+	sv_fault_install();
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return sv_null_errno(ENOMEM);
@@ -230,7 +241,8 @@ static struct sv_mr *mr_alias(struct ibv_mr *ibmr)
 SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
 				    size_t length, int access)
 {
-	return reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+	return reg_mr("ibv_reg_mr", pd, addr, length, (uintptr_t)addr,
+		      (unsigned int)access);
 }
 
 #undef ibv_reg_mr_iova
@@ -238,14 +250,15 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
 					 size_t length, uint64_t iova,
 					 int access)
 {
-	return reg_mr(pd, addr, length, iova, (unsigned int)access);
+	return reg_mr("ibv_reg_mr_iova", pd, addr, length, iova,
+		      (unsigned int)access);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 					  size_t length, uint64_t iova,
 					  unsigned int access)
 {
-	return reg_mr(pd, addr, length, iova, access);
+	return reg_mr("ibv_reg_mr_iova2", pd, addr, length, iova, access);
 }
 
 /* Conceptually dereg + reg (man ibv_rereg_mr), but like rxe and mlx5
@@ -287,6 +300,22 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
 		err = check_translation(addr, length, iova,
 					mr->odp ? IBV_ACCESS_ON_DEMAND : 0);
+	/* The kernel pins again what a new translation or new rights
+	 * need: the resulting range against the resulting rights (an
+	 * on-demand region pins nothing). */
+	if (!err && !mr->odp &&
+	    (flags &
+	     (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS)))
+		err = check_pages("ibv_rereg_mr",
+				  (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
+					  addr :
+					  (void *)mr->va,
+				  (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
+					  length :
+					  mr->length,
+				  (flags & IBV_REREG_MR_CHANGE_ACCESS) ?
+					  (unsigned int)access :
+					  mr->access);
 	if (err) {
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;

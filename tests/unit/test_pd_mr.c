@@ -1,6 +1,8 @@
-/* PD and MR rules: access flags, ranges, unmapped memory, keys, rereg,
- * EBUSY on a PD in use, import within the process, and the entry points
- * that answer EOPNOTSUPP. */
+/* PD and MR rules: access flags, ranges, unmapped memory, pages the
+ * access may not use (EFAULT as the kernel's pinning: writable rights on a
+ * read-only mapping, anything on PROT_NONE), keys, rereg, EBUSY on a PD in
+ * use, import within the process, and the entry points that answer
+ * EOPNOTSUPP. */
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -109,6 +111,104 @@ static void test_unmapped(struct ibv_pd *pd)
 	reg_fails(pd, NULL, 64, 0, EFAULT, __LINE__);
 	munmap(p, page);
 	munmap(p + 2 * page, page);
+}
+
+/* Expect registration to succeed (and deregister). */
+static void reg_ok(struct ibv_pd *pd, void *addr, size_t len, int access,
+		   int line)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, addr, len, access);
+
+	if (!mr) {
+		fprintf(stderr,
+			"line %d: reg_mr(access %#x) failed: errno %d\n", line,
+			access, errno);
+		check_failed++;
+		return;
+	}
+	check_passed++;
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+}
+
+/* The kernel pins a registration's pages with get_user_pages, for
+ * writing when the access has LOCAL_WRITE, REMOTE_WRITE, REMOTE_ATOMIC
+ * or MW_BIND (ib_access_writable): a page it may not access that way
+ * fails the registration with EFAULT. */
+static void test_protection(struct ibv_pd *pd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const int writes[] = {
+		IBV_ACCESS_LOCAL_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+		IBV_ACCESS_MW_BIND,
+	};
+	struct ibv_mr *mr;
+	unsigned int i;
+	int rc;
+
+	REQUIRE(p != MAP_FAILED);
+	/* page 0 read-write, page 1 read-only, page 2 PROT_NONE */
+	REQUIRE(mprotect(p + page, page, PROT_READ) == 0);
+	REQUIRE(mprotect(p + 2 * page, page, PROT_NONE) == 0);
+	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		reg_ok(pd, p, page, writes[i], __LINE__);
+		reg_fails(pd, p + page, page, writes[i], EFAULT, __LINE__);
+		/* One byte of the read-only page is enough. */
+		reg_fails(pd, p + page - 1, 2, writes[i], EFAULT, __LINE__);
+		reg_fails(pd, p, 2 * page, writes[i], EFAULT, __LINE__);
+	}
+	/* Read-only rights on a read-only page: fine. */
+	reg_ok(pd, p + page, page, 0, __LINE__);
+	reg_ok(pd, p + page, page, IBV_ACCESS_REMOTE_READ, __LINE__);
+	reg_ok(pd, p, 2 * page, IBV_ACCESS_REMOTE_READ, __LINE__);
+	/* PROT_NONE: nothing may be pinned there. */
+	reg_fails(pd, p + 2 * page, page, 0, EFAULT, __LINE__);
+	reg_fails(pd, p + 2 * page, 8, IBV_ACCESS_REMOTE_READ, EFAULT,
+		  __LINE__);
+	reg_fails(pd, p, 3 * page, IBV_ACCESS_REMOTE_READ, EFAULT, __LINE__);
+	reg_fails(pd, p + 2 * page, page, IBV_ACCESS_LOCAL_WRITE, EFAULT,
+		  __LINE__);
+	/* The iova variants check the same pages. */
+	errno = 0;
+	CHECK(ibv_reg_mr_iova2(pd, p + page, page, 0x10000,
+			       IBV_ACCESS_LOCAL_WRITE) == NULL);
+	CHECK_EQ(errno, EFAULT);
+	errno = 0;
+	CHECK(ibv_reg_mr_iova(pd, p + page, page, 0x10000,
+			      IBV_ACCESS_LOCAL_WRITE) == NULL);
+	CHECK_EQ(errno, EFAULT);
+
+	/* rereg: new rights are checked against the pages, and a new
+	 * translation against the rights; a refusal leaves the MR as it
+	 * was. */
+	mr = ibv_reg_mr(pd, p + page, page, IBV_ACCESS_REMOTE_READ);
+	REQUIRE(mr);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			  IBV_ACCESS_LOCAL_WRITE);
+	CHECK_EQ(rc, IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EFAULT);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p,
+			      page, 0),
+		 0);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE),
+		 0);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p + page,
+			  page, 0);
+	CHECK_EQ(rc, IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EFAULT);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			  p + 2 * page, page, 0);
+	CHECK_EQ(rc, IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EFAULT);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	munmap(p, 3 * page);
 }
 
 static void test_iova(struct ibv_pd *pd, char *buf, size_t len)
@@ -493,6 +593,7 @@ int main(void)
 	REQUIRE(pd);
 	test_access_rules(pd, buf, len);
 	test_unmapped(pd);
+	test_protection(pd);
 	test_iova(pd, buf, len);
 	test_unsupported(ctx, pd);
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);

@@ -1,0 +1,8 @@
+/* The fault-guarded copy and atomics as the library builds them
+ * (fault_cases.h). */
+#include "fault_cases.h"
+
+int main(void)
+{
+	return run_fault_cases();
+}
