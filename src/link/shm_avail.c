@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -23,9 +24,101 @@ static const char *avail_why;
 static bool avail_warn;
 static unsigned long netns_ino;
 static int reg_fd = -1;
-static char reg_path[64];
+static char reg_path[96];
 static char reg_why[160];
 static char reg_note[256]; /* what registry_dir did about a squatter */
+
+/* A directory only we can write: mode without group or other access,
+ * ours, opened (created with mode 0700 when missing) as a descriptor.
+ * -1 when path is not that. */
+static int private_dir(int at, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdirat(at, path, 0700) && errno != EEXIST)
+		return -1;
+	fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Where our user keeps the registry's secret: $XDG_RUNTIME_DIR (the
+ * user's own run-time directory), else ~/.cache/softverbs.  -1: none. */
+static int secret_dir(void)
+{
+	const char *run = secure_getenv("XDG_RUNTIME_DIR");
+	const char *home = secure_getenv("HOME");
+	int fd, cache;
+
+	if (run && run[0] == '/') {
+		fd = private_dir(AT_FDCWD, run);
+		if (fd >= 0)
+			return fd;
+	}
+	if (!home || home[0] != '/')
+		return -1;
+	fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	cache = openat(fd, ".cache", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cache < 0 && mkdirat(fd, ".cache", 0700) == 0)
+		cache = openat(fd, ".cache",
+			       O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(fd);
+	if (cache < 0)
+		return -1;
+	fd = private_dir(cache, "softverbs");
+	close(cache);
+	return fd;
+}
+
+/* The registry's secret: 32 hex digits made once per user and kept in
+ * secret_dir(), the same for every process of the user and readable by
+ * no other user.  false: no such place. */
+static bool registry_secret(char hex[33])
+{
+	int dir = secret_dir(), fd;
+	unsigned char r[16];
+	struct stat st;
+	bool ok = false;
+	int i;
+
+	if (dir < 0)
+		return false;
+	fd = openat(dir, "registry-secret",
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (getrandom(r, sizeof(r), 0) == (ssize_t)sizeof(r)) {
+			for (i = 0; i < 16; i++)
+				snprintf(hex + 2 * i, 3, "%02x", r[i]);
+			ok = write(fd, hex, 32) == 32;
+		}
+		close(fd);
+		if (!ok)
+			unlinkat(dir, "registry-secret", 0);
+	}
+	if (!ok) { /* made by another process of ours, maybe just now */
+		fd = openat(dir, "registry-secret",
+			    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && !fstat(fd, &st) && st.st_uid == geteuid() &&
+		    !(st.st_mode & 077))
+			ok = read(fd, hex, 32) == 32;
+		if (fd >= 0)
+			close(fd);
+		for (i = 0; ok && i < 32; i++)
+			ok = (hex[i] >= '0' && hex[i] <= '9') ||
+			     (hex[i] >= 'a' && hex[i] <= 'f');
+	}
+	hex[32] = '\0';
+	close(dir);
+	return ok;
+}
 
 /* Our registry directory, SV_SHM_DIR.<euid>, mode 0700 and ours, open as
  * reg_fd; 0, or an errno with reg_why saying why not.
@@ -81,8 +174,23 @@ static int registry_dir(void)
 				reg_path);
 		if (fd >= 0)
 			close(fd);
-		if (uid != 0)
-			return EPERM;
+		if (uid != 0) {
+			/* Another user took our name first: a name of ours
+			 * that nobody else can know, from a secret only our
+			 * user can read (once: that one cannot be taken). */
+			char hex[33], taken[160];
+
+			if (strchr(reg_path + sizeof(SV_SHM_DIR), '.') ||
+			    !registry_secret(hex))
+				return EPERM;
+			snprintf(taken, sizeof(taken), "%s", reg_why);
+			snprintf(reg_path, sizeof(reg_path),
+				 SV_SHM_DIR ".%u.%s", uid, hex);
+			snprintf(reg_note, sizeof(reg_note),
+				 "%.140s; using %.80s instead", taken,
+				 reg_path);
+			continue;
+		}
 		/* Root: move the squatter's thing aside, then make ours (a
 		 * process of ours that did it first leaves ENOENT here). */
 		snprintf(aside, sizeof(aside),

@@ -20,7 +20,10 @@
  *              of uid 65533 still use the fast path (direct_write >= 1);
  *   squatdir   (root) uid 65534 creates the registry directory of uid
  *              65532 before it ever ran: a process of 65532 refuses it
- *              with a line naming the owner, and stays on UDP;
+ *              with a line naming the owner; with no private place for a
+ *              secret (HOME not its own) it stays on UDP, with one (a
+ *              HOME of its own) it registers its ring in a directory
+ *              named from that secret, which nobody else can know;
  *   squatroot  (root) uid 65534 creates root's registry directory (root's
  *              own moved away for the test): root moves it aside with a
  *              line saying so, makes its own (0700) and keeps the fast
@@ -31,6 +34,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -500,31 +504,85 @@ static int squat_dir(void)
 	return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : 1;
 }
 
+/* Entries in our secret-named registry directory (SV_SHM_DIR.<uid>.<hex>,
+ * ours, 0700), or -1 when there is no such directory. */
+static int secret_entries(void)
+{
+	char prefix[64], path[PATH_MAX];
+	DIR *d = opendir("/dev/shm"), *r;
+	struct dirent *e;
+	struct stat st;
+	int n = -1;
+
+	snprintf(prefix, sizeof(prefix), "softverbs.%u.", (unsigned)geteuid());
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) &&
+		    strlen(e->d_name) == strlen(prefix) + 32) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			if (lstat(path, &st) || st.st_uid != geteuid() ||
+			    (st.st_mode & 07777) != 0700)
+				continue;
+			r = opendir(path);
+			for (n = 0; r && (e = readdir(r));)
+				n += e->d_name[0] != '.';
+			if (r)
+				closedir(r);
+			break;
+		}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* As the late user: open the device and a QP (a socket: its ring is
  * registered, or not), with stderr in a file; 0 when the refusal was
- * said and the fast path is off. */
-static int late_user(void)
+ * said and then either the fast path is off (no secret: HOME is not
+ * ours) or the ring is registered under the secret name. */
+static int late_user_as(bool home)
 {
 	char path[] = "/tmp/rc_trust_late.XXXXXX", buf[4096];
+	char hdir[] = "/tmp/rc_trust_home.XXXXXX", cmd[PATH_MAX + 16];
 	struct hx_opts o = hx_opts_default();
-	int tmp = mkstemp(path), ok;
+	int tmp = mkstemp(path), ok, entries;
 	struct hx_ep ep;
 	ssize_t n;
 
-	if (tmp < 0)
+	if (tmp < 0 || (home && !mkdtemp(hdir)))
 		return 2;
+	setenv("HOME", home ? hdir : "/", 1);
+	unsetenv("XDG_RUNTIME_DIR");
 	fflush(stderr);
 	dup2(tmp, 2);
 	o.buf_len = 4096;
 	hx_ep_open(&ep, &o, -1);
+	entries = secret_entries();
 	hx_ep_close(&ep);
 	fflush(stderr);
 	n = pread(tmp, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = 0;
 	unlink(path);
 	ok = strstr(buf, "belongs to uid 65534") != NULL;
-	printf("late user's log: %s", buf);
+	printf("late user's log (%s HOME): %s", home ? "own" : "no", buf);
+	printf("late user's secret registry: %d entries\n", entries);
+	if (home) {
+		ok = ok && strstr(buf, "instead") && entries >= 1;
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", hdir);
+		if (system(cmd))
+			ok = false;
+	} else {
+		ok = ok && entries < 0;
+	}
 	return ok ? 0 : 1;
+}
+
+static int late_user(void)
+{
+	return late_user_as(false);
+}
+
+static int late_user_home(void)
+{
+	return late_user_as(true);
 }
 
 static void squatdir_a(int fd)
@@ -538,7 +596,16 @@ static void squatdir_a(int fd)
 		REQUIRE(rmdir(path) == 0);
 	REQUIRE(as_user(UID_SQUATTER, squat_dir) == 0);
 	CHECK_EQ(as_user(UID_LATE, late_user), 0);
+	CHECK_EQ(as_user(UID_LATE, late_user_home), 0);
 	rmdir(path);
+	/* The late user's secret-named registry goes too. */
+	{
+		char cmd[96];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf /dev/shm/softverbs.%u.*",
+			 UID_LATE);
+		CHECK_EQ(system(cmd), 0);
+	}
 	hx_sync(fd);
 }
 
