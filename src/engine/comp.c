@@ -295,6 +295,13 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
 	sv_qp_timer_arm(qe, qe->comp.probe);
 }
 
+/* Packets this engine knows it lost on the way out: rings found full,
+ * drops injected for tests. */
+static uint64_t shm_losses(const struct sv_engine *eng)
+{
+	return eng->stats.shm_ring_full + eng->stats.drop_injected;
+}
+
 void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 {
 	qe->comp.probe = 0;
@@ -311,6 +318,18 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 		sv_probe_arm(qe, false);
 		return;
 	}
+	/* Nor when this engine lost no packet since this QP last probed (a
+	 * peer's ring full, or SOFTVERBS_LOSS): the rings lose nothing
+	 * else, and what is missing is only a late ACK (a peer descheduled
+	 * after taking its ring), which a resend would turn into a
+	 * duplicate and a retransmission of everything after it. */
+	if (qe->shm && shm_losses(qe->eng) == qe->comp.losses_seen) {
+		SV_STAT(qe->eng, probe_deferred);
+		sv_probe_arm(qe, false);
+		return;
+	}
+	if (qe->shm)
+		qe->comp.losses_seen = shm_losses(qe->eng);
 	SV_STAT(qe->eng, probe_retransmit);
 	sv_req_probe(qe);
 	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)

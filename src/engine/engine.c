@@ -357,7 +357,7 @@ static void *progress_main(void *arg)
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
-		if (n == 0)
+		if (n == 0 && (int64_t)(wire_rcvd(eng) - wire) > 0)
 			eng->stats.thread_late_rx += wire_rcvd(eng) - wire;
 		sv_mutex_unlock(&eng->lock);
 	}

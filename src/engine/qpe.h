@@ -169,6 +169,9 @@ struct sv_qp_engine {
 		uint64_t deadline; /* ACK timer (IBA timeout), 0 = off */
 		uint64_t probe; /* early resend timer, 0 = off */
 		uint64_t probe_ns; /* its current interval (backs off) */
+		/* The engine's lost packets when this QP last probed: on
+		 * shm only those need a probe (sv_comp_probe). */
+		uint64_t losses_seen;
 		uint64_t rnr_until; /* RNR wait, 0 = none */
 		uint32_t rnr_psn;
 		uint32_t retried_psn; /* implied-NAK retry already issued here */

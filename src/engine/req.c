@@ -666,6 +666,13 @@ void sv_req_ask_ack(struct sv_qp_engine *qe)
 		return; /* more to send (it will ask), or nothing to ask */
 	if (qe->req.asked && qe->req.asked_psn == qe->req.max_psn)
 		return;
+	/* The last packet sent asked for an ACK already (ack_at_end): it
+	 * is on its way.  A resend would reach the responder as a
+	 * duplicate, whose restated ACK then arrives after the real one as
+	 * a duplicate ACK and sets off a fast retransmit of whatever was
+	 * sent since (UCX's tag_bw: ~100 a run, thousands of duplicates). */
+	if (!qe->req.since_ackreq)
+		return;
 	qe->req.asked = true;
 	qe->req.asked_psn = qe->req.max_psn;
 	sv_req_probe(qe);
