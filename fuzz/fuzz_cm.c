@@ -117,11 +117,36 @@ static bool wait_any(int fd, int ms)
 	return true;
 }
 
+/* connect(), through the interruptions of libFuzzer's own SIGALRM (its
+ * slow-unit check): an interrupted connect goes on in the background;
+ * wait for it and take its result. 0 or -1 with errno. */
+static int connect_to(int fd, const struct sockaddr_in *to)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (!connect(fd, (const struct sockaddr *)to, sizeof(*to)))
+		return 0;
+	if (errno != EINTR && errno != EINPROGRESS)
+		return -1;
+	while (poll(&p, 1, 5000) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		errno = err ? err : errno;
+		return -1;
+	}
+	return 0;
+}
+
 static void send_all(int fd, const void *p, size_t n)
 {
 	while (n) {
 		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
 
+		if (k < 0 && errno == EINTR)
+			continue; /* libFuzzer's SIGALRM */
 		if (k <= 0)
 			return; /* the CM closed: it refused */
 		p = (const char *)p + k;
@@ -159,8 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		die("socket");
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&where[(ctl >> 2) & 1],
-		    sizeof(where[0])))
+	if (connect_to(fd, &where[(ctl >> 2) & 1]))
 		die("connect");
 	send_all(fd, &msg[0], sizeof(msg[0]));
 	/* The request (an event) or its refusal (a reply or the end). */
