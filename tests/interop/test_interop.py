@@ -6,6 +6,8 @@
                                  the guest's address
     test_interop.py rc_pingpong  ibv_rc_pingpong over rxe0 in the guest (to
                                  its own address), both sides' figures
+    test_interop.py inject       UD SENDs built on the host reach rxe's QP;
+                                 a wrong ICRC is dropped
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -23,6 +25,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rig  # noqa: E402
+from peer import icrc  # noqa: E402
 
 BOOT_TIMEOUT = 200  # seconds for one VM run: boot, command, power off
 
@@ -86,21 +89,6 @@ def ones_complement_ok(ip):
     return s == 0xFFFF
 
 
-def icrc(ip, udp, payload):
-    """RoCE v2 ICRC (IBA A17.3.3): CRC-32 over 8 bytes of ones, the IPv4
-    header with TOS, TTL and checksum as ones, the UDP header with the
-    checksum as ones, the BTH with byte 4 as ones, the rest; zlib's CRC-32
-    is the same polynomial, seed and final complement."""
-    ip = bytearray(ip)
-    ip[1] = ip[8] = ip[10] = ip[11] = 0xFF
-    udp = bytearray(udp)
-    udp[6] = udp[7] = 0xFF
-    bth = bytearray(payload[:12])
-    bth[4] = 0xFF
-    data = b"\xff" * 8 + ip + udp + bth + payload[12:-4]
-    return zlib.crc32(data) & 0xFFFFFFFF
-
-
 def frames(pcap):
     """(raw frame) of each packet of a classic pcap file."""
     with open(pcap, "rb") as f:
@@ -149,7 +137,7 @@ def capture(vectors=False):
             if not lines[-1]:
                 fail("tshark did not start: " + "".join(lines))
         peer = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
-                        rig.HOST_ADDR, got, stdout=subprocess.PIPE,
+                        "serve", rig.HOST_ADDR, got, stdout=subprocess.PIPE,
                         text=True)
         if "peer: ready" not in peer.stdout.readline():
             fail("peer.py did not start")
@@ -183,7 +171,7 @@ def capture(vectors=False):
     pkts = list(roce_packets(pcap))
     ud = rc = 0
     for ip, udp, payload in pkts:
-        want = icrc(ip, udp, payload)
+        want = icrc(ip, udp, payload[:-4])
         have = struct.unpack("<I", payload[-4:])[0]
         if want != have:
             fail(f"ICRC {have:#010x} != computed {want:#010x}")
@@ -222,6 +210,37 @@ def capture(vectors=False):
     print("interop: PASS")
 
 
+def test_inject():
+    """Packets built on the host, by the ICRC rules softverbs follows,
+    reach a UD QP of rxe: peer.py inject is the client of an
+    ibv_ud_pingpong server in the guest.  Three with a wrong ICRC go
+    first: rxe must drop them (its rcvd_pkts counter counts packets past
+    the ICRC check), then one with the right ICRC is received and
+    answered."""
+    cmd = ("timeout 90 ibv_ud_pingpong -d rxe0 -g $GIDX -s 64 -n 1; "
+           "echo server exit $?; rdma statistic show link rxe0/1")
+    with rig.VM(cmd) as vm:
+        inject = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
+                          "inject", rig.HOST_ADDR, rig.GUEST_ADDR,
+                          stdout=subprocess.PIPE, text=True)
+        vm.start()
+        status, out = vm.wait(BOOT_TIMEOUT)
+        host = inject.communicate(timeout=60)[0]
+    print((out or "") + host, end="")
+    if status is None:
+        fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
+    if "server exit 0" not in out:
+        fail("ibv_ud_pingpong in the guest failed", vm)
+    if "no reply to 3 packets with a wrong ICRC" not in host:
+        fail("rxe answered a packet with a wrong ICRC")
+    if not re.search(r"reply from .*: opcode 0x64 QPN 0x123 ", host):
+        fail("no UD SEND from rxe in reply to the right ICRC")
+    m = re.search(r"\brcvd_pkts (\d+)", out)
+    if not m or int(m.group(1)) != 1:
+        fail("rxe's rcvd_pkts is not 1: the wrong ICRCs were not dropped")
+    print("interop: PASS")
+
+
 def c_bytes(name, b):
     return f".{name} = \"" + "".join(f"\\x{x:02x}" for x in b) + "\", "
 
@@ -238,6 +257,8 @@ def main(argv):
             test_boot()
         elif what == "rc_pingpong":
             test_rc_pingpong()
+        elif what == "inject":
+            test_inject()
         elif what == "capture":
             capture("--vectors" in argv)
         else:
