@@ -416,8 +416,8 @@ def main(argv):
             return 0
         cmd = " ".join(argv[2:]) if argv[1] == "run" else None
         with VM(cmd) as vm:
-            print(f"interop: kernel {vm.kver}, console log {vm.console}",
-                  file=sys.stderr)
+            print(f"interop: kernel {vm.kver}, share {vm.share}, "
+                  f"console log {vm.console}", file=sys.stderr)
             vm.start()
             status, out = vm.wait(timeout=600 if cmd else None)
         if cmd is None:
