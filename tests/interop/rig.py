@@ -309,6 +309,8 @@ class VM:
     """One boot of the guest in a fresh network namespace.  The host side
     of the tap has HOST_ADDR; the guest has GUEST_ADDR.  Use as a context
     manager; in_ns() runs a host command inside the namespace."""
+    made = []  # every VM of this process, for its caller to clean up
+
 
     def __init__(self, cmd=None, workdir=None):
         self.kver, self.vmlinuz, self.initrd = build()
@@ -321,6 +323,7 @@ class VM:
         self.qemu = None
         self.booted = None
         self.helpers = []
+        VM.made.append(self)
 
     def in_ns(self, *args):
         return ["ip", "netns", "exec", self.ns] + list(args)

@@ -17,6 +17,7 @@ Exit 77: the machine cannot run the rig (rig.py says why; a failure in CI).
 """
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -32,6 +33,8 @@ BOOT_TIMEOUT = 200  # seconds for one VM run: boot, command, power off
 
 def fail(msg, vm=None):
     print(f"interop: FAIL: {msg}")
+    for made in rig.VM.made:
+        print(f"interop: kept {made.tmp} (share, console log, capture)")
     if vm is not None:
         print("---- guest console ----\n" + vm.console_text())
     sys.exit(1)
@@ -264,6 +267,10 @@ def main(argv):
         else:
             print(__doc__, file=sys.stderr)
             return 2
+        # Passed: the run's folder (share, console log, capture) goes; a
+        # failure keeps it and its path is in the output.
+        for vm in rig.VM.made:
+            shutil.rmtree(vm.tmp, ignore_errors=True)
     except rig.Skip as e:
         rig.skip(str(e))
     return 0
