@@ -133,8 +133,7 @@ void sv_strict_dereg(struct sv_mr *mr)
 	/* Under the engine lock no WQE completes, so a slot between head
 	 * and tail keeps its WR while we read it. */
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-	list_for_each_safe(&eng->qps, it, tmp)
-	{
+	list_for_each_safe (&eng->qps, it, tmp) {
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, node);
 
@@ -144,29 +143,58 @@ void sv_strict_dereg(struct sv_mr *mr)
 	sv_mutex_unlock(&eng->lock);
 }
 
-void sv_strict_sgl_access(struct sv_qp *qp, uint64_t wr_id, const char *what,
-			  const struct ibv_sge *sge, int num_sge)
+/* The first SGE (-1: none) that names a region without LOCAL_WRITE. */
+static int sge_without_write(const struct ibv_sge *sge, int num_sge)
 {
 	for (int i = 0; i < num_sge; i++) {
 		struct sv_mr *mr;
+		bool w;
 
 		if (!sge[i].length)
 			continue;
 		mr = sv_mr_get_by_lkey(sge[i].lkey);
 		if (!mr)
 			continue; /* no region: the WR's completion says so */
-		if (!(mr->access & IBV_ACCESS_LOCAL_WRITE))
-			sv_strict_qp(
-				qp, "access-flags",
-				"wr_id %#" PRIx64
-				" %s into sg_list[%d] lkey 0x%x, a region registered without IBV_ACCESS_LOCAL_WRITE: the HCA fails it with IBV_WC_LOC_PROT_ERR when the data comes; register it with LOCAL_WRITE",
-				wr_id, what, i, sge[i].lkey);
+		w = mr->access & IBV_ACCESS_LOCAL_WRITE;
 		sv_mr_put(mr);
+		if (!w)
+			return i;
 	}
+	return -1;
 }
 
-bool sv_strict_sum(struct sv_qp *qp, const struct sv_send_wqe *w,
-		   uint32_t *sum)
+#define NO_WRITE_WHY                                                   \
+	"a region registered without IBV_ACCESS_LOCAL_WRITE: the HCA " \
+	"fails it with IBV_WC_LOC_PROT_ERR when the data comes; "      \
+	"register it with LOCAL_WRITE"
+
+void sv_strict_sgl_access(struct sv_qp *qp, uint64_t wr_id, const char *what,
+			  const struct ibv_sge *sge, int num_sge)
+{
+	int i = sge_without_write(sge, num_sge);
+
+	if (i >= 0)
+		sv_strict_qp(qp, "access-flags",
+			     "wr_id %#" PRIx64
+			     " %s into sg_list[%d] lkey 0x%x, " NO_WRITE_WHY,
+			     wr_id, what, i, sge[i].lkey);
+}
+
+void sv_strict_srq_access(struct sv_context *ctx, uint32_t srq_handle,
+			  uint64_t wr_id, const struct ibv_sge *sge,
+			  int num_sge)
+{
+	int i = sge_without_write(sge, num_sge);
+
+	if (i >= 0)
+		sv_strict_ctx(
+			ctx, "access-flags",
+			"SRQ handle %u: wr_id %#" PRIx64
+			" receives into sg_list[%d] lkey 0x%x, " NO_WRITE_WHY,
+			srq_handle, wr_id, i, sge[i].lkey);
+}
+
+bool sv_strict_sum(struct sv_qp *qp, const struct sv_send_wqe *w, uint32_t *sum)
 {
 	uint32_t crc = 0;
 

@@ -45,6 +45,11 @@ void sv_strict_dereg(struct sv_mr *mr);
 void sv_strict_sgl_access(struct sv_qp *qp, uint64_t wr_id, const char *what,
 			  const struct ibv_sge *sge, int num_sge);
 
+/* The same for a receive WR posted to an SRQ. */
+void sv_strict_srq_access(struct sv_context *ctx, uint32_t srq_handle,
+			  uint64_t wr_id, const struct ibv_sge *sge,
+			  int num_sge);
+
 /* A checksum of what w's gather list holds now, for w->strict_sum: the
  * data a send or WRITE carries must not change until it completes.
  * false when a region of the list cannot be read (the WQE fails later). */

@@ -264,19 +264,23 @@ static bool strict_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	 * where the provider does not count, wraps over WQEs not yet
 	 * executed.  softverbs frees them earlier (and its message
 	 * channel holds none). */
-	if (sig) {
-		qp->strict_unsig = 0;
+	if (sig || qp->strict_unsig < qp->sq.max_wr)
 		return false;
-	}
-	if (++qp->strict_unsig <= qp->sq.max_wr)
-		return false;
-	qp->strict_unsig--; /* not posted */
 	sv_strict_qp(
 		qp, "unsignaled-overflow",
 		"wr_id %#llx would be unsignaled WR number %u in a row, but the send queue holds max_send_wr %u: an HCA frees their slots only when a later signaled WR's completion is polled, so its queue is full (ENOMEM) or overwritten; signal at least one WR in every max_send_wr (refused: ENOMEM)",
 		(unsigned long long)wr->wr_id, qp->strict_unsig + 1,
 		qp->sq.max_wr);
 	return true;
+}
+
+/* wr is being posted: count it in the run of unsignaled WRs. */
+static void strict_posted(struct sv_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		qp->strict_unsig = 0;
+	else
+		qp->strict_unsig++;
 }
 
 /* The checksum of a send's or WRITE's data, checked at its completion
@@ -331,6 +335,8 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 				sq->max_wr);
 			break;
 		}
+		if (sv_strict())
+			strict_posted(qp, wr);
 		/* A small SEND to a same-host peer: straight into its
 		 * message channel, no engine (paths/chan.c). */
 		if (!type1 && sv_engine_post_path(qp, wr, len))

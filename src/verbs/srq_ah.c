@@ -211,6 +211,14 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &srq->rq;
 	int err = 0;
 
+	/* SOFTVERBS_STRICT=1: before the SRQ's lock, which ranks after the
+	 * key table's. */
+	for (struct ibv_recv_wr *w = wr; w && sv_strict(); w = w->next)
+		if (w->num_sge > 0 && w->sg_list &&
+		    (uint32_t)w->num_sge <= rq->max_sge)
+			sv_strict_srq_access(to_sv_ctx(ibsrq->context),
+					     ibsrq->handle, w->wr_id,
+					     w->sg_list, w->num_sge);
 	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 	for (; wr; wr = wr->next) {
 		uint32_t tail =

@@ -97,8 +97,9 @@ static void gid_a(int fd)
 			" sgid_index %d is %s (IPv6)",
 		 ep.qp->qp_num, v6, s);
 	if (v6 == 0)
-		EXPECT_LOG(take_log(), want,
-			   "index 0 is the port's fe80:: link-local GID on mlx5 and rxe");
+		EXPECT_LOG(
+			take_log(), want,
+			"index 0 is the port's fe80:: link-local GID on mlx5 and rxe");
 	else
 		EXPECT_LOG(take_log(), want);
 	hx_sync(fd);
@@ -122,8 +123,7 @@ static void dereg_a(int fd)
 	/* Correct: deregistered after the receive completed. */
 	mr = ibv_reg_mr(ep.pd, ep.buf + 65536, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(mr);
-	HX_CHECK_RC(hx_post_recv(&ep, 0x10, ep.buf + 65536, 4096, mr->lkey),
-		    0);
+	HX_CHECK_RC(hx_post_recv(&ep, 0x10, ep.buf + 65536, 4096, mr->lkey), 0);
 	hx_sync(fd); /* B sends */
 	HX_EXPECT(ep.rcq, NULL, 0x10, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
@@ -132,8 +132,7 @@ static void dereg_a(int fd)
 	/* A receive still posted. */
 	mr = ibv_reg_mr(ep.pd, ep.buf + 65536, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(mr);
-	HX_CHECK_RC(hx_post_recv(&ep, 0x11, ep.buf + 65536, 4096, mr->lkey),
-		    0);
+	HX_CHECK_RC(hx_post_recv(&ep, 0x11, ep.buf + 65536, 4096, mr->lkey), 0);
 	snprintf(want, sizeof(want),
 		 STRICT " dereg-outstanding: QP 0x%06x: ibv_dereg_mr of lkey"
 			" 0x%x while receive wr_id 0x11 (sg_list[0]) is posted",
@@ -206,9 +205,10 @@ static void reuse_a(int fd)
 	hx_sync(fd); /* B posts its receive */
 	HX_EXPECT(ep.scq, NULL, 0x22, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	snprintf(want, sizeof(want),
-		 STRICT " buffer-reused: QP 0x%06x: wr_id 0x22 IBV_WR_SEND: its"
-			" %d bytes of data changed between ibv_post_send and its"
-			" completion",
+		 STRICT
+		 " buffer-reused: QP 0x%06x: wr_id 0x22 IBV_WR_SEND: its"
+		 " %d bytes of data changed between ibv_post_send and its"
+		 " completion",
 		 ep.qp->qp_num, REUSE_LEN);
 	EXPECT_LOG(take_log(), want);
 	hx_sync(fd);
@@ -223,14 +223,12 @@ static void reuse_b(int fd)
 
 	strict_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
-	HX_CHECK_RC(hx_post_recv(&ep, 0x80, ep.buf, REUSE_LEN, ep.mr->lkey),
-		    0);
+	HX_CHECK_RC(hx_post_recv(&ep, 0x80, ep.buf, REUSE_LEN, ep.mr->lkey), 0);
 	hx_sync(fd);
 	HX_EXPECT(ep.rcq, NULL, 0x80, IBV_WC_SUCCESS, IBV_WC_RECV, REUSE_LEN);
 	HX_CHECK_PATTERN(ep.buf, REUSE_LEN, 1);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_recv(&ep, 0x81, ep.buf, REUSE_LEN, ep.mr->lkey),
-		    0);
+	HX_CHECK_RC(hx_post_recv(&ep, 0x81, ep.buf, REUSE_LEN, ep.mr->lkey), 0);
 	HX_EXPECT(ep.rcq, NULL, 0x81, IBV_WC_SUCCESS, IBV_WC_RECV, REUSE_LEN);
 	hx_sync(fd);
 	EXPECT_NO_LOG(take_log(), STRICT);
@@ -358,8 +356,9 @@ static void rnr0_a(int fd)
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x41, IBV_WC_RNR_RETRY_EXC_ERR, -1, -1);
 	snprintf(want, sizeof(want),
-		 STRICT " rnr-retry-0: QP 0x%06x: wr_id 0x41 IBV_WR_SEND len 64:"
-			" QP 0x%06x answered with an RNR NAK",
+		 STRICT
+		 " rnr-retry-0: QP 0x%06x: wr_id 0x41 IBV_WR_SEND len 64:"
+		 " QP 0x%06x answered with an RNR NAK",
 		 ep.qp->qp_num, ep.peer.qpn);
 	EXPECT_LOG(take_log(), want, "set rnr_retry 7");
 	hx_sync(fd);
@@ -395,9 +394,9 @@ static void access_a(int fd)
 	hx_ep_connect(&ep);
 	/* Correct: receives and READ results into a LOCAL_WRITE region. */
 	HX_CHECK_RC(hx_post_recv(&ep, 0x50, ep.buf, 64, ep.mr->lkey), 0);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
-				 0x51, ep.buf + 4096, 64, ep.mr->lkey,
-				 ep.peer.addr, ep.peer.rkey, 0),
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 0x51,
+				 ep.buf + 4096, 64, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x51, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 64);
 	EXPECT_NO_LOG(take_log(), STRICT);
@@ -419,9 +418,9 @@ static void access_a(int fd)
 			" IBV_ACCESS_LOCAL_WRITE",
 		 ep.qp->qp_num, ro->lkey);
 	EXPECT_LOG(take_log(), want);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED,
-				 0x53, ep.buf + 8192, 64, ro->lkey,
-				 ep.peer.addr, ep.peer.rkey, 0),
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 0x53,
+				 ep.buf + 8192, 64, ro->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x53, IBV_WC_LOC_PROT_ERR, -1, -1);
 	snprintf(want, sizeof(want),
@@ -429,6 +428,26 @@ static void access_a(int fd)
 			" READ's data into sg_list[0] lkey 0x%x",
 		 ep.qp->qp_num, ro->lkey);
 	EXPECT_LOG(take_log(), want);
+	/* The same receive through an SRQ. */
+	{
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4,
+							  .max_sge = 1 } };
+		struct ibv_srq *srq = ibv_create_srq(ep.pd, &sa);
+		struct ibv_sge sge = { (uintptr_t)ep.buf + 8192, 64, ro->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 0x54,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *bad;
+
+		REQUIRE(srq);
+		HX_CHECK_RC(ibv_post_srq_recv(srq, &wr, &bad), 0);
+		snprintf(want, sizeof(want),
+			 STRICT " access-flags: SRQ handle %u: wr_id 0x54"
+				" receives into sg_list[0] lkey 0x%x",
+			 srq->handle, ro->lkey);
+		EXPECT_LOG(take_log(), want);
+		CHECK_EQ(ibv_destroy_srq(srq), 0);
+	}
 	hx_sync(fd);
 	CHECK_EQ(ibv_dereg_mr(ro), 0);
 	CHECK_EQ(hx_ep_close(&ep), 0);
