@@ -19,6 +19,7 @@
 #include "util/fault.h"
 #include "util/lockorder.h"
 #include "util/log.h"
+#include "util/qlock.h"
 
 static void count(struct sv_context *ctx)
 {
@@ -131,14 +132,19 @@ void sv_strict_dereg(struct sv_mr *mr)
 	if (!eng)
 		return;
 	/* Under the engine lock no WQE completes, so a slot between head
-	 * and tail keeps its WR while we read it. */
+	 * and tail keeps its WR while we read it; under the queues' locks
+	 * no poster (nor a message channel's lean post) writes one. */
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	list_for_each_safe (&eng->qps, it, tmp) {
-		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, node);
+		struct sv_qp *qp =
+			list_entry(it, struct sv_qp_engine, node)->qp;
 
-		dereg_sq(qe->qp, mr);
-		dereg_rq(qe->qp, mr);
+		sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
+		dereg_sq(qp, mr);
+		sv_qlock_unlock(&qp->sq_lock);
+		sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
+		dereg_rq(qp, mr);
+		sv_qlock_unlock(&qp->rq_lock);
 	}
 	sv_mutex_unlock(&eng->lock);
 }
