@@ -47,8 +47,9 @@ enum sv_chan_flags {
 };
 
 /* Atomics a producer may have in a channel at once: one result word
- * each, in the ack line (one cache line brings ack and result). */
-#define SV_CHAN_RESULTS 4u
+ * each, from the ack line on (the producer takes the lowest free word,
+ * so a single atomic's result comes in the ack's own cache line). */
+#define SV_CHAN_RESULTS 16u
 
 enum sv_chan_atomic_op {
 	SV_CHAN_CMP_SWAP = 1,
@@ -98,8 +99,8 @@ struct sv_chan {
 
 _Static_assert(sizeof(struct sv_chan_atomic) <= SV_CHAN_SLOT - SV_CHAN_HDR,
 	       "an atomic fits one slot");
-_Static_assert(offsetof(struct sv_chan, slot) == 3 * 64,
-	       "the ack line holds the results");
+_Static_assert(offsetof(struct sv_chan, result) == 2 * 64 + 24,
+	       "the first results share the ack's line");
 
 static inline uint64_t sv_chan_seq(uint32_t gen, uint64_t pos)
 {

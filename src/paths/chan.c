@@ -193,6 +193,7 @@ static void chan_qp_state(struct sv_qp_engine *qe)
 		/* flushed, or gone with the queue */
 		qe->chan.outstanding = 0;
 		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
 	}
 	if (st == IBV_QPS_RESET)
 		qe->chan.tries = 0;
@@ -206,6 +207,7 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
 	qe->chan.tx.ch = NULL;
 	qe->chan.outstanding = 0;
 	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	list_update(qe);
 }
 
@@ -750,12 +752,15 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	if (!dst)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
 	if (atomic) {
+		/* The lowest free result word (fewer than 16 are used);
+		 * its number stays in the WQE until the result replaces
+		 * it. */
+		uint32_t r = (uint32_t)__builtin_ctz(~qe->chan.results_used);
+
 		sv_chan_atomic_fill(wqe, dst);
-		/* Its result word's number until the result replaces it. */
-		wqe->atomic_result = qe->chan.atomic_seq;
-		wqe->chan_end =
-			sv_chan_commit(t, len, SV_CHAN_F_ATOMIC,
-				       qe->chan.atomic_seq++ % SV_CHAN_RESULTS);
+		wqe->atomic_result = r;
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_ATOMIC, r);
+		qe->chan.results_used |= 1u << r;
 		qe->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
 	} else if (wqe->send_flags & IBV_SEND_INLINE) {
@@ -828,8 +833,11 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
 		qe->chan.outstanding--;
-		if (sv_chan_atomic_op(w->opcode))
+		if (sv_chan_atomic_op(w->opcode)) {
 			qe->chan.atomics--;
+			qe->chan.results_used &=
+				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+		}
 		if (nak && w->chan_end == nak_pos) {
 			sv_explain_wqe(qe, w, nak);
 			SV_STAT(qe->eng, nak_rcvd);
@@ -853,6 +861,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;
 		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
 		sv_work_add(qe, SV_WORK_FLUSH);
 	} else if (qe->req.idx != sv_sq_tail(qe) || st == IBV_QPS_SQD) {
 		/* Room in the channel, or the packet path may go on (or
@@ -912,6 +921,7 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	w->status = IBV_WC_RETRY_EXC_ERR;
 	qe->chan.outstanding = 0;
 	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	qe->eng->watch_dirty = true;
 	sv_comp_retire(qe);
 	sv_work_add(qe, SV_WORK_FLUSH);

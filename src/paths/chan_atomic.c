@@ -27,8 +27,9 @@
  *   in order; a fenced WQE waits until the atomics before it completed
  *   (their results are in their local buffers: a SEND may carry them).
  * - At most min(max_rd_atomic, SV_CHAN_RESULTS) atomics in the channel at
- *   once, each with its own result word (the requester numbers them; the
- *   number travels in the message's imm).
+ *   once, each with its own result word: the lowest free one, so that a
+ *   lone atomic's result shares the ack's cache line (its number travels
+ *   in the message's imm).
  * - A target that stops or dies: the channel's watchdog (RETRY_EXC_ERR
  *   after the packet path's retry time), as for SENDs.
  */
@@ -79,7 +80,7 @@ enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
 				       struct sv_send_wqe *w,
 				       const struct sv_chan *own)
 {
-	/* The number it was sent with (chan.c keeps it here meanwhile). */
+	/* The word it was sent with (chan.c keeps its number here meanwhile). */
 	uint64_t orig = atomic_load_explicit(
 		&own->result[w->atomic_result % SV_CHAN_RESULTS],
 		memory_order_relaxed);

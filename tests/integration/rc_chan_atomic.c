@@ -282,8 +282,11 @@ enum err_case {
 };
 
 static const char *const err_names[E_NUM] = {
-	"unknown R_Key", "beyond the region", "misaligned VA",
-	"region without REMOTE_ATOMIC", "QP without REMOTE_ATOMIC",
+	"unknown R_Key",
+	"beyond the region",
+	"misaligned VA",
+	"region without REMOTE_ATOMIC",
+	"QP without REMOTE_ATOMIC",
 	"bad local lkey",
 };
 
@@ -382,10 +385,11 @@ static void errors_b(int fd)
 	REQUIRE(rw);
 	for (k = 0; k < E_NUM; k++) {
 		if (k) {
-			ep.o.qp_access = k == E_QP_RIGHTS ?
-						 IBV_ACCESS_REMOTE_WRITE |
-							 IBV_ACCESS_REMOTE_READ :
-						 o.qp_access;
+			ep.o.qp_access =
+				k == E_QP_RIGHTS ?
+					IBV_ACCESS_REMOTE_WRITE |
+						IBV_ACCESS_REMOTE_READ :
+					o.qp_access;
 			hx_ep_new_qp(&ep);
 		}
 		hx_ep_connect(&ep);
@@ -394,10 +398,9 @@ static void errors_b(int fd)
 		/* Only the good adds of 1: the refused one changed
 		 * nothing, the one behind it was flushed. */
 		CHECK_EQ(w[0], good_before(k + 1));
-		CHECK_EQ(hx_qp_state_wait(ep.qp,
-					  k == E_LKEY ? IBV_QPS_RTS :
-							IBV_QPS_ERR,
-					  3000),
+		CHECK_EQ(hx_qp_state_wait(
+				 ep.qp, k == E_LKEY ? IBV_QPS_RTS : IBV_QPS_ERR,
+				 3000),
 			 k == E_LKEY ? IBV_QPS_RTS : IBV_QPS_ERR);
 	}
 	hx_sync(fd);
@@ -490,9 +493,8 @@ static void stopped_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = { HX_CASE(values, 60),
-					HX_CASE(errors, 60),
-					HX_CASE(stopped, 60),
-					{ 0 } };
+static const struct hx_case cases[] = {
+	HX_CASE(values, 60), HX_CASE(errors, 60), HX_CASE(stopped, 60), { 0 }
+};
 
 HX_MAIN(cases)
