@@ -32,27 +32,6 @@
 
 #include "harness.h"
 
-/* Channels ride on the shm link, which needs cross-memory attach between
- * the processes (as rc_chan.c). */
-static bool chan_expected(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-	char c = '0';
-	int f;
-
-	if (s && !strcmp(s, "0"))
-		return false;
-	if (geteuid() == 0)
-		return true;
-	f = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY);
-	if (f < 0)
-		return true;
-	if (read(f, &c, 1) != 1)
-		c = '0';
-	close(f);
-	return c == '0';
-}
-
 /* ---- counters ----------------------------------------------------------- */
 
 static const char *const counter_names[] = {
@@ -86,7 +65,7 @@ static void close_counting(struct hx_ep *ep, struct counters *c)
 static void expect_counter(const struct counters *c, const char *name,
 			   unsigned long long min)
 {
-	if (!chan_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(counter(c, "chan_atomics") +
 				 counter(c, "chan_atomics_served"),
 			 0);
