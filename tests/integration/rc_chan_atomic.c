@@ -6,7 +6,8 @@
  * outcomes there:
  *   values   CMP_AND_SWP that succeeds and one that fails (memory
  *            unchanged), FETCH_AND_ADD, one that wraps; the result lands in
- *            its 8 bytes only; a SEND fenced behind a FETCH_AND_ADD carries
+ *            its 8 bytes only; an atomic after a WRITE to its word sees
+ *            the WRITE's bytes; a SEND fenced behind a FETCH_AND_ADD carries
  *            the fetched value (the fence waits for the result); then 3000
  *            FETCH_AND_ADDs with 16 outstanding on one word while B's own
  *            CPU adds to the same word: the exact total, and every result
@@ -14,7 +15,8 @@
  *            respect to the target's CPU too, not only to other atomics);
  *   errors   each on a fresh QP pair after a good atomic: an unknown R_Key,
  *            a VA past the region, a misaligned VA, a region without
- *            REMOTE_ATOMIC, a QP without REMOTE_ATOMIC (REM_ACCESS_ERR or
+ *            REMOTE_ATOMIC, a region of another PD, a QP without
+ *            REMOTE_ATOMIC (REM_ACCESS_ERR or
  *            REM_INV_REQ_ERR, both QPs in ERR, the next WQE flushed, the
  *            word untouched), and a bad local lkey for the result
  *            (LOC_PROT_ERR, B's QP still in RTS); B explains and counts
@@ -35,9 +37,11 @@
 /* ---- counters ----------------------------------------------------------- */
 
 static const char *const counter_names[] = {
-	"chan_atomics",	 "chan_atomics_served", "access_no_key",
-	"access_bounds", "access_rights",	"access_qp_flags",
-	"resp_inv_req",	 "retry_exceeded_err",	NULL,
+	"chan_atomics",	      "chan_atomics_served",
+	"access_no_key",      "access_bounds",
+	"access_rights",      "access_qp_flags",
+	"access_pd",	      "resp_inv_req",
+	"retry_exceeded_err", NULL,
 };
 #define NCOUNTERS (sizeof(counter_names) / sizeof(counter_names[0]) - 1)
 
@@ -97,6 +101,7 @@ static bool atomic_ok(struct hx_ep *ep, enum ibv_wr_opcode op, uint64_t id,
 /* ---- values ---------------------------------------------------------------- */
 
 #define W1_INIT 0x1122334455667788ull
+#define W4_WRITTEN 0x0102030405060708ull
 #define N_STREAM 3000
 #define WINDOW 16
 #define FILLER 0xababababababababull
@@ -107,7 +112,7 @@ static void values_a(int fd)
 	struct ibv_wc wc[WINDOW];
 	struct counters c;
 	struct hx_ep ep;
-	uint64_t *r, *stream, w0, w1, w2, w3;
+	uint64_t *r, *stream, w0, w1, w2, w3, w4;
 	int posted = 0, done = 0, bad = 0;
 
 	stats_on();
@@ -115,6 +120,7 @@ static void values_a(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	w0 = ep.peer.addr, w1 = w0 + 8, w2 = w0 + 16, w3 = w0 + 64;
+	w4 = w0 + 24;
 	r = (uint64_t *)ep.buf;
 	for (int i = 0; i < 16; i++)
 		r[i] = FILLER;
@@ -134,6 +140,14 @@ static void values_a(int fd)
 	CHECK_EQ(r[3], FILLER);
 	CHECK_EQ(r[5], FILLER);
 	CHECK_EQ(r[7], FILLER);
+
+	/* A WRITE then an atomic on the word it wrote: the atomic sees it. */
+	r[10] = W4_WRITTEN;
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 7, &r[10], 8,
+				 ep.mr->lkey, w4, ep.peer.rkey, 0),
+		    0);
+	atomic_ok(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, &r[12], w4, 1, 0);
+	CHECK_EQ(r[12], W4_WRITTEN);
 
 	/* A SEND fenced behind an atomic carries its result. */
 	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 5,
@@ -242,6 +256,7 @@ static void values_b(int fd)
 	CHECK_EQ(w[0], 9);
 	CHECK_EQ(w[1], W1_INIT + 0x11);
 	CHECK_EQ(w[2], 1);
+	CHECK_EQ(w[3], W4_WRITTEN + 1);
 	CHECK_EQ(w[8], (uint64_t)N_STREAM + ((uint64_t)N_STREAM << 32));
 	hx_sync(fd);
 	close_counting(&ep, &c);
@@ -255,17 +270,16 @@ enum err_case {
 	E_BOUNDS,
 	E_ALIGN,
 	E_MR_RIGHTS,
+	E_PD,
 	E_QP_RIGHTS,
 	E_LKEY,
 	E_NUM,
 };
 
 static const char *const err_names[E_NUM] = {
-	"unknown R_Key",
-	"beyond the region",
-	"misaligned VA",
-	"region without REMOTE_ATOMIC",
-	"QP without REMOTE_ATOMIC",
+	"unknown R_Key",	"beyond the region",
+	"misaligned VA",	"region without REMOTE_ATOMIC",
+	"region of another PD", "QP without REMOTE_ATOMIC",
 	"bad local lkey",
 };
 
@@ -288,13 +302,14 @@ static void errors_a(int fd)
 	r = (uint64_t *)ep.buf;
 	for (k = 0; k < E_NUM; k++) {
 		uint64_t raddr = ep.peer.addr, id = 100 * (k + 1);
-		uint32_t rkey, lkey = ep.mr->lkey;
+		uint32_t rkey, other_pd, lkey = ep.mr->lkey;
 		enum ibv_wc_status want = IBV_WC_REM_ACCESS_ERR;
 
 		if (k)
 			hx_ep_new_qp(&ep);
 		hx_ep_connect(&ep);
 		rkey = (uint32_t)hx_recv_u64(fd); /* B's read-write-only MR */
+		other_pd = (uint32_t)hx_recv_u64(fd);
 		hx_log("case %d: %s", k, err_names[k]);
 		/* A good one first: the channel is attached (the QP
 		 * without REMOTE_ATOMIC refuses its first). */
@@ -319,6 +334,9 @@ static void errors_a(int fd)
 			want = IBV_WC_REM_INV_REQ_ERR;
 			break;
 		case E_MR_RIGHTS:
+			break;
+		case E_PD:
+			rkey = other_pd;
 			break;
 		case E_LKEY:
 			rkey = ep.peer.rkey;
@@ -349,7 +367,8 @@ static void errors_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	volatile uint64_t *w;
-	struct ibv_mr *rw;
+	struct ibv_mr *rw, *other;
+	struct ibv_pd *pd2;
 	struct counters c;
 	struct hx_ep ep;
 	int k;
@@ -362,6 +381,11 @@ static void errors_b(int fd)
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				IBV_ACCESS_REMOTE_READ);
 	REQUIRE(rw);
+	/* And with every right, in another PD than the QP's. */
+	pd2 = ibv_alloc_pd(ep.ctx);
+	REQUIRE(pd2);
+	other = ibv_reg_mr(pd2, ep.buf, 4096, o.mr_access);
+	REQUIRE(other);
 	for (k = 0; k < E_NUM; k++) {
 		if (k) {
 			ep.o.qp_access =
@@ -373,6 +397,7 @@ static void errors_b(int fd)
 		}
 		hx_ep_connect(&ep);
 		hx_send_u64(fd, rw->rkey);
+		hx_send_u64(fd, other->rkey);
 		hx_sync(fd);
 		/* Only the good adds of 1: the refused one changed
 		 * nothing, the one behind it was flushed. */
@@ -384,6 +409,8 @@ static void errors_b(int fd)
 	}
 	hx_sync(fd);
 	CHECK_EQ(ibv_dereg_mr(rw), 0);
+	CHECK_EQ(ibv_dereg_mr(other), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
 	close_counting(&ep, &c);
 	expect_counter(&c, "chan_atomics_served", good_before(E_NUM));
 	/* Each refusal explained and counted by its reason (engine/explain.c),
@@ -391,6 +418,7 @@ static void errors_b(int fd)
 	CHECK(counter(&c, "access_no_key") >= 1);
 	CHECK(counter(&c, "access_bounds") >= 1);
 	CHECK(counter(&c, "access_rights") >= 1);
+	CHECK(counter(&c, "access_pd") >= 1);
 	CHECK(counter(&c, "access_qp_flags") >= 1);
 	CHECK(counter(&c, "resp_inv_req") >= 1);
 }
