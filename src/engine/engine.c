@@ -348,11 +348,15 @@ static void *progress_main(void *arg)
 		if (!busy)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
-		shm = eng->stats.shm_rx_pkts;
+		/* Requests served for peers through the rings or a channel
+		 * (an atomic: its requester waits for the answer). */
+		shm = eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served;
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy && eng->stats.shm_rx_pkts != shm)
+		if (!busy &&
+		    eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served !=
+			    shm)
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or

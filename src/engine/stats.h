@@ -78,6 +78,8 @@
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
+	X(chan_atomics, "atomics sent through a message channel")            \
+	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")
 /* clang-format on */
