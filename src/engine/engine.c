@@ -280,10 +280,10 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 		run_timers(eng);
 		run_work(eng);
 	}
+	if (eng->held)
+		sv_inject_release(eng, true);
 	if (eng->ntx)
 		sv_tx_flush(eng);
-	if (eng->held)
-		sv_inject_release(eng);
 	set_quiet(eng);
 }
 

@@ -555,17 +555,19 @@ static void release_one(struct sv_engine *eng, struct sv_held *h)
 	free(h);
 }
 
-void sv_inject_release(struct sv_engine *eng)
+void sv_inject_release(struct sv_engine *eng, bool rx)
 {
 	struct sv_held **pp = &eng->held, *due = NULL, **tail = &due;
 	uint64_t now = sv_eng_now(eng), next = 0;
 
 	/* Unlink what is due first: delivering a received packet may send
-	 * (and flush, and come back here). */
+	 * (and flush, and come back here for transmits). */
 	while (*pp) {
 		struct sv_held *h = *pp;
 
-		if (now >= h->due || (h->reorder && h->gen != eng->held_gen)) {
+		if ((rx || !h->rx) &&
+		    (now >= h->due ||
+		     (h->reorder && h->gen != eng->held_gen))) {
 			*pp = h->next;
 			h->next = NULL;
 			*tail = h;

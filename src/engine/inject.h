@@ -92,9 +92,11 @@ unsigned int sv_inject_rx(struct sv_engine *eng, struct sv_sock *s,
  * to force, or SV_INJ_NKINDS. */
 enum sv_inj_kind sv_inject_wr(struct sv_qp_engine *qe, uint32_t psn, bool rwqe);
 
-/* Held packets (delay, reorder): send or deliver those due; the engine
- * calls it every pass that has some (eng->held). */
-void sv_inject_release(struct sv_engine *eng);
+/* Held packets (delay, reorder): send those due, and with rx deliver
+ * the received ones due.  The engine's pass calls it with rx before it
+ * flushes what they bring (eng->held: there are some); a flush without,
+ * after its batch, which reordered packets wait for. */
+void sv_inject_release(struct sv_engine *eng, bool rx);
 /* The QP is going away: forget the packets held for it. */
 void sv_inject_qp_gone(struct sv_qp_engine *qe);
 /* The engine closes. */

@@ -113,7 +113,7 @@ void sv_tx_flush(struct sv_engine *eng)
 	}
 	eng->ntx = 0;
 	if (eng->held)
-		sv_inject_release(eng);
+		sv_inject_release(eng, false);
 }
 
 /* ACKNOWLEDGE carrying the responder's MSN (IBA). */

@@ -5,6 +5,7 @@
  *     transmit, and drop/dup/corrupt on receive: SENDs, WRITEs and READs
  *     of three packets each complete, every byte right, and the counters
  *     show the injections (a corrupted packet: drop_icrc at the receiver);
+ *   - rules for another QP (qp=) touch nothing;
  *   - a forced RNR on the 3rd SEND: rnr_retry 0 gives RNR_RETRY_EXC_ERR
  *     on it and WR_FLUSH_ERR after, rnr_retry 7 completes everything;
  *   - a forced remote access error on the 3rd WRITE: REM_ACCESS_ERR on it,
@@ -175,6 +176,35 @@ PKT_CASE(pkt_all,
 	 "drop=3%,dir=both;dup=3%,dir=both;delay=3%,ms=2,dir=both;"
 	 "reorder=3%,dir=both;corrupt=3%,dir=both;seed=7",
 	 "fault_drop", "fault_drop")
+
+/* A rule for another QP touches nothing here: every packet would be lost
+ * if it did. */
+static void other_qp(int fd, bool is_a)
+{
+	const char *names[] = { "fault_drop", "fault_access", NULL };
+	unsigned long long v[2];
+	struct hx_ep ep;
+
+	fault_env("drop=100%,dir=both,qp=0xfffffe;access=100%,qp=0xfffffe");
+	open_pair(&ep, fd, 7);
+	if (is_a)
+		traffic_a(&ep);
+	else
+		traffic_b(&ep);
+	hx_ep_close_counters(&ep, names, v);
+	CHECK_EQ(v[0], 0);
+	CHECK_EQ(v[1], 0);
+}
+
+static void pkt_other_qp_a(int fd)
+{
+	other_qp(fd, true);
+}
+
+static void pkt_other_qp_b(int fd)
+{
+	other_qp(fd, false);
+}
 
 /* ---- WR faults ------------------------------------------------------------ */
 
@@ -390,18 +420,14 @@ static void bad_spec_b(int fd)
 	}
 }
 
-static const struct hx_case cases[] = { HX_CASE(pkt_drop, 30),
-					HX_CASE(pkt_dup, 30),
-					HX_CASE(pkt_delay, 30),
-					HX_CASE(pkt_reorder, 30),
-					HX_CASE(pkt_corrupt, 30),
-					HX_CASE(pkt_rx, 30),
-					HX_CASE(pkt_all, 30),
-					HX_CASE(rnr_retry0, 20),
-					HX_CASE(rnr_retry7, 20),
-					HX_CASE(access, 20),
-					HX_CASE(retry, 20),
-					HX_CASE(bad_spec, 20),
-					{ 0 } };
+static const struct hx_case cases[] = {
+	HX_CASE(pkt_drop, 30),	  HX_CASE(pkt_dup, 30),
+	HX_CASE(pkt_delay, 30),	  HX_CASE(pkt_reorder, 30),
+	HX_CASE(pkt_corrupt, 30), HX_CASE(pkt_rx, 30),
+	HX_CASE(pkt_all, 30),	  HX_CASE(pkt_other_qp, 20),
+	HX_CASE(rnr_retry0, 20),  HX_CASE(rnr_retry7, 20),
+	HX_CASE(access, 20),	  HX_CASE(retry, 20),
+	HX_CASE(bad_spec, 20),	  { 0 }
+};
 
 HX_MAIN(cases)
