@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
 #include "engine/mcast.h"
@@ -279,6 +280,8 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 		run_timers(eng);
 		run_work(eng);
 	}
+	if (eng->held)
+		sv_inject_release(eng, true);
 	if (eng->ntx)
 		sv_tx_flush(eng);
 	set_quiet(eng);
@@ -411,6 +414,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		goto fail;
 	eng->ctx = ctx;
 	eng->paths = paths;
+	sv_inject_get(); /* the spec read, and printed, at startup */
 	eng->epfd = eng->bellfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
@@ -471,6 +475,7 @@ void sv_engine_close(struct sv_context *ctx)
 		free(s);
 	}
 	sv_mcast_close(eng);
+	sv_inject_close(eng);
 	close(eng->bellfd);
 	close(eng->epfd);
 	free(eng->tx);

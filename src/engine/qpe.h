@@ -213,6 +213,11 @@ struct sv_qp_engine {
 		uint32_t nres, res_next;
 		struct sv_reply replies[SV_REPLY_Q];
 		uint32_t reply_head, reply_tail;
+		/* fault injection (inject.c): the last request counted, and
+		 * a responder silenced by a forced retry-exceeded */
+		bool inj_seen;
+		uint32_t inj_psn;
+		bool mute;
 	} resp;
 };
 
