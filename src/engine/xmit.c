@@ -10,6 +10,7 @@
 #include "engine/eng.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "engine/xrc.h"
@@ -59,7 +60,7 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 		sv_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
 			     t->len, NULL);
 	eng->ntx++;
-	if (!t->link->wire) {
+	if (!t->link->wire && !sv_pcap_active()) {
 		/* No wire, no ICRC (link.h): the receiver does not check
 		 * it. */
 		SV_STAT(eng, shm_tx_pkts);
@@ -68,6 +69,12 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	f.src = t->src;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
+	if (sv_pcap_active())
+		sv_pcap_engine_pkt(qe, true, &f, t->buf, t->len);
+	if (!t->link->wire) {
+		SV_STAT(eng, shm_tx_pkts);
+		return;
+	}
 	sv_icrc_set(&f, t->buf, t->len);
 	SV_STAT(eng, sent_pkts);
 }

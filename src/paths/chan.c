@@ -236,6 +236,8 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
 	}
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
+	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
+		sv_pcap_chan_ack(qe);
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -289,6 +291,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
 		return RX_NO_WQE;
+	if (sv_pcap_active())
+		sv_pcap_chan_recv(qe, m->data, m->len,
+				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
+				  (m->flags & SV_CHAN_F_SE) != 0);
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
@@ -581,6 +587,10 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	if (wr->send_flags & IBV_SEND_SOLICITED)
 		flags |= SV_CHAN_F_SE;
 	idle = sv_wq_used(&qp->sq) == 0;
+	if (sv_pcap_active())
+		sv_pcap_chan_send(qe, qe->chan.lean_psn, dst, len,
+				  wr->opcode == IBV_WR_SEND_WITH_IMM,
+				  wr->imm_data, flags & SV_CHAN_F_SE);
 	end = sv_chan_commit(t, len, flags,
 			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
 								  0);
@@ -640,7 +650,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t tail;
+	uint32_t tail, n = 0;
 
 	lean_count(qe);
 	if (a == qe->chan.acked)
@@ -665,13 +675,16 @@ static void lean_retire(struct sv_qp_engine *qe)
 		qe->chan.acked = w->chan_end;
 		qe->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;
+		n++;
 		if (!wqe_signaled(qp, w)) {
 			qe->comp.idx++;
 			continue;
 		}
 		if (sv_complete_send(qe, IBV_WC_SUCCESS))
-			return; /* CQ overrun: the QP left lean mode for ERR */
+			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
+	if (n && sv_pcap_active())
+		sv_pcap_chan_acked(qe, n);
 }
 
 static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
@@ -717,6 +730,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		flags |= SV_CHAN_F_IMM;
 	if (wqe->send_flags & IBV_SEND_SOLICITED)
 		flags |= SV_CHAN_F_SE;
+	if (sv_pcap_active())
+		sv_pcap_chan_send(qe, qe->req.psn, dst, len,
+				  wqe->opcode == IBV_WR_SEND_WITH_IMM,
+				  wqe->imm_data, flags & SV_CHAN_F_SE);
 	wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
@@ -745,7 +762,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t nak, idx;
+	uint32_t nak, idx, done = 0;
 	uint64_t nak_pos;
 	int st = atomic_load(&qe->state);
 
@@ -778,7 +795,10 @@ static void tx_retire(struct sv_qp_engine *qe)
 			break;
 		}
 		w->state = SV_WQE_DONE;
+		done++;
 	}
+	if (done && sv_pcap_active())
+		sv_pcap_chan_acked(qe, done);
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;

@@ -77,6 +77,14 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "per-context counters and each QP's path at "
 			"ibv_close_device",
 	},
+	[SV_ENV_PCAP] = {
+		.name = "SOFTVERBS_PCAP",
+		.kind = SV_ENV_PATH,
+		.off = VAR(pcap),
+		.values = "FILE",
+		.dflt = "off",
+		.what = "pcap of every packet sent and received (shm: as RoCE v2); %p: the pid",
+	},
 	[SV_ENV_FASTPATH] = {
 		.name = "SOFTVERBS_FASTPATH",
 		.kind = SV_ENV_OFF,

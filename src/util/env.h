@@ -38,6 +38,7 @@ struct sv_env {
 	int loss; /* SOFTVERBS_LOSS, percent */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
+	char pcap[SV_ENV_FILE_MAX]; /* SOFTVERBS_PCAP, "": no capture */
 };
 
 /* The variables, in the order `softverbs help` lists them. */
@@ -48,6 +49,7 @@ enum sv_env_id {
 	SV_ENV_MTU,
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
+	SV_ENV_PCAP,
 	SV_ENV_FASTPATH,
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
@@ -119,6 +121,11 @@ static inline int sv_env_trace(void)
 static inline int sv_env_stats(void)
 {
 	return sv_env(SV_ENV_STATS)->stats;
+}
+
+static inline const char *sv_env_pcap(void)
+{
+	return sv_env(SV_ENV_PCAP)->pcap;
 }
 
 static inline int sv_env_fastpath(void)
