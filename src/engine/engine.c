@@ -330,6 +330,8 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
+		if (timeout && sv_pcap_active())
+			sv_pcap_idle(timeout < 0 || timeout >= 100);
 		/* Spinning: the pass below reads every link anyway. */
 		n = timeout == 0 && now < eng->spin_until ?
 			    0 :

@@ -14,8 +14,10 @@
  *
  * Records are appended to a buffer under one process-wide lock and the
  * buffer is written whole records at a time, when it fills, when a record
- * comes 100 ms or more after the last write, at each engine's close and
- * at exit: a process killed leaves a file readable up to its last write.
+ * comes 100 ms or more after the last write, when a progress thread goes
+ * to sleep for 100 ms or more (or finds the last write that old), at each
+ * engine's close and at exit: a process killed leaves a file readable up
+ * to its last write.
  */
 #include "engine/pcap.h"
 
@@ -246,6 +248,19 @@ void sv_pcap_engine_close(void)
 	sv_mutex_unlock(&lock);
 }
 
+void sv_pcap_idle(bool long_sleep)
+{
+	struct timespec ts;
+	uint64_t now = now_real(&ts);
+
+	sv_mutex_lock(&lock, SV_LOCK_PCAP);
+	if (fd >= 0 && used && (long_sleep || now - last_write >= FLUSH_NS)) {
+		write_out();
+		last_write = now;
+	}
+	sv_mutex_unlock(&lock);
+}
+
 /* ---- records ----------------------------------------------------------------- */
 
 /* Append the record of packet pkt[0..len) (ICRC room included) on flow,
@@ -326,8 +341,8 @@ void sv_pcap_engine_pkt(struct sv_qp_engine *qe, bool tx,
 	 * responder the others (struct sv_pcap_qp). */
 	shift = req == tx ? qe->pcap.tx_shift : qe->pcap.rx_shift;
 	if (shift)
-		sv_bth_set_psn(copy, sv_psn_add((uint32_t)sv_bth_psn(copy),
-						shift));
+		sv_bth_set_psn(copy,
+			       sv_psn_add((uint32_t)sv_bth_psn(copy), shift));
 	put(flow, copy, len);
 	sv_mutex_unlock(&lock);
 }
@@ -399,8 +414,8 @@ static void put_send(struct sv_qp_engine *qe, bool tx, uint32_t psn,
 		     uint32_t imm_data, bool se)
 {
 	uint8_t b[SV_MAX_PKT];
-	uint8_t op = imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
-			   SV_OP_RC_SEND_ONLY;
+	uint8_t op =
+		imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE : SV_OP_RC_SEND_ONLY;
 	struct sv_flow f = qp_flow(qe, tx);
 	uint32_t n;
 
@@ -410,7 +425,8 @@ static void put_send(struct sv_qp_engine *qe, bool tx, uint32_t psn,
 	sv_bth_set_se(b, se);
 	sv_bth_set_ackreq(b, 1);
 	if (imm)
-		memcpy(at(b, op, SV_HDR_IMMDT), &imm_data, 4); /* network order */
+		memcpy(at(b, op, SV_HDR_IMMDT), &imm_data,
+		       4); /* network order */
 	memcpy(b + sv_opinfo[op].length, data, len);
 	put(&f, b, n);
 }
@@ -446,8 +462,8 @@ void sv_pcap_chan_recv(struct sv_qp_engine *qe, const uint8_t *data,
 		       uint32_t len, bool imm, uint32_t imm_data, bool se)
 {
 	sv_mutex_lock(&lock, SV_LOCK_PCAP);
-	put_send(qe, false, sv_psn_add(qe->resp.psn, qe->pcap.rx_shift++),
-		 data, len, imm, imm_data, se);
+	put_send(qe, false, sv_psn_add(qe->resp.psn, qe->pcap.rx_shift++), data,
+		 len, imm, imm_data, se);
 	sv_mutex_unlock(&lock);
 }
 
@@ -495,16 +511,17 @@ void sv_pcap_direct(struct sv_qp_engine *qe, bool write, uint32_t psn,
 		put(&ftx, b, l);
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t pay = i + 1 == n ? (uint32_t)(len - (uint64_t)i * mtu) :
-					    mtu;
-		uint8_t op = write ? seg_op(i, n, SV_OP_RC_RDMA_WRITE_ONLY,
-					    SV_OP_RC_RDMA_WRITE_FIRST,
-					    SV_OP_RC_RDMA_WRITE_MIDDLE,
-					    SV_OP_RC_RDMA_WRITE_LAST) :
-				     seg_op(i, n, SV_OP_RC_RDMA_READ_RESPONSE_ONLY,
-					    SV_OP_RC_RDMA_READ_RESPONSE_FIRST,
-					    SV_OP_RC_RDMA_READ_RESPONSE_MIDDLE,
-					    SV_OP_RC_RDMA_READ_RESPONSE_LAST);
+		uint32_t pay =
+			i + 1 == n ? (uint32_t)(len - (uint64_t)i * mtu) : mtu;
+		uint8_t op =
+			write ? seg_op(i, n, SV_OP_RC_RDMA_WRITE_ONLY,
+				       SV_OP_RC_RDMA_WRITE_FIRST,
+				       SV_OP_RC_RDMA_WRITE_MIDDLE,
+				       SV_OP_RC_RDMA_WRITE_LAST) :
+				seg_op(i, n, SV_OP_RC_RDMA_READ_RESPONSE_ONLY,
+				       SV_OP_RC_RDMA_READ_RESPONSE_FIRST,
+				       SV_OP_RC_RDMA_READ_RESPONSE_MIDDLE,
+				       SV_OP_RC_RDMA_READ_RESPONSE_LAST);
 		uint32_t mask = sv_opinfo[op].mask;
 		uint32_t l = hdr(b, op, write ? qe->dest_qpn : qe->qpn,
 				 sv_psn_add(psn, i), pay);

@@ -46,6 +46,10 @@ static inline bool sv_pcap_active(void)
  * buffer is written out. */
 void sv_pcap_engine_open(void);
 void sv_pcap_engine_close(void);
+/* A progress thread about to sleep: the buffer is written out if the
+ * sleep is long (idle) or the last write is 100 ms old, so that a
+ * process killed while idle or polling leaves its packets in the file. */
+void sv_pcap_idle(bool long_sleep);
 
 /* A packet of the engine (the UDP link or the shm ring), as it leaves or
  * arrives on qe, its ICRC computed for the flow written in the file. */

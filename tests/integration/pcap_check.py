@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check SOFTVERBS_PCAP captures as tshark decodes them with no option.
 
-    pcap_check.py [--expect OPCODE,...] FILE...
+    pcap_check.py [--expect OPCODE,...] [--cut-ok] FILE...
 
 For each FILE: tshark reads it (no -d, no option), no packet may be
 malformed, every packet must be RoCE v2 (UDP destination port 4791,
@@ -12,12 +12,15 @@ requests must come in order: each request's PSN is the one after the
 previous request's range (a READ request's range is its response
 packets), or at most a retransmission of an earlier one (counted, not a
 gap).  Over all files: at least one InfiniBand packet, and every opcode
-number of --expect present.
+number of --expect present.  With --cut-ok (the file of a process
+killed while it wrote) a last record cut short is left out, and said.
 """
 import argparse
+import os
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 
 READ_REQ = {0x0C}
@@ -37,7 +40,8 @@ def tshark_fields(path, fields, display_filter=None):
 
 
 def pcap_records(path):
-    """(linktype, [raw packet bytes]) of a classic pcap file."""
+    """(linktype, [raw packet bytes], bytes of whole records) of a classic
+    pcap file."""
     with open(path, "rb") as f:
         data = f.read()
     magic = struct.unpack("<I", data[:4])[0]
@@ -51,9 +55,11 @@ def pcap_records(path):
     recs, off = [], 24
     while off + 16 <= len(data):
         incl = struct.unpack(endian + "I", data[off + 8 : off + 12])[0]
+        if off + 16 + incl > len(data):
+            break
         recs.append(data[off + 16 : off + 16 + incl])
         off += 16 + incl
-    return linktype, recs
+    return linktype, recs, off
 
 
 def icrc_ok(pkt):
@@ -76,8 +82,25 @@ def icrc_ok(pkt):
     return crc == struct.unpack("<I", pkt[-4:])[0]
 
 
-def check_file(path, seen_ops):
+def check_file(path, seen_ops, cut_ok):
     errors = []
+    linktype, recs, whole = pcap_records(path)
+    size = os.path.getsize(path)
+    if whole != size:
+        if not cut_ok:
+            errors.append(f"the last record is cut short ({size - whole} "
+                          "bytes)")
+        print(f"{path}: the last record is cut short, left out")
+        with open(path, "rb") as f:
+            data = f.read(whole)
+        tmp = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
+        tmp.write(data)
+        tmp.close()
+        try:
+            ib, more = check_file(tmp.name, seen_ops, False)
+        finally:
+            os.unlink(tmp.name)
+        return ib, errors + more
     malformed = tshark_fields(path, ["frame.number"], "_ws.malformed")
     if malformed:
         errors.append(f"{len(malformed)} malformed packets (first: frame "
@@ -87,7 +110,6 @@ def check_file(path, seen_ops):
         "infiniband.bth.destqp", "infiniband.bth.psn",
         "infiniband.bth.opcode",
     ])
-    linktype, recs = pcap_records(path)
     if linktype != 101:
         errors.append(f"link type {linktype}, not LINKTYPE_RAW (101)")
     if len(recs) != len(rows):
@@ -151,11 +173,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--expect", default="",
                     help="BTH opcode numbers that must appear (0x..)")
+    ap.add_argument("--cut-ok", action="store_true",
+                    help="a last record cut short is left out")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     seen, total, fail = set(), 0, False
     for path in a.files:
-        ib, errors = check_file(path, seen)
+        ib, errors = check_file(path, seen, a.cut_ok)
         total += len(ib)
         for e in errors[:10]:
             print(f"FAIL: {path}: {e}")
