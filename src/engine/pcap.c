@@ -396,15 +396,26 @@ static void gather(uint8_t *dst, const struct iovec *iov, uint32_t niov,
 	memset(dst, 0, n);
 }
 
+/* The AETH syndrome of a channel's acknowledgement: the NAK a responder
+ * sends for the error the channel reports as a completion status
+ * (paths/chan.c: REM_INV_REQ_ERR or REM_OP_ERR), else an ACK. */
+static uint8_t chan_syndrome(uint32_t nak)
+{
+	if (!nak)
+		return SV_AETH_CREDIT_INVALID;
+	return nak == IBV_WC_REM_INV_REQ_ERR ? SV_AETH_NAK_INVALID :
+					       SV_AETH_NAK_REM_OP;
+}
+
 static void put_ack(struct sv_qp_engine *qe, bool tx, uint32_t psn,
-		    uint32_t msn)
+		    uint32_t msn, uint8_t syndrome)
 {
 	uint8_t b[SV_BTH_BYTES + SV_AETH_BYTES + SV_ICRC_BYTES];
 	uint8_t op = SV_OP_RC_ACKNOWLEDGE;
 	struct sv_flow f = qp_flow(qe, tx);
 	uint32_t len = hdr(b, op, tx ? qe->dest_qpn : qe->qpn, psn, 0);
 
-	sv_aeth_set_syndrome(at(b, op, SV_HDR_AETH), SV_AETH_CREDIT_INVALID);
+	sv_aeth_set_syndrome(at(b, op, SV_HDR_AETH), syndrome);
 	sv_aeth_set_msn(at(b, op, SV_HDR_AETH), msn);
 	put(&f, b, len);
 }
@@ -443,15 +454,19 @@ void sv_pcap_chan_send(struct sv_qp_engine *qe, uint32_t psn,
 	sv_mutex_unlock(&lock);
 }
 
-void sv_pcap_chan_acked(struct sv_qp_engine *qe, uint32_t n)
+void sv_pcap_chan_acked(struct sv_qp_engine *qe, uint32_t n, uint32_t nak)
 {
 	sv_mutex_lock(&lock, SV_LOCK_PCAP);
+	/* A NAK acknowledges the messages before the one it names. */
+	if (nak)
+		n++;
 	if (n > qe->pcap.chan_unacked)
 		n = qe->pcap.chan_unacked;
 	if (n) {
 		/* One ACK for the last of them, as a coalescing responder
 		 * sends; its MSN is the responder's, unknown here. */
-		put_ack(qe, false, sv_psn_add(qe->pcap.chan_first, n - 1), 0);
+		put_ack(qe, false, sv_psn_add(qe->pcap.chan_first, n - 1), 0,
+			chan_syndrome(nak));
 		qe->pcap.chan_first = sv_psn_add(qe->pcap.chan_first, n);
 		qe->pcap.chan_unacked -= n;
 	}
@@ -467,11 +482,11 @@ void sv_pcap_chan_recv(struct sv_qp_engine *qe, const uint8_t *data,
 	sv_mutex_unlock(&lock);
 }
 
-void sv_pcap_chan_ack(struct sv_qp_engine *qe)
+void sv_pcap_chan_ack(struct sv_qp_engine *qe, uint32_t nak)
 {
 	sv_mutex_lock(&lock, SV_LOCK_PCAP);
 	put_ack(qe, true, sv_psn_add(qe->resp.psn, qe->pcap.rx_shift - 1),
-		qe->resp.msn);
+		qe->resp.msn, chan_syndrome(nak));
 	sv_mutex_unlock(&lock);
 }
 
@@ -541,6 +556,7 @@ void sv_pcap_direct(struct sv_qp_engine *qe, bool write, uint32_t psn,
 		put(write ? &ftx : &frx, b, l);
 	}
 	if (write)
-		put_ack(qe, false, sv_psn_add(psn, n - 1), 0);
+		put_ack(qe, false, sv_psn_add(psn, n - 1), 0,
+			SV_AETH_CREDIT_INVALID);
 	sv_mutex_unlock(&lock);
 }

@@ -58,15 +58,17 @@ void sv_pcap_engine_pkt(struct sv_qp_engine *qe, bool tx,
 			uint32_t len);
 
 /* The message channel: a SEND of len bytes the requester wrote into the
- * peer's channel at its next PSN psn, its acknowledgement (n messages),
- * the message the responder took, and the responder's ACK. */
+ * peer's channel at its next PSN psn, its acknowledgement (n messages,
+ * then the NAK of the next one when nak is the completion status the
+ * responder reported for it, else 0), the message the responder took, and
+ * the responder's ACK (or NAK, nak as above) of what it took. */
 void sv_pcap_chan_send(struct sv_qp_engine *qe, uint32_t psn,
 		       const uint8_t *data, uint32_t len, bool imm,
 		       uint32_t imm_data, bool se);
-void sv_pcap_chan_acked(struct sv_qp_engine *qe, uint32_t n);
+void sv_pcap_chan_acked(struct sv_qp_engine *qe, uint32_t n, uint32_t nak);
 void sv_pcap_chan_recv(struct sv_qp_engine *qe, const uint8_t *data,
 		       uint32_t len, bool imm, uint32_t imm_data, bool se);
-void sv_pcap_chan_ack(struct sv_qp_engine *qe);
+void sv_pcap_chan_ack(struct sv_qp_engine *qe, uint32_t nak);
 
 /* One-copy placement: an RDMA WRITE (its source) or READ (its
  * destination, filled) of len bytes done at the requester's next PSN

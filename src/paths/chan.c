@@ -237,7 +237,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	}
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
 	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
-		sv_pcap_chan_ack(qe);
+		sv_pcap_chan_ack(qe, nak);
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -684,7 +684,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
 	if (n && sv_pcap_active())
-		sv_pcap_chan_acked(qe, n);
+		sv_pcap_chan_acked(qe, n, 0);
 }
 
 static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
@@ -762,7 +762,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t nak, idx, done = 0;
+	uint32_t nak, idx, done = 0, naked = 0;
 	uint64_t nak_pos;
 	int st = atomic_load(&qe->state);
 
@@ -792,13 +792,14 @@ static void tx_retire(struct sv_qp_engine *qe)
 			SV_STAT(qe->eng, nak_rcvd);
 			w->state = SV_WQE_ERROR;
 			w->status = nak;
+			naked = nak;
 			break;
 		}
 		w->state = SV_WQE_DONE;
 		done++;
 	}
-	if (done && sv_pcap_active())
-		sv_pcap_chan_acked(qe, done);
+	if ((done || naked) && sv_pcap_active())
+		sv_pcap_chan_acked(qe, done, naked);
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;
