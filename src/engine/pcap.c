@@ -17,7 +17,8 @@
  * comes 100 ms or more after the last write, when a progress thread goes
  * to sleep for 100 ms or more (or finds the last write that old), at each
  * engine's close and at exit: a process killed leaves a file readable up
- * to its last write.
+ * to its last write (a kill in the middle of a write may cut that write's
+ * last record short).
  */
 #include "engine/pcap.h"
 
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +96,8 @@ static void write_out(void)
 				"stopped",
 				n < 0 ? strerror(errno) : "no progress");
 			atomic_store(&sv_pcap_on, false);
+			close(fd);
+			fd = -1;
 			break;
 		}
 		off += (size_t)n;
@@ -153,14 +157,18 @@ static void expand(char *out, size_t size, const char *name)
 }
 
 /* Open path for us alone: a file another live process captures into is
- * locked (flock), and is not truncated under it. */
+ * locked (flock), and is not truncated under it.  A pipe or a device
+ * (SOFTVERBS_PCAP=/dev/stdout into `tshark -i -`) is written as it is. */
 static int open_locked_file(const char *path, bool *busy)
 {
 	int f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	struct stat st;
 
 	*busy = false;
 	if (f < 0)
 		return -1;
+	if (fstat(f, &st) || !S_ISREG(st.st_mode))
+		return f;
 	if (flock(f, LOCK_EX | LOCK_NB)) {
 		*busy = errno == EWOULDBLOCK;
 		close(f);
