@@ -29,9 +29,13 @@ cleanup() {
 trap cleanup EXIT
 
 export SOFTVERBS_PCAP=$tmp/cap.pcap
+# UDP loses datagrams (a socket buffer full): go-back-N resends are part of
+# that path's capture; the shm rings lose none, so there any PSN out of
+# order fails (so would a fast-path packet written with a PSN in use).
+check=(python3 "$here/pcap_check.py")
 case $mode in
 shm) unset SOFTVERBS_FASTPATH ;;
-udp) export SOFTVERBS_FASTPATH=0 ;;
+udp) export SOFTVERBS_FASTPATH=0 check+=(--resends) ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 
@@ -91,6 +95,6 @@ fi
 # The second process says where it captures instead.
 grep -q "SOFTVERBS_PCAP: .*cap.pcap is being written by another process; capturing to .*cap.pcap\.[0-9]" \
 	"$tmp/server" "$tmp/client" || { echo "FAIL: no warning about the shared name"; fail=1; }
-python3 "$here/pcap_check.py" --expect "$expect" "${files[@]}" || fail=1
+"${check[@]}" --expect "$expect" "${files[@]}" || fail=1
 [ $fail = 0 ] && echo "PASS: $tool over $mode captured and decoded"
 exit $fail

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check SOFTVERBS_PCAP captures as tshark decodes them with no option.
 
-    pcap_check.py [--expect OPCODE,...] [--cut-ok] FILE...
+    pcap_check.py [--expect OPCODE,...] [--cut-ok] [--resends] FILE...
 
 For each FILE: tshark reads it (no -d, no option), no packet may be
 malformed, every packet must be RoCE v2 (UDP destination port 4791,
@@ -10,10 +10,14 @@ InfiniBand), every ICRC must be the CRC of the packet as written
 connection (requester socket port -> destination QP) the PSNs of the
 requests must come in order: each request's PSN is the one after the
 previous request's range (a READ request's range is its response
-packets), or at most a retransmission of an earlier one (counted, not a
-gap).  Over all files: at least one InfiniBand packet, and every opcode
+packets).  With --resends (UDP, which loses datagrams) a request may
+also go back to an earlier PSN (a go-back-N resend, counted) or skip
+ahead (this process never got the PSNs between, counted), as long as a
+resend brings every skipped PSN later.  Over all files: at least one
+InfiniBand packet, and every opcode
 number of --expect present.  With --cut-ok (the file of a process
-killed while it wrote) a last record cut short is left out, and said.
+killed while it wrote) a last record cut short is left out, and said,
+and PSNs skipped need no resend (it may have come after the kill).
 """
 import argparse
 import os
@@ -82,7 +86,7 @@ def icrc_ok(pkt):
     return crc == struct.unpack("<I", pkt[-4:])[0]
 
 
-def check_file(path, seen_ops, cut_ok):
+def check_file(path, seen_ops, cut_ok, resends):
     errors = []
     linktype, recs, whole = pcap_records(path)
     size = os.path.getsize(path)
@@ -97,7 +101,7 @@ def check_file(path, seen_ops, cut_ok):
         tmp.write(data)
         tmp.close()
         try:
-            ib, more = check_file(tmp.name, seen_ops, False)
+            ib, more = check_file(tmp.name, seen_ops, cut_ok, resends)
         finally:
             os.unlink(tmp.name)
         return ib, errors + more
@@ -136,8 +140,8 @@ def check_file(path, seen_ops, cut_ok):
     for _, sport, dqp, psn, op in pkts:
         if op in READ_RESP:
             read_resp[(dqp >> 8, psn)] = op
-    conns = {}
-    retrans = 0
+    conns, skipped = {}, {}
+    retrans = lost = 0
     for frame, sport, dqp, psn, op in pkts:
         if op in RESP:
             continue
@@ -149,23 +153,35 @@ def check_file(path, seen_ops, cut_ok):
             while read_resp.get((sport, (psn + n - 1) & PSN_MASK)) in (
                     0x0D, 0x0E) and n < 1 << 20:
                 n += 1
+        span = {(psn + i) & PSN_MASK for i in range(n)}
         if key not in conns:
-            conns[key] = (psn + n) & PSN_MASK
+            conns[key], skipped[key] = (psn + n) & PSN_MASK, set()
             continue
         want = conns[key]
         d = ((psn - want) << 8) & 0xFFFFFFFF
-        d = d - (1 << 32) if d >= 1 << 31 else d
+        d = (d - (1 << 32) if d >= 1 << 31 else d) >> 8
         if d == 0:
             conns[key] = (psn + n) & PSN_MASK
-        elif d < 0:
+        elif d < 0 and resends:
             retrans += 1  # go-back-N resends an earlier PSN
+            skipped[key] -= span
+        elif d > 0 and resends:
+            # Lost before this process saw it: a resend must bring it.
+            skipped[key] |= {(want + i) & PSN_MASK for i in range(d)}
+            lost += d
+            conns[key] = (psn + n) & PSN_MASK
         else:
             errors.append(f"frame {frame}: QP {dqp:#x} request PSN {psn}, "
-                          f"expected {want} (a gap)")
+                          f"expected {want}")
             conns[key] = (psn + n) & PSN_MASK
+    for (sport, dqp), left in skipped.items():
+        # (A process killed may have died before the resend came.)
+        if left and not cut_ok:
+            errors.append(f"QP {dqp:#x}: {len(left)} PSNs never seen (first:"
+                          f" {min(left)})")
     print(f"{path}: {len(rows)} packets, {len(ib)} InfiniBand, "
-          f"{len(conns)} connections, {retrans} retransmitted requests, "
-          f"{len(malformed)} malformed")
+          f"{len(conns)} connections, {retrans} resent requests, "
+          f"{lost} PSNs seen only when resent, {len(malformed)} malformed")
     return ib, errors
 
 
@@ -175,11 +191,13 @@ def main():
                     help="BTH opcode numbers that must appear (0x..)")
     ap.add_argument("--cut-ok", action="store_true",
                     help="a last record cut short is left out")
+    ap.add_argument("--resends", action="store_true",
+                    help="a lossy path: allow go-back-N resends")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     seen, total, fail = set(), 0, False
     for path in a.files:
-        ib, errors = check_file(path, seen, a.cut_ok)
+        ib, errors = check_file(path, seen, a.cut_ok, a.resends)
         total += len(ib)
         for e in errors[:10]:
             print(f"FAIL: {path}: {e}")

@@ -29,9 +29,13 @@ cleanup() {
 trap cleanup EXIT
 
 export SOFTVERBS_PCAP=$tmp/cap.%p.pcap
+# UDP loses datagrams (a socket buffer full): go-back-N resends are part of
+# that path's capture; the shm rings lose none, so there any PSN out of
+# order fails (so would a fast-path packet written with a PSN in use).
+check=(python3 "$here/pcap_check.py")
 case $mode in
 shm) unset SOFTVERBS_FASTPATH ;;
-udp) export SOFTVERBS_FASTPATH=0 ;;
+udp) export SOFTVERBS_FASTPATH=0 check+=(--resends) ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 gid=$("$sv" devices 2>/dev/null |
@@ -76,6 +80,6 @@ if [ $grown != 2 ]; then
 	exit 1
 fi
 ls -l "$tmp"/cap.*.pcap
-python3 "$here/pcap_check.py" --cut-ok --expect 0x04,0x11 "$tmp"/cap.*.pcap || fail=1
+"${check[@]}" --cut-ok --expect 0x04,0x11 "$tmp"/cap.*.pcap || fail=1
 [ $fail = 0 ] && echo "PASS: killed processes' captures over $mode read back"
 exit $fail
