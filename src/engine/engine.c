@@ -333,6 +333,8 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
+		if (timeout && sv_pcap_active())
+			sv_pcap_idle(timeout < 0 || timeout >= 100);
 		/* Spinning: the pass below reads every link anyway. */
 		n = timeout == 0 && now < eng->spin_until ?
 			    0 :
@@ -379,6 +381,9 @@ int sv_engine_start_thread(struct sv_engine *eng)
 
 	if (eng->thread_started)
 		return 0;
+	/* The capture file too waits for a first QP: a process that only
+	 * queries the device (`softverbs run` before its exec) has none. */
+	sv_pcap_engine_open();
 	/* The thread must never take the application's signals, but the
 	 * faults of its own copies it must (util/fault.h): a fault whose
 	 * signal is blocked kills the process. */
@@ -484,6 +489,7 @@ void sv_engine_close(struct sv_context *ctx)
 	pthread_mutex_destroy(&eng->kick_lock);
 	ctx->engine = NULL;
 	free(eng);
+	sv_pcap_engine_close();
 }
 
 /* ---- entry points from the verbs layer ---------------------------------------- */

@@ -14,6 +14,7 @@
 #include "core/objects.h"
 #include "engine/eng.h"
 #include "engine/path.h"
+#include "engine/pcap.h"
 #include "link/chan.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
@@ -139,6 +140,8 @@ struct sv_qp_engine {
 		bool listed; /* on sv_engine.chans */
 		struct list_node node;
 	} chan;
+
+	struct sv_pcap_qp pcap; /* SOFTVERBS_PCAP (engine/pcap.c) */
 
 	/* large WRITEs the target's thread did not help with in a row
 	 * (help.c): the next ones are not offered for a while */

@@ -13,6 +13,7 @@
 #include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/stats.h"
@@ -165,6 +166,8 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		sv_links_rx_udp_seen(qe);
 	if (sv_env_trace())
 		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
+	if (sv_pcap_active())
+		sv_pcap_engine_pkt(qe, false, flow, buf, len);
 	if (want == SV_M_XRC)
 		sv_xrc_rx(qe, &pkt, flow);
 	else if (pkt.mask & SV_M_REQ)

@@ -11,6 +11,7 @@
 #include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "engine/xrc.h"
@@ -61,16 +62,23 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 		sv_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
 			     t->len, NULL);
 	eng->ntx++;
-	if (!t->link->wire) {
+	if (!t->link->wire)
 		/* No wire, no ICRC (link.h): a zero in its place, which
 		 * fault injection turns into "bad ICRC" (inject.c). */
 		memset(t->buf + t->len - SV_ICRC_BYTES, 0, SV_ICRC_BYTES);
+	if (!t->link->wire && !sv_pcap_active()) {
 		SV_STAT(eng, shm_tx_pkts);
 		return;
 	}
 	f.src = t->src;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
+	if (sv_pcap_active())
+		sv_pcap_engine_pkt(qe, true, &f, t->buf, t->len);
+	if (!t->link->wire) {
+		SV_STAT(eng, shm_tx_pkts);
+		return;
+	}
 	sv_icrc_set(&f, t->buf, t->len);
 	SV_STAT(eng, sent_pkts);
 }

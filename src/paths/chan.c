@@ -242,6 +242,8 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
 	}
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
+	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
+		sv_pcap_chan_ack(qe, nak);
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -296,6 +298,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
 		return RX_NO_WQE;
+	if (sv_pcap_active())
+		sv_pcap_chan_recv(qe, m->data, m->len,
+				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
+				  (m->flags & SV_CHAN_F_SE) != 0);
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
@@ -610,6 +616,10 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	if (wr->send_flags & IBV_SEND_SOLICITED)
 		flags |= SV_CHAN_F_SE;
 	idle = sv_wq_used(&qp->sq) == 0;
+	if (sv_pcap_active())
+		sv_pcap_chan_send(qe, qe->chan.lean_psn, dst, len,
+				  wr->opcode == IBV_WR_SEND_WITH_IMM,
+				  wr->imm_data, flags & SV_CHAN_F_SE);
 	end = sv_chan_commit(t, len, flags,
 			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
 								  0);
@@ -669,7 +679,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t tail;
+	uint32_t tail, n = 0;
 
 	lean_count(qe);
 	if (a == qe->chan.acked)
@@ -694,13 +704,16 @@ static void lean_retire(struct sv_qp_engine *qe)
 		qe->chan.acked = w->chan_end;
 		qe->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;
+		n++;
 		if (!wqe_signaled(qp, w)) {
 			qe->comp.idx++;
 			continue;
 		}
 		if (sv_complete_send(qe, IBV_WC_SUCCESS))
-			return; /* CQ overrun: the QP left lean mode for ERR */
+			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
+	if (n && sv_pcap_active())
+		sv_pcap_chan_acked(qe, n, 0);
 }
 
 static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
@@ -758,6 +771,17 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		uint32_t r = (uint32_t)__builtin_ctz(~qe->chan.results_used);
 
 		sv_chan_atomic_fill(wqe, dst);
+		if (sv_pcap_active()) {
+			struct sv_pcap_atomic pa = {
+				.cas = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP,
+				.va = wqe->wr.atomic.remote_addr,
+				.rkey = wqe->wr.atomic.rkey,
+				.compare_add = wqe->wr.atomic.compare_add,
+				.swap = wqe->wr.atomic.swap,
+			};
+
+			sv_pcap_chan_atomic(qe, qe->req.psn, &pa);
+		}
 		wqe->atomic_result = r;
 		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_ATOMIC, r);
 		qe->chan.results_used |= 1u << r;
@@ -778,6 +802,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 			flags |= SV_CHAN_F_IMM;
 		if (wqe->send_flags & IBV_SEND_SOLICITED)
 			flags |= SV_CHAN_F_SE;
+		if (sv_pcap_active())
+			sv_pcap_chan_send(qe, qe->req.psn, dst, len,
+					  wqe->opcode == IBV_WR_SEND_WITH_IMM,
+					  wqe->imm_data, flags & SV_CHAN_F_SE);
 		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 		SV_STAT(qe->eng, chan_sends);
 	}
@@ -807,7 +835,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t nak, idx;
+	uint32_t nak, idx, done = 0, naked = 0;
 	uint64_t nak_pos;
 	int st = atomic_load(&qe->state);
 
@@ -843,11 +871,20 @@ static void tx_retire(struct sv_qp_engine *qe)
 			SV_STAT(qe->eng, nak_rcvd);
 			w->state = SV_WQE_ERROR;
 			w->status = nak;
+			naked = nak;
 			break;
 		}
 		if (sv_chan_atomic_op(w->opcode)) {
 			enum ibv_wc_status e = sv_chan_atomic_done(qe, w, own);
 
+			if (sv_pcap_active()) {
+				/* Its own ACKNOWLEDGE, after the ACK of the
+				 * SENDs before it. */
+				if (done)
+					sv_pcap_chan_acked(qe, done, 0);
+				done = 0;
+				sv_pcap_chan_atomic_acked(qe, w->atomic_result);
+			}
 			if (e != IBV_WC_SUCCESS) {
 				sv_explain_wqe(qe, w, e);
 				w->state = SV_WQE_ERROR;
@@ -856,7 +893,11 @@ static void tx_retire(struct sv_qp_engine *qe)
 			}
 		}
 		w->state = SV_WQE_DONE;
+		if (!sv_chan_atomic_op(w->opcode))
+			done++; /* (an atomic's acknowledgement is written) */
 	}
+	if ((done || naked) && sv_pcap_active())
+		sv_pcap_chan_acked(qe, done, naked);
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;

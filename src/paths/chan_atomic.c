@@ -41,6 +41,7 @@
 #include "engine/dma.h"
 #include "engine/eng.h"
 #include "engine/explain.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
@@ -135,6 +136,15 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 	}
 	opcode = a.op == SV_CHAN_CMP_SWAP ? SV_OP_RC_COMPARE_SWAP :
 					    SV_OP_RC_FETCH_ADD;
+	if (sv_pcap_active()) {
+		struct sv_pcap_atomic pa = { .cas = a.op == SV_CHAN_CMP_SWAP,
+					     .va = a.va,
+					     .rkey = a.rkey,
+					     .compare_add = a.compare_add,
+					     .swap = a.swap };
+
+		sv_pcap_chan_atomic_recv(qe, &pa);
+	}
 	/* The responder's checks in its order (resp.c chk_op_valid,
 	 * chk_resource, chk_rkey). */
 	if (!(qe->access & IBV_ACCESS_REMOTE_ATOMIC)) {
@@ -177,5 +187,7 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 	atomic_store_explicit(&pc->result[m->imm % SV_CHAN_RESULTS], orig,
 			      memory_order_relaxed);
 	SV_STAT(qe->eng, chan_atomics_served);
+	if (sv_pcap_active())
+		sv_pcap_chan_atomic_ack(qe, orig);
 	return 0;
 }

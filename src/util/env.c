@@ -86,6 +86,14 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "report verbs misuse, GID table as on hardware "
 			"(docs/strict.md)",
 	},
+	[SV_ENV_PCAP] = {
+		.name = "SOFTVERBS_PCAP",
+		.kind = SV_ENV_PATH,
+		.off = VAR(pcap),
+		.values = "FILE",
+		.dflt = "off",
+		.what = "pcap of every packet sent and received (shm: as RoCE v2); %p: the pid",
+	},
 	[SV_ENV_FASTPATH] = {
 		.name = "SOFTVERBS_FASTPATH",
 		.kind = SV_ENV_OFF,

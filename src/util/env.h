@@ -40,6 +40,7 @@ struct sv_env {
 	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
+	char pcap[SV_ENV_FILE_MAX]; /* SOFTVERBS_PCAP, "": no capture */
 };
 
 /* The variables, in the order `softverbs help` lists them. */
@@ -51,6 +52,7 @@ enum sv_env_id {
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
 	SV_ENV_STRICT,
+	SV_ENV_PCAP,
 	SV_ENV_FASTPATH,
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
@@ -129,6 +131,11 @@ static inline int sv_env_stats(void)
 static inline int sv_env_strict(void)
 {
 	return sv_env(SV_ENV_STRICT)->strict;
+}
+
+static inline const char *sv_env_pcap(void)
+{
+	return sv_env(SV_ENV_PCAP)->pcap;
 }
 
 static inline int sv_env_fastpath(void)

@@ -41,6 +41,7 @@ static const char *const names[SV_LOCK_NRANKS] = {
 	[SV_LOCK_IBV_EVENTS] = "ibv_events (ibv_cq/qp/srq.mutex)",
 	[SV_LOCK_SHM_REG] = "shm_reg (link/shm.c reg_lock)",
 	[SV_LOCK_READLOCK_REG] = "readlock_reg (sv_readlock.reg)",
+	[SV_LOCK_PCAP] = "pcap (engine/pcap.c lock)",
 	[SV_LOCK_GIDS] = "gids (core/gids.c gids.lock)",
 	[SV_LOCK_ENV] = "env (util/env.c env_lock)",
 	[SV_LOCK_RS_TABLE] = "rs_table (cm/rs_core.c rs_table_lock)",

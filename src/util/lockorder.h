@@ -139,6 +139,10 @@ enum sv_lock_rank {
 	/* util/readlock.c sv_readlock.reg: the record list, at a thread's
 	 * first read of a readlock (so under whatever the reader holds). */
 	SV_LOCK_READLOCK_REG,
+	/* engine/pcap.c lock: the capture's buffer and file, and each QP's
+	 * place in its PSN space (written under the engine lock, sq_lock,
+	 * the key table's read lock). */
+	SV_LOCK_PCAP,
 	/* core/gids.c gids.lock: the cached GID table (copied in or out,
 	 * nothing else under it). */
 	SV_LOCK_GIDS,
