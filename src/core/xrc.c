@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "util/lockorder.h"
@@ -17,6 +19,43 @@ static pthread_mutex_t xrc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head domains = LIST_HEAD_INIT(domains);
 
 /* ---- domains -------------------------------------------------------------- */
+
+/*
+ * A file's domain exists on the host while some process has it open, as
+ * the kernel's XRCD keyed by the inode: each process that holds it keeps
+ * a shared flock on its own open of the file, which the kernel drops when
+ * the process closes the domain or dies, so the last close anywhere ends
+ * the domain and a crash leaves nothing behind.  Whether another process
+ * has it is a non-blocking exclusive flock that fails.  The kernel's
+ * rules follow: no domain and no O_CREAT -> EAGAIN; one and O_EXCL ->
+ * EINVAL.  *lockfd: the open that holds the shared lock.
+ */
+static int join_file(int fd, int oflags, int *lockfd)
+{
+	char path[64];
+	bool exists;
+	int l;
+
+	/* Our own open of the file (not the caller's descriptor, whose
+	 * locks are the application's). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	l = open(path, O_RDONLY | O_CLOEXEC);
+	if (l < 0)
+		l = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (l < 0)
+		return errno == EMFILE || errno == ENFILE ? errno : EBADF;
+	exists = flock(l, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+	if ((!exists && !(oflags & O_CREAT)) || (exists && (oflags & O_EXCL))) {
+		close(l);
+		return exists ? EINVAL : EAGAIN;
+	}
+	/* (Held exclusively when new: others wait the instant it takes to
+	 * make it shared.) */
+	while (flock(l, LOCK_SH) && errno == EINTR)
+		;
+	*lockfd = l;
+	return 0;
+}
 
 int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 {
@@ -38,23 +77,31 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 				break;
 			}
 		}
-		/* The kernel's rules: no domain for the file and no
-		 * O_CREAT -> EAGAIN; one exists and O_EXCL -> EINVAL. */
-		if (!dom && !(oflags & O_CREAT)) {
-			sv_mutex_unlock(&xrc_lock);
-			return EAGAIN;
-		}
+		/* The kernel's rule for a domain that exists (here; one
+		 * of other processes only: join_file). */
 		if (dom && (oflags & O_EXCL)) {
 			sv_mutex_unlock(&xrc_lock);
 			return EINVAL;
 		}
 	}
 	if (!dom) {
+		int lockfd = -1, err;
+
+		if (fd != -1) {
+			err = join_file(fd, oflags, &lockfd);
+			if (err) {
+				sv_mutex_unlock(&xrc_lock);
+				return err;
+			}
+		}
 		dom = calloc(1, sizeof(*dom));
 		if (!dom) {
+			if (lockfd >= 0)
+				close(lockfd);
 			sv_mutex_unlock(&xrc_lock);
 			return ENOMEM;
 		}
+		dom->lockfd = lockfd;
 		if (fd != -1) {
 			dom->by_inode = true;
 			dom->dev = st.st_dev;
@@ -80,6 +127,8 @@ int sv_xrcd_close(struct sv_xrcd *dom)
 	}
 	if (--dom->opens == 0) {
 		list_del(&dom->node);
+		if (dom->lockfd >= 0)
+			close(dom->lockfd); /* this process leaves the domain */
 		free(dom);
 	}
 	sv_mutex_unlock(&xrc_lock);

@@ -27,6 +27,7 @@ struct sv_xrcd {
 	bool by_inode;
 	dev_t dev;
 	ino_t ino;
+	int lockfd; /* a file's: its shared flock (xrc.c join_file), else -1 */
 	int opens; /* ibv_xrcd handles on it */
 	int users; /* XRC SRQs and target QPs */
 	struct list_head tgt_qps; /* struct sv_qp.xrc_node */

@@ -173,8 +173,8 @@ static struct taken *taken_find(uint32_t cookie, bool unlink)
 
 static void serve_take(const struct fwd_req *rq, struct fwd_ans *an)
 {
-	struct sv_srq *srq = sv_xrc_srq_get_shared((dev_t)rq->dev,
-						   (ino_t)rq->ino, rq->srqn);
+	struct sv_srq *srq =
+		sv_xrc_srq_get_shared((dev_t)rq->dev, (ino_t)rq->ino, rq->srqn);
 	struct taken *t;
 
 	if (!srq) {
@@ -221,7 +221,7 @@ static void serve_place(const struct fwd_req *rq, uint8_t *payload,
 	}
 	e = sv_sgl_copy(t->srq->pd, t->wqe.sge, t->wqe.num_sge, rq->offset,
 			payload, rq->len, true);
-	an->status = e == SV_SGL_OK	 ? FWD_OK :
+	an->status = e == SV_SGL_OK    ? FWD_OK :
 		     e == SV_SGL_FAULT ? FWD_FAULT :
 					 FWD_PROT;
 }
@@ -290,7 +290,8 @@ static void *server_main(void *arg)
 			continue;
 		}
 		/* A requester that has gone takes no answer. */
-		(void)sendto(sv->fd, &an, sizeof(an), MSG_DONTWAIT | MSG_NOSIGNAL,
+		(void)sendto(sv->fd, &an, sizeof(an),
+			     MSG_DONTWAIT | MSG_NOSIGNAL,
 			     (struct sockaddr *)&from, fromlen);
 	}
 	free(buf);
@@ -386,8 +387,8 @@ static void ask(struct sv_qp_engine *qe, struct fwd_req *rq,
 
 		cl.fd = fwd_socket();
 		/* An address of our own (autobind) for the answers. */
-		if (cl.fd >= 0 && bind(cl.fd, (struct sockaddr *)&any,
-				       sizeof(sa_family_t))) {
+		if (cl.fd >= 0 &&
+		    bind(cl.fd, (struct sockaddr *)&any, sizeof(sa_family_t))) {
 			close(cl.fd);
 			cl.fd = -1;
 		}
