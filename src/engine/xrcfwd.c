@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static socklen_t fwd_name(struct sockaddr_un *sa, uint16_t port)
 /* One datagram into buf, true when it is well formed (at least min
  * bytes) and its sender is of our user. */
 static bool fwd_recv(int fd, void *buf, size_t size, size_t min, ssize_t *got,
-		     struct sockaddr_un *from, socklen_t *fromlen)
+		     struct sockaddr_un *from, socklen_t *fromlen, pid_t *pid)
 {
 	union {
 		struct cmsghdr h;
@@ -122,6 +123,8 @@ static bool fwd_recv(int fd, void *buf, size_t size, size_t min, ssize_t *got,
 			continue;
 		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
 		mine = cr.uid == geteuid();
+		if (pid)
+			*pid = cr.pid;
 	}
 	return mine && !(m.msg_flags & MSG_TRUNC) && (size_t)*got >= min &&
 	       *(const uint32_t *)buf == FWD_MAGIC;
@@ -143,6 +146,7 @@ static int fwd_socket(void)
 
 struct taken {
 	uint32_t cookie;
+	pid_t pid; /* the target QP's process */
 	struct sv_srq *srq; /* held by srq->users */
 	uint64_t wqe_len;
 	struct taken *next;
@@ -171,7 +175,7 @@ static struct taken *taken_find(uint32_t cookie, bool unlink)
 	return t;
 }
 
-static void serve_take(const struct fwd_req *rq, struct fwd_ans *an)
+static void serve_take(const struct fwd_req *rq, pid_t pid, struct fwd_ans *an)
 {
 	struct sv_srq *srq =
 		sv_xrc_srq_get_shared((dev_t)rq->dev, (ino_t)rq->ino, rq->srqn);
@@ -194,6 +198,7 @@ static void serve_take(const struct fwd_req *rq, struct fwd_ans *an)
 	atomic_fetch_add(&srq->users, 1);
 	sv_xrc_srq_put(srq);
 	t->srq = srq;
+	t->pid = pid;
 	sv_mutex_lock(&tk.lock, SV_LOCK_XRC_FWD);
 	t->cookie = ++tk.next_cookie;
 	t->next = tk.list;
@@ -242,6 +247,40 @@ static void serve_done(const struct fwd_req *rq, struct fwd_ans *an)
 	free(t);
 }
 
+/* The WQEs taken by processes that have died (a target QP's process
+ * that ends in the middle of a message, without destroying the QP)
+ * complete with IBV_WC_WR_FLUSH_ERR, as the kernel flushes a destroyed
+ * QP's, and their SRQs may be destroyed again. */
+static void reap(void)
+{
+	struct taken **p, *t, *dead = NULL;
+
+	sv_mutex_lock(&tk.lock, SV_LOCK_XRC_FWD);
+	for (p = &tk.list; (t = *p);) {
+		if (kill(t->pid, 0) && errno == ESRCH) {
+			*p = t->next;
+			t->next = dead;
+			dead = t;
+		} else {
+			p = &t->next;
+		}
+	}
+	sv_mutex_unlock(&tk.lock);
+	while ((t = dead)) {
+		struct ibv_wc wc = {
+			.wr_id = t->wqe.wr_id,
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+			.vendor_err = IBV_WC_WR_FLUSH_ERR,
+		};
+
+		dead = t->next;
+		sv_cq_push(t->srq->cq, &wc, false);
+		atomic_fetch_sub(&t->srq->users, 1);
+		free(t);
+	}
+}
+
 struct server {
 	int fd;
 	uint16_t port;
@@ -261,13 +300,17 @@ static void *server_main(void *arg)
 		struct fwd_ans an;
 		struct sockaddr_un from;
 		socklen_t fromlen = 0;
+		pid_t pid = 0;
 		ssize_t got;
 
-		/* The timeout only bounds how late a stop is seen. */
-		if (poll(&p, 1, 200) <= 0)
+		/* The timeout bounds how late a stop is seen, and how long
+		 * the WQEs of a target QP's process that died stay out. */
+		if (poll(&p, 1, 200) <= 0) {
+			reap();
 			continue;
+		}
 		if (!fwd_recv(sv->fd, buf, size, sizeof(*rq), &got, &from,
-			      &fromlen))
+			      &fromlen, &pid))
 			continue;
 		if ((size_t)got != sizeof(*rq) + rq->len ||
 		    (rq->op != FWD_PLACE && rq->len))
@@ -278,7 +321,7 @@ static void *server_main(void *arg)
 		an.status = FWD_OK;
 		switch (rq->op) {
 		case FWD_TAKE:
-			serve_take(rq, &an);
+			serve_take(rq, pid, &an);
 			break;
 		case FWD_PLACE:
 			serve_place(rq, buf + sizeof(*rq), &an);
@@ -360,8 +403,8 @@ static uint64_t now_ms(void)
 }
 
 /* Ask the owner of rq->srqn; its answer in an (FWD_GONE when it has none). */
-static void ask(struct sv_qp_engine *qe, struct fwd_req *rq,
-		const uint8_t *payload, struct fwd_ans *an)
+static void ask(struct sv_qp *qp, struct fwd_req *rq, const uint8_t *payload,
+		struct fwd_ans *an)
 {
 	struct iovec iov[2] = {
 		{ .iov_base = rq, .iov_len = sizeof(*rq) },
@@ -379,8 +422,8 @@ static void ask(struct sv_qp_engine *qe, struct fwd_req *rq,
 	memset(an, 0, sizeof(*an));
 	an->status = FWD_GONE;
 	rq->magic = FWD_MAGIC;
-	rq->dev = (uint64_t)qe->qp->xrcd->dev;
-	rq->ino = (uint64_t)qe->qp->xrcd->ino;
+	rq->dev = (uint64_t)qp->xrcd->dev;
+	rq->ino = (uint64_t)qp->xrcd->ino;
 	sv_mutex_lock(&cl.lock, SV_LOCK_XRC_FWD);
 	if (cl.fd < 0) {
 		struct sockaddr_un any = { .sun_family = AF_UNIX };
@@ -405,7 +448,7 @@ static void ask(struct sv_qp_engine *qe, struct fwd_req *rq,
 			continue;
 		/* Answers to requests given up on are stale: skipped. */
 		if (fwd_recv(cl.fd, &got, sizeof(got), sizeof(got), &n, NULL,
-			     NULL) &&
+			     NULL, NULL) &&
 		    got.seq == rq->seq) {
 			*an = got;
 			break;
@@ -415,7 +458,7 @@ out:
 	sv_mutex_unlock(&cl.lock);
 	if (an->status == FWD_GONE)
 		sv_dbg("qp 0x%06x: XRC SRQ 0x%06x of another process: gone",
-		       qe->qpn, rq->srqn);
+		       qp->qpx.qp_base.qp_num, rq->srqn);
 }
 
 enum sv_xrcfwd_take sv_xrcfwd_take(struct sv_qp_engine *qe, uint32_t srqn)
@@ -423,7 +466,7 @@ enum sv_xrcfwd_take sv_xrcfwd_take(struct sv_qp_engine *qe, uint32_t srqn)
 	struct fwd_req rq = { .op = FWD_TAKE, .srqn = srqn };
 	struct fwd_ans an;
 
-	ask(qe, &rq, NULL, &an);
+	ask(qe->qp, &rq, NULL, &an);
 	if (an.status == FWD_EMPTY)
 		return SV_XRCFWD_EMPTY;
 	if (an.status != FWD_OK)
@@ -451,7 +494,7 @@ enum sv_sgl_err sv_xrcfwd_place(struct sv_qp_engine *qe, const uint8_t *data,
 	};
 	struct fwd_ans an;
 
-	ask(qe, &rq, data, &an);
+	ask(qe->qp, &rq, data, &an);
 	/* A bad SGE there, a page that faulted there, or the owner gone
 	 * mid-message: the receive fails as for a bad local SGE (the fault's
 	 * address is the owner's to report). */
@@ -471,8 +514,29 @@ int sv_xrcfwd_complete(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 	struct fwd_ans an;
 
 	qe->qp->xrc_rwqe = false;
-	ask(qe, &rq, NULL, &an);
+	ask(qe->qp, &rq, NULL, &an);
 	if (an.status == FWD_CQ_FULL)
 		return ENOSPC;
 	return an.status == FWD_OK ? 0 : EIO;
+}
+
+void sv_xrcfwd_release(struct sv_qp *qp)
+{
+	struct fwd_req rq = {
+		.op = FWD_DONE,
+		.srqn = qp->xrc_rsrqn,
+		.cookie = qp->xrc_rcookie,
+		.wc = {
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+			.qp_num = qp->qpx.qp_base.qp_num,
+			.vendor_err = IBV_WC_WR_FLUSH_ERR,
+		},
+	};
+	struct fwd_ans an;
+
+	if (!qp->xrc_rwqe)
+		return;
+	qp->xrc_rwqe = false;
+	ask(qp, &rq, NULL, &an);
 }

@@ -38,4 +38,8 @@ enum sv_sgl_err sv_xrcfwd_place(struct sv_qp_engine *qe, const uint8_t *data,
 int sv_xrcfwd_complete(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		       bool solicited);
 
+/* A target QP destroyed with a remote WQE taken (engine no longer running
+ * it): that WQE completes there with IBV_WC_WR_FLUSH_ERR. */
+void sv_xrcfwd_release(struct sv_qp *qp);
+
 #endif

@@ -21,7 +21,11 @@
  *     goes to ERR (as for an SRQ number no one has): nothing hangs;
  *   other_user (root only): C runs as another user and opens the same
  *     file; its SRQ is not part of B's domain: A's request is refused
- *     (IBV_WC_REM_INV_REQ_ERR), C's receive stays posted.
+ *     (IBV_WC_REM_INV_REQ_ERR), C's receive stays posted;
+ *   domain_life: the file's domain exists while any process has it open,
+ *     as the kernel's XRCD: EAGAIN without O_CREAT before the first open
+ *     and after the last close anywhere, EINVAL with O_EXCL while another
+ *     process has it, joined without O_CREAT.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -168,8 +172,7 @@ static void c_post(struct cside *s, uint64_t wr_id, size_t off, uint32_t len)
 }
 
 /* A receive completion in C: from B's target QP, sent by A's QP. */
-static void c_expect(struct cside *s, uint64_t wr_id, uint32_t len,
-		     bool imm)
+static void c_expect(struct cside *s, uint64_t wr_id, uint32_t len, bool imm)
 {
 	struct ibv_wc wc;
 
@@ -464,10 +467,110 @@ static void other_user_b(int fd)
 	b_close(&s, true);
 }
 
+/* ---- domain_life -------------------------------------------------------------- */
+
+/* An open of the file's domain in this process: the errno, 0 when it
+ * opened (then closed again unless keep). */
+static int try_open(struct ibv_context *ctx, int file, int oflags,
+		    struct ibv_xrcd **keep)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = file,
+		.oflags = oflags,
+	};
+	struct ibv_xrcd *x = ibv_open_xrcd(ctx, &a);
+
+	if (!x)
+		return errno;
+	if (keep)
+		*keep = x;
+	else
+		CHECK_EQ(ibv_close_xrcd(x), 0);
+	return 0;
+}
+
+static void domain_life_c(int fd)
+{
+	struct ibv_context *ctx;
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_xrcd *held = NULL;
+	char path[64];
+	int file;
+
+	if (!l || !l[0] || !(ctx = ibv_open_device(l[0])))
+		hx_die("device");
+	hx_recv(fd, path, sizeof(path));
+	file = open(path, O_RDONLY);
+	if (file < 0)
+		hx_die("open %s: %s", path, strerror(errno));
+	/* B's domain exists: O_EXCL refuses it, no O_CREAT joins it. */
+	CHECK_EQ(try_open(ctx, file, O_CREAT | O_EXCL, NULL), EINVAL);
+	CHECK_EQ(try_open(ctx, file, 0, &held), 0);
+	hx_send_u64(fd, 1);
+	hx_recv_u64(fd); /* B closed its open */
+	/* Ours keeps the domain: B could join it again (it did). */
+	hx_recv_u64(fd); /* B closed again */
+	CHECK_EQ(ibv_close_xrcd(held), 0);
+	/* The last open anywhere is gone: no domain for the file. */
+	CHECK_EQ(try_open(ctx, file, 0, NULL), EAGAIN);
+	CHECK_EQ(try_open(ctx, file, O_CREAT | O_EXCL, NULL), 0);
+	close(file);
+	ibv_close_device(ctx);
+	ibv_free_device_list(l);
+}
+
+static void domain_life_a(int fd)
+{
+	hx_sync(fd);
+}
+
+static void domain_life_b(int fd)
+{
+	struct ibv_device **l;
+	struct ibv_context *ctx;
+	struct ibv_xrcd *x = NULL;
+	char path[64];
+	int cfd, file;
+	pid_t cpid = hx_spawn("C", domain_life_c, c_done, 30, &cfd);
+
+	l = ibv_get_device_list(NULL);
+	if (!l || !l[0] || !(ctx = ibv_open_device(l[0])))
+		hx_die("device");
+	snprintf(path, sizeof(path), "/tmp/sv-xrcsh-%d", (int)getpid());
+	file = open(path, O_RDONLY | O_CREAT, 0600);
+	if (file < 0)
+		hx_die("open %s: %s", path, strerror(errno));
+	CHECK_EQ(try_open(ctx, file, 0, NULL), EAGAIN); /* none yet */
+	CHECK_EQ(try_open(ctx, file, O_CREAT | O_EXCL, &x), 0);
+	hx_send(cfd, path, sizeof(path));
+	hx_recv_u64(cfd); /* C joined */
+	CHECK_EQ(ibv_close_xrcd(x), 0);
+	hx_send_u64(cfd, 1);
+	/* C still has it open: the domain lives on. */
+	CHECK_EQ(try_open(ctx, file, 0, NULL), 0);
+	CHECK_EQ(try_open(ctx, file, O_CREAT | O_EXCL, NULL), EINVAL);
+	hx_send_u64(cfd, 1);
+	CHECK_EQ(hx_wait(cpid, 30), 0);
+	close(cfd);
+	close(file);
+	unlink(path);
+	ibv_close_device(ctx);
+	ibv_free_device_list(l);
+	hx_sync(fd);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(deliver, 30),	   HX_CASE(rnr, 30),
 	HX_CASE(rnr_exceeded, 30), HX_CASE(owner_exits, 30),
-	HX_CASE(other_user, 30),
+	HX_CASE(other_user, 30),   HX_CASE(domain_life, 30),
 };
 
-HX_MAIN(cases)
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "other_user") && geteuid() != 0) {
+		printf("SKIP: other_user needs root (C runs as another user)\n");
+		return 77;
+	}
+	return hx_main(argc, argv, cases, c_done);
+}
