@@ -11,7 +11,10 @@
  *     packets with immediate, zero bytes) and into B's SRQ, interleaved on
  *     one connection: each lands in the SRQ it names, completes on that
  *     SRQ's CQ in its own process with the target QP's number and A's QP
- *     as source, the bytes compared; A's sends all succeed;
+ *     as source, the bytes compared; a zero-byte RDMA WRITE with
+ *     immediate consumes a receive of C's; A's requests all succeed;
+ *   rdma_refused: an RDMA WRITE naming C's SRQ (memory of C's PD, in C)
+ *     completes with IBV_WC_REM_ACCESS_ERR, C's memory untouched;
  *   rnr: C's SRQ is empty - nothing completes at A or C; after C posts a
  *     receive the message arrives (RNR retried) with its bytes;
  *   rnr_exceeded: the same with rnr_retry 0: A's send completes with
@@ -39,6 +42,15 @@ struct xinfo {
 	uint32_t qpn; /* the target QP */
 	uint32_t psn;
 	uint32_t srqn_b, srqn_c;
+	uint64_t addr_c; /* C's region on its SRQ's PD */
+	uint32_t rkey_c;
+};
+
+/* What C tells B. */
+struct csrq {
+	uint32_t srqn;
+	uint32_t rkey;
+	uint64_t addr;
 };
 
 /* What B tells C. */
@@ -97,10 +109,10 @@ static void a_setup(struct aside *s, int fd, uint8_t rnr_retry)
 	hx_sync(fd);
 }
 
-/* A SEND of len bytes at offset off of A's buffer (pattern seed) to SRQ
- * srqn. */
-static int a_send(struct aside *s, uint64_t wr_id, size_t off, uint32_t len,
-		  uint64_t seed, uint32_t srqn, bool imm)
+/* A request of len bytes at offset off of A's buffer (pattern seed) to
+ * SRQ srqn: a SEND (with immediate 0xabc), or op towards C's region. */
+static int a_post(struct aside *s, enum ibv_wr_opcode op, uint64_t wr_id,
+		  size_t off, uint32_t len, uint64_t seed, uint32_t srqn)
 {
 	struct ibv_sge sge = { (uintptr_t)(s->ep.buf + off), len,
 			       s->ep.mr->lkey };
@@ -111,11 +123,20 @@ static int a_send(struct aside *s, uint64_t wr_id, size_t off, uint32_t len,
 	wr.wr_id = wr_id;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr.opcode = op;
 	wr.imm_data = htonl(0xabc);
+	wr.wr.rdma.remote_addr = s->x.addr_c;
+	wr.wr.rdma.rkey = s->x.rkey_c;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.qp_type.xrc.remote_srqn = srqn;
 	return ibv_post_send(s->ini, &wr, &bad);
+}
+
+static int a_send(struct aside *s, uint64_t wr_id, size_t off, uint32_t len,
+		  uint64_t seed, uint32_t srqn, bool imm)
+{
+	return a_post(s, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, wr_id, off,
+		      len, seed, srqn);
 }
 
 static void a_close(struct aside *s)
@@ -141,7 +162,7 @@ static void c_main(int fd)
 {
 	struct hx_opts o = opts();
 	struct cside s;
-	uint32_t srqn;
+	struct csrq me;
 
 	memset(&s, 0, sizeof(s));
 	hx_recv(fd, &s.ci, sizeof(s.ci));
@@ -159,8 +180,10 @@ static void c_main(int fd)
 	s.cq = ibv_create_cq(s.ep.ctx, 128, NULL, NULL, 0);
 	if (!s.cq)
 		hx_die("CQ");
-	s.srq = xq_xrc_srq(&s.ep, s.xrcd, s.cq, &srqn);
-	hx_send(fd, &srqn, sizeof(srqn));
+	s.srq = xq_xrc_srq(&s.ep, s.xrcd, s.cq, &me.srqn);
+	me.rkey = s.ep.mr->rkey;
+	me.addr = (uintptr_t)s.ep.buf;
+	hx_send(fd, &me, sizeof(me));
 	c_case(&s, fd);
 }
 
@@ -172,17 +195,23 @@ static void c_post(struct cside *s, uint64_t wr_id, size_t off, uint32_t len)
 }
 
 /* A receive completion in C: from B's target QP, sent by A's QP. */
-static void c_expect(struct cside *s, uint64_t wr_id, uint32_t len, bool imm)
+static void c_expect_op(struct cside *s, uint64_t wr_id, int op, uint32_t len,
+			bool imm)
 {
 	struct ibv_wc wc;
 
-	if (!HX_EXPECT(s->cq, &wc, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, len))
+	if (!HX_EXPECT(s->cq, &wc, wr_id, IBV_WC_SUCCESS, op, len))
 		return;
 	CHECK_EQ(wc.qp_num, s->ci.tgt_qpn);
 	CHECK_EQ(wc.src_qp, s->ci.ini_qpn);
 	CHECK_EQ(!!(wc.wc_flags & IBV_WC_WITH_IMM), imm);
 	if (imm)
 		CHECK_EQ(ntohl(wc.imm_data), 0xabcu);
+}
+
+static void c_expect(struct cside *s, uint64_t wr_id, uint32_t len, bool imm)
+{
+	c_expect_op(s, wr_id, IBV_WC_RECV, len, imm);
 }
 
 static void c_close(struct cside *s)
@@ -214,6 +243,7 @@ static void b_setup(struct bside *s, int fd, void (*cfn)(struct cside *, int),
 	struct hx_opts o = opts();
 	struct ibv_qp_init_attr_ex ia;
 	struct cinfo ci;
+	struct csrq cs;
 	uint32_t peer[2];
 
 	memset(s, 0, sizeof(*s));
@@ -246,7 +276,10 @@ static void b_setup(struct bside *s, int fd, void (*cfn)(struct cside *, int),
 	ci.mtu_bytes = s->ep.mtu_bytes;
 	ci.other_user = other_user;
 	hx_send(s->cfd, &ci, sizeof(ci));
-	hx_recv(s->cfd, &s->x.srqn_c, sizeof(s->x.srqn_c));
+	hx_recv(s->cfd, &cs, sizeof(cs));
+	s->x.srqn_c = cs.srqn;
+	s->x.addr_c = cs.addr;
+	s->x.rkey_c = cs.rkey;
 	s->x.qpn = s->tgt->qp_num;
 	s->x.psn = (uint32_t)lrand48() & 0xffffff;
 	hx_send(fd, &s->x, sizeof(s->x));
@@ -280,12 +313,15 @@ static void deliver_c(struct cside *s, int fd)
 	c_post(s, 1, 0, 65536);
 	c_post(s, 2, 65536, 65536);
 	c_post(s, 3, 131072, 65536);
+	c_post(s, 4, 196608, 65536);
 	hx_send_u64(fd, 1); /* posted */
 	c_expect(s, 1, 100, false);
 	HX_CHECK_PATTERN(s->ep.buf, 100, 11);
 	c_expect(s, 2, big, true);
 	HX_CHECK_PATTERN(s->ep.buf + 65536, big, 13);
 	c_expect(s, 3, 0, false);
+	/* A WRITE with immediate of no bytes touches no memory: delivered. */
+	c_expect_op(s, 4, IBV_WC_RECV_RDMA_WITH_IMM, 0, true);
 	HX_EXPECT_NONE(s->cq, 100); /* B's message did not come here */
 	c_close(s);
 }
@@ -303,8 +339,12 @@ static void deliver_a(int fd)
 	HX_CHECK_RC(a_send(&s, 102, 4096, 2000, 12, s.x.srqn_b, false), 0);
 	HX_CHECK_RC(a_send(&s, 103, 16384, big, 13, s.x.srqn_c, true), 0);
 	HX_CHECK_RC(a_send(&s, 104, 0, 0, 14, s.x.srqn_c, false), 0);
+	HX_CHECK_RC(a_post(&s, IBV_WR_RDMA_WRITE_WITH_IMM, 105, 0, 0, 15,
+			   s.x.srqn_c),
+		    0);
 	for (i = 101; i <= 104; i++)
 		HX_EXPECT(s.ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
+	HX_EXPECT(s.ep.scq, NULL, 105, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
 	hx_sync(fd);
 	a_close(&s);
 }
@@ -467,6 +507,47 @@ static void other_user_b(int fd)
 	b_close(&s, true);
 }
 
+/* ---- rdma_refused ---------------------------------------------------------- */
+
+static void rdma_refused_c(struct cside *s, int fd)
+{
+	c_post(s, 1, 0, 4096);
+	hx_send_u64(fd, 1);
+	hx_recv_u64(fd); /* A has its completion */
+	HX_EXPECT_NONE(s->cq, 100);
+	/* C's region was not written. */
+	CHECK_EQ(s->ep.buf[65536], 0);
+	c_close(s);
+}
+
+static void rdma_refused_a(int fd)
+{
+	struct aside s;
+
+	a_setup(&s, fd, 7);
+	hx_recv_u64(fd); /* C posted */
+	/* An RDMA WRITE through B's target QP naming C's SRQ would write
+	 * memory of C's PD, in C: refused. */
+	s.x.addr_c += 65536;
+	HX_CHECK_RC(a_post(&s, IBV_WR_RDMA_WRITE, 601, 0, 64, 61, s.x.srqn_c),
+		    0);
+	HX_EXPECT(s.ep.scq, NULL, 601, IBV_WC_REM_ACCESS_ERR, -1, -1);
+	hx_send_u64(fd, 1);
+	hx_sync(fd);
+	a_close(&s);
+}
+
+static void rdma_refused_b(int fd)
+{
+	struct bside s;
+
+	b_setup(&s, fd, rdma_refused_c, false);
+	hx_send_u64(fd, hx_recv_u64(s.cfd));
+	hx_send_u64(s.cfd, hx_recv_u64(fd));
+	hx_sync(fd);
+	b_close(&s, true);
+}
+
 /* ---- domain_life -------------------------------------------------------------- */
 
 /* An open of the file's domain in this process: the errno, 0 when it
@@ -564,6 +645,7 @@ static const struct hx_case cases[] = {
 	HX_CASE(deliver, 30),	   HX_CASE(rnr, 30),
 	HX_CASE(rnr_exceeded, 30), HX_CASE(owner_exits, 30),
 	HX_CASE(other_user, 30),   HX_CASE(domain_life, 30),
+	HX_CASE(rdma_refused, 30),
 };
 
 int main(int argc, char **argv)
