@@ -142,6 +142,13 @@ static int fwd_socket(void)
 	return fd;
 }
 
+/* The asking side's socket (one per process, under its lock). */
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	uint64_t seq;
+} cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
 /* ---- the owner's side: WQEs taken for other processes ------------------ */
 
 struct taken {
@@ -283,6 +290,7 @@ static void reap(void)
 
 struct server {
 	int fd;
+	pid_t pid; /* the process whose thread serves it */
 	uint16_t port;
 	atomic_bool stop;
 	pthread_t thread;
@@ -350,6 +358,7 @@ static void *server_start(uint16_t port)
 	if (!sv)
 		return NULL;
 	sv->port = port;
+	sv->pid = getpid();
 	sv->fd = fwd_socket();
 	/* The name taken already (by another user: our port is ours, so
 	 * the name should be free): these SRQs are served to no one, and
@@ -370,8 +379,12 @@ static void server_stop(void *arg)
 {
 	struct server *sv = arg;
 
-	atomic_store(&sv->stop, true);
-	pthread_join(sv->thread, NULL);
+	/* A forked child inherits the handle, not the thread (its SRQs are
+	 * unusable there, as with rdma-core). */
+	if (sv->pid == getpid()) {
+		atomic_store(&sv->stop, true);
+		pthread_join(sv->thread, NULL);
+	}
 	close(sv->fd);
 	free(sv);
 }
@@ -381,18 +394,32 @@ static const struct sv_xrc_server_ops server_ops = {
 	.stop = server_stop,
 };
 
-void sv_xrcfwd_init(void)
+/* A forked child asks on a socket of its own: answers to the parent's
+ * requests must not reach it, nor its to the parent.  The lock may have
+ * been held by a thread that does not exist in the child. */
+static void atfork_child(void)
 {
+	pthread_mutex_init(&cl.lock, NULL);
+	pthread_mutex_init(&tk.lock, NULL);
+	if (cl.fd >= 0)
+		close(cl.fd);
+	cl.fd = -1;
+}
+
+static void fwd_init_once(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
 	sv_xrc_set_server(&server_ops);
 }
 
-/* ---- the target QP's side ------------------------------------------------ */
+void sv_xrcfwd_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static struct {
-	pthread_mutex_t lock;
-	int fd;
-	uint64_t seq;
-} cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+	pthread_once(&once, fwd_init_once);
+}
+
+/* ---- the target QP's side ------------------------------------------------ */
 
 static uint64_t now_ms(void)
 {
