@@ -60,6 +60,7 @@ struct sv_tx {
 	struct sv_ipaddr src;
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
+	struct sv_qp_engine *qe; /* whose packet (fault injection) */
 };
 
 /* ---- per context ----------------------------------------------------------- */
@@ -107,7 +108,8 @@ struct sv_engine {
 	uint32_t rcvbuf; /* bytes of our receive buffers */
 
 	struct sv_stats stats;
-	uint64_t rng; /* SOFTVERBS_LOSS */
+	struct sv_held *held; /* packets delayed or reordered (inject.c) */
+	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 
 	struct list_head shm_peers; /* struct sv_shm_peer (links.c) */
 	struct list_head chans; /* QPs with a message channel (paths/chan.c) */

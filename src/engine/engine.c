@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
 #include "engine/mcast.h"
@@ -279,6 +280,8 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 		run_timers(eng);
 		run_work(eng);
 	}
+	if (eng->held)
+		sv_inject_release(eng, true);
 	if (eng->ntx)
 		sv_tx_flush(eng);
 	set_quiet(eng);
@@ -348,11 +351,15 @@ static void *progress_main(void *arg)
 		if (!busy)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
-		shm = eng->stats.shm_rx_pkts;
+		/* Requests served for peers through the rings or a channel
+		 * (an atomic: its requester waits for the answer). */
+		shm = eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served;
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy && eng->stats.shm_rx_pkts != shm)
+		if (!busy &&
+		    eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served !=
+			    shm)
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
@@ -407,6 +414,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		goto fail;
 	eng->ctx = ctx;
 	eng->paths = paths;
+	sv_inject_get(); /* the spec read, and printed, at startup */
 	eng->epfd = eng->bellfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
@@ -467,6 +475,7 @@ void sv_engine_close(struct sv_context *ctx)
 		free(s);
 	}
 	sv_mcast_close(eng);
+	sv_inject_close(eng);
 	close(eng->bellfd);
 	close(eng->epfd);
 	free(eng->tx);

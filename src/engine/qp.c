@@ -14,6 +14,7 @@
 #include "core/mw.h"
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
 #include "engine/path.h"
@@ -172,6 +173,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	sv_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
+	sv_inject_qp_gone(qe);
 	sv_links_qp_destroyed(qe);
 	sv_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
@@ -275,6 +277,7 @@ static void reset_queues(struct sv_qp_engine *qe)
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	atomic_store(&qp->sq.head, 0);
 	atomic_store(&qp->sq.tail, 0);
+	qp->strict_unsig = 0;
 	sv_qlock_unlock(&qp->sq_lock);
 	sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
 	atomic_store(&qp->rq.head, 0);

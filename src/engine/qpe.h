@@ -123,6 +123,8 @@ struct sv_qp_engine {
 		struct sv_chan_tx tx; /* the peer's, we send into it */
 		struct sv_chan *own; /* our channel (rx.ch once open) */
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
+		uint32_t results_used; /* their result words (bits) */
 		/* Lean mode (sq_by_post): post_send writes SENDs into the
 		 * channel itself, under sq_lock, without the engine; the
 		 * engine's req.idx and outstanding are stale meanwhile
@@ -211,6 +213,11 @@ struct sv_qp_engine {
 		uint32_t nres, res_next;
 		struct sv_reply replies[SV_REPLY_Q];
 		uint32_t reply_head, reply_tail;
+		/* fault injection (inject.c): the last request counted, and
+		 * a responder silenced by a forced retry-exceeded */
+		bool inj_seen;
+		uint32_t inj_psn;
+		bool mute;
 	} resp;
 };
 

@@ -189,8 +189,12 @@ static void chan_qp_state(struct sv_qp_engine *qe)
 		rx_close(qe);
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		qe->chan.tx.ch = NULL; /* nothing new goes in */
-	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET)
-		qe->chan.outstanding = 0; /* flushed, or gone with the queue */
+	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET) {
+		/* flushed, or gone with the queue */
+		qe->chan.outstanding = 0;
+		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
+	}
 	if (st == IBV_QPS_RESET)
 		qe->chan.tries = 0;
 	list_update(qe);
@@ -202,6 +206,8 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
 		rx_close(qe);
 	qe->chan.tx.ch = NULL;
 	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	list_update(qe);
 }
 
@@ -264,6 +270,7 @@ static struct ibv_wc *sink_slot(struct sv_qp_engine *qe)
 enum rx_placed {
 	RX_NO_WQE, /* no receive posted: the message waits (rnr_retry 7) */
 	RX_DONE,
+	RX_REFUSED, /* an atomic refused: the NAK and event are set */
 	RX_FAILED, /* *fail is the error completion to report */
 	RX_FAULT, /* the same, a page of the buffer faulted (util/fault.h) */
 	RX_OVERRUN, /* placed, but our CQ overran */
@@ -365,6 +372,7 @@ static void rx_run(struct sv_qp_engine *qe)
 	struct sv_chan_msg m;
 	struct ibv_wc fail;
 	uint32_t nak = 0;
+	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false;
 
 	if (!rx_state_ok(st))
@@ -387,6 +395,24 @@ static void rx_run(struct sv_qp_engine *qe)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
+		if (m.flags & SV_CHAN_F_ATOMIC) {
+			/* The key lookups take the read lock themselves. */
+			sv_mr_read_unlock();
+			if (st == IBV_QPS_RTR && !qe->comm_est)
+				sv_qp_comm_est(qe);
+			nak = sv_chan_atomic_serve(qe, &m, peer_chan(qe),
+						   &event, &bad);
+			sv_mr_read_lock();
+			if (bad)
+				break;
+			sv_chan_consumed(&qe->chan.rx, &m);
+			n++;
+			if (nak) {
+				r = RX_REFUSED;
+				break;
+			}
+			continue;
+		}
 		r = rx_place(qe, &m, &fail);
 		if (r == RX_NO_WQE)
 			break;
@@ -400,6 +426,8 @@ static void rx_run(struct sv_qp_engine *qe)
 		/* Our CQ overran (sv_push_recv_cqe raised CQ_ERR). */
 		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
 		nak = IBV_WC_REM_OP_ERR;
+	} else if (r == RX_REFUSED) {
+		sv_qp_to_error(qe, event);
 	} else if (r == RX_FAILED || r == RX_FAULT) {
 		sv_push_recv_cqe(qe, &fail, false);
 		sv_qp_to_error(qe, r == RX_FAULT ? IBV_EVENT_QP_ACCESS_ERR :
@@ -436,8 +464,7 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	struct sv_chan *pc, *own = own_chan(qe);
 	uint32_t gen;
 
-	if (qe->qp->type != IBV_QPT_RC || !qe->shm || !own ||
-	    qe->rnr_retry != 7)
+	if (qe->qp->type != IBV_QPT_RC || !qe->shm || !own)
 		return false;
 	pc = peer_chan(qe);
 	if (!atomic_load_explicit(&pc->open, memory_order_acquire))
@@ -519,7 +546,9 @@ static void lean_enter(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 
-	if (qe->req.idx != sv_sq_tail(qe) ||
+	/* (Lean retirement has no results to place: no atomics.) */
+	if (qe->req.idx != sv_sq_tail(qe) || qe->chan.atomics ||
+	    qe->rnr_retry != 7 ||
 	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
 	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
@@ -678,12 +707,18 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
 	struct sv_chan_tx *t = &qe->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
+	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	uint8_t *dst;
 
-	if ((wqe->opcode != IBV_WR_SEND &&
-	     wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
-	    wqe->length > SV_CHAN_MAX_MSG ||
-	    atomic_load(&qe->state) != IBV_QPS_RTS)
+	if (atomic) {
+		len = sizeof(struct sv_chan_atomic);
+	} else if ((wqe->opcode != IBV_WR_SEND &&
+		    wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
+		   wqe->length > SV_CHAN_MAX_MSG || qe->rnr_retry != 7) {
+		/* (An RNR wait in the channel is rnr_retry 7's.) */
+		return SV_CHAN_NO;
+	}
+	if (atomic_load(&qe->state) != IBV_QPS_RTS)
 		return SV_CHAN_NO;
 	if (!t->ch && (qe->chan.tries++ % SV_CHAN_TRY_EVERY || !tx_attach(qe)))
 		return SV_CHAN_NO;
@@ -700,10 +735,35 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		list_update(qe);
 		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
 	}
+	/* A fence waits for the atomics before it to complete: their
+	 * results must be in place before it reads (IBA). */
+	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->chan.atomics)
+		return SV_CHAN_WAIT;
+	if (atomic) {
+		if (qe->chan.atomics >= sv_chan_atomic_limit(qe))
+			return SV_CHAN_WAIT; /* acks kick us */
+		/* The result's SGE; else the packet path reports
+		 * LOC_PROT_ERR. */
+		if (sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,
+				    IBV_ACCESS_LOCAL_WRITE))
+			return SV_CHAN_NO;
+	}
 	dst = sv_chan_reserve(t, len);
 	if (!dst)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
-	if (wqe->send_flags & IBV_SEND_INLINE) {
+	if (atomic) {
+		/* The lowest free result word (fewer than 16 are used);
+		 * its number stays in the WQE until the result replaces
+		 * it. */
+		uint32_t r = (uint32_t)__builtin_ctz(~qe->chan.results_used);
+
+		sv_chan_atomic_fill(wqe, dst);
+		wqe->atomic_result = r;
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_ATOMIC, r);
+		qe->chan.results_used |= 1u << r;
+		qe->chan.atomics++;
+		SV_STAT(qe->eng, chan_atomics);
+	} else if (wqe->send_flags & IBV_SEND_INLINE) {
 		/* Our own copy of the data: it cannot fault. */
 		if (!sv_dma_copy(dst, wqe->inline_data, len))
 			return SV_CHAN_NO;
@@ -713,15 +773,18 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 0)) {
 		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
 	}
-	if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
-		flags |= SV_CHAN_F_IMM;
-	if (wqe->send_flags & IBV_SEND_SOLICITED)
-		flags |= SV_CHAN_F_SE;
-	wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
+	if (!atomic) {
+		if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
+			flags |= SV_CHAN_F_IMM;
+		if (wqe->send_flags & IBV_SEND_SOLICITED)
+			flags |= SV_CHAN_F_SE;
+		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
+		SV_STAT(qe->eng, chan_sends);
+	}
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
 	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
-	wqe->sent = len;
+	wqe->sent = atomic ? 0 : len;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
 	if (!qe->chan.outstanding++) {
@@ -734,7 +797,6 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 memory_order_relaxed) == UINT64_MAX)
 			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
-	SV_STAT(qe->eng, chan_sends);
 	poke(qe, true);
 	lean_enter(qe);
 	return SV_CHAN_SENT;
@@ -762,7 +824,8 @@ static void tx_retire(struct sv_qp_engine *qe)
 	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);
 	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
 	/* Only what a responder reports (a peer's word is not trusted). */
-	if (nak && nak != IBV_WC_REM_INV_REQ_ERR)
+	if (nak && nak != IBV_WC_REM_INV_REQ_ERR &&
+	    nak != IBV_WC_REM_ACCESS_ERR)
 		nak = IBV_WC_REM_OP_ERR;
 	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
@@ -770,6 +833,11 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
 		qe->chan.outstanding--;
+		if (sv_chan_atomic_op(w->opcode)) {
+			qe->chan.atomics--;
+			qe->chan.results_used &=
+				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+		}
 		if (nak && w->chan_end == nak_pos) {
 			sv_explain_wqe(qe, w, nak);
 			SV_STAT(qe->eng, nak_rcvd);
@@ -777,11 +845,23 @@ static void tx_retire(struct sv_qp_engine *qe)
 			w->status = nak;
 			break;
 		}
+		if (sv_chan_atomic_op(w->opcode)) {
+			enum ibv_wc_status e = sv_chan_atomic_done(qe, w, own);
+
+			if (e != IBV_WC_SUCCESS) {
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
+				break;
+			}
+		}
 		w->state = SV_WQE_DONE;
 	}
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;
+		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
 		sv_work_add(qe, SV_WORK_FLUSH);
 	} else if (qe->req.idx != sv_sq_tail(qe) || st == IBV_QPS_SQD) {
 		/* Room in the channel, or the packet path may go on (or
@@ -840,6 +920,8 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	w->state = SV_WQE_ERROR;
 	w->status = IBV_WC_RETRY_EXC_ERR;
 	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	qe->eng->watch_dirty = true;
 	sv_comp_retire(qe);
 	sv_work_add(qe, SV_WORK_FLUSH);

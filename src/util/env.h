@@ -32,10 +32,12 @@ struct sv_env {
 	int mtu; /* SOFTVERBS_MTU in bytes, 0: the interfaces' MTU */
 	int trace; /* SOFTVERBS_TRACE */
 	int stats; /* SOFTVERBS_STATS */
+	int strict; /* SOFTVERBS_STRICT */
 	int fastpath; /* SOFTVERBS_FASTPATH */
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
+	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
 };
@@ -48,11 +50,13 @@ enum sv_env_id {
 	SV_ENV_MTU,
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
+	SV_ENV_STRICT,
 	SV_ENV_FASTPATH,
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
 	SV_ENV_HELP, /* used by tests only */
-	SV_ENV_LOSS, /* used by tests only */
+	SV_ENV_FAULT,
+	SV_ENV_LOSS,
 	SV_ENV_NVARS
 };
 
@@ -63,6 +67,7 @@ enum sv_env_kind {
 	SV_ENV_DIR, /* a directory, trailing '/' dropped; secure_getenv */
 	SV_ENV_CNUM, /* strtol base 0 (rdma-core's way); outside: default */
 	SV_ENV_PATH, /* a file name as given, "" when unset; secure_getenv */
+	SV_ENV_TEXT, /* a string as given, "" when unset; secure_getenv */
 };
 
 struct sv_env_var {
@@ -121,6 +126,11 @@ static inline int sv_env_stats(void)
 	return sv_env(SV_ENV_STATS)->stats;
 }
 
+static inline int sv_env_strict(void)
+{
+	return sv_env(SV_ENV_STRICT)->strict;
+}
+
 static inline int sv_env_fastpath(void)
 {
 	return sv_env(SV_ENV_FASTPATH)->fastpath;
@@ -144,6 +154,11 @@ static inline int sv_env_help(void)
 static inline int sv_env_loss(void)
 {
 	return sv_env(SV_ENV_LOSS)->loss;
+}
+
+static inline const char *sv_env_fault(void)
+{
+	return sv_env(SV_ENV_FAULT)->fault;
 }
 
 /* Parse the whole environment as it is now into e (tests). */

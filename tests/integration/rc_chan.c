@@ -50,28 +50,6 @@
 #define MAXMSG 1024u /* SV_CHAN_MAX_MSG */
 #define CANARY 0xee
 
-/* Are message channels expected between a parent and its child here?
- * They ride on the shm link, which needs the processes to be allowed to
- * cross-memory attach (as rc_direct.c's one-copy path). */
-static bool chan_expected(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-	char c = '0';
-	int f;
-
-	if (s && !strcmp(s, "0"))
-		return false;
-	if (geteuid() == 0)
-		return true;
-	f = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY);
-	if (f < 0)
-		return true;
-	if (read(f, &c, 1) != 1)
-		c = '0';
-	close(f);
-	return c == '0';
-}
-
 /* ---- counters ----------------------------------------------------------- */
 
 struct chan_stats {
@@ -87,41 +65,19 @@ static void stats_on(void)
  * opened) and read the engine's counters from what it prints. */
 static void close_with_stats(struct hx_ep *ep, struct chan_stats *st)
 {
-	char path[] = "/tmp/rc_chan.XXXXXX", line[256], name[64];
-	int tmp = mkstemp(path), saved;
-	unsigned long long v;
-	FILE *f;
+	static const char *const names[] = { "chan_sends", "chan_recvs", NULL };
+	unsigned long long v[2];
 
-	memset(st, 0, sizeof(*st));
-	REQUIRE(tmp >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(tmp, 2);
-	CHECK_EQ(hx_ep_close(ep), 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(tmp, "r");
-	REQUIRE(f);
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %63s %llu", name, &v) != 2)
-			continue;
-		if (!strcmp(name, "chan_sends"))
-			st->sends += v;
-		else if (!strcmp(name, "chan_recvs"))
-			st->recvs += v;
-	}
-	fclose(f);
-	unlink(path);
-	hx_log("chan_sends %llu chan_recvs %llu", st->sends, st->recvs);
+	hx_ep_close_counters(ep, names, v);
+	st->sends = v[0];
+	st->recvs = v[1];
 }
 
 /* Sender's counters: at least min_sends through channels on the shm
  * link, none over UDP. */
 static void expect_sends(const struct chan_stats *st, unsigned long long min)
 {
-	if (!chan_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(st->sends + st->recvs, 0);
 		return;
 	}
@@ -130,7 +86,7 @@ static void expect_sends(const struct chan_stats *st, unsigned long long min)
 
 static void expect_recvs(const struct chan_stats *st, unsigned long long min)
 {
-	if (!chan_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(st->sends + st->recvs, 0);
 		return;
 	}
