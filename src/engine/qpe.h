@@ -262,5 +262,8 @@ int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status);
 int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		     bool solicited);
 bool sv_rq_get(struct sv_qp_engine *qe);
+/* Take an SRQ's next receive WQE into dst (SV_MAX_SGE entries), with its
+ * length; false: none posted.  Posts the SRQ limit event. */
+bool sv_srq_pop(struct sv_srq *srq, struct sv_recv_wqe *dst, uint64_t *len);
 
 #endif

@@ -36,6 +36,7 @@
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "engine/xmit.h"
+#include "engine/xrcfwd.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -433,7 +434,10 @@ static enum resp_state execute(struct resp_ctx *c)
 	if (m & SV_M_SEND) {
 		enum sv_sgl_err e = SV_SGL_OK;
 
-		if (pay)
+		/* (An XRC SRQ of another process: placed there.) */
+		if (pay && qe->qp->xrc_rwqe)
+			e = sv_xrcfwd_place(qe, p->payload, pay);
+		else if (pay)
 			e = sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
 					qe->resp.wqe->num_sge, qe->resp.offset,
 					p->payload, pay, true);
@@ -441,6 +445,8 @@ static enum resp_state execute(struct resp_ctx *c)
 			sv_dma_fault_report(qe, "SEND into a receive buffer");
 			return RESP_ERR_RECV_FAULT;
 		}
+		if (e && qe->qp->xrc_rwqe)
+			return RESP_ERR_LOC_PROT;
 		if (e) {
 			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
 					    qe->resp.wqe->num_sge, false);

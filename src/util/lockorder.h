@@ -130,6 +130,11 @@ enum sv_lock_rank {
 	/* core/xrc.c srq_drain_lock: waits for an XRC SRQ's last packet
 	 * (condition variable). */
 	SV_LOCK_SRQ_DRAIN,
+	/* engine/xrcfwd.c fwd.lock (a receive forwarded to another
+	 * process's XRC SRQ, under the engine lock: the request and its
+	 * answer on the process's socket) and the table of WQEs taken for
+	 * other processes (nothing under it). */
+	SV_LOCK_XRC_FWD,
 	/* struct ibv_cq/ibv_qp/ibv_srq .mutex (rdma-core's ABI): acked
 	 * event counts that destroys wait for (condition variable). */
 	SV_LOCK_IBV_EVENTS,
