@@ -81,6 +81,10 @@ struct sv_chan {
 	_Atomic uint32_t open;
 	_Atomic uint32_t qpn;
 	_Atomic uint32_t peer_qpn;
+	/* 1: the owner does not look at this channel on every pass; a
+	 * producer that publishes into it then also sets the channel's bit
+	 * in the segment's ready word (link/shm.h, paths/chan.c) */
+	_Atomic uint32_t cold;
 	/* the owner's head (slots consumed): where a producer starts */
 	_Alignas(64) _Atomic uint64_t head;
 	/* ack line, written by the PEER's engine: how far it consumed what

@@ -75,6 +75,11 @@ struct sv_shm_hdr {
 	/* The owner's progress thread takes help jobs (link/help.h). */
 	_Alignas(64) _Atomic uint32_t helping;
 	struct sv_help_job job[SV_HELP_JOBS];
+	/* Channels with news for the owner (paths/chan.c): a producer that
+	 * publishes into a cold channel sets its bit (sv_shm_ready_bit), the
+	 * owner takes the word with an exchange.  Peers write it: a bogus bit
+	 * costs the owner a look at a few channels, nothing else. */
+	_Alignas(64) _Atomic uint64_t chan_ready;
 	_Alignas(64) struct sv_shm_slot slot[];
 };
 
@@ -82,6 +87,14 @@ struct sv_shm_hdr {
 static inline struct sv_chan *sv_shm_chan(struct sv_shm_hdr *h, uint32_t i)
 {
 	return (struct sv_chan *)(void *)&h->slot[SV_SHM_SLOTS] + i;
+}
+
+/* Channel i's bit in the ready word: SV_SHM_CHANS / 64 channels share
+ * one, so that one word covers the segment. */
+#define SV_SHM_READY_PER_BIT (SV_SHM_CHANS / 64)
+static inline uint64_t sv_shm_ready_bit(uint32_t i)
+{
+	return 1ull << (i / SV_SHM_READY_PER_BIT);
 }
 
 /* Our inbound ring. */
