@@ -104,6 +104,7 @@ struct sv_shm_ring {
 	size_t size;
 	uint64_t head; /* next round to consume (consumer only) */
 	uint64_t stall_since; /* ns: head slot claimed, not yet filled */
+	bool populated; /* the packet slots faulted in (shm.c) */
 	uint16_t port;
 	int sockfd; /* the socket's UDP fd: doorbells to peers leave by it */
 	char path[48]; /* registry entry (in our directory), "" if none */
@@ -117,6 +118,7 @@ struct sv_shm_peer {
 	uint16_t port;
 	int32_t self; /* our pid, as slots record it (getpid is a syscall) */
 	unsigned int refs;
+	bool populated; /* the packet slots faulted in (shm.c) */
 	struct sv_shm_hdr *hdr;
 	size_t size;
 	const struct sv_pubtab_view
