@@ -22,7 +22,8 @@
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 /* 2: message channels after the slots, 3: help jobs, 4: atomics through
- * channels, 5: the channels' ready word */
+ * channels, 5: the channels' ready word, their lines apart from their
+ * slots */
 #define SV_SHM_VERSION 5
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
@@ -34,7 +35,8 @@ static size_t seg_size(void)
 {
 	return sizeof(struct sv_shm_hdr) +
 	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot) +
-	       (size_t)SV_SHM_CHANS * sizeof(struct sv_chan);
+	       (size_t)SV_SHM_CHANS *
+		       (sizeof(struct sv_chan) + sizeof(struct sv_chan_ring));
 }
 
 #ifndef MADV_POPULATE_WRITE

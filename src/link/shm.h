@@ -83,10 +83,18 @@ struct sv_shm_hdr {
 	_Alignas(64) struct sv_shm_slot slot[];
 };
 
-/* Channel i of a segment (i < SV_SHM_CHANS). */
+/* Channel i of a segment (i < SV_SHM_CHANS): its lines, all channels'
+ * together after the packet slots, then its slots, after all the lines. */
 static inline struct sv_chan *sv_shm_chan(struct sv_shm_hdr *h, uint32_t i)
 {
 	return (struct sv_chan *)(void *)&h->slot[SV_SHM_SLOTS] + i;
+}
+
+static inline struct sv_chan_slot *sv_shm_chan_slots(struct sv_shm_hdr *h,
+						     uint32_t i)
+{
+	return ((struct sv_chan_ring *)(void *)sv_shm_chan(h, SV_SHM_CHANS) + i)
+		->slot;
 }
 
 /* Channel i's bit in the ready word: SV_SHM_CHANS / 64 channels share

@@ -193,6 +193,8 @@ static void rx_open(struct sv_qp_engine *qe)
 	qe->chan.cold_at = 0;
 	qe->eng->chans_open++;
 	qe->chan.rx.ch = ch;
+	qe->chan.rx.slot =
+		sv_shm_chan_slots(qe->sock->ring.hdr, sv_qpn_slot(qe->qpn));
 	qe->chan.rx.gen = gen;
 	qe->chan.rx.head = 0;
 	/* Open last: a producer reads open (acquire), then the rest. */
@@ -538,6 +540,8 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	    atomic_load(&pc->peer_qpn) != qe->qpn)
 		return false;
 	qe->chan.tx.ch = pc;
+	qe->chan.tx.slot =
+		sv_shm_chan_slots(qe->shm->hdr, sv_qpn_slot(qe->dest_qpn));
 	qe->chan.tx.own = own;
 	qe->chan.tx.gen = gen;
 	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
@@ -1162,11 +1166,11 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 		struct sv_chan_rx *r = &qe->chan.rx;
 
 		if (r->ch)
-			sv_watch_word(eng, n,
-				      &r->ch->slot[(uint32_t)r->head &
-						   (SV_CHAN_SLOTS - 1)]
-					       .seq,
-				      sv_chan_seq(r->gen, r->head), true);
+			sv_watch_word(
+				eng, n,
+				&r->slot[(uint32_t)r->head & (SV_CHAN_SLOTS - 1)]
+					 .seq,
+				sv_chan_seq(r->gen, r->head), true);
 		/* (A lean QP's posts do not pass here: watch it always.) */
 		if (qe->chan.outstanding ||
 		    atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
