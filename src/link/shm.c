@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +32,10 @@
  * producer is known dead, or after this long whoever it was. */
 #define SV_SHM_STALL_CHECK_NS (10ull * 1000 * 1000)
 #define SV_SHM_STALL_GIVEUP_NS (5ull * 1000 * 1000 * 1000)
+/* How long a peer's registry entry, once checked, is taken as current
+ * while its process lives and its ring is not closed (a process that
+ * exec()s leaves neither sign): one RTR in many reads the registry. */
+#define SV_SHM_RECHECK_NS (100ull * 1000 * 1000)
 
 static size_t seg_size(void)
 {
@@ -37,6 +43,14 @@ static size_t seg_size(void)
 	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot) +
 	       (size_t)SV_SHM_CHANS *
 		       (sizeof(struct sv_chan) + sizeof(struct sv_chan_ring));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -219,6 +233,9 @@ fail:
 
 void sv_shm_ring_close(struct sv_shm_ring *r)
 {
+	/* Peers that mapped it see it is no longer current. */
+	if (r->hdr)
+		atomic_store(&r->hdr->closed, 1);
 	if (r->path[0]) {
 		sv_mutex_lock(&reg_lock, SV_LOCK_SHM_REG);
 		list_del(&r->reg);
@@ -664,6 +681,18 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 		return err;
 	}
 	p->refs = 1;
+	/* Readable once the process has exited: one syscall tells, where
+	 * pid_dead reads /proc (Linux 5.3; without it every check is the
+	 * registry's). */
+	p->pidfd = -1;
+#ifdef SYS_pidfd_open
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (p->pidfd >= 0)
+		(void)fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+	else
+		p->pidfd = -1;
+#endif
+	p->checked_ns = mono_ns();
 	*out = p;
 	return 0;
 }
@@ -673,16 +702,33 @@ void sv_shm_peer_detach(struct sv_shm_peer *p)
 	if (p->pubtab)
 		sv_pubtab_unmap((struct sv_pubtab_view *)p->pubtab);
 	munmap(p->hdr, p->size);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p);
 }
 
-bool sv_shm_peer_current(const struct sv_shm_peer *p)
+bool sv_shm_peer_current(struct sv_shm_peer *p)
 {
+	uint64_t now = mono_ns();
 	char name[48];
 
+	/* (A peer may set closed in its own header: we only look again.) */
+	if (atomic_load(&p->hdr->closed))
+		return false;
+	if (p->pidfd >= 0) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) != 0)
+			return false; /* exited (or cannot tell) */
+		if (now - p->checked_ns < SV_SHM_RECHECK_NS)
+			return true;
+	}
 	snprintf(name, sizeof(name), "%lu.%u", sv_shm_netns(),
 		 (unsigned int)p->port);
-	return entry_pid(name) == p->pid && !pid_dead(p->pid);
+	if (entry_pid(name) != p->pid || pid_dead(p->pid))
+		return false;
+	p->checked_ns = now;
+	return true;
 }
 
 /* ---- the link (link/link.h) ---------------------------------------------- */

@@ -70,6 +70,7 @@ struct sv_shm_hdr {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t owner_addr; /* the header's address in the owner */
+	_Atomic uint32_t closed; /* the owner closed the ring: not current */
 	_Alignas(64) _Atomic uint64_t tail; /* producers claim here */
 	_Alignas(64) _Atomic uint32_t sleeping; /* owner's thread waits */
 	/* The owner's progress thread takes help jobs (link/help.h). */
@@ -127,6 +128,8 @@ struct sv_shm_peer {
 	int32_t self; /* our pid, as slots record it (getpid is a syscall) */
 	unsigned int refs;
 	bool populated; /* the packet slots faulted in (shm.c) */
+	int pidfd; /* the peer process's, -1 if none (sv_shm_peer_current) */
+	uint64_t checked_ns; /* when its registry entry was last checked */
 	struct sv_shm_hdr *hdr;
 	size_t size;
 	const struct sv_pubtab_view
@@ -174,8 +177,10 @@ void sv_shm_ring_wake(struct sv_shm_ring *r);
 int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 		       const char **why);
 void sv_shm_peer_detach(struct sv_shm_peer *p);
-/* Is the registry still naming this very mapping for its port? */
-bool sv_shm_peer_current(const struct sv_shm_peer *p);
+/* Is the registry still naming this very mapping for its port?  (Cheap
+ * while the peer process lives and has not closed the ring: its entry is
+ * read again only every SV_SHM_RECHECK_NS.) */
+bool sv_shm_peer_current(struct sv_shm_peer *p);
 /* Is the peer process there and not stopped (SIGSTOP, a debugger)?
  * Reads /proc: for rare checks. */
 bool sv_shm_peer_running(const struct sv_shm_peer *p);
