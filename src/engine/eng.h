@@ -112,7 +112,8 @@ struct sv_engine {
 	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 
 	struct list_head shm_peers; /* struct sv_shm_peer (links.c) */
-	struct list_head chans; /* QPs with a message channel (paths/chan.c) */
+	struct list_head chans; /* QPs a channel poll visits (paths/chan.c) */
+	unsigned int chans_open; /* QPs whose own channel is open (chan.c) */
 	/* What a busy poll watches without the lock besides the quiet
 	 * socket's ring (set_quiet): words of our own segment, each busy
 	 * when equal (a channel's next slot) or unequal (an ack line) to

@@ -138,6 +138,9 @@ struct sv_qp_engine {
 		uint64_t rx_acked; /* rx.head as last acknowledged */
 		uint64_t stall_since; /* ns: acked has not moved since */
 		bool listed; /* on sv_engine.chans */
+		bool rx_hot; /* rx.ch is looked at every pass (not cold) */
+		uint64_t idle_since; /* ns: nothing to do since (0: busy) */
+		uint64_t cold_at; /* ns: rx.ch marked cold, still looked at */
 		struct list_node node;
 	} chan;
 

@@ -88,6 +88,7 @@
 	X(chan_atomics, "atomics sent through a message channel")            \
 	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
+	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")
 /* clang-format on */
 

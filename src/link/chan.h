@@ -8,7 +8,9 @@
  *
  * Layout of a channel: an owner line (generation, open flag, the QPN the
  * channel belongs to and the QPN it is connected to), a consumer line (the
- * head: slots consumed) and SV_CHAN_SLOTS slots of 64 bytes.  A message is
+ * head: slots consumed), an ack line, and apart from these (so that an
+ * idle channel's memory is its lines: the segment keeps every
+ * channel's lines together, link/shm.h) SV_CHAN_SLOTS slots of 64 bytes.  A message is
  * a header slot followed by continuation slots; its payload is contiguous
  * from the header slot's data[] on (a message never wraps: a pad message
  * fills the ring's end instead).  The producer writes the payload and the
@@ -81,6 +83,10 @@ struct sv_chan {
 	_Atomic uint32_t open;
 	_Atomic uint32_t qpn;
 	_Atomic uint32_t peer_qpn;
+	/* 1: the owner does not look at this channel on every pass; a
+	 * producer that publishes into it then also sets the channel's bit
+	 * in the segment's ready word (link/shm.h, paths/chan.c) */
+	_Atomic uint32_t cold;
 	/* the owner's head (slots consumed): where a producer starts */
 	_Alignas(64) _Atomic uint64_t head;
 	/* ack line, written by the PEER's engine: how far it consumed what
@@ -94,7 +100,11 @@ struct sv_chan {
 	/* the original values of atomics (SV_CHAN_F_ATOMIC), written
 	 * before the ack that covers them */
 	_Atomic uint64_t result[SV_CHAN_RESULTS];
-	_Alignas(64) struct sv_chan_slot slot[SV_CHAN_SLOTS];
+};
+
+/* A channel's slots. */
+struct sv_chan_ring {
+	struct sv_chan_slot slot[SV_CHAN_SLOTS];
 };
 
 _Static_assert(sizeof(struct sv_chan_atomic) <= SV_CHAN_SLOT - SV_CHAN_HDR,
@@ -131,6 +141,7 @@ static inline void sv_prefetchw(const void *p)
 
 struct sv_chan_tx {
 	struct sv_chan *ch; /* the peer's channel; NULL: not attached */
+	struct sv_chan_slot *slot; /* its slots */
 	const struct sv_chan *own; /* ours: its ack line */
 	uint32_t gen;
 	uint64_t tail; /* next position to write */
@@ -161,7 +172,7 @@ static inline uint8_t *sv_chan_reserve(struct sv_chan_tx *t, uint32_t len)
 	    !atomic_load_explicit(&t->ch->open, memory_order_relaxed))
 		return NULL;
 	if (pad) {
-		struct sv_chan_slot *s = &t->ch->slot[at];
+		struct sv_chan_slot *s = &t->slot[at];
 
 		s->len = 0;
 		s->nslots = pad;
@@ -171,7 +182,7 @@ static inline uint8_t *sv_chan_reserve(struct sv_chan_tx *t, uint32_t len)
 		t->tail += pad;
 		at = 0;
 	}
-	return t->ch->slot[at].data;
+	return t->slot[at].data;
 }
 
 /* Publish the message reserved last; returns its end position (the head
@@ -179,7 +190,7 @@ static inline uint8_t *sv_chan_reserve(struct sv_chan_tx *t, uint32_t len)
 static inline uint64_t sv_chan_commit(struct sv_chan_tx *t, uint32_t len,
 				      uint32_t flags, uint32_t imm)
 {
-	struct sv_chan_slot *s = &t->ch->slot[t->tail & (SV_CHAN_SLOTS - 1)];
+	struct sv_chan_slot *s = &t->slot[t->tail & (SV_CHAN_SLOTS - 1)];
 	uint32_t n = sv_chan_nslots(len);
 
 	s->len = len;
@@ -202,13 +213,14 @@ static inline void sv_chan_prefetch_ahead(const struct sv_chan_tx *t)
 	uint64_t at = t->tail + SV_CHAN_AHEAD;
 
 	if (at - t->head < SV_CHAN_SLOTS)
-		sv_prefetchw(&t->ch->slot[at & (SV_CHAN_SLOTS - 1)]);
+		sv_prefetchw(&t->slot[at & (SV_CHAN_SLOTS - 1)]);
 }
 
 /* ---- consumer ---------------------------------------------------------- */
 
 struct sv_chan_rx {
 	struct sv_chan *ch; /* NULL: no channel */
+	const struct sv_chan_slot *slot; /* its slots */
 	uint32_t gen;
 	uint64_t head; /* next position to consume */
 };
@@ -228,7 +240,7 @@ static inline bool sv_chan_peek(struct sv_chan_rx *r, struct sv_chan_msg *m,
 {
 	for (;;) {
 		uint32_t at = (uint32_t)r->head & (SV_CHAN_SLOTS - 1);
-		const struct sv_chan_slot *s = &r->ch->slot[at];
+		const struct sv_chan_slot *s = &r->slot[at];
 
 		if (atomic_load_explicit(&s->seq, memory_order_acquire) !=
 		    sv_chan_seq(r->gen, r->head))
@@ -255,7 +267,7 @@ static inline bool sv_chan_peek(struct sv_chan_rx *r, struct sv_chan_msg *m,
 static inline bool sv_chan_pending(const struct sv_chan_rx *r)
 {
 	const struct sv_chan_slot *s =
-		&r->ch->slot[(uint32_t)r->head & (SV_CHAN_SLOTS - 1)];
+		&r->slot[(uint32_t)r->head & (SV_CHAN_SLOTS - 1)];
 
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) ==
 	       sv_chan_seq(r->gen, r->head);

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,20 +23,58 @@
 #include "util/log.h"
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
-#define SV_SHM_VERSION \
-	4 /* 2: message channels after the slots, 3: help jobs,
-			    4: atomics through channels */
+/* 2: message channels after the slots, 3: help jobs, 4: atomics through
+ * channels, 5: the channels' ready word, their lines apart from their
+ * slots */
+#define SV_SHM_VERSION 5
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
  * producer is known dead, or after this long whoever it was. */
 #define SV_SHM_STALL_CHECK_NS (10ull * 1000 * 1000)
 #define SV_SHM_STALL_GIVEUP_NS (5ull * 1000 * 1000 * 1000)
+/* How long a peer's registry entry, once checked, is taken as current
+ * while its process lives and its ring is not closed (a process that
+ * exec()s leaves neither sign): one RTR in many reads the registry. */
+#define SV_SHM_RECHECK_NS (100ull * 1000 * 1000)
 
 static size_t seg_size(void)
 {
 	return sizeof(struct sv_shm_hdr) +
 	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot) +
-	       (size_t)SV_SHM_CHANS * sizeof(struct sv_chan);
+	       (size_t)SV_SHM_CHANS *
+		       (sizeof(struct sv_chan) + sizeof(struct sv_chan_ring));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* The header and the packet slots of a segment mapped at h, faulted in
+ * now: once the ring carries packets, not when it is mapped (a ring of
+ * idle QPs, and the channels after it, cost no memory).  Without it the
+ * first trip round the ring takes a page fault per slot on each side
+ * (ib_send_lat's first ~1000 iterations ran at ~8 us instead of ~0.5).
+ * Kernels before 5.14 fault each page in by reading it. */
+static void populate_ring(struct sv_shm_hdr *h)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE),
+	       len = ((size_t)((char *)&h->slot[SV_SHM_SLOTS] - (char *)h) +
+		      pg - 1) &
+		     ~(pg - 1),
+	       off;
+
+	if (!madvise(h, len, MADV_POPULATE_WRITE))
+		return;
+	for (off = 0; off < len; off += pg)
+		(void)*(volatile const char *)((const char *)h + off);
 }
 
 /* ---- our ring ------------------------------------------------------------ */
@@ -157,11 +197,8 @@ int sv_shm_ring_open(struct sv_shm_ring *r, uint16_t port, int sockfd)
 		return errno;
 	if (ftruncate(r->fd, (off_t)size))
 		goto fail;
-	/* Populated now: otherwise the first trip round the ring takes a
-	 * page fault per slot on each side (ib_send_lat's first ~1000
-	 * iterations ran at ~8 us instead of ~0.5). */
-	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		 r->fd, 0);
+	/* Not populated: populate_ring once packets come. */
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
 	if (h == MAP_FAILED)
 		goto fail;
 	h->version = SV_SHM_VERSION;
@@ -196,6 +233,9 @@ fail:
 
 void sv_shm_ring_close(struct sv_shm_ring *r)
 {
+	/* Peers that mapped it see it is no longer current. */
+	if (r->hdr)
+		atomic_store(&r->hdr->closed, 1);
 	if (r->path[0]) {
 		sv_mutex_lock(&reg_lock, SV_LOCK_SHM_REG);
 		list_del(&r->reg);
@@ -269,6 +309,10 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now)
 
 	w = atomic_load_explicit(&s->seq, memory_order_acquire);
 	if (w == base + 1) {
+		if (!r->populated) {
+			populate_ring(h);
+			r->populated = true;
+		}
 		r->stall_since = 0;
 		return s;
 	}
@@ -423,6 +467,10 @@ unsigned int sv_shm_push(struct sv_shm_peer *p, const struct sv_shm_pkt *pkt,
 	for (i = 0; i < n; i++)
 		if (pkt[i].len > SV_MAX_PKT)
 			return 0;
+	if (!p->populated) {
+		populate_ring(h);
+		p->populated = true;
+	}
 	while (done < n) {
 		unsigned int k = n - done;
 
@@ -566,8 +614,7 @@ static int peer_open(uint16_t port, struct sv_shm_peer *p, const char **why)
 		*why = "peer ring has the wrong size";
 		return EINVAL;
 	}
-	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		 fd, 0);
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (h == MAP_FAILED) {
 		*why = "cannot map peer ring";
@@ -634,6 +681,18 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 		return err;
 	}
 	p->refs = 1;
+	/* Readable once the process has exited: one syscall tells, where
+	 * pid_dead reads /proc (Linux 5.3; without it every check is the
+	 * registry's). */
+	p->pidfd = -1;
+#ifdef SYS_pidfd_open
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (p->pidfd >= 0)
+		(void)fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+	else
+		p->pidfd = -1;
+#endif
+	p->checked_ns = mono_ns();
 	*out = p;
 	return 0;
 }
@@ -643,16 +702,33 @@ void sv_shm_peer_detach(struct sv_shm_peer *p)
 	if (p->pubtab)
 		sv_pubtab_unmap((struct sv_pubtab_view *)p->pubtab);
 	munmap(p->hdr, p->size);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p);
 }
 
-bool sv_shm_peer_current(const struct sv_shm_peer *p)
+bool sv_shm_peer_current(struct sv_shm_peer *p)
 {
+	uint64_t now = mono_ns();
 	char name[48];
 
+	/* (A peer may set closed in its own header: we only look again.) */
+	if (atomic_load(&p->hdr->closed))
+		return false;
+	if (p->pidfd >= 0) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) != 0)
+			return false; /* exited (or cannot tell) */
+		if (now - p->checked_ns < SV_SHM_RECHECK_NS)
+			return true;
+	}
 	snprintf(name, sizeof(name), "%lu.%u", sv_shm_netns(),
 		 (unsigned int)p->port);
-	return entry_pid(name) == p->pid && !pid_dead(p->pid);
+	if (entry_pid(name) != p->pid || pid_dead(p->pid))
+		return false;
+	p->checked_ns = now;
+	return true;
 }
 
 /* ---- the link (link/link.h) ---------------------------------------------- */

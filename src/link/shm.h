@@ -70,18 +70,40 @@ struct sv_shm_hdr {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t owner_addr; /* the header's address in the owner */
+	_Atomic uint32_t closed; /* the owner closed the ring: not current */
 	_Alignas(64) _Atomic uint64_t tail; /* producers claim here */
 	_Alignas(64) _Atomic uint32_t sleeping; /* owner's thread waits */
 	/* The owner's progress thread takes help jobs (link/help.h). */
 	_Alignas(64) _Atomic uint32_t helping;
 	struct sv_help_job job[SV_HELP_JOBS];
+	/* Channels with news for the owner (paths/chan.c): a producer that
+	 * publishes into a cold channel sets its bit (sv_shm_ready_bit), the
+	 * owner takes the word with an exchange.  Peers write it: a bogus bit
+	 * costs the owner a look at a few channels, nothing else. */
+	_Alignas(64) _Atomic uint64_t chan_ready;
 	_Alignas(64) struct sv_shm_slot slot[];
 };
 
-/* Channel i of a segment (i < SV_SHM_CHANS). */
+/* Channel i of a segment (i < SV_SHM_CHANS): its lines, all channels'
+ * together after the packet slots, then its slots, after all the lines. */
 static inline struct sv_chan *sv_shm_chan(struct sv_shm_hdr *h, uint32_t i)
 {
 	return (struct sv_chan *)(void *)&h->slot[SV_SHM_SLOTS] + i;
+}
+
+static inline struct sv_chan_slot *sv_shm_chan_slots(struct sv_shm_hdr *h,
+						     uint32_t i)
+{
+	return ((struct sv_chan_ring *)(void *)sv_shm_chan(h, SV_SHM_CHANS) + i)
+		->slot;
+}
+
+/* Channel i's bit in the ready word: SV_SHM_CHANS / 64 channels share
+ * one, so that one word covers the segment. */
+#define SV_SHM_READY_PER_BIT (SV_SHM_CHANS / 64)
+static inline uint64_t sv_shm_ready_bit(uint32_t i)
+{
+	return 1ull << (i / SV_SHM_READY_PER_BIT);
 }
 
 /* Our inbound ring. */
@@ -91,6 +113,7 @@ struct sv_shm_ring {
 	size_t size;
 	uint64_t head; /* next round to consume (consumer only) */
 	uint64_t stall_since; /* ns: head slot claimed, not yet filled */
+	bool populated; /* the packet slots faulted in (shm.c) */
 	uint16_t port;
 	int sockfd; /* the socket's UDP fd: doorbells to peers leave by it */
 	char path[48]; /* registry entry (in our directory), "" if none */
@@ -104,6 +127,9 @@ struct sv_shm_peer {
 	uint16_t port;
 	int32_t self; /* our pid, as slots record it (getpid is a syscall) */
 	unsigned int refs;
+	bool populated; /* the packet slots faulted in (shm.c) */
+	int pidfd; /* the peer process's, -1 if none (sv_shm_peer_current) */
+	uint64_t checked_ns; /* when its registry entry was last checked */
 	struct sv_shm_hdr *hdr;
 	size_t size;
 	const struct sv_pubtab_view
@@ -151,8 +177,10 @@ void sv_shm_ring_wake(struct sv_shm_ring *r);
 int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 		       const char **why);
 void sv_shm_peer_detach(struct sv_shm_peer *p);
-/* Is the registry still naming this very mapping for its port? */
-bool sv_shm_peer_current(const struct sv_shm_peer *p);
+/* Is the registry still naming this very mapping for its port?  (Cheap
+ * while the peer process lives and has not closed the ring: its entry is
+ * read again only every SV_SHM_RECHECK_NS.) */
+bool sv_shm_peer_current(struct sv_shm_peer *p);
 /* Is the peer process there and not stopped (SIGSTOP, a debugger)?
  * Reads /proc: for rare checks. */
 bool sv_shm_peer_running(const struct sv_shm_peer *p);

@@ -50,6 +50,27 @@
  * a consumer that acknowledged, sends the doorbell if the other side's
  * progress thread sleeps (its ring's sleeping word); a thread about to
  * sleep re-checks its channels after setting the word.
+ *
+ * Polling at scale: a pass visits only the QPs on eng->chans, not every
+ * QP with an open channel.  A QP is there while its own channel is hot
+ * (chan.rx_hot) or it has channel SENDs to retire (outstanding, or lean
+ * mode).  A channel opens cold (its owner line's cold word set); a
+ * producer that publishes into a cold channel also sets the channel's bit
+ * in the segment's ready word (after the message, with release), and a
+ * pass takes every ready word of our segments with an exchange (acquire)
+ * and makes the channels of the bits it found hot.  So a message in a
+ * cold channel is seen by the first pass after its bit: never lost, at
+ * most one pass late.  A channel goes cold again after SV_CHAN_COOL_NS
+ * with nothing to do: the owner sets cold, and keeps looking at it every
+ * pass for SV_CHAN_NAP_NS more, because a producer that read cold just
+ * before our store was visible published without setting its bit (no
+ * fence on the producer's side, as with the sleeping word: the window is
+ * a store buffer's drain, the nap's argument).  Steady traffic never
+ * goes cold, and a producer reads cold in the owner line it reads anyway
+ * (gen, open): no cost per message.  A lean QP idle that long leaves lean
+ * mode (its next post goes through the engine, which lists it again).
+ * Busy polls watch the ready words (busy when not zero) besides the hot
+ * channels' words, and a thread about to sleep checks them too.
  */
 #include "paths/paths.h"
 
@@ -79,6 +100,9 @@
  * poller's array, is full) acknowledges at least this often (slots): each
  * acknowledgement is a store to a line the sender's core reads. */
 #define SV_CHAN_ACK_EVERY 64
+/* A QP with nothing to do on its channels for this long leaves the
+ * passes' list (its channel goes cold, lean mode ends). */
+#define SV_CHAN_COOL_NS (10ull * 1000 * 1000)
 
 static void chan_engine_init(struct sv_engine *eng)
 {
@@ -119,9 +143,16 @@ static struct sv_chan *peer_chan(struct sv_qp_engine *qe)
 	return sv_shm_chan(qe->shm->hdr, sv_qpn_slot(qe->dest_qpn));
 }
 
+/* Must a pass visit the QP? */
+static bool list_want(const struct sv_qp_engine *qe)
+{
+	return (qe->chan.rx.ch && qe->chan.rx_hot) || qe->chan.outstanding ||
+	       atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed);
+}
+
 static void list_update(struct sv_qp_engine *qe)
 {
-	bool want = qe->chan.rx.ch || qe->chan.tx.ch || qe->chan.outstanding;
+	bool want = list_want(qe);
 
 	if (want && !qe->chan.listed) {
 		list_add_tail(&qe->eng->chans, &qe->chan.node);
@@ -133,7 +164,8 @@ static void list_update(struct sv_qp_engine *qe)
 	/* What the engine reads of it: a sender runs alone when kicked,
 	 * and receive completions may go straight to a poller. */
 	qe->run_alone = qe->chan.tx.ch != NULL;
-	qe->eng->paths_active = !list_empty(&qe->eng->chans);
+	qe->eng->paths_active =
+		!list_empty(&qe->eng->chans) || qe->eng->chans_open;
 	/* What busy polls watch changes: they take the lock until the
 	 * next pass has set it. */
 	qe->eng->watch_dirty = true;
@@ -155,7 +187,14 @@ static void rx_open(struct sv_qp_engine *qe)
 	atomic_store(&ch->qpn, qe->qpn);
 	atomic_store(&ch->peer_qpn, qe->dest_qpn);
 	atomic_store(&ch->head, 0);
+	/* Cold until its producer's first message sets the ready bit. */
+	atomic_store(&ch->cold, 1);
+	qe->chan.rx_hot = false;
+	qe->chan.cold_at = 0;
+	qe->eng->chans_open++;
 	qe->chan.rx.ch = ch;
+	qe->chan.rx.slot =
+		sv_shm_chan_slots(qe->sock->ring.hdr, sv_qpn_slot(qe->qpn));
 	qe->chan.rx.gen = gen;
 	qe->chan.rx.head = 0;
 	/* Open last: a producer reads open (acquire), then the rest. */
@@ -169,6 +208,22 @@ static void rx_close(struct sv_qp_engine *qe)
 	atomic_store(&ch->open, 0);
 	atomic_fetch_add(&ch->gen, 1);
 	qe->chan.rx.ch = NULL;
+	qe->chan.rx_hot = false;
+	qe->chan.cold_at = 0;
+	qe->eng->chans_open--;
+}
+
+/* Our channel has news (its ready bit, or messages while cooling): look
+ * at it every pass again. */
+static void rx_warm(struct sv_qp_engine *qe)
+{
+	atomic_store_explicit(&qe->chan.rx.ch->cold, 0, memory_order_relaxed);
+	qe->chan.cold_at = 0;
+	qe->chan.idle_since = 0;
+	if (!qe->chan.rx_hot) {
+		qe->chan.rx_hot = true;
+		list_update(qe);
+	}
 }
 
 static bool rx_state_ok(int st)
@@ -229,6 +284,17 @@ static void poke(struct sv_qp_engine *qe, bool locked)
 			   sizeof(qe->peer)) < 0)
 			sv_dbg("chan: doorbell: %s", strerror(errno));
 	}
+}
+
+/* We published into the peer's channel: if it is cold, its owner learns
+ * of it from the segment's ready word (after the message: release). */
+static void ready_note(struct sv_qp_engine *qe)
+{
+	if (atomic_load_explicit(&qe->chan.tx.ch->cold, memory_order_relaxed))
+		atomic_fetch_or_explicit(
+			&qe->shm->hdr->chan_ready,
+			sv_shm_ready_bit(sv_qpn_slot(qe->dest_qpn)),
+			memory_order_release);
 }
 
 /* Tell the sender how far we are (and what failed, if anything). */
@@ -480,6 +546,8 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	    atomic_load(&pc->peer_qpn) != qe->qpn)
 		return false;
 	qe->chan.tx.ch = pc;
+	qe->chan.tx.slot =
+		sv_shm_chan_slots(qe->shm->hdr, sv_qpn_slot(qe->dest_qpn));
 	qe->chan.tx.own = own;
 	qe->chan.tx.gen = gen;
 	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
@@ -640,6 +708,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 				      1,
 			      memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
+	ready_note(qe);
 	poke(qe, false);
 	/* A thread asleep for good would not run the watchdog. */
 	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
@@ -817,14 +886,14 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	qe->req.idx++;
 	if (!qe->chan.outstanding++) {
 		qe->chan.stall_since = 0;
-		/* Busy polls must now watch our ack line. */
-		qe->eng->watch_dirty = true;
-		atomic_store(&qe->eng->quiet, NULL);
+		/* Passes must now visit it, busy polls watch our ack line. */
+		list_update(qe);
 		/* A thread asleep for good would not run the watchdog. */
 		if (atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
 			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
+	ready_note(qe);
 	poke(qe, true);
 	lean_enter(qe);
 	return SV_CHAN_SENT;
@@ -970,17 +1039,89 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 
 /* ---- the engine's passes ------------------------------------------------- */
 
+/* The ready words of our segments: the cold channels they name become
+ * hot (a bit for a channel that is not ours, or closed, is ignored). */
+static void ready_take(struct sv_engine *eng)
+{
+	struct list_node *it;
+
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+		uint64_t bits;
+
+		if (!s->ring.hdr ||
+		    !atomic_load_explicit(&s->ring.hdr->chan_ready,
+					  memory_order_relaxed))
+			continue;
+		bits = atomic_exchange_explicit(&s->ring.hdr->chan_ready, 0,
+						memory_order_acquire);
+		while (bits) {
+			uint32_t i = (uint32_t)__builtin_ctzll(bits) *
+				     SV_SHM_READY_PER_BIT,
+				 end = i + SV_SHM_READY_PER_BIT;
+
+			bits &= bits - 1;
+			for (; i < end; i++) {
+				struct sv_qp_engine *qe = s->slot[i];
+
+				SV_STAT(eng, chan_visits);
+				if (qe && qe->chan.rx.ch &&
+				    (!qe->chan.rx_hot || qe->chan.cold_at))
+					rx_warm(qe);
+			}
+		}
+	}
+}
+
+/* After a pass visited the QP: busy tells whether it had anything to do
+ * on its channels.  Idle for SV_CHAN_COOL_NS, its channel goes cold (and
+ * is looked at for SV_CHAN_NAP_NS more: the invariant at the top), lean
+ * mode ends, and the QP leaves the list. */
+static void cool(struct sv_engine *eng, struct sv_qp_engine *qe, bool busy)
+{
+	if (busy) {
+		if (qe->chan.cold_at)
+			rx_warm(qe);
+		qe->chan.idle_since = 0;
+		return;
+	}
+	if (!eng->now_ok)
+		return; /* (a pass that reads no clock decides nothing) */
+	if (!qe->chan.idle_since) {
+		qe->chan.idle_since = eng->now;
+		return;
+	}
+	if (eng->now - qe->chan.idle_since < SV_CHAN_COOL_NS)
+		return;
+	if (qe->chan.rx_hot && !qe->chan.cold_at) {
+		/* seq_cst: the looks after it see what a producer published
+		 * before it read cold as 0 (once the nap's window passed). */
+		atomic_store(&qe->chan.rx.ch->cold, 1);
+		qe->chan.cold_at = eng->now;
+		return;
+	}
+	if (qe->chan.cold_at && eng->now - qe->chan.cold_at < SV_CHAN_NAP_NS)
+		return;
+	qe->chan.rx_hot = false;
+	qe->chan.cold_at = 0;
+	qe->chan.idle_since = 0;
+	lean_leave(qe); /* (a post racing with it: outstanding, listed) */
+	list_update(qe);
+}
+
 static void chan_poll(struct sv_engine *eng)
 {
 	struct list_node *it, *tmp;
 
-	if (list_empty(&eng->chans))
-		return;
-
+	if (eng->chans_open)
+		ready_take(eng);
 	list_for_each_safe (&eng->chans, it, tmp) {
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, chan.node);
+		uint64_t head = qe->chan.rx.head;
+		bool busy;
 
+		SV_STAT(eng, chan_visits);
 		/* Acknowledgements before messages: the peer acknowledged
 		 * our SENDs before it could answer them, and completions
 		 * seen together should tell it in that order. */
@@ -990,9 +1131,15 @@ static void chan_poll(struct sv_engine *eng)
 			tx_retire(qe);
 		if (qe->chan.rx.ch)
 			rx_run(qe);
+		busy = tx_pending(qe) ||
+		       (qe->chan.rx.ch &&
+			(qe->chan.rx.head != head ||
+			 qe->chan.rx.head != qe->chan.rx_acked ||
+			 sv_chan_pending(&qe->chan.rx)));
 		if (eng->now_ok && tx_pending(qe))
 			tx_watchdog(qe, eng->now);
-		if (!qe->chan.tx.ch && !qe->chan.rx.ch && !qe->chan.outstanding)
+		cool(eng, qe, busy);
+		if (qe->chan.listed != list_want(qe))
 			list_update(qe);
 	}
 }
@@ -1002,6 +1149,13 @@ static void chan_poll(struct sv_engine *eng)
 static bool chan_idle(struct sv_engine *eng)
 {
 	struct list_node *it;
+
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+		if (s->ring.hdr && atomic_load(&s->ring.hdr->chan_ready))
+			return false;
+	}
 
 	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
 		struct sv_qp_engine *qe =
@@ -1037,17 +1191,27 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 {
 	struct list_node *it;
 
+	/* A producer into a cold channel sets its segment's ready word. */
+	for (it = eng->socks.n.next; eng->chans_open && it != &eng->socks.n;
+	     it = it->next) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+		if (s->ring.hdr)
+			sv_watch_word(eng, n, &s->ring.hdr->chan_ready, 0,
+				      false);
+	}
+
 	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, chan.node);
 		struct sv_chan_rx *r = &qe->chan.rx;
 
 		if (r->ch)
-			sv_watch_word(eng, n,
-				      &r->ch->slot[(uint32_t)r->head &
-						   (SV_CHAN_SLOTS - 1)]
-					       .seq,
-				      sv_chan_seq(r->gen, r->head), true);
+			sv_watch_word(
+				eng, n,
+				&r->slot[(uint32_t)r->head & (SV_CHAN_SLOTS - 1)]
+					 .seq,
+				sv_chan_seq(r->gen, r->head), true);
 		/* (A lean QP's posts do not pass here: watch it always.) */
 		if (qe->chan.outstanding ||
 		    atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
@@ -1086,7 +1250,7 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 	 * nap, after which we look again with the word still set, and
 	 * only then sleep for good. */
 	if (!busy && until > now + SV_CHAN_NAP_NS && !eng->napped &&
-	    !list_empty(&eng->chans)) {
+	    eng->paths_active) {
 		until = now + SV_CHAN_NAP_NS;
 		eng->nap = true;
 	}

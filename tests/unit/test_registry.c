@@ -78,7 +78,7 @@ static int udp_socket(uint16_t *port)
 int main(void)
 {
 	struct sv_shm_ring ring[RINGS];
-	struct sv_shm_peer *peer;
+	struct sv_shm_peer *peer, *stale;
 	int sock[RINGS], dir, dead = dead_pid();
 	unsigned long ns, before;
 	const char *why;
@@ -120,11 +120,11 @@ int main(void)
 
 	/* A peer of ours is found; a stale entry is refused. */
 	CHECK_EQ(sv_shm_peer_attach(ring[0].port, &peer, &why), 0);
-	if (!check_failed) {
+	if (!check_failed)
 		CHECK(sv_shm_peer_current(peer));
-		sv_shm_peer_detach(peer);
-	}
-	CHECK_EQ(sv_shm_peer_attach(7, &peer, &why), ENOENT);
+	else
+		peer = NULL;
+	CHECK_EQ(sv_shm_peer_attach(7, &stale, &why), ENOENT);
 	CHECK(!strcmp(why, "peer registry entry stale"));
 
 	for (i = 0; i < RINGS; i++) {
@@ -132,6 +132,12 @@ int main(void)
 		sv_shm_ring_close(&ring[i]);
 		close(sock[i]);
 		CHECK_EQ(entry_pid(dir, name), -1); /* ours went with it */
+	}
+	/* A peer mapping of a closed ring is no longer current, however
+	 * recently its entry was checked. */
+	if (peer) {
+		CHECK(!sv_shm_peer_current(peer));
+		sv_shm_peer_detach(peer);
 	}
 	for (i = 1; i <= STALE; i++) {
 		snprintf(name, sizeof(name), "%lu.%u", ns, i);
