@@ -1,0 +1,339 @@
+/*
+ * The writer's side of the live counters (engine/statseg.h): the process's
+ * segment, made at its first context and removed at its exit, the slots
+ * of contexts and QPs, and the snapshot of the QPs' states the engine
+ * refreshes.
+ */
+#include "engine/statseg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/eng.h"
+#include "engine/qpe.h"
+#include "engine/statread.h"
+#include "link/shm.h"
+#include "util/lockorder.h"
+#include "util/log.h"
+
+/* The process's segment: made under seg_lock, then read without it
+ * (seg_pid tells a forked child that the mapping is its parent's). */
+static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_statseg *_Atomic seg;
+static _Atomic int seg_pid;
+static char seg_name[32];
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A file of ours, NUL-free text squeezed into out (NULs become spaces:
+ * /proc/self/cmdline). */
+static void read_text(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, out, len - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (out[i] == '\0')
+			out[i] = ' ';
+	out[n] = '\0';
+}
+
+/* Segments of dead processes not updated for SV_STATSEG_STALE_S: their
+ * last counters have been there long enough.  One scan per segment
+ * made, so per process. */
+static void sweep(int dir, int self)
+{
+	uint64_t now = real_ns();
+	struct sv_statview *v = malloc(sizeof(*v));
+	struct dirent *e;
+	DIR *d = NULL;
+	int fd = v ? dup(dir) : -1;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		free(v);
+		return;
+	}
+	rewinddir(d); /* a dup shares the directory's offset */
+	while ((e = readdir(d))) {
+		int pid;
+
+		if (sv_statread_pid(e->d_name, &pid) || pid == self)
+			continue;
+		if (sv_statread_file(dir, e->d_name, v, NULL, 0) == 0 &&
+		    (v->alive || now - v->updated_ns <
+					 (uint64_t)SV_STATSEG_STALE_S *
+						 1000000000ull))
+			continue;
+		/* Dead and stale, or not a segment we can read at all
+		 * (another build's layout, or garbage): it is ours to
+		 * remove, in our own directory. */
+		if (!v->alive)
+			unlinkat(dir, e->d_name, 0);
+	}
+	closedir(d);
+	free(v);
+}
+
+/* seg_lock held. */
+static struct sv_statseg *seg_create(void)
+{
+	const char *why;
+	int dir = sv_shm_registry_dir(&why), fd, self = (int)getpid();
+	struct sv_statseg *s;
+	struct sv_statseg_hdr *h;
+
+	if (dir < 0) {
+		sv_info("live counters off: %s", why);
+		return NULL;
+	}
+	sweep(dir, self);
+	snprintf(seg_name, sizeof(seg_name), SV_STATSEG_PREFIX "%d", self);
+	/* A file of this name is a dead process's that had our pid. */
+	unlinkat(dir, seg_name, 0);
+	fd = openat(dir, seg_name,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		sv_info("live counters off: %s: %s", seg_name, strerror(errno));
+		return NULL;
+	}
+	if (ftruncate(fd, sizeof(*s))) {
+		close(fd);
+		unlinkat(dir, seg_name, 0);
+		return NULL;
+	}
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s == MAP_FAILED) {
+		unlinkat(dir, seg_name, 0);
+		return NULL;
+	}
+	h = &s->hdr;
+	h->version = SV_STATSEG_VERSION;
+	h->hdr_size = sizeof(s->hdr);
+	h->eng_size = sizeof(s->eng[0]);
+	h->qp_size = sizeof(s->qp[0]);
+	h->nengines = SV_STATSEG_ENGINES;
+	h->nqps = SV_STATSEG_QPS;
+	h->ncounters = sizeof(struct sv_stats) / sizeof(uint64_t);
+	h->nqp_counters = sizeof(struct sv_qp_stats) / sizeof(uint64_t);
+	h->counters_hash = sv_statseg_hash();
+	h->pid = self;
+	h->uid = (uint32_t)geteuid();
+	h->start_ticks = sv_statseg_start_ticks(self);
+	h->start_ns = real_ns();
+	atomic_store(&h->updated_ns, h->start_ns);
+	read_text("/proc/self/comm", h->comm, sizeof(h->comm));
+	read_text("/proc/self/cmdline", h->cmdline, sizeof(h->cmdline));
+	/* Last: a reader that sees the magic sees a whole header. */
+	atomic_thread_fence(memory_order_release);
+	h->magic = SV_STATSEG_MAGIC;
+	return s;
+}
+
+/* A process that exits (not one killed) takes its segment with it; a
+ * forked child leaves its parent's alone. */
+__attribute__((destructor)) static void seg_at_exit(void)
+{
+	struct sv_statseg *s = atomic_load(&seg);
+	int dir = sv_shm_registry_dir(NULL);
+
+	if (!s || atomic_load(&seg_pid) != (int)getpid() || dir < 0)
+		return;
+	atomic_store(&s->hdr.exited, 1);
+	unlinkat(dir, seg_name, 0);
+}
+
+static struct sv_statseg *seg_get(void)
+{
+	struct sv_statseg *s;
+	int self = (int)getpid();
+
+	sv_mutex_lock(&seg_lock, SV_LOCK_STATSEG);
+	s = atomic_load(&seg);
+	if (!s || atomic_load(&seg_pid) != self) {
+		/* The parent's mapping stays mapped in a child: its
+		 * inherited engines may still point into it. */
+		s = seg_create();
+		atomic_store(&seg, s);
+		atomic_store(&seg_pid, self);
+	}
+	sv_mutex_unlock(&seg_lock);
+	return s;
+}
+
+void sv_statseg_engine_open(struct sv_engine *eng)
+{
+	struct sv_statseg *s = seg_get();
+	unsigned int i;
+
+	eng->statslot = NULL;
+	for (i = 0; s && i < SV_STATSEG_ENGINES; i++) {
+		uint32_t free_ = 0;
+		struct sv_statseg_eng *e = &s->eng[i];
+
+		/* The slot's values are the last context's: clear them
+		 * before it is seen as used again. */
+		if (atomic_load(&e->used) ||
+		    !atomic_compare_exchange_strong(&e->used, &free_, 2))
+			continue;
+		memset((char *)e + sizeof(e->used), 0,
+		       sizeof(*e) - sizeof(e->used));
+		atomic_store_explicit(&e->used, 1, memory_order_release);
+		eng->statslot = e;
+		eng->statidx = i;
+		break;
+	}
+	if (!eng->statslot) {
+		/* No segment, or no slot left: counters of our own. */
+		eng->statslot = calloc(1, sizeof(*eng->statslot));
+		eng->stat_private = true;
+	}
+	if (!eng->statslot) {
+		static struct sv_statseg_eng lost; /* out of memory */
+
+		eng->statslot = &lost;
+	}
+	eng->stats = &eng->statslot->ctr;
+}
+
+void sv_statseg_engine_close(struct sv_engine *eng)
+{
+	struct list_node *it;
+
+	/* QPs left to the context's close: their slots would otherwise
+	 * show under the next context given this one's slot. */
+	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, node);
+
+		if (qe->statslot)
+			atomic_store(&qe->statslot->used, 0);
+		qe->statslot = NULL;
+	}
+	if (eng->stat_private) {
+		free(eng->statslot);
+	} else if (eng->statslot) {
+		/* Its QP slots were given back as the QPs went. */
+		atomic_store_explicit(&eng->statslot->used, 0,
+				      memory_order_release);
+	}
+	eng->statslot = NULL;
+	eng->stats = NULL;
+}
+
+void sv_statseg_qp_open(struct sv_qp_engine *qe)
+{
+	struct sv_engine *eng = qe->eng;
+	struct sv_statseg *s = atomic_load(&seg);
+	unsigned int i;
+
+	qe->statslot = NULL;
+	qe->ctr = &eng->statslot->other.ctr;
+	if (eng->stat_private || !s)
+		return;
+	for (i = 0; i < SV_STATSEG_QPS; i++) {
+		struct sv_statseg_qp *q = &s->qp[i];
+		uint32_t free_ = 0;
+
+		if (atomic_load_explicit(&q->used, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&q->used, &free_,
+						    UINT32_MAX))
+			continue;
+		memset((char *)q + sizeof(q->used), 0,
+		       sizeof(*q) - sizeof(q->used));
+		q->qpn = qe->qpn;
+		q->type = (uint8_t)qe->qp->type;
+		q->state = IBV_QPS_RESET;
+		atomic_store_explicit(&q->used, 1 + eng->statidx,
+				      memory_order_release);
+		qe->statslot = q;
+		qe->ctr = &q->ctr;
+		return;
+	}
+}
+
+void sv_statseg_qp_close(struct sv_qp_engine *qe)
+{
+	if (qe->statslot)
+		atomic_store_explicit(&qe->statslot->used, 0,
+				      memory_order_release);
+	qe->statslot = NULL;
+	qe->ctr = NULL;
+}
+
+void sv_statseg_qp_note(struct sv_qp_engine *qe)
+{
+	struct sv_statseg_qp *q = qe->statslot;
+	struct sv_qp *qp = qe->qp;
+	int state = atomic_load_explicit(&qe->state, memory_order_relaxed);
+
+	if (!q)
+		return;
+	q->state = (uint8_t)state;
+	q->sq_outstanding =
+		atomic_load_explicit(&qp->sq.tail, memory_order_relaxed) -
+		atomic_load_explicit(&qp->sq.head, memory_order_relaxed);
+	q->rq_outstanding =
+		qp->srq ? 0 :
+			  atomic_load_explicit(&qp->rq.tail,
+					       memory_order_relaxed) -
+				  atomic_load_explicit(&qp->rq.head,
+						       memory_order_relaxed);
+	if (state < IBV_QPS_RTR) {
+		q->path = SV_STATSEG_PATH_NONE;
+	} else if (qe->shm) {
+		q->path = SV_STATSEG_PATH_SHM;
+	} else {
+		q->path = SV_STATSEG_PATH_UDP;
+		snprintf(q->why, sizeof(q->why), "%s",
+			 qe->type == IBV_QPT_UD ? "UD: datagrams take UDP" :
+						  qe->path_why);
+	}
+}
+
+void sv_statseg_refresh(struct sv_engine *eng, uint64_t now, bool force)
+{
+	struct sv_statseg *s = atomic_load(&seg);
+	struct list_node *it;
+	uint32_t n = 0, others = 0;
+
+	if (eng->stat_private || !s ||
+	    (!force && now - eng->stat_refreshed < SV_STATSEG_REFRESH_NS))
+		return;
+	eng->stat_refreshed = now;
+	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
+		struct sv_qp_engine *qe =
+			list_entry(it, struct sv_qp_engine, node);
+
+		n++;
+		if (qe->statslot)
+			sv_statseg_qp_note(qe);
+		else
+			others++;
+	}
+	eng->statslot->qps = n;
+	eng->statslot->others = others;
+	atomic_store_explicit(&s->hdr.updated_ns, real_ns(),
+			      memory_order_relaxed);
+}

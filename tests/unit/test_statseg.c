@@ -1,0 +1,295 @@
+/* The live counters' segment (engine/statseg.c) and its reader
+ * (engine/statread.c): this process's own segment as `softverbs stats`
+ * reads it (file mode, header, a context, a QP slot following create,
+ * modify and destroy), a forked child's segment made and removed at its
+ * exit, and the reader on corrupted segments: each kind of damage refused
+ * with its reason, or cut to its bounds, and random damage never crashing
+ * it nor giving an index out of range. */
+#include "engine/statread.h"
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "link/shm.h"
+
+static int dir;
+static char name[32];
+
+static struct sv_statview *view_of(int pid, char *err, size_t len)
+{
+	static struct sv_statview v;
+	char n[32];
+
+	snprintf(n, sizeof(n), SV_STATSEG_PREFIX "%d", pid);
+	return sv_statread_file(dir, n, &v, err, len) ? NULL : &v;
+}
+
+/* The segment's bytes. */
+static struct sv_statseg *load(void)
+{
+	struct sv_statseg *s = malloc(sizeof(*s));
+	int fd = openat(dir, name, O_RDONLY);
+
+	REQUIRE(s && fd >= 0);
+	REQUIRE(pread(fd, s, sizeof(*s), 0) == (ssize_t)sizeof(*s));
+	close(fd);
+	return s;
+}
+
+/* parse a damaged copy: -1 and a reason containing want. */
+static void refused(const struct sv_statseg *s, size_t len, const char *want)
+{
+	struct sv_statview *v = malloc(sizeof(*v));
+	char err[200] = "";
+
+	REQUIRE(v);
+	CHECK(sv_statread_parse(s, len, v, err, sizeof(err)) == -1);
+	if (!strstr(err, want))
+		fprintf(stderr, "  reason '%s', expected '%s'\n", err, want);
+	CHECK(strstr(err, want) != NULL);
+	free(v);
+}
+
+static void check_bounds(const struct sv_statview *v)
+{
+	CHECK(v->neng <= SV_STATSEG_ENGINES);
+	CHECK(v->nqp <= SV_STATSEG_QPS);
+	for (unsigned int i = 0; i < v->nqp; i++) {
+		CHECK(v->qp[i].eng < v->neng);
+		CHECK(v->qp[i].state >= -1 && v->qp[i].state <= IBV_QPS_ERR);
+		CHECK(v->qp[i].path <= SV_STATSEG_PATH_SHM);
+		CHECK(memchr(v->qp[i].why, 0, sizeof(v->qp[i].why)) != NULL);
+	}
+	CHECK(memchr(v->comm, 0, sizeof(v->comm)) != NULL);
+	CHECK(memchr(v->cmdline, 0, sizeof(v->cmdline)) != NULL);
+	for (const char *c = v->cmdline; *c; c++)
+		CHECK(*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\');
+}
+
+static void corrupted(void)
+{
+	struct sv_statseg *good = load(), *s = malloc(sizeof(*s));
+	struct sv_statview *v = malloc(sizeof(*v));
+	char err[200];
+	unsigned int i, k;
+
+	REQUIRE(s && v);
+	refused(good, 10, "truncated: 10 bytes");
+	refused(good, sizeof(good->hdr) + 5, "truncated");
+	*s = *good;
+	s->hdr.magic ^= 1;
+	refused(s, sizeof(*s), "not a softverbs counter segment");
+	*s = *good;
+	s->hdr.version = 99;
+	refused(s, sizeof(*s), "layout version 99");
+	*s = *good;
+	s->hdr.nqps = 1u << 30;
+	refused(s, sizeof(*s), "layout of another build");
+	*s = *good;
+	s->hdr.qp_size = 8;
+	refused(s, sizeof(*s), "layout of another build");
+	*s = *good;
+	s->hdr.counters_hash ^= 0x100;
+	refused(s, sizeof(*s), "counters of another build");
+	*s = *good;
+	s->hdr.pid = -5;
+	refused(s, sizeof(*s), "no process: pid -5");
+
+	/* Damage inside the bounds: cut, skipped or named "?". */
+	*s = *good;
+	memset(s->hdr.comm, 0xff, sizeof(s->hdr.comm));
+	memset(s->hdr.cmdline, '"', sizeof(s->hdr.cmdline));
+	s->qp[0].used = 1000; /* no such context */
+	s->qp[1].used = 8; /* a context slot that is not in use */
+	s->qp[2].used = 1;
+	s->qp[2].state = 77;
+	s->qp[2].path = 9;
+	memset(s->qp[2].why, 'x', sizeof(s->qp[2].why));
+	s->eng[0].used = 1;
+	s->eng[7].used = 0;
+	CHECK(sv_statread_parse(s, sizeof(*s), v, err, sizeof(err)) == 0);
+	check_bounds(v);
+	CHECK_EQ(strlen(v->comm), sizeof(v->comm) - 1);
+	CHECK(v->comm[0] == '?');
+	CHECK(v->cmdline[0] == '?');
+	for (i = 0, k = 0; i < v->nqp; i++)
+		if (v->qp[i].state == -1) {
+			k++;
+			CHECK(v->qp[i].path == SV_STATSEG_PATH_NONE);
+			CHECK_EQ(strlen(v->qp[i].why), sizeof(v->qp[i].why) - 1);
+		}
+	CHECK_EQ(k, 1u);
+
+	/* Random damage: never a crash, never an index out of bounds. */
+	srand(19);
+	for (i = 0; i < 2000; i++) {
+		*s = *good;
+		for (k = 0; k < 1 + (unsigned int)rand() % 64; k++)
+			((uint8_t *)s)[(size_t)rand() % sizeof(*s)] =
+				(uint8_t)rand();
+		/* Mostly past the header checks, so the rest is read. */
+		if (i % 2)
+			s->hdr = good->hdr;
+		if (sv_statread_parse(s, sizeof(*s), v, err, sizeof(err)) == 0)
+			check_bounds(v);
+		else
+			CHECK(err[0] != '\0');
+	}
+	free(good);
+	free(s);
+	free(v);
+}
+
+/* Files that are not segments, in a directory of our own. */
+static void files(void)
+{
+	char tmpl[] = "/tmp/sv-statseg.XXXXXX", err[200];
+	struct sv_statview *v = malloc(sizeof(*v));
+	int d, fd, pid;
+
+	REQUIRE(v && mkdtemp(tmpl));
+	d = open(tmpl, O_RDONLY | O_DIRECTORY);
+	REQUIRE(d >= 0);
+	CHECK(sv_statread_pid("stats.12", &pid) == 0 && pid == 12);
+	CHECK(sv_statread_pid("stats.12x", &pid) == -1);
+	CHECK(sv_statread_pid("stats.", &pid) == -1);
+	CHECK(sv_statread_pid("stats.-3", &pid) == -1);
+	CHECK(sv_statread_pid("12345.4791", &pid) == -1);
+	/* A FIFO: refused without blocking. */
+	CHECK(mkfifoat(d, "stats.999999", 0600) == 0);
+	CHECK(sv_statread_file(d, "stats.999999", v, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "not a regular file") != NULL);
+	/* Our segment under another pid's name. */
+	fd = openat(d, "stats.999998", O_WRONLY | O_CREAT, 0600);
+	REQUIRE(fd >= 0);
+	{
+		struct sv_statseg *s = load();
+
+		CHECK(write(fd, s, sizeof(*s)) == (ssize_t)sizeof(*s));
+		free(s);
+	}
+	close(fd);
+	CHECK(sv_statread_file(d, "stats.999998", v, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "written by pid") != NULL);
+	/* Empty. */
+	fd = openat(d, "stats.999997", O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	CHECK(sv_statread_file(d, "stats.999997", v, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "truncated: 0 bytes") != NULL);
+	unlinkat(d, "stats.999999", 0);
+	unlinkat(d, "stats.999998", 0);
+	unlinkat(d, "stats.999997", 0);
+	close(d);
+	rmdir(tmpl);
+	free(v);
+}
+
+int main(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8,
+			 .max_recv_wr = 8,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT,
+				    .port_num = 1,
+				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad;
+	struct sv_statview *v;
+	struct stat st;
+	char err[200];
+	const char *why;
+	pid_t child;
+	int status;
+
+	REQUIRE(list && list[0]);
+	dir = sv_shm_registry_dir(&why);
+	if (dir < 0) {
+		printf("SKIP: no registry directory: %s\n", why);
+		return 77;
+	}
+	snprintf(name, sizeof(name), SV_STATSEG_PREFIX "%d", (int)getpid());
+	ctx = ibv_open_device(list[0]);
+	REQUIRE(ctx);
+	CHECK(fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+	CHECK_EQ(st.st_mode & 07777, 0600u);
+	CHECK(S_ISREG(st.st_mode));
+
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	REQUIRE(pd && cq);
+	init.send_cq = init.recv_cq = cq;
+	qp = ibv_create_qp(pd, &init);
+	REQUIRE(qp);
+	v = view_of(getpid(), err, sizeof(err));
+	REQUIRE(v);
+	CHECK_EQ(v->pid, (int)getpid());
+	CHECK(v->alive);
+	CHECK(!strcmp(v->comm, "test_statseg"));
+	CHECK(strstr(v->cmdline, "test_statseg") != NULL);
+	CHECK_EQ(v->neng, 1u);
+	REQUIRE(v->nqp == 1);
+	CHECK_EQ(v->qp[0].qpn, qp->qp_num);
+	CHECK_EQ(v->qp[0].type, (int)IBV_QPT_RC);
+	CHECK_EQ(v->qp[0].state, (int)IBV_QPS_RESET);
+	CHECK(ibv_modify_qp(qp, &attr,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS) == 0);
+	CHECK(ibv_post_recv(qp, &rwr, &bad) == 0);
+	CHECK(ibv_post_recv(qp, &rwr, &bad) == 0);
+	/* Move it again: the snapshot follows each modify. */
+	attr.qp_state = IBV_QPS_INIT;
+	CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0);
+	v = view_of(getpid(), err, sizeof(err));
+	REQUIRE(v && v->nqp == 1);
+	CHECK_EQ(v->qp[0].state, (int)IBV_QPS_INIT);
+	CHECK_EQ(v->qp[0].rq_outstanding, 2u);
+	CHECK_EQ(v->qp[0].path, (int)SV_STATSEG_PATH_NONE);
+
+	corrupted();
+	files();
+
+	/* A forked child's context: a segment of its own, gone at its
+	 * exit; ours stays. */
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		struct ibv_context *c = ibv_open_device(list[0]);
+		char n[32];
+		struct stat cst;
+
+		snprintf(n, sizeof(n), SV_STATSEG_PREFIX "%d", (int)getpid());
+		exit(c && fstatat(dir, n, &cst, 0) == 0 ? 0 : 3);
+	}
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(view_of(child, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "No such file") != NULL);
+	CHECK(fstatat(dir, name, &st, 0) == 0);
+
+	CHECK(ibv_destroy_qp(qp) == 0);
+	v = view_of(getpid(), err, sizeof(err));
+	REQUIRE(v);
+	CHECK_EQ(v->nqp, 0u);
+	CHECK(ibv_destroy_cq(cq) == 0);
+	CHECK(ibv_dealloc_pd(pd) == 0);
+	CHECK(ibv_close_device(ctx) == 0);
+	v = view_of(getpid(), err, sizeof(err));
+	REQUIRE(v);
+	CHECK_EQ(v->neng, 0u);
+	ibv_free_device_list(list);
+	return check_done();
+}
