@@ -143,10 +143,11 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 	if (h->hdr_size != sizeof(s->hdr) || h->eng_size != sizeof(s->eng[0]) ||
 	    h->qp_size != sizeof(s->qp[0]) ||
 	    h->nengines != SV_STATSEG_ENGINES || h->nqps != SV_STATSEG_QPS)
-		return fail(err, errlen,
-			    "layout of another build (sizes %u/%u/%u, %u contexts, %u QPs)",
-			    h->hdr_size, h->eng_size, h->qp_size, h->nengines,
-			    h->nqps);
+		return fail(
+			err, errlen,
+			"layout of another build (sizes %u/%u/%u, %u contexts, %u QPs)",
+			h->hdr_size, h->eng_size, h->qp_size, h->nengines,
+			h->nqps);
 	if (h->ncounters != sizeof(struct sv_stats) / sizeof(uint64_t) ||
 	    h->nqp_counters != sizeof(struct sv_qp_stats) / sizeof(uint64_t) ||
 	    h->counters_hash != sv_statseg_hash())
@@ -187,8 +188,7 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 		uint32_t used = q->used;
 
 		/* Free, being claimed, or naming no open context. */
-		if (!used || used > SV_STATSEG_ENGINES ||
-		    slot_of[used - 1] < 0)
+		if (!used || used > SV_STATSEG_ENGINES || slot_of[used - 1] < 0)
 			continue;
 		o = &v->qp[v->nqp++];
 		o->eng = (unsigned int)slot_of[used - 1];

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,42 +58,68 @@ static void read_text(const char *path, char *out, size_t len)
 	out[n] = '\0';
 }
 
-/* Segments of dead processes not updated for SV_STATSEG_STALE_S: their
- * last counters have been there long enough.  One scan per segment
- * made, so per process. */
+/* Is it time to look for stale segments?  At most once per
+ * SV_STATSEG_STALE_S per user (the marker's time says when it was last
+ * done), so a process's start costs one fstatat, not a look at every
+ * entry of the directory (docs/security.md, "Registry"). */
+static bool sweep_due(int dir, uint64_t now)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(dir, SV_STATSEG_SWEEP, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_mtime + SV_STATSEG_STALE_S > now / 1000000000ull)
+		return false;
+	fd = openat(dir, SV_STATSEG_SWEEP,
+		    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	futimens(fd, NULL);
+	close(fd);
+	return true;
+}
+
+/* Remove the segments of dead processes not updated for
+ * SV_STATSEG_STALE_S: their last counters have been there long enough.
+ * Only a header is read, and only to decide on a file of our own
+ * directory. */
 static void sweep(int dir, int self)
 {
 	uint64_t now = real_ns();
-	struct sv_statview *v = malloc(sizeof(*v));
 	struct dirent *e;
 	DIR *d = NULL;
-	int fd = v ? dup(dir) : -1;
+	int fd;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		free(v);
+	if (!sweep_due(dir, now) || (fd = dup(dir)) < 0)
+		return;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
 		return;
 	}
 	rewinddir(d); /* a dup shares the directory's offset */
 	while ((e = readdir(d))) {
-		int pid;
+		struct sv_statseg_hdr h;
+		int pid, f;
+		ssize_t n;
 
 		if (sv_statread_pid(e->d_name, &pid) || pid == self)
 			continue;
-		if (sv_statread_file(dir, e->d_name, v, NULL, 0) == 0 &&
-		    (v->alive || now - v->updated_ns <
-					 (uint64_t)SV_STATSEG_STALE_S *
-						 1000000000ull))
+		f = openat(dir, e->d_name,
+			   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		n = f < 0 ? -1 : pread(f, &h, sizeof(h), 0);
+		if (f >= 0)
+			close(f);
+		if (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC &&
+		    (sv_statread_alive(pid, h.start_ticks) ||
+		     now - h.updated_ns <
+			     (uint64_t)SV_STATSEG_STALE_S * 1000000000ull))
 			continue;
-		/* Dead and stale, or not a segment we can read at all
-		 * (another build's layout, or garbage): it is ours to
-		 * remove, in our own directory. */
-		if (!v->alive)
+		/* Dead and stale, or no segment at all: ours to remove. */
+		if (!sv_statread_alive(pid, 0) ||
+		    (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC))
 			unlinkat(dir, e->d_name, 0);
 	}
 	closedir(d);
-	free(v);
 }
 
 /* seg_lock held. */
@@ -146,8 +173,7 @@ static struct sv_statseg *seg_create(void)
 	read_text("/proc/self/comm", h->comm, sizeof(h->comm));
 	read_text("/proc/self/cmdline", h->cmdline, sizeof(h->cmdline));
 	/* Last: a reader that sees the magic sees a whole header. */
-	atomic_thread_fence(memory_order_release);
-	h->magic = SV_STATSEG_MAGIC;
+	__atomic_store_n(&h->magic, SV_STATSEG_MAGIC, __ATOMIC_RELEASE);
 	return s;
 }
 

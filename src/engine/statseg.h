@@ -14,8 +14,9 @@
  * The segment outlives a process that dies by a signal (kill -9, a crash),
  * so its last counters can still be read; a process that exits removes
  * its own (the library's destructor), and a new segment's creator removes
- * those of dead processes not updated for SV_STATSEG_STALE_S seconds
- * (`softverbs stats --clean`: all of them at once).
+ * those of dead processes not updated for SV_STATSEG_STALE_S seconds, at
+ * most once per SV_STATSEG_STALE_S (`softverbs stats --clean`: all of
+ * them at once).
  *
  * Writers are the engine (under its lock) and QP creation (slots claimed
  * with a CAS); readers are other processes, which treat every byte as
@@ -36,6 +37,7 @@
 #define SV_STATSEG_QPS 256u /* QPs with a slot; more: "others" */
 #define SV_STATSEG_PREFIX "stats."
 #define SV_STATSEG_STALE_S 3600 /* a dead process's segment kept this long */
+#define SV_STATSEG_SWEEP "stats.sweep" /* its time: the last look for those */
 #define SV_STATSEG_REFRESH_NS 100000000ull /* snapshot at most every 100 ms */
 
 enum sv_statseg_path {

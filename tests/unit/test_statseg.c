@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -122,7 +123,8 @@ static void corrupted(void)
 		if (v->qp[i].state == -1) {
 			k++;
 			CHECK(v->qp[i].path == SV_STATSEG_PATH_NONE);
-			CHECK_EQ(strlen(v->qp[i].why), sizeof(v->qp[i].why) - 1);
+			CHECK_EQ(strlen(v->qp[i].why),
+				 sizeof(v->qp[i].why) - 1);
 		}
 	CHECK_EQ(k, 1u);
 
@@ -190,6 +192,45 @@ static void files(void)
 	free(v);
 }
 
+/* A pid no process has now (a child already reaped). */
+static int dead_pid(void)
+{
+	pid_t p = fork();
+
+	if (p == 0)
+		_exit(0);
+	REQUIRE(p > 0 && waitpid(p, NULL, 0) == p);
+	return (int)p;
+}
+
+/* A copy of our segment as a dead process's, last updated age_s ago. */
+static void plant(int pid, uint64_t age_s)
+{
+	struct sv_statseg *s = load();
+	struct timespec ts;
+	char n[32];
+	int fd;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->hdr.pid = pid;
+	s->hdr.updated_ns = ((uint64_t)ts.tv_sec - age_s) * 1000000000ull;
+	snprintf(n, sizeof(n), SV_STATSEG_PREFIX "%d", pid);
+	fd = openat(dir, n, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	REQUIRE(fd >= 0);
+	CHECK(write(fd, s, sizeof(*s)) == (ssize_t)sizeof(*s));
+	close(fd);
+	free(s);
+}
+
+static bool exists(int pid)
+{
+	char n[32];
+	struct stat st;
+
+	snprintf(n, sizeof(n), SV_STATSEG_PREFIX "%d", pid);
+	return fstatat(dir, n, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -206,7 +247,8 @@ int main(void)
 	};
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT,
 				    .port_num = 1,
-				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+				    .qp_access_flags =
+					    IBV_ACCESS_REMOTE_WRITE };
 	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad;
 	struct sv_statview *v;
 	struct stat st;
@@ -261,6 +303,44 @@ int main(void)
 
 	corrupted();
 	files();
+
+	/* The killed: a dead process's segment stays while fresh and goes
+	 * once stale, when a new segment is made and the last look for
+	 * stale ones (the marker's time) is an hour old. */
+	{
+		int stale = dead_pid(), fresh = dead_pid();
+		struct timespec old[2] = { { 0, 0 }, { 0, 0 } };
+		struct stat mst;
+		int fd =
+			openat(dir, SV_STATSEG_SWEEP, O_WRONLY | O_CREAT, 0600);
+
+		REQUIRE(fd >= 0);
+		close(fd);
+		plant(stale, 2 * SV_STATSEG_STALE_S);
+		plant(fresh, 10);
+		v = view_of(stale, err, sizeof(err));
+		REQUIRE(v);
+		CHECK(!v->alive);
+		/* Marker recent: no look at all, the stale one stays. */
+		CHECK(utimensat(dir, SV_STATSEG_SWEEP, NULL, 0) == 0);
+		child = fork();
+		if (child == 0)
+			exit(ibv_open_device(list[0]) ? 0 : 3);
+		REQUIRE(waitpid(child, &status, 0) == child);
+		CHECK(exists(stale) && exists(fresh));
+		CHECK(utimensat(dir, SV_STATSEG_SWEEP, old, 0) == 0);
+		child = fork();
+		if (child == 0)
+			exit(ibv_open_device(list[0]) ? 0 : 3);
+		REQUIRE(waitpid(child, &status, 0) == child);
+		CHECK(!exists(stale));
+		CHECK(exists(fresh));
+		CHECK(fstatat(dir, SV_STATSEG_SWEEP, &mst, 0) == 0 &&
+		      mst.st_mtime > 0);
+		CHECK(exists(getpid()));
+		snprintf(err, sizeof(err), SV_STATSEG_PREFIX "%d", fresh);
+		unlinkat(dir, err, 0);
+	}
 
 	/* A forked child's context: a segment of its own, gone at its
 	 * exit; ours stays. */
