@@ -113,6 +113,7 @@ struct sv_engine {
 	struct sv_statseg_eng *statslot;
 	unsigned int statidx; /* statslot's index in the segment */
 	bool stat_private; /* statslot is ours, not the segment's */
+	int stat_pid; /* the process whose segment holds statslot */
 	uint64_t stat_refreshed; /* ns of the last sv_statseg_refresh */
 	uint64_t rng; /* SOFTVERBS_LOSS */
 

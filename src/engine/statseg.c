@@ -24,12 +24,14 @@
 #include "util/lockorder.h"
 #include "util/log.h"
 
-/* The process's segment: made under seg_lock, then read without it
+/* The process's segment while it has a context open: made and removed
+ * under seg_lock, read without it by the engines whose slots it holds
  * (seg_pid tells a forked child that the mapping is its parent's). */
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sv_statseg *_Atomic seg;
 static _Atomic int seg_pid;
 static char seg_name[32];
+static unsigned int seg_users; /* contexts with a slot in it (seg_lock) */
 
 static uint64_t real_ns(void)
 {
@@ -190,63 +192,77 @@ __attribute__((destructor)) static void seg_at_exit(void)
 	unlinkat(dir, seg_name, 0);
 }
 
+/* seg_lock held: the segment of this process, made if needed. */
 static struct sv_statseg *seg_get(void)
 {
-	struct sv_statseg *s;
+	struct sv_statseg *s = atomic_load(&seg);
 	int self = (int)getpid();
 
-	sv_mutex_lock(&seg_lock, SV_LOCK_STATSEG);
-	s = atomic_load(&seg);
 	if (!s || atomic_load(&seg_pid) != self) {
-		/* The parent's mapping stays mapped in a child: its
+		/* A forked child leaves the parent's mapping mapped: its
 		 * inherited engines may still point into it. */
+		seg_users = 0;
 		s = seg_create();
 		atomic_store(&seg, s);
 		atomic_store(&seg_pid, self);
 	}
-	sv_mutex_unlock(&seg_lock);
 	return s;
 }
 
 void sv_statseg_engine_open(struct sv_engine *eng)
 {
-	struct sv_statseg *s = seg_get();
+	struct sv_statseg *s;
 	unsigned int i;
 
 	eng->statslot = NULL;
+	sv_mutex_lock(&seg_lock, SV_LOCK_STATSEG);
+	s = seg_get();
 	for (i = 0; s && i < SV_STATSEG_ENGINES; i++) {
-		uint32_t free_ = 0;
 		struct sv_statseg_eng *e = &s->eng[i];
 
-		/* The slot's values are the last context's: clear them
-		 * before it is seen as used again. */
-		if (atomic_load(&e->used) ||
-		    !atomic_compare_exchange_strong(&e->used, &free_, 2))
+		if (atomic_load(&e->used))
 			continue;
+		/* The last context's values go before the slot is seen
+		 * as used again. */
 		memset((char *)e + sizeof(e->used), 0,
 		       sizeof(*e) - sizeof(e->used));
 		atomic_store_explicit(&e->used, 1, memory_order_release);
 		eng->statslot = e;
 		eng->statidx = i;
+		eng->stat_pid = (int)getpid();
+		seg_users++;
 		break;
 	}
+	sv_mutex_unlock(&seg_lock);
 	if (!eng->statslot) {
 		/* No segment, or no slot left: counters of our own. */
 		eng->statslot = calloc(1, sizeof(*eng->statslot));
 		eng->stat_private = true;
 	}
 	if (!eng->statslot) {
-		static struct sv_statseg_eng lost; /* out of memory */
+		/* Out of memory: a slot nobody reads or frees. */
+		static struct sv_statseg_eng lost;
 
 		eng->statslot = &lost;
+		eng->stat_private = false;
+		eng->stat_pid = 0;
 	}
 	eng->stats = &eng->statslot->ctr;
 }
 
 void sv_statseg_engine_close(struct sv_engine *eng)
 {
+	struct sv_statseg *s;
 	struct list_node *it;
+	int dir;
 
+	if (!eng->stat_private && eng->stat_pid != (int)getpid()) {
+		/* Inherited by a forked child: the slots are the parent's,
+		 * in its segment (MAP_SHARED), and stay as they are. */
+		eng->statslot = NULL;
+		eng->stats = NULL;
+		return;
+	}
 	/* QPs left to the context's close: their slots would otherwise
 	 * show under the next context given this one's slot. */
 	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
@@ -260,9 +276,22 @@ void sv_statseg_engine_close(struct sv_engine *eng)
 	if (eng->stat_private) {
 		free(eng->statslot);
 	} else if (eng->statslot) {
-		/* Its QP slots were given back as the QPs went. */
+		sv_mutex_lock(&seg_lock, SV_LOCK_STATSEG);
+		s = atomic_load(&seg);
 		atomic_store_explicit(&eng->statslot->used, 0,
 				      memory_order_release);
+		/* The last context gone: nothing to show, and a process
+		 * that now execs another program must not leave its
+		 * segment behind under the same pid. */
+		if (s && atomic_load(&seg_pid) == (int)getpid() &&
+		    !--seg_users) {
+			dir = sv_shm_registry_dir(NULL);
+			if (dir >= 0)
+				unlinkat(dir, seg_name, 0);
+			atomic_store(&seg, NULL);
+			munmap(s, sizeof(*s));
+		}
+		sv_mutex_unlock(&seg_lock);
 	}
 	eng->statslot = NULL;
 	eng->stats = NULL;
@@ -301,7 +330,8 @@ void sv_statseg_qp_open(struct sv_qp_engine *qe)
 
 void sv_statseg_qp_close(struct sv_qp_engine *qe)
 {
-	if (qe->statslot)
+	/* Not in a forked child: the slot is its parent's. */
+	if (qe->statslot && qe->eng->stat_pid == (int)getpid())
 		atomic_store_explicit(&qe->statslot->used, 0,
 				      memory_order_release);
 	qe->statslot = NULL;

@@ -12,8 +12,9 @@
  * are summed in their context's "others" slot.
  *
  * The segment outlives a process that dies by a signal (kill -9, a crash),
- * so its last counters can still be read; a process that exits removes
- * its own (the library's destructor), and a new segment's creator removes
+ * so its last counters can still be read; a process removes its own when
+ * it closes its last context or exits (the library's destructor), and a
+ * new segment's creator removes
  * those of dead processes not updated for SV_STATSEG_STALE_S seconds, at
  * most once per SV_STATSEG_STALE_S (`softverbs stats --clean`: all of
  * them at once).

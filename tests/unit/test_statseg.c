@@ -234,7 +234,7 @@ static bool exists(int pid)
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx;
+	struct ibv_context *ctx, *ctx2;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -366,10 +366,25 @@ int main(void)
 	CHECK_EQ(v->nqp, 0u);
 	CHECK(ibv_destroy_cq(cq) == 0);
 	CHECK(ibv_dealloc_pd(pd) == 0);
+	/* Two contexts: the segment lives while either is open. */
+	ctx2 = ibv_open_device(list[0]);
+	REQUIRE(ctx2);
+	v = view_of(getpid(), err, sizeof(err));
+	REQUIRE(v);
+	CHECK_EQ(v->neng, 2u);
 	CHECK(ibv_close_device(ctx) == 0);
 	v = view_of(getpid(), err, sizeof(err));
 	REQUIRE(v);
-	CHECK_EQ(v->neng, 0u);
+	CHECK_EQ(v->neng, 1u);
+	/* The last one closed: nothing to show, nothing left behind (a
+	 * process may exec another program under the same pid). */
+	CHECK(ibv_close_device(ctx2) == 0);
+	CHECK(!exists(getpid()));
+	ctx = ibv_open_device(list[0]);
+	REQUIRE(ctx);
+	CHECK(exists(getpid()));
+	CHECK(ibv_close_device(ctx) == 0);
+	CHECK(!exists(getpid()));
 	ibv_free_device_list(list);
 	return check_done();
 }
