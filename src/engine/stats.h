@@ -1,6 +1,7 @@
 /*
- * Counters (named like rxe's where rxe has one), the packet trace, state
- * names and QP dumps (stats.c).
+ * Counters (named like rxe's where rxe has one), the packet trace and QP
+ * dumps (stats.c), state and type names (qpnames.c).  The counters live
+ * in the process's stats segment (statseg.h).
  */
 #ifndef SV_ENGINE_STATS_H
 #define SV_ENGINE_STATS_H
