@@ -1,8 +1,8 @@
 /*
  * The writer's side of the live counters (engine/statseg.h): the process's
- * segment, made at its first context and removed at its exit, the slots
- * of contexts and QPs, and the snapshot of the QPs' states the engine
- * refreshes.
+ * segment, made at its first context and removed with its last one or at
+ * its exit, the slots of contexts and QPs, and the snapshot of the QPs'
+ * states the engine refreshes.
  */
 #include "engine/statseg.h"
 
@@ -305,7 +305,8 @@ void sv_statseg_qp_open(struct sv_qp_engine *qe)
 
 	qe->statslot = NULL;
 	qe->ctr = &eng->statslot->other.ctr;
-	if (eng->stat_private || !s)
+	/* Only a context with a slot in this process's own segment. */
+	if (eng->stat_private || !s || eng->stat_pid != (int)getpid())
 		return;
 	for (i = 0; i < SV_STATSEG_QPS; i++) {
 		struct sv_statseg_qp *q = &s->qp[i];
