@@ -1,8 +1,11 @@
 #!/bin/bash
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
 # Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu, and
-# with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/, then runs bench/bench.py, which runs perftest through
-# softverbs and every anchor, and writes bench/results/.
+# with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/, then runs
+# bench/bench.py, which runs perftest through softverbs and every anchor and
+# writes bench/results/, and bench/netns.py, softverbs' UDP path between two
+# network namespaces against iperf3 and sockperf on the same veth
+# (bench/results/netns.md).
 # BENCH_QUICK=1 runs a small subset to check the pipeline (bench/results/quick/);
 # the other knobs are described at the top of bench/bench.py.
 set -euo pipefail
@@ -39,4 +42,17 @@ if command -v mpicc.openmpi >/dev/null &&
 		"$here/mpi_pingpong.c"
 fi
 
-exec python3 "$here/bench.py" "$build" "$build/bench"
+# The one-host suite, then the between-namespaces section (bench/netns.py:
+# two network namespaces joined by veth, issue #20; it needs root and says
+# so otherwise).  BENCH_NETNS=0 skips that section, BENCH_NETNS=only runs
+# it alone; with BENCH_ONLY it runs only when one of the words is "netns".
+netns=${BENCH_NETNS:-1}
+if [ -n "${BENCH_ONLY:-}" ] && [ "$netns" != only ]; then
+	case ",$BENCH_ONLY," in *,netns,*) netns=only ;; *) netns=0 ;; esac
+fi
+if [ "$netns" != only ]; then
+	python3 "$here/bench.py" "$build" "$build/bench"
+fi
+if [ "$netns" != 0 ]; then
+	python3 "$here/netns.py" "$build"
+fi

@@ -15,7 +15,9 @@ zlib1g-dev:/usr/include/zlib.h
 cmake:/usr/bin/cmake
 pkg-config:/usr/bin/pkg-config"
 # test: also clang and clang-format, for make clang and make format-check
-# (.ci/run runs both), and the middleware of the stack label.
+# (.ci/run runs both), the middleware of the stack label, and qemu for the
+# interop label (tests/interop: Linux rxe in a VM; its kernel and busybox
+# are fetched with apt-get download, never installed).
 test_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo
 rdmacm-utils:/usr/bin/rping
 perftest:/usr/bin/ib_write_bw
@@ -31,7 +33,9 @@ clang-format:/usr/bin/clang-format
 openmpi-bin:/usr/bin/mpirun.openmpi
 libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
 mpich:/usr/bin/mpiexec.hydra
-libmpich-dev:/usr/include/x86_64-linux-gnu/mpich/mpi.h"
+libmpich-dev:/usr/include/x86_64-linux-gnu/mpich/mpi.h
+qemu-system-x86:/usr/bin/qemu-system-x86_64
+cpio:/usr/bin/cpio"
 bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot

@@ -117,10 +117,40 @@ void sv_gid_to_sockaddr(const union ibv_gid *gid, struct sockaddr_storage *ss)
 	}
 }
 
+/* The loopback interface's addresses: 127.0.0.0/8 and ::1. */
+static bool gid_is_loopback(const union ibv_gid *gid)
+{
+	static const uint8_t v6lo[16] = { [15] = 1 };
+
+	return (gid_is_v4mapped(gid) && gid->raw[12] == 127) ||
+	       !memcmp(gid->raw, v6lo, sizeof(v6lo));
+}
+
+static bool gid_is_link_local(const union ibv_gid *gid)
+{
+	return gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80;
+}
+
+/* Strict mode (SOFTVERBS_STRICT=1) orders the table as hardware does:
+ * mlx5 and rxe put the port's default GID, the IPv6 link-local address
+ * fe80::/64 made from the MAC, at index 0 (mlx5: RoCE v1 at 0, v2 at 1),
+ * and the IP addresses after it; a netdev's loopback has no GIDs there
+ * (we keep them last: one host needs them).  Code hard-wired to index 0
+ * then sends from fe80:: as on hardware, and meets a peer that uses an
+ * IPv4 GID with a family mismatch (verbs/srq_ah.c). */
+static int strict_rank(const struct sv_gid_entry *e)
+{
+	if (gid_is_loopback(&e->gid))
+		return 2;
+	return gid_is_link_local(&e->gid) ? 0 : 1;
+}
+
 static int gid_entry_cmp(const void *a, const void *b)
 {
 	const struct sv_gid_entry *x = a, *y = b;
 
+	if (sv_env_strict() && strict_rank(x) != strict_rank(y))
+		return strict_rank(x) < strict_rank(y) ? -1 : 1;
 	if (x->ifindex != y->ifindex)
 		return x->ifindex < y->ifindex ? -1 : 1;
 	if (x->addr.ss_family != y->addr.ss_family)

@@ -298,6 +298,10 @@ struct sv_send_wqe {
 	uint64_t atomic_result; /* original value for atomics */
 	uint64_t read_done; /* bytes of read response placed */
 	uint64_t chan_end; /* message channel position (engine) */
+	/* SOFTVERBS_STRICT=1: a checksum of the gather list at the post
+	 * (engine/strict.h), compared at the completion. */
+	uint32_t strict_sum;
+	bool strict_summed;
 	/* followed by num_sge ibv_sge, or by inline data */
 	union {
 		struct ibv_sge sge[0];
@@ -338,6 +342,7 @@ static inline void sv_send_wqe_from_wr(struct sv_send_wqe *w,
 	w->atomic_result = 0;
 	w->read_done = 0;
 	w->chan_end = 0;
+	w->strict_summed = false;
 }
 
 struct sv_recv_wqe {
@@ -431,6 +436,9 @@ struct sv_qp {
 	struct sv_wq sq;
 	struct sv_wq rq;
 	struct ibv_qp_cap cap;
+	/* SOFTVERBS_STRICT=1: unsignaled WRs posted since the last
+	 * signaled one (sq_lock). */
+	uint32_t strict_unsig;
 
 	/* Attributes as last set by modify_qp, reported by query_qp.
 	 * attr.qp_state is the authoritative state; guarded by state_lock. */

@@ -49,6 +49,7 @@
 #include "engine/req.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
+#include "engine/strict.h"
 #include "link/shm.h"
 #include "util/log.h"
 
@@ -163,6 +164,8 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 			break;
 		SV_QSTAT(qe, wr_done);
 		SV_QSTAT_ADD(qe, wr_bytes, w->length);
+		if (w->strict_summed) /* SOFTVERBS_STRICT=1 */
+			sv_strict_sum_check(qp, w);
 		sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 		if (!sig) {
 			qe->comp.idx++; /* keeps its slot until a later CQE */

@@ -16,6 +16,7 @@
 #include "engine/eng.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
+#include "engine/strict.h"
 #include "proto/wr.h"
 #include "util/log.h"
 
@@ -316,4 +317,12 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 	}
 	sv_warn_qp(&qe->qp->lograte, qe->qpn, "completer",
 		   "%s fails with %s: %s", what, stname, why);
+	/* rnr_retry 0 ends the QP at the first RNR NAK: a receiver that
+	 * posts its receive a moment late kills it on hardware as here,
+	 * however rarely that happens in tests. */
+	if (st == IBV_WC_RNR_RETRY_EXC_ERR && !qe->rnr_retry)
+		sv_strict_qp(
+			qe->qp, "rnr-retry-0",
+			"%s: QP 0x%06x answered with an RNR NAK (no receive WQE posted yet) and rnr_retry is 0, so the first one ends this QP; a receiver that posts late is a race every HCA loses: post receives before the peer can send, or set rnr_retry 7 (retry forever) or a count with min_rnr_timer",
+			what, qe->dest_qpn);
 }

@@ -278,6 +278,7 @@ static void reset_queues(struct sv_qp_engine *qe)
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	atomic_store(&qp->sq.head, 0);
 	atomic_store(&qp->sq.tail, 0);
+	qp->strict_unsig = 0;
 	sv_qlock_unlock(&qp->sq_lock);
 	sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
 	atomic_store(&qp->rq.head, 0);

@@ -79,7 +79,8 @@
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
-	X(chan_broken, "message channels closed: a malformed message")
+	X(chan_broken, "message channels closed: a malformed message")   \
+	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")
 /* clang-format on */
 
 struct sv_stats {

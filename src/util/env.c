@@ -77,6 +77,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "per-context counters and each QP's path at "
 			"ibv_close_device",
 	},
+	[SV_ENV_STRICT] = {
+		.name = "SOFTVERBS_STRICT",
+		.kind = SV_ENV_ON,
+		.off = VAR(strict),
+		.values = "1",
+		.dflt = "off",
+		.what = "report verbs misuse, GID table as on hardware "
+			"(docs/strict.md)",
+	},
 	[SV_ENV_FASTPATH] = {
 		.name = "SOFTVERBS_FASTPATH",
 		.kind = SV_ENV_OFF,

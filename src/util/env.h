@@ -32,6 +32,7 @@ struct sv_env {
 	int mtu; /* SOFTVERBS_MTU in bytes, 0: the interfaces' MTU */
 	int trace; /* SOFTVERBS_TRACE */
 	int stats; /* SOFTVERBS_STATS */
+	int strict; /* SOFTVERBS_STRICT */
 	int fastpath; /* SOFTVERBS_FASTPATH */
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
@@ -48,6 +49,7 @@ enum sv_env_id {
 	SV_ENV_MTU,
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
+	SV_ENV_STRICT,
 	SV_ENV_FASTPATH,
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
@@ -119,6 +121,11 @@ static inline int sv_env_trace(void)
 static inline int sv_env_stats(void)
 {
 	return sv_env(SV_ENV_STATS)->stats;
+}
+
+static inline int sv_env_strict(void)
+{
+	return sv_env(SV_ENV_STRICT)->strict;
 }
 
 static inline int sv_env_fastpath(void)

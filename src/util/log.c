@@ -32,20 +32,38 @@ static void open_log(void)
 	log_file = f;
 }
 
-static void vlog(enum sv_log_lvl lvl, const char *fmt, va_list ap)
+/* "softverbs TAG: ..." as one line. */
+static void vlog_tag(const char *tag, const char *fmt, va_list ap)
 {
-	static const char *const names[] = { "error", "warning", "info",
-					     "debug" };
 	char line[1024];
 	int saved = errno, n;
 
 	pthread_once(&log_once, open_log);
-	n = snprintf(line, sizeof(line), "softverbs %s: ", names[lvl]);
+	n = snprintf(line, sizeof(line), "softverbs %s: ", tag);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	/* One fputs of the whole line: lines of threads do not mix. */
 	strcat(line, "\n");
 	fputs(line, log_file);
 	errno = saved;
+}
+
+static void vlog(enum sv_log_lvl lvl, const char *fmt, va_list ap)
+{
+	static const char *const names[] = { "error", "warning", "info",
+					     "debug" };
+
+	vlog_tag(names[lvl], fmt, ap);
+}
+
+void sv_log_tag(const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (sv_log_level < SV_LOG_WARN)
+		return;
+	va_start(ap, fmt);
+	vlog_tag(tag, fmt, ap);
+	va_end(ap);
 }
 
 void sv_log(enum sv_log_lvl lvl, const char *fmt, ...)

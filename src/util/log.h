@@ -40,6 +40,11 @@ static inline int sv_log_level_now(void)
 void sv_log(enum sv_log_lvl lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A warning-level line with its own tag, "softverbs TAG: ..." (strict
+ * mode's reports: "softverbs strict: ..."). */
+void sv_log_tag(const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #define sv_err(...) sv_log(SV_LOG_ERR, __VA_ARGS__)
 #define sv_warn(...) sv_log(SV_LOG_WARN, __VA_ARGS__)
 #define sv_info(...) sv_log(SV_LOG_INFO, __VA_ARGS__)

@@ -21,6 +21,7 @@
 
 #include "core/mr.h"
 #include "core/mw.h"
+#include "engine/strict.h"
 #include "util/fault.h"
 #include "util/log.h"
 #include "util/pages.h"
@@ -363,6 +364,7 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	 * to the region. */
 	if (sv_mw_mr_retire(mr))
 		return EBUSY;
+	sv_strict_dereg(mr); /* SOFTVERBS_STRICT=1: WRs still on it */
 	sv_mr_unpublish(mr);
 	sv_share_del(mr->ibv.context, mr->ibv.handle, mr);
 	sv_pd_put(mr->pd);

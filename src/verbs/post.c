@@ -38,6 +38,7 @@
 #include "core/mw.h"
 #include "engine/engine.h"
 #include "engine/stats.h"
+#include "engine/strict.h"
 #include "proto/wr.h"
 
 /* A refused WR: one warning line (util/log.h), limited per QP. */
@@ -244,6 +245,54 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	}
 }
 
+/* SOFTVERBS_STRICT=1 (engine/strict.h): what an HCA would punish later.
+ * true: refuse the WR as the HCA's full queue would. */
+static bool strict_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
+{
+	bool sig = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+
+	if (sv_wr_is(wr->opcode, SV_WR_READ | SV_WR_ATOMIC) &&
+	    !(wr->send_flags & IBV_SEND_INLINE))
+		sv_strict_sgl_access(qp, wr->wr_id,
+				     sv_wr_is(wr->opcode, SV_WR_READ) ?
+					     "places an RDMA READ's data" :
+					     "places an atomic's result",
+				     wr->sg_list, wr->num_sge);
+	/* An HCA frees the slots of unsignaled WRs only when the CQE of a
+	 * later signaled one is polled: with max_send_wr of them in a row
+	 * and none signaled, its queue is full for good (mlx5: ENOMEM) or,
+	 * where the provider does not count, wraps over WQEs not yet
+	 * executed.  softverbs frees them earlier (and its message
+	 * channel holds none). */
+	if (sig || qp->strict_unsig < qp->sq.max_wr)
+		return false;
+	sv_strict_qp(
+		qp, "unsignaled-overflow",
+		"wr_id %#llx would be unsignaled WR number %u in a row, but the send queue holds max_send_wr %u: an HCA frees their slots only when a later signaled WR's completion is polled, so its queue is full (ENOMEM) or overwritten; signal at least one WR in every max_send_wr (refused: ENOMEM)",
+		(unsigned long long)wr->wr_id, qp->strict_unsig + 1,
+		qp->sq.max_wr);
+	return true;
+}
+
+/* wr is being posted: count it in the run of unsignaled WRs. */
+static void strict_posted(struct sv_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		qp->strict_unsig = 0;
+	else
+		qp->strict_unsig++;
+}
+
+/* The checksum of a send's or WRITE's data, checked at its completion
+ * (engine/strict.h).  Not for a fenced WR: a READ before it may write
+ * its data, and the fence orders that (rc_ops.fence does). */
+static void strict_sum(struct sv_qp *qp, struct sv_send_wqe *w)
+{
+	if (w->num_sge && !(w->send_flags & IBV_SEND_FENCE) &&
+	    !sv_wr_is(w->opcode, SV_WR_READ | SV_WR_ATOMIC | SV_WR_LOCAL))
+		w->strict_summed = sv_strict_sum(qp, w, &w->strict_sum);
+}
+
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr, bool type1)
 {
@@ -260,6 +309,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			qp, EINVAL,
 			"the QP is in %s; sends are allowed from RTS on (RTS, SQD; SQE and ERR flush) (IBA 10.3.1)",
 			sv_qp_state_name(state));
+		sv_strict_qp(
+			qp, "post-state",
+			"%s in %s: softverbs and rxe refuse it (EINVAL), but an HCA such as mlx5 takes the WR and executes nothing until the QP reaches RTS (a hang, or a late send); post sends after the modify to RTS",
+			verb_name, sv_qp_state_name(state));
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
@@ -270,6 +323,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		err = check_send_wr(qp, wr, &len, type1);
 		if (err)
 			break;
+		if (sv_strict() && strict_send(qp, wr)) {
+			err = ENOMEM; /* the queue of an HCA is full */
+			break;
+		}
 		if (sv_wq_used(sq) >= sq->max_wr) {
 			err = REFUSE(
 				qp, ENOMEM,
@@ -278,6 +335,8 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 				sq->max_wr);
 			break;
 		}
+		if (sv_strict())
+			strict_posted(qp, wr);
 		/* A small SEND to a same-host peer: straight into its
 		 * message channel, no engine (paths/chan.c). */
 		if (!type1 && sv_engine_post_path(qp, wr, len))
@@ -285,6 +344,8 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		/* (A path may have let go of sq_lock for a moment.) */
 		tail = atomic_load_explicit(&sq->tail, memory_order_relaxed);
 		fill_send_wqe(qp, sv_wq_at(sq, tail), wr, len);
+		if (sv_strict())
+			strict_sum(qp, sv_wq_at(sq, tail));
 		/* Publish the WQE before the engine can see the new tail. */
 		atomic_store_explicit(&sq->tail, tail + 1,
 				      memory_order_release);
@@ -345,6 +406,9 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		err = REFUSE(
 			qp, EINVAL,
 			"the QP is in RESET; receives may be posted from INIT on (IBA 10.3.1)");
+		sv_strict_qp(
+			qp, "post-state",
+			"ibv_post_recv in RESET: softverbs refuses it (EINVAL), but an HCA may take the WR and lose it at the modify to INIT (the message it was for then meets no receive: RNR); post receives after the modify to INIT");
 		goto out;
 	}
 	if (qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV ||
@@ -385,6 +449,9 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 				rq->max_wr);
 			break;
 		}
+		if (sv_strict())
+			sv_strict_sgl_access(qp, wr->wr_id, "receives",
+					     wr->sg_list, wr->num_sge);
 		w = sv_wq_at(rq, tail);
 		w->wr_id = wr->wr_id;
 		w->num_sge = (uint32_t)wr->num_sge;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/strict.h"
 #include "proto/ip.h"
 #include "util/lockorder.h"
 
@@ -210,6 +211,14 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &srq->rq;
 	int err = 0;
 
+	/* SOFTVERBS_STRICT=1: before the SRQ's lock, which ranks after the
+	 * key table's. */
+	for (struct ibv_recv_wr *w = wr; w && sv_strict(); w = w->next)
+		if (w->num_sge > 0 && w->sg_list &&
+		    (uint32_t)w->num_sge <= rq->max_sge)
+			sv_strict_srq_access(to_sv_ctx(ibsrq->context),
+					     ibsrq->handle, w->wr_id,
+					     w->sg_list, w->num_sge);
 	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
 	for (; wr; wr = wr->next) {
 		uint32_t tail =
@@ -257,6 +266,43 @@ static int gid_count(void)
 	return sv_gid_table(tab, SV_MAX_GIDS);
 }
 
+static bool gid_v4mapped(const union ibv_gid *gid)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(gid->raw, prefix, sizeof(prefix));
+}
+
+/* SOFTVERBS_STRICT=1: a RoCE v2 packet is an IPv4 or an IPv6 datagram,
+ * chosen by the source GID; the kernel resolves the route from the source
+ * GID's address to the destination GID's and fails (EINVAL at
+ * modify_qp/create_ah) when they are of different families, and where it
+ * does not the peer drops what arrives.  softverbs' own UDP link would
+ * carry it anyway.  Index 0 is the fe80:: link-local GID in strict mode
+ * (core/device.c), so code hard-wired to it meets this with an IPv4 peer. */
+static int strict_gid_family(struct sv_context *ctx,
+			     const struct ibv_ah_attr *attr, const char *who)
+{
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	const union ibv_gid *dgid = &attr->grh.dgid;
+	int n = sv_gid_table(tab, SV_MAX_GIDS), i = attr->grh.sgid_index;
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+
+	if (i >= n || gid_v4mapped(&tab[i].gid) == gid_v4mapped(dgid))
+		return 0;
+	inet_ntop(AF_INET6, tab[i].gid.raw, s, sizeof(s));
+	inet_ntop(AF_INET6, dgid->raw, d, sizeof(d));
+	sv_strict_ctx(
+		ctx, "gid-family",
+		"%s: sgid_index %d is %s (%s) but grh.dgid %s is %s: RoCE v2 sends IPv4 or IPv6 by the source GID, so hardware fails this address (EINVAL) or the peer drops its packets; %suse the index of a GID of the peer's family (ibv_devinfo -v, softverbs devices) on both sides (refused: EINVAL)",
+		who, i, s, gid_v4mapped(&tab[i].gid) ? "IPv4" : "IPv6", d,
+		gid_v4mapped(dgid) ? "IPv4" : "IPv6",
+		i == 0 ?
+			"index 0 is the port's fe80:: link-local GID on mlx5 and rxe (mlx5: RoCE v1 there, v2 at 1), as in strict mode: code hard-wired to GID index 0 works only with a peer doing the same; " :
+			"");
+	return EINVAL;
+}
+
 /* The kernel's rdma_check_ah_attr() for a RoCE port: a valid port, a GRH
  * (RoCE addresses are GIDs), and a source GID that exists. */
 int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr,
@@ -277,6 +323,8 @@ int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr,
 			EINVAL,
 			"%s: grh.sgid_index %u is beyond the port's GID table (%d entries; ibv_devinfo -v lists them)",
 			who, attr->grh.sgid_index, gid_count());
+	if (sv_strict())
+		return strict_gid_family(ctx, attr, who);
 	return 0;
 }
 

@@ -481,15 +481,19 @@ int hx_ep_close(struct hx_ep *ep)
 	return bad;
 }
 
-unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name)
+void hx_ep_close_counters(struct hx_ep *ep, const char *const *names,
+			  unsigned long long *sums)
 {
 	char path[] = "/tmp/hx_stats.XXXXXX", line[256], got[64];
 	int tmp = mkstemp(path), saved, bad;
-	unsigned long long v, sum = 0;
+	unsigned long long v;
+	size_t i;
 	FILE *f;
 
 	if (tmp < 0)
 		hx_die("mkstemp: %s", strerror(errno));
+	for (i = 0; names[i]; i++)
+		sums[i] = 0;
 	fflush(stderr);
 	saved = dup(2);
 	dup2(tmp, 2);
@@ -502,15 +506,26 @@ unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name)
 		hx_die("fdopen: %s", strerror(errno));
 	rewind(f);
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %63s %llu", got, &v) == 2 &&
-		    !strcmp(got, name))
-			sum += v;
+		if (sscanf(line, " %63s %llu", got, &v) == 2)
+			for (i = 0; names[i]; i++)
+				if (!strcmp(got, names[i]))
+					sums[i] += v;
 		fputs(line, stderr); /* the log keeps what was printed */
 	}
 	fclose(f);
 	unlink(path);
 	if (bad)
 		hx_die("hx_ep_close: %d verbs failed", bad);
+	for (i = 0; names[i]; i++)
+		hx_log("%s %llu", names[i], sums[i]);
+}
+
+unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name)
+{
+	const char *const names[] = { name, NULL };
+	unsigned long long sum;
+
+	hx_ep_close_counters(ep, names, &sum);
 	return sum;
 }
 

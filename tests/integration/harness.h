@@ -92,7 +92,11 @@ void hx_ep_connect(struct hx_ep *ep);
 /* Tear down everything; returns the number of verbs that failed. */
 int hx_ep_close(struct hx_ep *ep);
 /* hx_ep_close (checked) with SOFTVERBS_STATS=1 set before the device was
- * opened: returns the engine's counter `name` from what it prints. */
+ * opened: sums[i] is the engine's counter names[i] (the list ends with
+ * NULL), summed over the contexts it prints; each sum is logged. */
+void hx_ep_close_counters(struct hx_ep *ep, const char *const *names,
+			  unsigned long long *sums);
+/* The same for one counter. */
 unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name);
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp);
 enum ibv_qp_state hx_qp_state_wait(struct ibv_qp *qp, enum ibv_qp_state want,

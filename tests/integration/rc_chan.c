@@ -87,34 +87,12 @@ static void stats_on(void)
  * opened) and read the engine's counters from what it prints. */
 static void close_with_stats(struct hx_ep *ep, struct chan_stats *st)
 {
-	char path[] = "/tmp/rc_chan.XXXXXX", line[256], name[64];
-	int tmp = mkstemp(path), saved;
-	unsigned long long v;
-	FILE *f;
+	static const char *const names[] = { "chan_sends", "chan_recvs", NULL };
+	unsigned long long v[2];
 
-	memset(st, 0, sizeof(*st));
-	REQUIRE(tmp >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(tmp, 2);
-	CHECK_EQ(hx_ep_close(ep), 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(tmp, "r");
-	REQUIRE(f);
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %63s %llu", name, &v) != 2)
-			continue;
-		if (!strcmp(name, "chan_sends"))
-			st->sends += v;
-		else if (!strcmp(name, "chan_recvs"))
-			st->recvs += v;
-	}
-	fclose(f);
-	unlink(path);
-	hx_log("chan_sends %llu chan_recvs %llu", st->sends, st->recvs);
+	hx_ep_close_counters(ep, names, v);
+	st->sends = v[0];
+	st->recvs = v[1];
 }
 
 /* Sender's counters: at least min_sends through channels on the shm

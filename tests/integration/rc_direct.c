@@ -87,48 +87,21 @@ struct direct_stats {
  * opened) and read the engine's counters from what it prints. */
 static void close_with_stats(struct hx_ep *ep, struct direct_stats *st)
 {
-	char path[] = "/tmp/rc_direct.XXXXXX", line[256], name[64];
-	int tmp = mkstemp(path), saved;
-	unsigned long long v;
-	FILE *f;
+	static const char *const names[] = {
+		"direct_write",	  "direct_read", "direct_fallback",
+		"direct_memfile", "help_posted", "help_taken",
+		"help_revoked",	  NULL
+	};
+	unsigned long long v[7];
 
-	memset(st, 0, sizeof(*st));
-	REQUIRE(tmp >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(tmp, 2);
-	CHECK_EQ(hx_ep_close(ep), 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(tmp, "r");
-	REQUIRE(f);
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %63s %llu", name, &v) != 2)
-			continue;
-		if (!strcmp(name, "direct_write"))
-			st->write += v;
-		else if (!strcmp(name, "direct_read"))
-			st->read += v;
-		else if (!strcmp(name, "direct_fallback"))
-			st->fallback += v;
-		else if (!strcmp(name, "direct_memfile"))
-			st->memfile += v;
-		else if (!strcmp(name, "help_posted"))
-			st->help_posted += v;
-		else if (!strcmp(name, "help_taken"))
-			st->help_taken += v;
-		else if (!strcmp(name, "help_revoked"))
-			st->help_revoked += v;
-	}
-	fclose(f);
-	unlink(path);
-	hx_log("direct_write %llu direct_read %llu direct_fallback %llu "
-	       "direct_memfile %llu help_posted %llu help_taken %llu "
-	       "help_revoked %llu",
-	       st->write, st->read, st->fallback, st->memfile, st->help_posted,
-	       st->help_taken, st->help_revoked);
+	hx_ep_close_counters(ep, names, v);
+	st->write = v[0];
+	st->read = v[1];
+	st->fallback = v[2];
+	st->memfile = v[3];
+	st->help_posted = v[4];
+	st->help_taken = v[5];
+	st->help_revoked = v[6];
 }
 
 static void expect_direct(const struct direct_stats *st, unsigned min_w,

@@ -13,61 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-
-static char log_path[64];
-
-/* Before the first verbs call of this process (the harness forks first). */
-static void log_to_file(void)
-{
-	int fd;
-
-	snprintf(log_path, sizeof(log_path), "/tmp/sv_rc_explain_%s_XXXXXX",
-		 hx_role);
-	fd = mkstemp(log_path);
-	REQUIRE(fd >= 0);
-	close(fd);
-	setenv("VERBS_LOG_FILE", log_path, 1);
-	unsetenv("SOFTVERBS_LOG");
-	unsetenv("VERBS_LOG_LEVEL");
-}
-
-/* The log so far, then emptied (the library appends: O_APPEND). */
-static const char *take_log(void)
-{
-	static char text[65536];
-	FILE *f = fopen(log_path, "r");
-	size_t n;
-
-	REQUIRE(f);
-	n = fread(text, 1, sizeof(text) - 1, f);
-	text[n] = '\0';
-	fclose(f);
-	REQUIRE(truncate(log_path, 0) == 0);
-	return text;
-}
-
-static bool has_all(const char *t, const char *const *want, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strstr(t, want[i]))
-			return false;
-	return true;
-}
-
-#define EXPECT_LOG(t, ...)                                                   \
-	do {                                                                 \
-		const char *const _w[] = { __VA_ARGS__ };                    \
-		const char *_t = (t);                                        \
-		bool _ok = has_all(_t, _w, sizeof(_w) / sizeof(_w[0]));      \
-		CHECK(_ok);                                                  \
-		if (!_ok) {                                                  \
-			hx_log("wanted in the log:");                        \
-			for (size_t _i = 0; _i < sizeof(_w) / sizeof(_w[0]); \
-			     _i++)                                           \
-				hx_log("  %s", _w[_i]);                      \
-			hx_log("log was: %s", _t);                           \
-		}                                                            \
-	} while (0)
+#include "logcap.h"
 
 /* ---- remote access: one case per check ----------------------------------- */
 
@@ -115,7 +61,7 @@ static void access_a(int fd)
 	struct keys k;
 	char want[160];
 
-	log_to_file();
+	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	hx_recv(fd, &k, sizeof(k));
@@ -160,7 +106,7 @@ static void access_b(int fd)
 	const char *t;
 	int err_fd, saved;
 
-	log_to_file();
+	log_to_file("rc_explain");
 	/* Read at first use: set before the library starts. */
 	setenv("SOFTVERBS_STATS", "1", 1);
 	o.mr_access |= IBV_ACCESS_MW_BIND;
@@ -294,7 +240,7 @@ static void local_a(int fd)
 	struct hx_ep ep;
 	char want[160];
 
-	log_to_file();
+	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	take_log();
@@ -333,7 +279,7 @@ static void local_b(int fd)
 	struct hx_ep ep;
 	char want[200];
 
-	log_to_file();
+	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	hx_ep_new_qp(&ep);
@@ -363,7 +309,7 @@ static void rnr_a(int fd)
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
 
-	log_to_file();
+	log_to_file("rc_explain");
 	o.rnr_retry = 1;
 	o.min_rnr_timer = 1;
 	hx_ep_open(&ep, &o, fd);
@@ -400,7 +346,7 @@ static void retry_a(int fd)
 	struct hx_ep ep;
 	char want[96];
 
-	log_to_file();
+	log_to_file("rc_explain");
 	o.retry_cnt = 1;
 	o.timeout = 8; /* about 1 ms */
 	hx_ep_open(&ep, &o, fd);

@@ -3,21 +3,33 @@
 # through build/bin/softverbs run (or LD_LIBRARY_PATH=<build>/lib until that
 # exists), on a random free TCP port, each under a timeout.
 #   rc_pingpong.sh default|events|size1m|small100k|validate
+# and in the modes that use the extended verbs:
+#   rc_pingpong.sh newsend      -N: ibv_create_qp_ex + the ibv_wr_* API
+#   rc_pingpong.sh ts           -t: ibv_create_cq_ex with completion
+#                               timestamps, ibv_query_rt_values_ex
+#   rc_pingpong.sh all          -N -t -c -s 20000 (validated payloads)
 # Checks both exit codes and the "N bytes in S seconds" / "N iters in"
-# lines, whose byte count must be size * iters * 2.
+# lines, whose byte count must be size * iters * 2.  With -t, rc_pingpong
+# prints the average distance between receive completions in device clock
+# cycles; softverbs' clock ticks once per nanosecond (hca_core_clock 1 GHz),
+# so that average must agree with the measured usec/iter: real timestamps,
+# not made-up ones.
 set -u
 mode=${1:-default}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
 pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
 gid=${SV_GID_INDEX:-0}
 
-size=4096 iters=1000 extra=()
+size=4096 iters=1000 extra=() ts=0
 case $mode in
 default) ;;
 events) extra=(-e) ;;
 size1m) size=1000000; extra=(-s 1000000) ;;
 small100k) size=1 iters=100000; extra=(-n 100000 -s 1) ;;
 validate) size=20000; extra=(-c -s 20000) ;;
+newsend) extra=(-N) ;;
+ts) extra=(-t); ts=1 ;;
+all) size=20000; extra=(-N -t -c -s 20000); ts=1 ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 
@@ -66,8 +78,18 @@ for side in server client; do
 	if [ "$got" != "$want" ]; then
 		echo "FAIL: $side moved $got bytes, expected $want"; fail=1
 	fi
-	grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$side" ||
-		{ echo "FAIL: $side has no '$iters iters in' line"; fail=1; }
+	iline=$(grep -E "^$iters iters in [0-9.]+ seconds" "$tmp/$side")
+	[ -n "$iline" ] || { echo "FAIL: $side has no '$iters iters in' line"; fail=1; continue; }
+	[ $ts = 1 ] || continue
+	avg=$(sed -n 's/^Average receive completion clock cycles = \([0-9.]*\).*/\1/p' "$tmp/$side")
+	usec=$(echo "$iline" | sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p')
+	if [ -z "$avg" ] || [ -z "$usec" ]; then
+		echo "FAIL: $side printed no timestamp average"; fail=1; continue
+	fi
+	# One receive completion per iteration: cycles (ns) per completion
+	# within a factor of 2 of the wall-clock time per iteration.
+	awk -v a="$avg" -v u="$usec" 'BEGIN { r = a / (u * 1000); exit !(r > 0.5 && r < 2) }' ||
+		{ echo "FAIL: $side: $avg cycles per completion vs $usec usec/iter"; fail=1; }
 done
 [ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
 [ $crc = 0 ] || { echo "FAIL: client exit status $crc"; fail=1; }

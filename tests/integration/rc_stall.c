@@ -33,44 +33,15 @@ struct stall_params {
 };
 
 /* Close everything with SOFTVERBS_STATS=1 (set before the device was
- * opened) and return the sum of the engine's counters named in names
- * (separated by spaces). */
-/* Is w one of the space-separated words of list? */
-static bool word_in(const char *w, const char *list)
+ * opened): the sum of the engine's retransmission counters. */
+static unsigned long long close_resends(struct hx_ep *ep)
 {
-	size_t n = strlen(w);
+	static const char *const names[] = { "probe_retransmit",
+					     "fast_retransmit", NULL };
+	unsigned long long v[2];
 
-	for (const char *p = strstr(list, w); p; p = strstr(p + 1, w))
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
-			return true;
-	return false;
-}
-
-static unsigned long long close_counts(struct hx_ep *ep, const char *names)
-{
-	char path[] = "/tmp/rc_stall.XXXXXX", line[256], name[64];
-	int tmp = mkstemp(path), saved;
-	unsigned long long v, probes = 0;
-	FILE *f;
-
-	REQUIRE(tmp >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(tmp, 2);
-	CHECK_EQ(hx_ep_close(ep), 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(tmp, "r");
-	REQUIRE(f);
-	rewind(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " %63s %llu", name, &v) == 2 &&
-		    word_in(name, names))
-			probes += v;
-	fclose(f);
-	unlink(path);
-	return probes;
+	hx_ep_close_counters(ep, names, v);
+	return v[0] + v[1];
 }
 
 /* On shm nothing is lost: no probe, no duplicate ACK, no resend, however
@@ -134,7 +105,7 @@ static void stall_a(int fd, uint32_t send_len)
 	}
 	hx_sync(fd); /* B checks the SENDs */
 	hx_sync(fd);
-	probes = close_counts(&ep, "probe_retransmit fast_retransmit");
+	probes = close_resends(&ep);
 	hx_log("%d rounds of %d unsignaled %u-byte SENDs + a signaled READ: probe_retransmit+fast_retransmit %llu, slowest READ %llu ms, %llu of 20 ms or more",
 	       ROUNDS, NSEND, send_len, probes, (unsigned long long)worst,
 	       (unsigned long long)slow);
@@ -169,7 +140,7 @@ static void stall_b(int fd, uint32_t send_len)
 				 1000 + i);
 	}
 	hx_sync(fd);
-	dups = close_counts(&ep, "duplicate_request");
+	dups = hx_ep_close_counter(&ep, "duplicate_request");
 	hx_log("duplicate_request %llu", dups);
 	/* The READs' one-copy path used to ask for the SENDs' ACK by
 	 * resending their last packet, which B then got twice. */
@@ -240,7 +211,7 @@ static void unsig_pingpong_a(int fd)
 		usleep(2000); /* the application does something else */
 	}
 	hx_sync(fd);
-	probes = close_counts(&ep, "probe_retransmit fast_retransmit");
+	probes = close_resends(&ep);
 	hx_log("%d ping-pongs of unsignaled %u-byte SENDs, 2 ms apart: probe_retransmit %llu",
 	       PP_ROUNDS, PP_LEN, probes);
 	CHECK(probes <= PP_ROUNDS / 10);
@@ -269,7 +240,7 @@ static void unsig_pingpong_b(int fd)
 			    0);
 	}
 	hx_sync(fd);
-	dups = close_counts(&ep, "duplicate_request");
+	dups = hx_ep_close_counter(&ep, "duplicate_request");
 	hx_log("duplicate_request %llu", dups);
 	/* The READs' one-copy path used to ask for the SENDs' ACK by
 	 * resending their last packet, which B then got twice. */
@@ -305,7 +276,7 @@ static void stopped_peer_a(int fd)
 	REQUIRE(kill(pid, SIGCONT) == 0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, PP_LEN);
 	hx_sync(fd); /* B checked the bytes */
-	probes = close_counts(&ep, "probe_retransmit fast_retransmit");
+	probes = close_resends(&ep);
 	hx_log("a SEND to a peer stopped for 20 ms: probe_retransmit %llu%s",
 	       probes, shm ? "" : " (not checked: not on shm)");
 	if (shm)
@@ -325,7 +296,7 @@ static void stopped_peer_b(int fd)
 	if (HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, PP_LEN))
 		HX_CHECK_PATTERN(ep.buf + RECV_OFF, PP_LEN, 77);
 	hx_sync(fd);
-	dups = close_counts(&ep, "duplicate_request");
+	dups = hx_ep_close_counter(&ep, "duplicate_request");
 	hx_log("duplicate_request %llu", dups);
 	/* The READs' one-copy path used to ask for the SENDs' ACK by
 	 * resending their last packet, which B then got twice. */

@@ -101,43 +101,17 @@ struct counters {
  * read the counters and QP dumps it prints. */
 static void close_counting(struct hx_ep *ep, struct counters *c)
 {
-	char path[] = "/tmp/rc_trust.XXXXXX", line[1024], name[64];
-	int tmp = mkstemp(path), saved;
-	unsigned long long v;
-	FILE *f;
+	static const char *const names[] = { "direct_write", "help_posted",
+					     "help_timeout", "shm_other_user",
+					     "shm_tx_pkts",  NULL };
+	unsigned long long v[5];
 
-	memset(c, 0, sizeof(*c));
-	REQUIRE(tmp >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(tmp, 2);
-	CHECK_EQ(hx_ep_close(ep), 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(tmp, "r");
-	REQUIRE(f);
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %63s %llu", name, &v) != 2)
-			continue;
-		if (!strcmp(name, "direct_write"))
-			c->direct_write += v;
-		else if (!strcmp(name, "help_posted"))
-			c->help_posted += v;
-		else if (!strcmp(name, "help_timeout"))
-			c->help_timeout += v;
-		else if (!strcmp(name, "shm_other_user"))
-			c->shm_other_user += v;
-		else if (!strcmp(name, "shm_tx_pkts"))
-			c->shm_tx_pkts += v;
-	}
-	fclose(f);
-	unlink(path);
-	hx_log("direct_write %llu help_posted %llu help_timeout %llu "
-	       "shm_other_user %llu shm_tx_pkts %llu",
-	       c->direct_write, c->help_posted, c->help_timeout,
-	       c->shm_other_user, c->shm_tx_pkts);
+	hx_ep_close_counters(ep, names, v);
+	c->direct_write = v[0];
+	c->help_posted = v[1];
+	c->help_timeout = v[2];
+	c->shm_other_user = v[3];
+	c->shm_tx_pkts = v[4];
 }
 
 static void stats_on(void)

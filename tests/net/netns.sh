@@ -33,8 +33,23 @@ sv_netns_pair() {
 	ip -n "$b" addr add "$addr_b" dev sv0 || return 1
 	local ns
 	for ns in "$a" "$b"; do
+		# No duplicate address detection: the link-local address is
+		# there as soon as the link is, not a second later.
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.sv0.accept_dad=0 2>/dev/null
 		ip -n "$ns" link set lo up || return 1
 		ip -n "$ns" link set sv0 up || return 1
+	done
+	# Wait for the IPv6 link-local addresses: the GID table a test reads
+	# its indices from must be the one its programs use (with
+	# SOFTVERBS_STRICT=1 fe80:: is GID index 0, and its arrival moves
+	# every other GID up by one).
+	for ns in "$a" "$b"; do
+		[ "$(ip netns exec "$ns" cat /proc/sys/net/ipv6/conf/sv0/disable_ipv6 2>/dev/null)" = 0 ] || continue
+		for _ in $(seq 100); do
+			ip -n "$ns" -6 addr show dev sv0 scope link | grep -q inet6 &&
+				! ip -n "$ns" -6 addr show dev sv0 tentative | grep -q inet6 && break
+			sleep 0.02
+		done
 	done
 }
 

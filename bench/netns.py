@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""The between-hosts section of `make bench` (issue #20): softverbs' UDP
+path where two hosts or two containers talk, against the kernel on the
+same link in the same run.
+
+    netns.py BUILD_DIR
+
+Two network namespaces joined by a veth pair stand for two hosts (server
+in one, pinned to one core; client in the other, pinned to the other).
+At each MTU (1500 and 9000), every repeat runs, one after the other:
+
+  perftest through softverbs: ib_write_bw, ib_read_bw, ib_send_bw at
+  64 KiB and 1 MiB (-D), ib_send_bw at 8 B (message rate), ib_send_lat and
+  ib_write_lat at 8 B; the client's CPU per GiB in ib_write_bw 1 MiB;
+  iperf3 TCP, one stream (and its client's CPU per GiB); sockperf UDP
+  ping-pong at 16 B, non-blocking (--nonblocked: both spin on recvfrom)
+  and blocking (both sleep in recvfrom).
+
+Then, at MTU 1500, under 1% and 10% random UDP loss (nftables in the
+client's namespace, both directions): ib_write_bw 1 MiB and iperf3 (TCP
+loss is dropped with the same rule's rate, on TCP).
+
+Latencies are one-way (half a round trip), as both tools print them; the
+figure is the median of the repeats, with min-max.  CPU per GiB: the
+client's process tree's user+system time between two samples inside the
+measured window, divided by the bytes the run's average rate moves in that
+window.  Results: OUT/netns.md and OUT/netns.csv (OUT: BENCH_OUT or
+bench/results; BENCH_QUICK=1: 1 repeat, MTU 1500 only, bench/results/quick).
+Needs root (ip netns, nftables); prints why and exits 0 otherwise.
+
+Environment: BENCH_QUICK, BENCH_REPEATS, BENCH_CPUS, BENCH_OUT as in
+bench.py; BENCH_NETNS_MTUS=1500,9000; BENCH_NETNS_LOSS=1,10."""
+import csv
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench as B  # noqa: E402  (the suite's parsers and process helpers)
+
+NS = ("svbench-a", "svbench-b")
+ADDR = ("10.233.0.1", "10.233.0.2")
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+def sh(*cmd, check=True, **kw):
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and res.returncode:
+        raise B.RunError("%s: %s" % (" ".join(cmd), res.stderr.strip()))
+    return res
+
+
+def usable():
+    if os.geteuid() != 0:
+        return "not root (ip netns and nftables need it)"
+    for tool in ("ip", "nft", "iperf3", "sockperf", "ib_write_bw"):
+        if not shutil.which(tool):
+            return "%s not installed" % tool
+    return None
+
+
+def setup():
+    teardown()
+    for ns in NS:
+        sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", "sv0", "netns", NS[0], "type", "veth", "peer",
+       "name", "sv0", "netns", NS[1])
+    for ns, addr in zip(NS, ADDR):
+        sh("ip", "-n", ns, "addr", "add", addr + "/24", "dev", "sv0")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", ns, "link", "set", "sv0", "up")
+
+
+def set_mtu(mtu):
+    for ns in NS:
+        sh("ip", "-n", ns, "link", "set", "sv0", "mtu", str(mtu))
+
+
+def set_loss(pct):
+    """pct% of UDP and TCP packets dropped at random, both directions, in
+    the client's namespace (0: no rule)."""
+    sh("ip", "netns", "exec", NS[1], "nft", "delete", "table", "inet",
+       "svloss", check=False)
+    if not pct:
+        return
+    rules = "\n".join(
+        "chain %s { type filter hook %s priority 0; policy accept; "
+        "meta l4proto { udp, tcp } numgen random mod 100 < %d drop; }"
+        % (name, hook, pct) for name, hook in (("in", "input"),
+                                              ("out", "output")))
+    sh("ip", "netns", "exec", NS[1], "nft", "-f", "-",
+       input="table inet svloss {\n%s\n}\n" % rules)
+
+
+def teardown():
+    for ns in NS:
+        pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def gid_index(softverbs, ns, addr):
+    out = sh("ip", "netns", "exec", ns, softverbs, "devices").stdout
+    m = re.search(r"GID\[\s*(\d+)\]\s+::ffff:%s\s" % re.escape(addr), out)
+    if not m:
+        raise B.RunError("no GID for %s in %s:\n%s" % (addr, ns, out))
+    return m.group(1)
+
+
+def tree_cpu(pid):
+    """User+system seconds of pid and its descendants (alive ones)."""
+    kids, total = {}, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                s = f.read()
+        except OSError:
+            continue
+        f = s[s.rindex(")") + 2:].split()
+        stats[int(d)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick)
+    for p, (ppid, _) in stats.items():
+        kids.setdefault(ppid, []).append(p)
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            total += stats[p][1]
+        todo += kids.get(p, [])
+    return total
+
+
+def listening(ns_pid, port, proto):
+    """Whether the server's namespace (that of ns_pid) has port bound."""
+    for name in (proto, proto + "6"):
+        try:
+            with open("/proc/%d/net/%s" % (ns_pid, name)) as f:
+                next(f)
+                for line in f:
+                    fl = line.split()
+                    if int(fl[1].rsplit(":", 1)[1], 16) == port and \
+                            (proto == "udp" or fl[3] == "0A"):
+                        return True
+        except OSError:
+            return False
+    return False
+
+
+class Netns:
+    def __init__(self, build):
+        env = os.environ
+        self.quick = env.get("BENCH_QUICK", "") not in ("", "0")
+        self.repeats = int(env.get("BENCH_REPEATS") or
+                           (1 if self.quick else 3))
+        cpus = env.get("BENCH_CPUS", "0,1").split(",")
+        self.cpus = cpus[0], cpus[1]
+        out = os.path.join(HERE, "results", "quick" if self.quick else "")
+        self.out = os.path.abspath(env.get("BENCH_OUT") or out)
+        self.raw = os.path.join(self.out, "raw-netns")
+        self.softverbs = os.path.join(os.path.abspath(build), "bin",
+                                      "softverbs")
+        self.mtus = [int(m) for m in (env.get("BENCH_NETNS_MTUS") or
+                     ("1500" if self.quick else "1500,9000")).split(",")]
+        self.losses = [int(p) for p in
+                       (env.get("BENCH_NETNS_LOSS") or "1,10").split(",")]
+        self.seconds = 2 if self.quick else 4  # -D / -t of bandwidth runs
+        self.port = 21000
+        self.rows = []
+
+    def next_port(self):
+        self.port += 1
+        return self.port
+
+    def pair(self, tag, server, client, port, proto="tcp",
+             server_exits=True, cpu_window=None):
+        """Server in NS[0] on one core, client in NS[1] on the other; returns
+        the client's output and, with cpu_window (t0, t1 seconds after the
+        client started), its process tree's CPU seconds in that window."""
+        srv_cmd = ["ip", "netns", "exec", NS[0], "taskset", "-c",
+                   self.cpus[0]] + server
+        cli_cmd = ["ip", "netns", "exec", NS[1], "taskset", "-c",
+                   self.cpus[1]] + client
+        slog = os.path.join(self.raw, tag + ".server.txt")
+        clog = os.path.join(self.raw, tag + ".client.txt")
+        with open(os.path.join(self.raw, tag + ".cmd.txt"), "w") as f:
+            f.write("server: %s\nclient: %s\n" % (" ".join(srv_cmd),
+                                                  " ".join(cli_cmd)))
+        with open(slog, "w") as so:
+            srv = subprocess.Popen(srv_cmd, stdout=so,
+                                   stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        cpu = None
+        try:
+            deadline = time.monotonic() + 20
+            while not listening(srv.pid, port, proto):
+                if srv.poll() is not None:
+                    raise B.RunError("server exited before listening: " +
+                                     B.tail(slog))
+                if time.monotonic() > deadline:
+                    raise B.RunError("server not listening after 20 s")
+                time.sleep(0.02)
+            t = time.monotonic()
+            with open(clog, "w") as co:
+                cli = subprocess.Popen(cli_cmd, stdout=co,
+                                       stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+            if cpu_window:
+                time.sleep(max(0, t + cpu_window[0] - time.monotonic()))
+                c0, w0 = tree_cpu(cli.pid), time.monotonic()
+                time.sleep(max(0, t + cpu_window[1] - time.monotonic()))
+                c1, w1 = tree_cpu(cli.pid), time.monotonic()
+                if cli.poll() is None:
+                    cpu = (c1 - c0, w1 - w0)
+            try:
+                rc = cli.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                B.kill_group(cli)
+                raise B.RunError("client did not finish within 60 s")
+            if server_exits:
+                try:
+                    src = srv.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    raise B.RunError("server did not finish")
+            else:
+                src = 0
+        finally:
+            B.kill_group(srv)
+        out = open(clog, errors="replace").read()
+        if rc or src:
+            raise B.RunError("exit status client %d server %d: %s" %
+                             (rc, src, B.tail(clog) or B.tail(slog)))
+        return out, cpu
+
+    def perftest(self, tag, tool, size, bw, gids, cpu=False):
+        port = self.next_port()
+        common = ["-d", "softverbs0", "-p", str(port), "-s", str(size)]
+        if bw:
+            common += ["-D", str(self.seconds)]
+        else:
+            common += ["-n", "2000"]
+        server = [self.softverbs, "run", "--", tool, "-x", gids[0]] + common
+        client = [self.softverbs, "run", "--", tool, "-x", gids[1]] + \
+            common + [ADDR[0]]
+        # perftest -D measures for its duration after a warm-up of about
+        # 2 s: sample the CPU inside that.
+        window = (2.5, 2.5 + self.seconds - 1) if cpu else None
+        out, c = self.pair(tag, server, client, port, cpu_window=window)
+        fig = (B.parse_perftest_bw if bw else B.parse_perftest_lat)(out)
+        if cpu and c:
+            fig["cpu_gib"] = c[0] / (fig["bw"] * MiB * c[1] / GiB)
+        return fig
+
+    def iperf3(self, tag, cpu=False):
+        port = self.next_port()
+        out, c = self.pair(
+            tag, ["iperf3", "-s", "-1", "-B", ADDR[0], "-p", str(port)],
+            ["iperf3", "-c", ADDR[0], "-p", str(port), "-t",
+             str(self.seconds), "-J"], port,
+            cpu_window=(1.0, self.seconds - 0.5) if cpu else None)
+        fig = B.parse_iperf3(out)
+        if cpu and c:
+            fig["cpu_gib"] = c[0] / (fig["bw"] * MiB * c[1] / GiB)
+        return fig
+
+    def sockperf(self, tag, spin):
+        port = self.next_port()
+        mode = ["--nonblocked"] if spin else []
+        out, _ = self.pair(
+            tag, ["sockperf", "sr", "-i", ADDR[0], "-p", str(port)] + mode,
+            ["sockperf", "pp", "-i", ADDR[0], "-p", str(port), "-m", "16",
+             "-t", "2"] + mode, port, proto="udp", server_exits=False)
+        return B.parse_sockperf(out)
+
+    def record(self, cond, name, size, rep, fn):
+        tag = B.slug("%s %s %s r%d" % (cond, name, B.fmt_size(size), rep))
+        t = time.monotonic()
+        try:
+            fig, status = fn(tag), "ok"
+        except B.RunError as e:
+            fig, status = {}, "failed: %s" % e
+        print("netns: %-14s %-28s %-7s run %d: %s (%.1f s)" % (
+            cond, name, B.fmt_size(size), rep,
+            " ".join("%s=%.4g" % kv for kv in fig.items()) or status,
+            time.monotonic() - t), flush=True)
+        self.rows.append({"cond": cond, "name": name, "size": size,
+                          "rep": rep, "fig": fig, "status": status})
+
+    def run(self):
+        os.makedirs(self.raw, exist_ok=True)
+        setup()
+        try:
+            for mtu in self.mtus:
+                set_mtu(mtu)
+                set_loss(0)
+                gids = (gid_index(self.softverbs, NS[0], ADDR[0]),
+                        gid_index(self.softverbs, NS[1], ADDR[1]))
+                cond = "mtu %d" % mtu
+                for rep in range(1, self.repeats + 1):
+                    self.one_pass(cond, rep, gids)
+            set_mtu(1500)
+            gids = (gid_index(self.softverbs, NS[0], ADDR[0]),
+                    gid_index(self.softverbs, NS[1], ADDR[1]))
+            for pct in self.losses:
+                set_loss(pct)
+                cond = "mtu 1500 loss %d%%" % pct
+                for rep in range(1, self.repeats + 1):
+                    self.record(cond, "ib_write_bw", MiB, rep,
+                                lambda tag: self.perftest(
+                                    tag, "ib_write_bw", MiB, True, gids))
+                    self.record(cond, "iperf3 TCP", 0, rep,
+                                lambda tag: self.iperf3(tag))
+            set_loss(0)
+        finally:
+            teardown()
+        self.write()
+
+    def one_pass(self, cond, rep, gids):
+        for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
+            for size in (64 * KiB, MiB):
+                cpu = tool == "ib_write_bw" and size == MiB
+                self.record(cond, tool, size, rep,
+                            lambda tag, t=tool, z=size, c=cpu:
+                            self.perftest(tag, t, z, True, gids, cpu=c))
+        self.record(cond, "ib_send_bw", 8, rep, lambda tag: self.perftest(
+            tag, "ib_send_bw", 8, True, gids))
+        for tool in ("ib_send_lat", "ib_write_lat"):
+            self.record(cond, tool, 8, rep, lambda tag, t=tool:
+                        self.perftest(tag, t, 8, False, gids))
+        self.record(cond, "iperf3 TCP", 0, rep,
+                    lambda tag: self.iperf3(tag, cpu=True))
+        self.record(cond, "sockperf UDP non-blocking", 16, rep,
+                    lambda tag: self.sockperf(tag, True))
+        self.record(cond, "sockperf UDP blocking", 16, rep,
+                    lambda tag: self.sockperf(tag, False))
+
+    # ---- results ---------------------------------------------------------
+
+    def figure(self, cond, name, size, metric):
+        """(median, min, max) of a metric over the repeats, or None."""
+        vals = [r["fig"][metric] for r in self.rows
+                if (r["cond"], r["name"], r["size"]) == (cond, name, size)
+                and metric in r["fig"]]
+        if not vals:
+            return None
+        return statistics.median(vals), min(vals), max(vals)
+
+    def targets(self):
+        """Issue #20's done-when rows: (what, figure, anchor, ratio, want,
+        met)."""
+        rows = []
+
+        def add(what, a, b, want, higher):
+            if a is None or b is None or not b[0]:
+                rows.append((what, a, b, None, want, False))
+                return
+            r = a[0] / b[0]
+            rows.append((what, a, b, r, want,
+                         r >= want if higher else r <= want))
+        for mtu in self.mtus:
+            cond = "mtu %d" % mtu
+            tcp = self.figure(cond, "iperf3 TCP", 0, "bw")
+            for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
+                add("%s: %s 1 MiB / iperf3 TCP" % (cond, tool),
+                    self.figure(cond, tool, MiB, "bw"), tcp, 1.0, True)
+            add("%s: ib_send_lat 8 B / sockperf non-blocking" % cond,
+                self.figure(cond, "ib_send_lat", 8, "lat"),
+                self.figure(cond, "sockperf UDP non-blocking", 16, "lat"),
+                1.3, False)
+            add("%s: ib_write_lat 8 B / sockperf blocking" % cond,
+                self.figure(cond, "ib_write_lat", 8, "lat"),
+                self.figure(cond, "sockperf UDP blocking", 16, "lat"),
+                1.3, False)
+            add("%s: CPU per GiB, ib_write_bw 1 MiB / iperf3" % cond,
+                self.figure(cond, "ib_write_bw", MiB, "cpu_gib"),
+                self.figure(cond, "iperf3 TCP", 0, "cpu_gib"), 1.5, False)
+        base = self.figure("mtu 1500", "ib_write_bw", MiB, "bw")
+        for pct in self.losses:
+            cond = "mtu 1500 loss %d%%" % pct
+            fig = self.figure(cond, "ib_write_bw", MiB, "bw")
+            if pct == 1:
+                add("loss 1%: ib_write_bw 1 MiB / loss-free", fig, base,
+                    0.5, True)
+            else:
+                done = [r for r in self.rows if r["cond"] == cond and
+                        r["name"] == "ib_write_bw"]
+                ok = bool(done) and all(r["status"] == "ok" for r in done)
+                rows.append(("loss %d%%: ib_write_bw 1 MiB completes" % pct,
+                             fig, None, None, "completes", ok))
+        return rows
+
+    def write(self):
+        units = {"bw": "MiB/s", "rate": "Mmsg/s", "lat": "us",
+                 "lat_avg": "us", "cpu_gib": "CPU s/GiB"}
+        with open(os.path.join(self.out, "netns.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["condition", "series", "size", "run", "metric",
+                        "value", "unit", "status"])
+            for r in self.rows:
+                for m, v in (r["fig"].items() or [(None, None)]):
+                    w.writerow([r["cond"], r["name"], r["size"], r["rep"], m,
+                                "" if v is None else "%.6g" % v,
+                                units.get(m, ""), r["status"]])
+
+        def cell(f, unit=""):
+            if f is None:
+                return "-"
+            return "%.4g%s (%.4g-%.4g)" % (f[0], unit, f[1], f[2])
+        md = ["# softverbs between two network namespaces (veth)", "",
+              "`bench/netns.py` (part of `make bench`): server and client "
+              "in two network namespaces joined by a veth pair, pinned to "
+              "cores %s and %s; median of %d run(s), (min-max); latencies "
+              "one-way. Load average at the end: %s." % (
+                  self.cpus[0], self.cpus[1], self.repeats,
+                  " ".join("%.2f" % x for x in os.getloadavg())), "",
+              "## Issue #20's targets", "",
+              "| target | softverbs | anchor | ratio | wanted | met |",
+              "|---|---|---|---|---|---|"]
+        for what, a, b, r, want, met in self.targets():
+            md.append("| %s | %s | %s | %s | %s | %s |" % (
+                what, cell(a), cell(b), "-" if r is None else "%.2f" % r,
+                want if isinstance(want, str) else
+                ("%s %.1fx" % (">=" if "lat" not in what and "CPU" not in
+                               what else "<=", want)),
+                "yes" if met else "**no**"))
+        md += ["", "## Every figure", "",
+               "| condition | series | size | metric | median (min-max) |",
+               "|---|---|---|---|---|"]
+        seen = []
+        for r in self.rows:
+            key = (r["cond"], r["name"], r["size"])
+            if key in seen:
+                continue
+            seen.append(key)
+            metrics = sorted({m for x in self.rows if (x["cond"], x["name"],
+                              x["size"]) == key for m in x["fig"]})
+            fails = [x["status"] for x in self.rows if (x["cond"], x["name"],
+                     x["size"]) == key and x["status"] != "ok"]
+            for m in metrics or ["-"]:
+                md.append("| %s | %s | %s | %s | %s |" % (
+                    r["cond"], r["name"], B.fmt_size(r["size"]), m,
+                    cell(self.figure(*key, m), " " + units.get(m, ""))
+                    if m != "-" else "failed"))
+            for s in fails:
+                md.append("| %s | %s | %s | | %s |" % (
+                    r["cond"], r["name"], B.fmt_size(r["size"]), s[:200]))
+        with open(os.path.join(self.out, "netns.md"), "w") as f:
+            f.write("\n".join(md) + "\n")
+        print("netns: results in %s" % os.path.join(self.out, "netns.md"))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: netns.py BUILD_DIR", file=sys.stderr)
+        return 2
+    why = usable()
+    if why:
+        print("netns: between-namespaces section skipped: %s" % why)
+        return 0
+    Netns(sys.argv[1]).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

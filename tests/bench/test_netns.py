@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""bench/netns.py's targets (issue #20) and tables on made-up figures: the
+ratios, which side of each target is "met", the loss rows, failures listed.
+No benchmark runs.  Run by ctest (bench.netns) or
+`python3 tests/bench/test_netns.py`."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench"))
+import netns  # noqa: E402
+
+MiB = 1 << 20
+
+
+def runner(rows):
+    n = netns.Netns("/nonexistent")
+    n.mtus, n.losses, n.repeats = [1500], [1, 10], len(rows)
+    for rep, figs in enumerate(rows, 1):
+        for (cond, name, size), fig in figs.items():
+            status = fig.pop("status", "ok")
+            n.rows.append({"cond": cond, "name": name, "size": size,
+                           "rep": rep, "fig": fig, "status": status})
+    return n
+
+
+def figures(write_bw, tcp, send_lat=5.0, spin=4.0, write_lat=20.0,
+            block=19.0, cpu=0.6, tcp_cpu=0.5, lossy=60.0, lost10=None):
+    c, l1, l10 = "mtu 1500", "mtu 1500 loss 1%", "mtu 1500 loss 10%"
+    f = {(c, "ib_write_bw", MiB): {"bw": write_bw, "cpu_gib": cpu},
+         (c, "ib_read_bw", MiB): {"bw": write_bw / 2},
+         (c, "ib_send_bw", MiB): {"bw": write_bw},
+         (c, "ib_send_lat", 8): {"lat": send_lat},
+         (c, "ib_write_lat", 8): {"lat": write_lat},
+         (c, "iperf3 TCP", 0): {"bw": tcp, "cpu_gib": tcp_cpu},
+         (c, "sockperf UDP non-blocking", 16): {"lat": spin},
+         (c, "sockperf UDP blocking", 16): {"lat": block},
+         (l1, "ib_write_bw", MiB): {"bw": lossy},
+         (l10, "ib_write_bw", MiB): lost10 or {"bw": 10.0}}
+    return f
+
+
+class Targets(unittest.TestCase):
+    def targets(self, n):
+        return {t[0]: t for t in n.targets()}
+
+    def test_ratios_and_sides(self):
+        t = self.targets(runner([figures(1000, 900), figures(1100, 1000),
+                                 figures(900, 950)]))
+        bw = t["mtu 1500: ib_write_bw 1 MiB / iperf3 TCP"]
+        self.assertAlmostEqual(bw[3], 1000 / 950)  # medians 1000 and 950
+        self.assertTrue(bw[5])
+        self.assertFalse(t["mtu 1500: ib_read_bw 1 MiB / iperf3 TCP"][5])
+        lat = t["mtu 1500: ib_send_lat 8 B / sockperf non-blocking"]
+        self.assertAlmostEqual(lat[3], 1.25)
+        self.assertTrue(lat[5])  # lower is better: 1.25 <= 1.3
+        self.assertTrue(t["mtu 1500: ib_write_lat 8 B / sockperf blocking"][5])
+        cpu = t["mtu 1500: CPU per GiB, ib_write_bw 1 MiB / iperf3"]
+        self.assertAlmostEqual(cpu[3], 1.2)
+        self.assertTrue(cpu[5])
+        self.assertAlmostEqual(t["loss 1%: ib_write_bw 1 MiB / loss-free"][3],
+                               0.06)
+        self.assertFalse(t["loss 1%: ib_write_bw 1 MiB / loss-free"][5])
+        self.assertTrue(t["loss 10%: ib_write_bw 1 MiB completes"][5])
+
+    def test_latency_above_target_is_not_met(self):
+        t = self.targets(runner([figures(1000, 900, send_lat=6.0)]))
+        self.assertFalse(
+            t["mtu 1500: ib_send_lat 8 B / sockperf non-blocking"][5])
+
+    def test_a_failed_lossy_run_is_not_completed(self):
+        n = runner([figures(1000, 900, lost10={"status": "failed: timeout"})])
+        t = self.targets(n)
+        self.assertFalse(t["loss 10%: ib_write_bw 1 MiB completes"][5])
+        with tempfile.TemporaryDirectory() as d:
+            n.out = d
+            n.write()
+            md = open(os.path.join(d, "netns.md")).read()
+        self.assertIn("failed: timeout", md)
+        self.assertIn("| loss 10%: ib_write_bw 1 MiB completes | - | - | - "
+                      "| completes | **no** |", md)
+
+    def test_missing_anchor_is_not_met(self):
+        f = figures(1000, 900)
+        del f[("mtu 1500", "iperf3 TCP", 0)]
+        t = self.targets(runner([f]))
+        self.assertFalse(t["mtu 1500: ib_write_bw 1 MiB / iperf3 TCP"][5])
+
+
+if __name__ == "__main__":
+    unittest.main()

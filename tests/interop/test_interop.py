@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""The interop label: Linux rxe in the rig's VM (tests/interop/rig.py).
+
+    test_interop.py image        build the kernel and initramfs (fixture)
+    test_interop.py boot         rxe0 is PORT_ACTIVE with the RoCE v2 GID of
+                                 the guest's address
+    test_interop.py rc_pingpong  ibv_rc_pingpong over rxe0 in the guest (to
+                                 its own address), both sides' figures
+    test_interop.py inject       UD SENDs built on the host reach rxe's QP;
+                                 a wrong ICRC is dropped
+    test_interop.py capture      rxe's packets cross the tap to the host:
+                                 tshark decodes RoCE v2 with nothing
+                                 malformed, every ICRC checks (zlib's CRC-32
+                                 is the ICRC's), facts printed; --vectors
+                                 prints them as C for test_icrc_rxe.c
+Exit 77: the machine cannot run the rig (rig.py says why; a failure in CI).
+"""
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rig  # noqa: E402
+from peer import icrc  # noqa: E402
+
+BOOT_TIMEOUT = 200  # seconds for one VM run: boot, command, power off
+
+
+def fail(msg, vm=None):
+    print(f"interop: FAIL: {msg}")
+    for made in rig.VM.made:
+        print(f"interop: kept {made.tmp} (share, console log, capture)")
+    if vm is not None:
+        print("---- guest console ----\n" + vm.console_text())
+    sys.exit(1)
+
+
+def run_guest(cmd):
+    with rig.VM(cmd) as vm:
+        vm.start()
+        status, out = vm.wait(BOOT_TIMEOUT)
+    print(out or "", end="")
+    ready = re.search(r"rig: ready .*uptime=([0-9.]+)", vm.console_text())
+    print(f"interop: kernel {vm.kver}; rxe0 ready {ready.group(1) if ready else '?'} s "
+          f"after boot (guest clock); whole run {vm.elapsed:.1f} s")
+    if status is None:
+        fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
+    return status, out, vm
+
+
+def test_boot():
+    status, out, vm = run_guest("ibv_devinfo -v -d rxe0; rdma link show")
+    if status != 0:
+        fail(f"ibv_devinfo exited {status}", vm)
+    if not re.search(r"state:\s+PORT_ACTIVE \(4\)", out):
+        fail("rxe0's port is not PORT_ACTIVE", vm)
+    if not re.search(r"GID\[ *\d+\]:\s+::ffff:" + re.escape(rig.GUEST_ADDR)
+                     + r", RoCE v2\n", out):
+        fail(f"no RoCE v2 GID ::ffff:{rig.GUEST_ADDR}", vm)
+    if not re.search(r"link rxe0/1 state ACTIVE .*netdev eth0", out):
+        fail("rdma link does not show rxe0 on eth0", vm)
+    print("interop: PASS")
+
+
+def test_rc_pingpong():
+    # -e: completion events, not busy polling: two polling processes on
+    # the guest's one vCPU make each iteration ~20x slower.  The client is
+    # retried until the server listens.
+    cmd = ("ibv_rc_pingpong -e -d rxe0 -g $GIDX -n 1000 >server.txt 2>&1 & "
+           "i=0; until ibv_rc_pingpong -e -d rxe0 -g $GIDX -n 1000 $ADDR "
+           ">client.txt 2>&1; do i=$((i + 1)); "
+           "[ $i -lt 30 ] || exit 9; sleep 0.2; done; "
+           "wait $!; s=$?; cat server.txt client.txt; exit $s")
+    status, out, vm = run_guest(cmd)
+    if status != 0:
+        fail(f"the pingpong exited {status}", vm)
+    done = re.findall(r"8192000 bytes in [0-9.]+ seconds", out)
+    if len(done) != 2:
+        fail(f"expected both sides' 1000 iterations, got {done}", vm)
+    print("interop: PASS")
+
+
+def ones_complement_ok(ip):
+    s = sum(struct.unpack("!10H", ip))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s == 0xFFFF
+
+
+def frames(pcap):
+    """(raw frame) of each packet of a classic pcap file."""
+    with open(pcap, "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    if magic != 0xA1B2C3D4:
+        raise ValueError(f"not a little-endian pcap file: {magic:#x}")
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+        yield data[off + 16:off + 16 + incl]
+        off += 16 + incl
+
+
+def roce_packets(pcap):
+    """(ip header, udp header, payload) of each IPv4 UDP/4791 frame."""
+    for fr in frames(pcap):
+        if len(fr) < 14 + 20 + 8 or fr[12:14] != b"\x08\x00":
+            continue
+        ihl = (fr[14] & 0x0F) * 4
+        if fr[23] != 17:
+            continue
+        ip = fr[14:14 + ihl]
+        udp = fr[14 + ihl:14 + ihl + 8]
+        if struct.unpack("!H", udp[2:4])[0] != 4791:
+            continue
+        ulen = struct.unpack("!H", udp[4:6])[0]
+        yield ip, udp, fr[14 + ihl + 8:14 + ihl + ulen]
+
+
+def capture(vectors=False):
+    # Nothing answers: ud_pingpong waits for a reply and rc_pingpong
+    # retransmits (rxe treats retry_cnt 7 as "forever") until killed.
+    cmd = (f"timeout 5 ibv_ud_pingpong -d rxe0 -g $GIDX -s 64 -n 2 "
+           f"{rig.HOST_ADDR}; echo ud_pingpong exit $?; "
+           f"timeout 3 ibv_rc_pingpong -d rxe0 -g $GIDX -s 64 -n 2 "
+           f"{rig.HOST_ADDR}; echo rc_pingpong exit $?")
+    with rig.VM(cmd) as vm:
+        pcap = os.path.join(vm.tmp, "tap0.pcap")
+        got = os.path.join(vm.tmp, "peer.txt")
+        tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
+                          "-w", pcap, stderr=subprocess.PIPE, text=True)
+        lines = []  # a warning about root, then "Capturing on 'tap0'"
+        while not lines or "Capturing on" not in lines[-1]:
+            lines.append(tshark.stderr.readline())
+            if not lines[-1]:
+                fail("tshark did not start: " + "".join(lines))
+        peer = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
+                        "serve", rig.HOST_ADDR, got, stdout=subprocess.PIPE,
+                        text=True)
+        if "peer: ready" not in peer.stdout.readline():
+            fail("peer.py did not start")
+        vm.start()
+        status, out = vm.wait(BOOT_TIMEOUT)
+        tshark.send_signal(signal.SIGINT)  # ends the file properly
+        tshark.wait(timeout=30)
+    print(out or "", end="")
+    if status is None:
+        fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
+
+    decoded = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", "udp.dstport == 4791", "-T", "fields",
+         "-e", "frame.protocols", "-e", "ip.id", "-e", "ip.flags.df",
+         "-e", "udp.srcport", "-e", "infiniband.bth.opcode",
+         "-e", "infiniband.bth.destqp"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    malformed = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity "
+         ">= error"], capture_output=True, text=True,
+        check=True).stdout.splitlines()
+    for row in decoded:
+        print("interop: packet " + row.replace("\t", " "))
+    if not decoded:
+        fail("no RoCE v2 packet crossed the tap", vm)
+    not_ib = [r for r in decoded if ":infiniband" not in r.split("\t")[0]]
+    if not_ib:
+        fail(f"{len(not_ib)} UDP 4791 packets not decoded as InfiniBand")
+    if malformed:
+        fail("tshark flags packets:\n" + "\n".join(malformed))
+    pkts = list(roce_packets(pcap))
+    ud = rc = 0
+    for ip, udp, payload in pkts:
+        want = icrc(ip, udp, payload[:-4])
+        have = struct.unpack("<I", payload[-4:])[0]
+        if want != have:
+            fail(f"ICRC {have:#010x} != computed {want:#010x}")
+        if len(ip) != 20 or ip[0] != 0x45 or not ones_complement_ok(ip):
+            fail("an IPv4 header with options or a bad checksum")
+        opcode = payload[0]
+        ud += opcode == 0x64
+        rc += opcode == 0x04
+    if not ud or not rc:
+        fail(f"expected UD and RC SEND ONLY packets, got {ud} and {rc}")
+    # The host's UDP socket took them (UDP checksum 0 is accepted) with
+    # the same bytes the tap carried.
+    with open(got) as f:
+        received = [bytes.fromhex(line.split()[1]) for line in f]
+    wire = {p for _, _, p in pkts}
+    if not received or any(r not in wire for r in received):
+        fail(f"peer.py's {len(received)} datagrams are not the captured ones")
+    ids = [struct.unpack("!H", ip[4:6])[0] for ip, _, _ in pkts]
+    sports = sorted({struct.unpack("!H", u[0:2])[0] for _, u, _ in pkts})
+    psns = {p[9:12] for _, _, p in pkts if p[0] == 0x04}
+    print(f"interop: {len(pkts)} RoCE v2 packets, every ICRC right; "
+          f"UD SEND ONLY {ud}, RC SEND ONLY {rc} (PSNs {len(psns)}: "
+          f"retransmissions); IPv4 IDs {min(ids)}..{max(ids)}, "
+          f"{len(set(ids))} distinct, zero {ids.count(0)}; "
+          f"DF {sorted({bool(ip[6] & 0x40) for ip, _, _ in pkts})}; "
+          f"UDP checksums {sorted({u[6:8].hex() for _, u, _ in pkts})}; "
+          f"UDP source ports {sports}")
+    if vectors:
+        # The UD SEND, the RC SEND and its first retransmission.
+        picked = [p for p in pkts if p[2][0] == 0x64][:1]
+        picked += [p for p in pkts if p[2][0] == 0x04][:2]
+        for ip, udp, payload in picked:
+            print(f"/* opcode {payload[0]:#04x}, {len(payload)} bytes */")
+            print("{" + c_bytes("ip", ip) + c_bytes("udp", udp)
+                  + c_bytes("pkt", payload) + f".len = {len(payload)}}},")
+    print("interop: PASS")
+
+
+def test_inject():
+    """Packets built on the host, by the ICRC rules softverbs follows,
+    reach a UD QP of rxe: peer.py inject is the client of an
+    ibv_ud_pingpong server in the guest.  Three with a wrong ICRC go
+    first: rxe must drop them (its rcvd_pkts counter counts packets past
+    the ICRC check), then one with the right ICRC is received and
+    answered."""
+    cmd = ("timeout 90 ibv_ud_pingpong -d rxe0 -g $GIDX -s 64 -n 1; "
+           "echo server exit $?; rdma statistic show link rxe0/1")
+    with rig.VM(cmd) as vm:
+        inject = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
+                          "inject", rig.HOST_ADDR, rig.GUEST_ADDR,
+                          stdout=subprocess.PIPE, text=True)
+        vm.start()
+        status, out = vm.wait(BOOT_TIMEOUT)
+        host = inject.communicate(timeout=60)[0]
+    print((out or "") + host, end="")
+    if status is None:
+        fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
+    if "server exit 0" not in out:
+        fail("ibv_ud_pingpong in the guest failed", vm)
+    if "no reply to 3 packets with a wrong ICRC" not in host:
+        fail("rxe answered a packet with a wrong ICRC")
+    if not re.search(r"reply from .*: opcode 0x64 QPN 0x123 ", host):
+        fail("no UD SEND from rxe in reply to the right ICRC")
+    m = re.search(r"\brcvd_pkts (\d+)", out)
+    if not m or int(m.group(1)) != 1:
+        fail("rxe's rcvd_pkts is not 1: the wrong ICRCs were not dropped")
+    print("interop: PASS")
+
+
+def c_bytes(name, b):
+    return f".{name} = \"" + "".join(f"\\x{x:02x}" for x in b) + "\", "
+
+
+def main(argv):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    what = argv[1] if len(argv) > 1 else ""
+    try:
+        if what == "image":
+            kver, _, image = rig.build()
+            print(f"interop: kernel {kver}, initramfs {image}")
+            return 0
+        if what == "boot":
+            test_boot()
+        elif what == "rc_pingpong":
+            test_rc_pingpong()
+        elif what == "inject":
+            test_inject()
+        elif what == "capture":
+            capture("--vectors" in argv)
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+        # Passed: the run's folder (share, console log, capture) goes; a
+        # failure keeps it and its path is in the output.
+        for vm in rig.VM.made:
+            shutil.rmtree(vm.tmp, ignore_errors=True)
+    except rig.Skip as e:
+        rig.skip(str(e))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
