@@ -330,7 +330,16 @@ static void rates(const struct found *a, const struct found *b, double dt)
 	fflush(stdout);
 }
 
-static int watch(int dir, const struct opts *o)
+static int no_pid(const char *prog, int pid)
+{
+	fprintf(stderr,
+		"%s stats: no counters for pid %d (not a softverbs process of "
+		"yours, or it exited)\n",
+		prog, pid);
+	return 1;
+}
+
+static int watch(const char *prog, int dir, const struct opts *o)
 {
 	struct found prev, cur;
 	struct timespec ts = {
@@ -341,6 +350,10 @@ static int watch(int dir, const struct opts *o)
 
 	if (scan(dir, o->pid, &prev))
 		return 1;
+	if (o->pid && !prev.n) {
+		found_free(&prev);
+		return no_pid(prog, o->pid);
+	}
 	for (long i = 0; !o->count || i < o->count; i++) {
 		struct timespec t0, t1;
 
@@ -426,19 +439,15 @@ int sv_cmd_stats(const char *prog, int argc, char **argv)
 		return 1;
 	}
 	if (o.watch)
-		return watch(dir, &o);
+		return watch(prog, dir, &o);
 	if (scan(dir, o.pid, &f)) {
 		fprintf(stderr, "%s stats: cannot read %s: %s\n", prog,
 			sv_shm_registry_path(), strerror(errno));
 		return 1;
 	}
 	if (o.pid && !f.n) {
-		fprintf(stderr,
-			"%s stats: no counters for pid %d (not a softverbs "
-			"process of yours, or it exited)\n",
-			prog, o.pid);
 		found_free(&f);
-		return 1;
+		return no_pid(prog, o.pid);
 	}
 	if (o.json)
 		printf("{\"processes\": [");

@@ -168,6 +168,10 @@ rc=0
 timeout 10 "$SV" stats "$cli_pid" >"$out" 2>"$err" || rc=$?
 [ $rc = 1 ] && grep -q "no counters for pid $cli_pid" "$err" ||
 	fail "after --clean: exit $rc, $(cat "$err")"
+rc=0
+timeout 10 "$SV" stats --watch 0.1 --count 1 "$cli_pid" >"$out" 2>"$err" || rc=$?
+[ $rc = 1 ] && grep -q "no counters for pid $cli_pid" "$err" ||
+	fail "--watch of a pid without counters: exit $rc, $(cat "$err")"
 cli_pid=
 
 # --- a damaged segment: named, not shown, the listing goes on ----------------
