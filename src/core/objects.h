@@ -467,6 +467,12 @@ struct sv_qp {
 	 * ibv_open_qp is an sv_qp whose real is the target QP. */
 	struct sv_xrcd *xrcd;
 	struct sv_srq *xrc_hold; /* engine lock */
+	/* A request naming an SRQ of another process (engine/xrcfwd.c),
+	 * engine lock: its number, and the receive WQE taken there (by
+	 * the cookie that process gave it) until it completes. */
+	uint32_t xrc_rsrqn;
+	uint32_t xrc_rcookie;
+	bool xrc_rwqe;
 	struct sv_qp *real; /* ibv_open_qp handles only */
 	int xrc_opens; /* handles open on this TGT QP */
 	struct list_node xrc_node; /* the domain's TGT QPs */

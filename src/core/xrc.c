@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "util/lockorder.h"
@@ -17,6 +19,43 @@ static pthread_mutex_t xrc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head domains = LIST_HEAD_INIT(domains);
 
 /* ---- domains -------------------------------------------------------------- */
+
+/*
+ * A file's domain exists on the host while some process has it open, as
+ * the kernel's XRCD keyed by the inode: each process that holds it keeps
+ * a shared flock on its own open of the file, which the kernel drops when
+ * the process closes the domain or dies, so the last close anywhere ends
+ * the domain and a crash leaves nothing behind.  Whether another process
+ * has it is a non-blocking exclusive flock that fails.  The kernel's
+ * rules follow: no domain and no O_CREAT -> EAGAIN; one and O_EXCL ->
+ * EINVAL.  *lockfd: the open that holds the shared lock.
+ */
+static int join_file(int fd, int oflags, int *lockfd)
+{
+	char path[64];
+	bool exists;
+	int l;
+
+	/* Our own open of the file (not the caller's descriptor, whose
+	 * locks are the application's). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	l = open(path, O_RDONLY | O_CLOEXEC);
+	if (l < 0)
+		l = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (l < 0)
+		return errno == EMFILE || errno == ENFILE ? errno : EBADF;
+	exists = flock(l, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+	if ((!exists && !(oflags & O_CREAT)) || (exists && (oflags & O_EXCL))) {
+		close(l);
+		return exists ? EINVAL : EAGAIN;
+	}
+	/* (Held exclusively when new: others wait the instant it takes to
+	 * make it shared.) */
+	while (flock(l, LOCK_SH) && errno == EINTR)
+		;
+	*lockfd = l;
+	return 0;
+}
 
 int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 {
@@ -38,23 +77,31 @@ int sv_xrcd_open(int fd, int oflags, struct sv_xrcd **dom_out)
 				break;
 			}
 		}
-		/* The kernel's rules: no domain for the file and no
-		 * O_CREAT -> EAGAIN; one exists and O_EXCL -> EINVAL. */
-		if (!dom && !(oflags & O_CREAT)) {
-			sv_mutex_unlock(&xrc_lock);
-			return EAGAIN;
-		}
+		/* The kernel's rule for a domain that exists (here; one
+		 * of other processes only: join_file). */
 		if (dom && (oflags & O_EXCL)) {
 			sv_mutex_unlock(&xrc_lock);
 			return EINVAL;
 		}
 	}
 	if (!dom) {
+		int lockfd = -1, err;
+
+		if (fd != -1) {
+			err = join_file(fd, oflags, &lockfd);
+			if (err) {
+				sv_mutex_unlock(&xrc_lock);
+				return err;
+			}
+		}
 		dom = calloc(1, sizeof(*dom));
 		if (!dom) {
+			if (lockfd >= 0)
+				close(lockfd);
 			sv_mutex_unlock(&xrc_lock);
 			return ENOMEM;
 		}
+		dom->lockfd = lockfd;
 		if (fd != -1) {
 			dom->by_inode = true;
 			dom->dev = st.st_dev;
@@ -80,6 +127,8 @@ int sv_xrcd_close(struct sv_xrcd *dom)
 	}
 	if (--dom->opens == 0) {
 		list_del(&dom->node);
+		if (dom->lockfd >= 0)
+			close(dom->lockfd); /* this process leaves the domain */
 		free(dom);
 	}
 	sv_mutex_unlock(&xrc_lock);
@@ -104,16 +153,18 @@ void sv_xrcd_unuse(struct sv_xrcd *dom)
 
 /*
  * XRC SRQ numbers are unique on the host, not only in the process: a
- * request naming another process's SRQ (that process shares the domain
- * file, but not its objects) must find nothing here and be refused,
- * never land in an SRQ of ours that happens to have the same number.
- * As for QP numbers, the kernel's UDP port allocation provides that
- * without a daemon: a number is (port << 8) | index, the port one this
- * process holds bound for the purpose, 256 numbers per port.
+ * request naming another process's SRQ must find nothing here, never
+ * land in an SRQ of ours that happens to have the same number, and the
+ * number must say which process owns the SRQ.  As for QP numbers, the
+ * kernel's UDP port allocation provides that without a daemon: a number
+ * is (port << 8) | index, the port one this process holds bound for the
+ * purpose, 256 numbers per port; the block's server (engine/xrcfwd.c)
+ * answers for the port's SRQs.
  */
 struct num_block {
 	int fd;
 	uint16_t port;
+	void *server; /* server_ops->start's handle */
 	unsigned int used;
 	uint8_t busy[256 / 8];
 	struct num_block *next;
@@ -125,6 +176,7 @@ static struct sv_srq *srq_tab[SRQ_BUCKETS];
 static pthread_rwlock_t srq_tab_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct num_block *blocks; /* srq_tab_lock (write) */
 static unsigned int srq_count;
+static const struct sv_xrc_server_ops *_Atomic server_ops;
 static pthread_mutex_t srq_drain_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t srq_drain_cond = PTHREAD_COND_INITIALIZER;
 
@@ -169,6 +221,7 @@ static struct num_block *block_new(void)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
 	struct num_block *b = calloc(1, sizeof(*b));
+	const struct sv_xrc_server_ops *ops;
 
 	if (!b)
 		return NULL;
@@ -181,6 +234,9 @@ static struct num_block *block_new(void)
 		return NULL;
 	}
 	b->port = ntohs(sin.sin_port);
+	ops = atomic_load(&server_ops);
+	if (ops)
+		b->server = ops->start(b->port);
 	b->next = blocks;
 	blocks = b;
 	return b;
@@ -203,10 +259,13 @@ static uint32_t num_alloc(void)
 	return ((uint32_t)b->port << 8) | i;
 }
 
-static void num_free(uint32_t n)
+/* Free a number; the block's server handle when the block went with it
+ * (to stop once srq_tab_lock is released: its thread may wait for it). */
+static void *num_free(uint32_t n)
 {
 	struct num_block **pb, *b;
 	unsigned int i = n & 0xff;
+	void *server = NULL;
 
 	for (pb = &blocks; (b = *pb); pb = &b->next) {
 		if (b->port != n >> 8)
@@ -214,11 +273,13 @@ static void num_free(uint32_t n)
 		b->busy[i / 8] &= (uint8_t) ~(1u << (i % 8));
 		if (--b->used == 0) {
 			*pb = b->next;
+			server = b->server;
 			close(b->fd);
 			free(b);
 		}
-		return;
+		break;
 	}
+	return server;
 }
 
 int sv_xrc_srq_add(struct sv_srq *srq)
@@ -239,6 +300,8 @@ int sv_xrc_srq_add(struct sv_srq *srq)
 
 int sv_xrc_srq_remove(struct sv_srq *srq)
 {
+	void *server;
+
 	sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
 	unlink_srq(srq);
 	atomic_store(&srq->xrc_dying, true);
@@ -260,9 +323,11 @@ int sv_xrc_srq_remove(struct sv_srq *srq)
 		return EBUSY;
 	}
 	sv_rwlock_wrlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
-	num_free(srq->srq_num);
+	server = num_free(srq->srq_num);
 	srq_count--;
 	sv_rwlock_unlock(&srq_tab_lock);
+	if (server)
+		atomic_load(&server_ops)->stop(server);
 	return 0;
 }
 
@@ -279,6 +344,40 @@ struct sv_srq *sv_xrc_srq_get(struct sv_xrcd *dom, uint32_t srqn)
 		atomic_fetch_add(&srq->xrc_refs, 1);
 	sv_rwlock_unlock(&srq_tab_lock);
 	return srq;
+}
+
+struct sv_srq *sv_xrc_srq_get_shared(dev_t dev, ino_t ino, uint32_t srqn)
+{
+	struct sv_srq *srq;
+
+	sv_rwlock_rdlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
+	srq = find_num(srqn);
+	/* Only an SRQ of the same file's domain: with fd -1 a domain is
+	 * this process's alone. */
+	if (srq && (!srq->xrcd->by_inode || srq->xrcd->dev != dev ||
+		    srq->xrcd->ino != ino))
+		srq = NULL;
+	if (srq)
+		atomic_fetch_add(&srq->xrc_refs, 1);
+	sv_rwlock_unlock(&srq_tab_lock);
+	return srq;
+}
+
+bool sv_xrc_srqn_ours(uint32_t srqn)
+{
+	struct num_block *b;
+	bool ours = false;
+
+	sv_rwlock_rdlock(&srq_tab_lock, SV_LOCK_XRC_SRQ_TAB);
+	for (b = blocks; b && !ours; b = b->next)
+		ours = b->port == srqn >> 8;
+	sv_rwlock_unlock(&srq_tab_lock);
+	return ours;
+}
+
+void sv_xrc_set_server(const struct sv_xrc_server_ops *ops)
+{
+	atomic_store(&server_ops, ops);
 }
 
 void sv_xrc_srq_put(struct sv_srq *srq)

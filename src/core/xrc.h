@@ -6,11 +6,11 @@
  * target QP is delivered to the XRC SRQ its XRCETH names, which must be
  * of the same domain.  ibv_open_xrcd with a file descriptor shares one
  * domain among the opens of the same file (keyed by its device and
- * inode); with fd -1 each open is a domain of its own.  The sharing is
- * within one process: softverbs' objects live in the memory of the
- * process that made them, so a target QP of one process cannot deliver
- * into another process's SRQ, and a second process opening the same file
- * gets a domain of its own (docs/design.md).
+ * inode); with fd -1 each open is a domain of its own.  Processes of
+ * one user that open the same file share the domain: each process holds
+ * its own objects, and a target QP that receives a request for an SRQ of
+ * another process forwards its receive to that process
+ * (engine/xrcfwd.c, docs/windows-xrc.md "Domains and files").
  *
  * Lock contract: xrc_lock (xrc.c) guards domains (opens, users, target
  * QP lists); the SRQ number table has its own rwlock, read by the data
@@ -27,6 +27,7 @@ struct sv_xrcd {
 	bool by_inode;
 	dev_t dev;
 	ino_t ino;
+	int lockfd; /* a file's: its shared flock (xrc.c join_file), else -1 */
 	int opens; /* ibv_xrcd handles on it */
 	int users; /* XRC SRQs and target QPs */
 	struct list_head tgt_qps; /* struct sv_qp.xrc_node */
@@ -63,6 +64,23 @@ int sv_xrc_srq_remove(struct sv_srq *srq);
 /* The SRQ numbered srqn in dom, with a reference, or NULL. */
 struct sv_srq *sv_xrc_srq_get(struct sv_xrcd *dom, uint32_t srqn);
 void sv_xrc_srq_put(struct sv_srq *srq);
+
+/* An XRC SRQ of a file's domain (dev, ino) numbered srqn, with a
+ * reference, or NULL: what another process's target QP names. */
+struct sv_srq *sv_xrc_srq_get_shared(dev_t dev, ino_t ino, uint32_t srqn);
+/* Whether srqn is a number of this process (its port is one we hold). */
+bool sv_xrc_srqn_ours(uint32_t srqn);
+
+/* What serves this process's XRC SRQs to the target QPs of other
+ * processes (engine/xrcfwd.c, above core: it registers itself).  start
+ * runs when a block of 256 SRQ numbers is made, with the block's port (a
+ * handle, or NULL: that block is not served); stop when the block goes,
+ * with nothing held. */
+struct sv_xrc_server_ops {
+	void *(*start)(uint16_t port);
+	void (*stop)(void *server);
+};
+void sv_xrc_set_server(const struct sv_xrc_server_ops *ops);
 
 /* Target QPs of a domain, for ibv_open_qp. */
 void sv_xrc_tgt_add(struct sv_qp *qp);

@@ -300,11 +300,14 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
 	sv_qp_timer_arm(qe, qe->comp.probe);
 }
 
-/* Packets this engine knows it lost on the way out: rings found full,
- * drops injected for tests. */
+/* Packets this engine knows it lost or disordered: rings found full,
+ * faults injected (SOFTVERBS_FAULT, inject.c). */
 static uint64_t shm_losses(const struct sv_engine *eng)
 {
-	return eng->stats->shm_ring_full + eng->stats->drop_injected;
+	const struct sv_stats *st = eng->stats;
+
+	return st->shm_ring_full + st->fault_drop + st->fault_delay +
+	       st->fault_reorder + st->fault_corrupt + st->fault_retry;
 }
 
 void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
@@ -324,7 +327,7 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 		return;
 	}
 	/* Nor when this engine lost no packet since this QP last probed (a
-	 * peer's ring full, or SOFTVERBS_LOSS): the rings lose nothing
+	 * peer's ring full, or a fault injected): the rings lose nothing
 	 * else, and what is missing is only a late ACK (a peer descheduled
 	 * after taking its ring), which a resend would turn into a
 	 * duplicate and a retransmission of everything after it. */

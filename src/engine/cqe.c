@@ -8,6 +8,7 @@
 #include "core/cq.h"
 #include "engine/eng.h"
 #include "engine/qpe.h"
+#include "engine/xrcfwd.h"
 #include "util/lockorder.h"
 
 /* ---- completions ---------------------------------------------------------------- */
@@ -61,7 +62,12 @@ int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status)
 int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		     bool solicited)
 {
-	int err = sv_cq_push(qe->qp->rcq, wc, solicited);
+	int err;
+
+	/* The WQE belongs to another process's SRQ: so does the CQ. */
+	if (qe->qp->xrc_rwqe)
+		return sv_xrcfwd_complete(qe, wc, solicited);
+	err = sv_cq_push(qe->qp->rcq, wc, solicited);
 
 	if (err == ENOSPC)
 		cq_overrun(qe->eng, qe->qp->rcq);
@@ -70,18 +76,50 @@ int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 
 /* ---- receive WQEs ----------------------------------------------------------------- */
 
-static void copy_recv_wqe(struct sv_qp_engine *qe, const struct sv_recv_wqe *w)
+/* Copy a WQE out of its ring (at most SV_MAX_SGE entries); its length. */
+static uint64_t copy_recv_wqe(struct sv_recv_wqe *dst,
+			      const struct sv_recv_wqe *w)
 {
 	uint32_t n = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge, i;
+	uint64_t len = 0;
 
-	qe->resp.wqe->wr_id = w->wr_id;
-	qe->resp.wqe->num_sge = n;
-	memcpy(qe->resp.wqe->sge, w->sge, n * sizeof(struct ibv_sge));
-	qe->resp.wqe_len = 0;
+	dst->wr_id = w->wr_id;
+	dst->num_sge = n;
+	memcpy(dst->sge, w->sge, n * sizeof(struct ibv_sge));
 	for (i = 0; i < n; i++)
-		qe->resp.wqe_len += w->sge[i].length;
-	qe->resp.offset = 0;
-	qe->resp.have_wqe = true;
+		len += w->sge[i].length;
+	return len;
+}
+
+bool sv_srq_pop(struct sv_srq *srq, struct sv_recv_wqe *dst, uint64_t *len)
+{
+	bool limit = false;
+	uint32_t head;
+
+	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
+	head = atomic_load(&srq->rq.head);
+	if (head == atomic_load(&srq->rq.tail)) {
+		sv_mutex_unlock(&srq->lock);
+		return false;
+	}
+	*len = copy_recv_wqe(dst, sv_wq_at(&srq->rq, head));
+	atomic_store(&srq->rq.head, head + 1);
+	/* IBA: the limit event fires once when the
+	 * WQE count drops below the armed limit, then disarms. */
+	if (srq->srq_limit && sv_wq_used(&srq->rq) < srq->srq_limit) {
+		srq->srq_limit = 0;
+		limit = true;
+	}
+	sv_mutex_unlock(&srq->lock);
+	if (limit) {
+		struct ibv_async_event ev = {
+			.element.srq = &srq->ibv,
+			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		sv_async_post(srq->ctx, &ev);
+	}
+	return true;
 }
 
 /* Take the next receive WQE (QP's RQ or its SRQ) into qe->resp.wqe. */
@@ -91,40 +129,25 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 	struct sv_srq *srq = qp->srq;
 	uint32_t head;
 
+	/* An SRQ of another process: xrc.c asked for its WQE before the
+	 * request came here; none was posted (engine/xrcfwd.h). */
+	if (!srq && qp->xrc_rsrqn)
+		return false;
 	if (srq) {
-		bool limit = false;
-
-		sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
-		head = atomic_load(&srq->rq.head);
-		if (head == atomic_load(&srq->rq.tail)) {
-			sv_mutex_unlock(&srq->lock);
+		if (!sv_srq_pop(srq, qe->resp.wqe, &qe->resp.wqe_len))
 			return false;
-		}
-		copy_recv_wqe(qe, sv_wq_at(&srq->rq, head));
-		atomic_store(&srq->rq.head, head + 1);
-		/* IBA: the limit event fires once when the
-		 * WQE count drops below the armed limit, then disarms. */
-		if (srq->srq_limit && sv_wq_used(&srq->rq) < srq->srq_limit) {
-			srq->srq_limit = 0;
-			limit = true;
-		}
-		sv_mutex_unlock(&srq->lock);
+		qe->resp.offset = 0;
+		qe->resp.have_wqe = true;
 		qe->resp.wqe_srq = true;
-		if (limit) {
-			struct ibv_async_event ev = {
-				.element.srq = &srq->ibv,
-				.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
-			};
-
-			sv_async_post(qp->ctx, &ev);
-		}
 		return true;
 	}
 	head = atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
 		return false;
-	copy_recv_wqe(qe, sv_wq_at(&qp->rq, head));
+	qe->resp.wqe_len = copy_recv_wqe(qe->resp.wqe, sv_wq_at(&qp->rq, head));
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
+	qe->resp.offset = 0;
+	qe->resp.have_wqe = true;
 	qe->resp.wqe_srq = false;
 	return true;
 }

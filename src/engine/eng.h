@@ -61,6 +61,7 @@ struct sv_tx {
 	struct sv_ipaddr src;
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
+	struct sv_qp_engine *qe; /* whose packet (fault injection) */
 };
 
 /* ---- per context ----------------------------------------------------------- */
@@ -115,7 +116,8 @@ struct sv_engine {
 	bool stat_private; /* statslot is ours, not the segment's */
 	int stat_pid; /* the process whose segment holds statslot */
 	uint64_t stat_refreshed; /* ns of the last sv_statseg_refresh */
-	uint64_t rng; /* SOFTVERBS_LOSS */
+	struct sv_held *held; /* packets delayed or reordered (inject.c) */
+	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 
 	struct list_head shm_peers; /* struct sv_shm_peer (links.c) */
 	struct list_head chans; /* QPs with a message channel (paths/chan.c) */

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
 #include "engine/mcast.h"
@@ -280,6 +281,8 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 		run_timers(eng);
 		run_work(eng);
 	}
+	if (eng->held)
+		sv_inject_release(eng, true);
 	if (eng->ntx)
 		sv_tx_flush(eng);
 	set_quiet(eng);
@@ -337,6 +340,8 @@ static void *progress_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)((until - now + 999999) / 1000000);
+		if (timeout && sv_pcap_active())
+			sv_pcap_idle(timeout < 0 || timeout >= 100);
 		/* Spinning: the pass below reads every link anyway. */
 		n = timeout == 0 && now < eng->spin_until ?
 			    0 :
@@ -355,11 +360,15 @@ static void *progress_main(void *arg)
 		if (!busy)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
-		shm = eng->stats->shm_rx_pkts;
+		/* Requests served for peers through the rings or a channel
+		 * (an atomic: its requester waits for the answer). */
+		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy && eng->stats->shm_rx_pkts != shm)
+		if (!busy &&
+		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
+			    shm)
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
@@ -379,6 +388,9 @@ int sv_engine_start_thread(struct sv_engine *eng)
 
 	if (eng->thread_started)
 		return 0;
+	/* The capture file too waits for a first QP: a process that only
+	 * queries the device (`softverbs run` before its exec) has none. */
+	sv_pcap_engine_open();
 	/* The thread must never take the application's signals, but the
 	 * faults of its own copies it must (util/fault.h): a fault whose
 	 * signal is blocked kills the process. */
@@ -414,6 +426,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		goto fail;
 	eng->ctx = ctx;
 	eng->paths = paths;
+	sv_inject_get(); /* the spec read, and printed, at startup */
 	eng->epfd = eng->bellfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
@@ -476,6 +489,7 @@ void sv_engine_close(struct sv_context *ctx)
 		free(s);
 	}
 	sv_mcast_close(eng);
+	sv_inject_close(eng);
 	close(eng->bellfd);
 	close(eng->epfd);
 	free(eng->tx);
@@ -485,6 +499,7 @@ void sv_engine_close(struct sv_context *ctx)
 	ctx->engine = NULL;
 	sv_statseg_engine_close(eng);
 	free(eng);
+	sv_pcap_engine_close();
 }
 
 /* ---- entry points from the verbs layer ---------------------------------------- */

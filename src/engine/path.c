@@ -4,6 +4,7 @@
  * The table comes from the layer above (sv_engine_open).
  */
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 
@@ -39,6 +40,12 @@ void sv_paths_select(struct sv_qp_engine *qe)
 	struct sv_engine *eng = qe->eng;
 	unsigned int i, n = 0;
 
+	/* Paths carry no packets: a QP that fault injection may touch
+	 * keeps to the packet path, where the faults are (inject.h). */
+	if (sv_inject_qp(qe)) {
+		qe->npaths = 0;
+		return;
+	}
 	for (i = 0; i < eng->paths->n; i++)
 		if (path(eng, i)->applies(qe))
 			qe->paths[n++] = path(eng, i);

@@ -14,6 +14,7 @@
 #include "core/mw.h"
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
 #include "engine/path.h"
@@ -174,6 +175,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	sv_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
+	sv_inject_qp_gone(qe);
 	sv_links_qp_destroyed(qe);
 	sv_statseg_qp_close(qe);
 	sv_mutex_unlock(&eng->lock);

@@ -14,6 +14,7 @@
 #include "core/objects.h"
 #include "engine/eng.h"
 #include "engine/path.h"
+#include "engine/pcap.h"
 #include "engine/statseg.h"
 #include "link/chan.h"
 #include "proto/addr.h"
@@ -128,6 +129,8 @@ struct sv_qp_engine {
 		struct sv_chan_tx tx; /* the peer's, we send into it */
 		struct sv_chan *own; /* our channel (rx.ch once open) */
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
+		uint32_t results_used; /* their result words (bits) */
 		/* Lean mode (sq_by_post): post_send writes SENDs into the
 		 * channel itself, under sq_lock, without the engine; the
 		 * engine's req.idx and outstanding are stale meanwhile
@@ -142,6 +145,8 @@ struct sv_qp_engine {
 		bool listed; /* on sv_engine.chans */
 		struct list_node node;
 	} chan;
+
+	struct sv_pcap_qp pcap; /* SOFTVERBS_PCAP (engine/pcap.c) */
 
 	/* large WRITEs the target's thread did not help with in a row
 	 * (help.c): the next ones are not offered for a while */
@@ -216,6 +221,11 @@ struct sv_qp_engine {
 		uint32_t nres, res_next;
 		struct sv_reply replies[SV_REPLY_Q];
 		uint32_t reply_head, reply_tail;
+		/* fault injection (inject.c): the last request counted, and
+		 * a responder silenced by a forced retry-exceeded */
+		bool inj_seen;
+		uint32_t inj_psn;
+		bool mute;
 	} resp;
 };
 
@@ -257,5 +267,8 @@ int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status);
 int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		     bool solicited);
 bool sv_rq_get(struct sv_qp_engine *qe);
+/* Take an SRQ's next receive WQE into dst (SV_MAX_SGE entries), with its
+ * length; false: none posted.  Posts the SRQ limit event. */
+bool sv_srq_pop(struct sv_srq *srq, struct sv_recv_wqe *dst, uint64_t *len);
 
 #endif

@@ -10,8 +10,10 @@
 
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/stats.h"
@@ -42,18 +44,47 @@ static void drop(struct sv_engine *eng, const uint8_t *buf, uint32_t len,
 		sv_trace_pkt(eng, "rx-drop", buf, len, why);
 }
 
+static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+	       uint32_t len, bool truncated, const struct sv_flow *flow,
+	       bool shm, bool inject, bool again);
+
+/* The four bytes where the ICRC would be: zero through shared memory
+ * (xmit.c), anything else a corrupted packet. */
+static bool shm_icrc_bad(const uint8_t *buf, uint32_t len)
+{
+	const uint8_t *p = buf + len - SV_ICRC_BYTES;
+
+	return p[0] | p[1] | p[2] | p[3];
+}
+
 /* One packet from either link: a UDP datagram (ICRC checked) or a slot of
  * our shm ring (no ICRC: shm.h).  Every other check is the same. */
 void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	       uint32_t len, bool truncated, const struct sv_flow *flow,
 	       bool shm)
 {
+	rx(eng, s, buf, len, truncated, flow, shm,
+	   sv_inject_get()->pkt_dirs & SV_INJ_RX, false);
+}
+
+void sv_rx_held(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+		uint32_t len, const struct sv_flow *flow, bool shm)
+{
+	rx(eng, s, buf, len, false, flow, shm, false, true);
+}
+
+static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+	       uint32_t len, bool truncated, const struct sv_flow *flow,
+	       bool shm, bool inject, bool again)
+{
 	struct sv_qp_engine *qe;
 	enum sv_pkt_err err;
 	struct sv_pkt pkt;
 	uint32_t want;
 
-	if (!shm) {
+	/* again: a copy that fault injection delivers (held back or
+	 * duplicated), counted when it came in. */
+	if (!shm && !again) {
 		/* A zero-length datagram is a shm doorbell (links.c): it
 		 * only had to wake us. */
 		if (!len && !truncated)
@@ -69,8 +100,24 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		SV_STAT(eng, drop_malformed);
 		return drop(eng, buf, len, pkt_err_names[err]);
 	}
+	if (inject) {
+		/* Faults on receive act on the packet as it came in: a
+		 * duplicate goes through every check twice. */
+		unsigned int copies =
+			sv_inject_rx(eng, s, buf, len, flow, shm, pkt.qpn);
+
+		while (copies--)
+			rx(eng, s, buf, len, false, flow, shm, false, true);
+		return;
+	}
 	/* IBA (RoCE v2: Annex A17): the ICRC is checked before any
-	 * field is trusted. */
+	 * field is trusted.  Through shared memory there is none, only a
+	 * zero where it would be, unless fault injection corrupted the
+	 * packet (inject.c). */
+	if (shm && shm_icrc_bad(buf, len)) {
+		SV_STAT(eng, drop_icrc);
+		return drop(eng, buf, len, "bad ICRC (corrupted on purpose)");
+	}
 	if (!shm && (!flow->dst.family || !sv_icrc_check(flow, buf, len))) {
 		SV_STAT(eng, drop_icrc);
 		return drop(eng, buf, len, "bad ICRC");
@@ -121,6 +168,8 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	SV_QSTAT_ADD(qe, rx_bytes, len);
 	if (sv_env_trace())
 		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
+	if (sv_pcap_active())
+		sv_pcap_engine_pkt(qe, false, flow, buf, len);
 	if (want == SV_M_XRC)
 		sv_xrc_rx(qe, &pkt, flow);
 	else if (pkt.mask & SV_M_REQ)

@@ -14,5 +14,9 @@
 void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	       uint32_t len, bool truncated, const struct sv_flow *flow,
 	       bool shm);
+/* A packet that fault injection held back (inject.c): every check but
+ * the faults. */
+void sv_rx_held(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
+		uint32_t len, const struct sv_flow *flow, bool shm);
 
 #endif

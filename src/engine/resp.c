@@ -27,6 +27,7 @@
 #include "core/mw.h"
 #include "engine/dma.h"
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/qpe.h"
@@ -35,6 +36,7 @@
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "engine/xmit.h"
+#include "engine/xrcfwd.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -234,6 +236,19 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 
 	if (!(m & SV_M_START))
 		return RESP_CHK_RESOURCE;
+	switch (sv_inject_wr(c->qe, c->pkt->psn, (m & SV_M_SEND) != 0)) {
+	case SV_INJ_RNR:
+		return RESP_ERR_RNR;
+	case SV_INJ_ACCESS:
+		return RESP_ERR_ACCESS;
+	case SV_INJ_RETRY:
+		/* Silent from this request on: the requester retries until
+		 * retry_cnt runs out (sv_resp_rx). */
+		c->qe->resp.mute = true;
+		return RESP_DONE;
+	default:
+		break;
+	}
 	if (((m & SV_M_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
 	    ((m & SV_M_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
 	    ((m & SV_M_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC))) {
@@ -419,7 +434,10 @@ static enum resp_state execute(struct resp_ctx *c)
 	if (m & SV_M_SEND) {
 		enum sv_sgl_err e = SV_SGL_OK;
 
-		if (pay)
+		/* (An XRC SRQ of another process: placed there.) */
+		if (pay && qe->qp->xrc_rwqe)
+			e = sv_xrcfwd_place(qe, p->payload, pay);
+		else if (pay)
 			e = sv_sgl_copy(recv_pd(qe), qe->resp.wqe->sge,
 					qe->resp.wqe->num_sge, qe->resp.offset,
 					p->payload, pay, true);
@@ -427,6 +445,8 @@ static enum resp_state execute(struct resp_ctx *c)
 			sv_dma_fault_report(qe, "SEND into a receive buffer");
 			return RESP_ERR_RECV_FAULT;
 		}
+		if (e && qe->qp->xrc_rwqe)
+			return RESP_ERR_LOC_PROT;
 		if (e) {
 			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
 					    qe->resp.wqe->num_sge, false);
@@ -834,6 +854,10 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	}
 	if (qe->type == IBV_QPT_UD)
 		return sv_ud_rx(qe, pkt, flow);
+	/* A forced retry-exceeded (inject.c): duplicates of what came
+	 * before are still answered, nothing new is. */
+	if (qe->resp.mute && sv_psn_diff(pkt->psn, qe->resp.psn) >= 0)
+		return;
 	if (state == IBV_QPS_RTR && !qe->comm_est)
 		sv_qp_comm_est(qe);
 	s = RESP_CHK_PSN;
@@ -971,6 +995,8 @@ void sv_resp_reset(struct sv_qp_engine *qe)
 	qe->resp.reply_head = qe->resp.reply_tail = 0;
 	qe->resp.res_next = 0;
 	qe->resp.msn = 0;
+	qe->resp.inj_seen = false;
+	qe->resp.mute = false;
 	for (i = 0; i < SV_MAX_RD_ATOMIC; i++)
 		qe->resp.res[i].type = SV_RES_NONE;
 }

@@ -61,7 +61,14 @@
 	X(resp_inv_req, "invalid requests detected")                         \
 	X(mem_fault, "registered memory faulted (unmapped/protected later)") \
 	X(qp_errors, "QPs moved to the error state by the engine")          \
-	X(drop_injected, "sent packets dropped by SOFTVERBS_LOSS")          \
+	X(fault_drop, "packets dropped by SOFTVERBS_FAULT (or _LOSS)")      \
+	X(fault_dup, "packets duplicated by SOFTVERBS_FAULT")                \
+	X(fault_delay, "packets delayed by SOFTVERBS_FAULT")                 \
+	X(fault_reorder, "packets reordered by SOFTVERBS_FAULT")             \
+	X(fault_corrupt, "packets corrupted by SOFTVERBS_FAULT")             \
+	X(fault_rnr, "requests answered RNR NAK by SOFTVERBS_FAULT")         \
+	X(fault_access, "requests refused (access) by SOFTVERBS_FAULT")      \
+	X(fault_retry, "requests never answered by SOFTVERBS_FAULT")         \
 	X(shm_tx_pkts, "packets sent through shared memory")                \
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
@@ -79,6 +86,8 @@
 	X(help_chunks, "chunks of peers' WRITEs this thread copied")         \
 	X(chan_sends, "SENDs through a message channel (paths/chan.c)")      \
 	X(chan_recvs, "messages received through a message channel")      \
+	X(chan_atomics, "atomics sent through a message channel")            \
+	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")
 /* clang-format on */

@@ -8,8 +8,10 @@
 #include <arpa/inet.h>
 
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "engine/xrc.h"
@@ -44,6 +46,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	t->sock = qe->sock;
 	t->dst = qe->peer;
 	t->src = qe->flow.src;
+	t->qe = qe;
 	sv_links_of_qp(qe, &t->link, &t->peer);
 	return b;
 }
@@ -61,44 +64,37 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	eng->ntx++;
 	SV_QSTAT(qe, tx_pkts);
 	SV_QSTAT_ADD(qe, tx_bytes, t->len);
-	if (!t->link->wire) {
-		/* No wire, no ICRC (link.h): the receiver does not check
-		 * it. */
+	if (!t->link->wire)
+		/* No wire, no ICRC (link.h): a zero in its place, which
+		 * fault injection turns into "bad ICRC" (inject.c). */
+		memset(t->buf + t->len - SV_ICRC_BYTES, 0, SV_ICRC_BYTES);
+	if (!t->link->wire && !sv_pcap_active()) {
 		SV_STAT(eng, shm_tx_pkts);
 		return;
 	}
 	f.src = t->src;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
+	if (sv_pcap_active())
+		sv_pcap_engine_pkt(qe, true, &f, t->buf, t->len);
+	if (!t->link->wire) {
+		SV_STAT(eng, shm_tx_pkts);
+		return;
+	}
 	sv_icrc_set(&f, t->buf, t->len);
 	SV_STAT(eng, sent_pkts);
-}
-
-/* Fault injection for tests (SOFTVERBS_LOSS=percent): a share of the
- * packets we send is silently dropped, as a lossy network would. */
-static bool inject_loss(struct sv_engine *eng)
-{
-	uint64_t x;
-
-	if (!sv_env_loss())
-		return false;
-	x = eng->rng ? eng->rng : 0x9e3779b97f4a7c15ull ^ (uintptr_t)eng;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	eng->rng = x;
-	if (x % 100 >= (uint64_t)sv_env_loss())
-		return false;
-	SV_STAT(eng, drop_injected);
-	return true;
 }
 
 /* Runs of packets for the same socket, link and peer: a run goes into one
  * peer's ring at once, or is one sendmmsg. */
 void sv_tx_flush(struct sv_engine *eng)
 {
-	struct sv_link_pkt batch[SV_TX_BATCH];
+	/* Room for every packet twice (fault injection: dup). */
+	struct sv_link_pkt batch[2 * SV_TX_BATCH];
+	bool inject = sv_inject_get()->pkt_dirs & SV_INJ_TX;
 	unsigned int i = 0;
+
+	eng->held_gen++;
 
 	while (i < eng->ntx) {
 		struct sv_tx *first = &eng->tx[i];
@@ -109,14 +105,16 @@ void sv_tx_flush(struct sv_engine *eng)
 		       eng->tx[i + k].peer == first->peer;
 		     k++) {
 			struct sv_tx *t = &eng->tx[i + k];
+			unsigned int copies =
+				inject ? sv_inject_tx(eng, t, t->qe->qpn) : 1;
 
-			if (inject_loss(eng))
-				continue;
-			batch[n].buf = t->buf;
-			batch[n].len = t->len;
-			batch[n].dst = &t->dst;
-			batch[n].src = &t->src;
-			n++;
+			while (copies--) {
+				batch[n].buf = t->buf;
+				batch[n].len = t->len;
+				batch[n].dst = &t->dst;
+				batch[n].src = &t->src;
+				n++;
+			}
 		}
 		if (n)
 			sv_links_tx(eng, first->sock, first->link, first->peer,
@@ -124,6 +122,8 @@ void sv_tx_flush(struct sv_engine *eng)
 		i += k;
 	}
 	eng->ntx = 0;
+	if (eng->held)
+		sv_inject_release(eng, false);
 }
 
 /* ACKNOWLEDGE carrying the responder's MSN (IBA). */

@@ -23,6 +23,7 @@
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "engine/xrc.h"
+#include "engine/xrcfwd.h"
 #include "util/log.h"
 
 /* The largest XRC packet still fits the transmit buffer. */
@@ -110,6 +111,46 @@ static void bad_srq(struct sv_qp_engine *qe, struct sv_pkt *pkt, uint32_t srqn)
 	sv_qp_to_error(qe, IBV_EVENT_QP_REQ_ERR);
 }
 
+/* A request that takes a receive WQE at this packet (the SEND's first,
+ * a WRITE with immediate's only packet) and will be executed: the PSN
+ * expected, the QP able to receive, no WQE held. */
+static bool takes_wqe(struct sv_qp_engine *qe, const struct sv_pkt *pkt)
+{
+	uint32_t m = pkt->mask;
+	int state = atomic_load(&qe->state);
+
+	return (m & SV_M_RWR) && (m & SV_M_START) &&
+	       ((m & SV_M_SEND) || (m & SV_M_END)) && !qe->resp.have_wqe &&
+	       !qe->resp.in_msg && sv_psn_diff(pkt->psn, qe->resp.psn) == 0 &&
+	       (state == IBV_QPS_RTR || state == IBV_QPS_RTS);
+}
+
+/* A request naming an SRQ of another process sharing the domain's file:
+ * the responder runs here (PSNs, ACKs, NAKs), its receive WQE is that
+ * process's (xrcfwd.h).  The WQE is asked for before the responder runs,
+ * so that a number no process serves is refused as any other, and an
+ * empty SRQ there is the responder's RNR here. */
+static void remote_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
+		      const struct sv_flow *flow, uint32_t srqn)
+{
+	struct sv_qp *qp = qe->qp;
+
+	/* A message half received keeps the SRQ it started with. */
+	if (qp->xrc_hold || (qp->xrc_rwqe && qp->xrc_rsrqn != srqn)) {
+		bad_srq(qe, pkt, srqn);
+		return;
+	}
+	qp->xrc_rsrqn = srqn;
+	if (takes_wqe(qe, pkt) && sv_xrcfwd_take(qe, srqn) == SV_XRCFWD_GONE) {
+		qp->xrc_rsrqn = 0;
+		bad_srq(qe, pkt, srqn);
+		return;
+	}
+	sv_resp_rx(qe, pkt, flow);
+	if (!qp->xrc_rwqe)
+		qp->xrc_rsrqn = 0;
+}
+
 static void tgt_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		   const struct sv_flow *flow, uint32_t srqn)
 {
@@ -117,12 +158,18 @@ static void tgt_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	struct sv_srq *srq = sv_xrc_srq_get(qp->xrcd, srqn);
 
 	/* A message half received keeps the SRQ it started with. */
-	if (srq && qp->xrc_hold && srq != qp->xrc_hold) {
+	if (srq && ((qp->xrc_hold && srq != qp->xrc_hold) || qp->xrc_rwqe)) {
 		sv_xrc_srq_put(srq);
-		srq = NULL;
+		bad_srq(qe, pkt, srqn);
+		return;
 	}
 	if (!srq) {
-		bad_srq(qe, pkt, srqn);
+		/* Not ours: another process's, if the domain is a file's
+		 * (shared) and the number is not one of ours. */
+		if (qp->xrcd->by_inode && !sv_xrc_srqn_ours(srqn))
+			remote_rx(qe, pkt, flow, srqn);
+		else
+			bad_srq(qe, pkt, srqn);
 		return;
 	}
 	qp->srq = srq;

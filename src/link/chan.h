@@ -26,6 +26,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -39,6 +40,30 @@ enum sv_chan_flags {
 	SV_CHAN_F_IMM = 1u << 0, /* imm is valid */
 	SV_CHAN_F_SE = 1u << 1, /* solicited event */
 	SV_CHAN_F_PAD = 1u << 2, /* filler up to the ring's end */
+	/* An RC atomic (struct sv_chan_atomic): the consumer executes it
+	 * in its own memory and writes the original value into the
+	 * producer's result[imm % SV_CHAN_RESULTS] before the ack. */
+	SV_CHAN_F_ATOMIC = 1u << 3,
+};
+
+/* Atomics a producer may have in a channel at once: one result word
+ * each, from the ack line on (the producer takes the lowest free word,
+ * so a single atomic's result comes in the ack's own cache line). */
+#define SV_CHAN_RESULTS 16u
+
+enum sv_chan_atomic_op {
+	SV_CHAN_CMP_SWAP = 1,
+	SV_CHAN_FETCH_ADD = 2,
+};
+
+/* The payload of an SV_CHAN_F_ATOMIC message (host order: both ends run
+ * on one host). */
+struct sv_chan_atomic {
+	uint32_t op; /* enum sv_chan_atomic_op */
+	uint32_t rkey;
+	uint64_t va;
+	uint64_t compare_add;
+	uint64_t swap;
 };
 
 struct sv_chan_slot {
@@ -66,8 +91,16 @@ struct sv_chan {
 	_Alignas(64) _Atomic uint64_t ack;
 	_Atomic uint64_t nak_pos;
 	_Atomic uint32_t nak; /* enum ibv_wc_status for the sender, 0 none */
+	/* the original values of atomics (SV_CHAN_F_ATOMIC), written
+	 * before the ack that covers them */
+	_Atomic uint64_t result[SV_CHAN_RESULTS];
 	_Alignas(64) struct sv_chan_slot slot[SV_CHAN_SLOTS];
 };
+
+_Static_assert(sizeof(struct sv_chan_atomic) <= SV_CHAN_SLOT - SV_CHAN_HDR,
+	       "an atomic fits one slot");
+_Static_assert(offsetof(struct sv_chan, result) == 2 * 64 + 24,
+	       "the first results share the ack's line");
 
 static inline uint64_t sv_chan_seq(uint32_t gen, uint64_t pos)
 {

@@ -21,7 +21,9 @@
 #include "util/log.h"
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
-#define SV_SHM_VERSION 3 /* 2: message channels after the slots, 3: help jobs */
+#define SV_SHM_VERSION \
+	4 /* 2: message channels after the slots, 3: help jobs,
+			    4: atomics through channels */
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
  * producer is known dead, or after this long whoever it was. */

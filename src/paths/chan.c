@@ -189,8 +189,12 @@ static void chan_qp_state(struct sv_qp_engine *qe)
 		rx_close(qe);
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		qe->chan.tx.ch = NULL; /* nothing new goes in */
-	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET)
-		qe->chan.outstanding = 0; /* flushed, or gone with the queue */
+	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET) {
+		/* flushed, or gone with the queue */
+		qe->chan.outstanding = 0;
+		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
+	}
 	if (st == IBV_QPS_RESET)
 		qe->chan.tries = 0;
 	list_update(qe);
@@ -202,6 +206,8 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
 		rx_close(qe);
 	qe->chan.tx.ch = NULL;
 	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	list_update(qe);
 }
 
@@ -236,6 +242,8 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
 	}
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
+	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
+		sv_pcap_chan_ack(qe, nak);
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -264,6 +272,7 @@ static struct ibv_wc *sink_slot(struct sv_qp_engine *qe)
 enum rx_placed {
 	RX_NO_WQE, /* no receive posted: the message waits (rnr_retry 7) */
 	RX_DONE,
+	RX_REFUSED, /* an atomic refused: the NAK and event are set */
 	RX_FAILED, /* *fail is the error completion to report */
 	RX_FAULT, /* the same, a page of the buffer faulted (util/fault.h) */
 	RX_OVERRUN, /* placed, but our CQ overran */
@@ -289,6 +298,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
 		return RX_NO_WQE;
+	if (sv_pcap_active())
+		sv_pcap_chan_recv(qe, m->data, m->len,
+				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
+				  (m->flags & SV_CHAN_F_SE) != 0);
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
@@ -367,6 +380,7 @@ static void rx_run(struct sv_qp_engine *qe)
 	struct sv_chan_msg m;
 	struct ibv_wc fail;
 	uint32_t nak = 0;
+	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false;
 
 	if (!rx_state_ok(st))
@@ -389,6 +403,24 @@ static void rx_run(struct sv_qp_engine *qe)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
+		if (m.flags & SV_CHAN_F_ATOMIC) {
+			/* The key lookups take the read lock themselves. */
+			sv_mr_read_unlock();
+			if (st == IBV_QPS_RTR && !qe->comm_est)
+				sv_qp_comm_est(qe);
+			nak = sv_chan_atomic_serve(qe, &m, peer_chan(qe),
+						   &event, &bad);
+			sv_mr_read_lock();
+			if (bad)
+				break;
+			sv_chan_consumed(&qe->chan.rx, &m);
+			n++;
+			if (nak) {
+				r = RX_REFUSED;
+				break;
+			}
+			continue;
+		}
 		r = rx_place(qe, &m, &fail);
 		if (r == RX_NO_WQE)
 			break;
@@ -402,6 +434,8 @@ static void rx_run(struct sv_qp_engine *qe)
 		/* Our CQ overran (sv_push_recv_cqe raised CQ_ERR). */
 		sv_qp_to_error(qe, IBV_EVENT_QP_FATAL);
 		nak = IBV_WC_REM_OP_ERR;
+	} else if (r == RX_REFUSED) {
+		sv_qp_to_error(qe, event);
 	} else if (r == RX_FAILED || r == RX_FAULT) {
 		sv_push_recv_cqe(qe, &fail, false);
 		sv_qp_to_error(qe, r == RX_FAULT ? IBV_EVENT_QP_ACCESS_ERR :
@@ -438,8 +472,7 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	struct sv_chan *pc, *own = own_chan(qe);
 	uint32_t gen;
 
-	if (qe->qp->type != IBV_QPT_RC || !qe->shm || !own ||
-	    qe->rnr_retry != 7)
+	if (qe->qp->type != IBV_QPT_RC || !qe->shm || !own)
 		return false;
 	pc = peer_chan(qe);
 	if (!atomic_load_explicit(&pc->open, memory_order_acquire))
@@ -521,7 +554,9 @@ static void lean_enter(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 
-	if (qe->req.idx != sv_sq_tail(qe) ||
+	/* (Lean retirement has no results to place: no atomics.) */
+	if (qe->req.idx != sv_sq_tail(qe) || qe->chan.atomics ||
+	    qe->rnr_retry != 7 ||
 	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
 	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
@@ -583,6 +618,10 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	if (wr->send_flags & IBV_SEND_SOLICITED)
 		flags |= SV_CHAN_F_SE;
 	idle = sv_wq_used(&qp->sq) == 0;
+	if (sv_pcap_active())
+		sv_pcap_chan_send(qe, qe->chan.lean_psn, dst, len,
+				  wr->opcode == IBV_WR_SEND_WITH_IMM,
+				  wr->imm_data, flags & SV_CHAN_F_SE);
 	end = sv_chan_commit(t, len, flags,
 			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
 								  0);
@@ -642,7 +681,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t tail;
+	uint32_t tail, n = 0;
 
 	lean_count(qe);
 	if (a == qe->chan.acked)
@@ -669,25 +708,34 @@ static void lean_retire(struct sv_qp_engine *qe)
 		qe->chan.acked = w->chan_end;
 		qe->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;
+		n++;
 		if (!wqe_signaled(qp, w)) {
 			qe->comp.idx++;
 			continue;
 		}
 		if (sv_complete_send(qe, IBV_WC_SUCCESS))
-			return; /* CQ overrun: the QP left lean mode for ERR */
+			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
+	if (n && sv_pcap_active())
+		sv_pcap_chan_acked(qe, n, 0);
 }
 
 static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
 	struct sv_chan_tx *t = &qe->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
+	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	uint8_t *dst;
 
-	if ((wqe->opcode != IBV_WR_SEND &&
-	     wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
-	    wqe->length > SV_CHAN_MAX_MSG ||
-	    atomic_load(&qe->state) != IBV_QPS_RTS)
+	if (atomic) {
+		len = sizeof(struct sv_chan_atomic);
+	} else if ((wqe->opcode != IBV_WR_SEND &&
+		    wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
+		   wqe->length > SV_CHAN_MAX_MSG || qe->rnr_retry != 7) {
+		/* (An RNR wait in the channel is rnr_retry 7's.) */
+		return SV_CHAN_NO;
+	}
+	if (atomic_load(&qe->state) != IBV_QPS_RTS)
 		return SV_CHAN_NO;
 	if (!t->ch && (qe->chan.tries++ % SV_CHAN_TRY_EVERY || !tx_attach(qe)))
 		return SV_CHAN_NO;
@@ -704,10 +752,46 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		list_update(qe);
 		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
 	}
+	/* A fence waits for the atomics before it to complete: their
+	 * results must be in place before it reads (IBA). */
+	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->chan.atomics)
+		return SV_CHAN_WAIT;
+	if (atomic) {
+		if (qe->chan.atomics >= sv_chan_atomic_limit(qe))
+			return SV_CHAN_WAIT; /* acks kick us */
+		/* The result's SGE; else the packet path reports
+		 * LOC_PROT_ERR. */
+		if (sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,
+				    IBV_ACCESS_LOCAL_WRITE))
+			return SV_CHAN_NO;
+	}
 	dst = sv_chan_reserve(t, len);
 	if (!dst)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
-	if (wqe->send_flags & IBV_SEND_INLINE) {
+	if (atomic) {
+		/* The lowest free result word (fewer than 16 are used);
+		 * its number stays in the WQE until the result replaces
+		 * it. */
+		uint32_t r = (uint32_t)__builtin_ctz(~qe->chan.results_used);
+
+		sv_chan_atomic_fill(wqe, dst);
+		if (sv_pcap_active()) {
+			struct sv_pcap_atomic pa = {
+				.cas = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP,
+				.va = wqe->wr.atomic.remote_addr,
+				.rkey = wqe->wr.atomic.rkey,
+				.compare_add = wqe->wr.atomic.compare_add,
+				.swap = wqe->wr.atomic.swap,
+			};
+
+			sv_pcap_chan_atomic(qe, qe->req.psn, &pa);
+		}
+		wqe->atomic_result = r;
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_ATOMIC, r);
+		qe->chan.results_used |= 1u << r;
+		qe->chan.atomics++;
+		SV_STAT(qe->eng, chan_atomics);
+	} else if (wqe->send_flags & IBV_SEND_INLINE) {
 		/* Our own copy of the data: it cannot fault. */
 		if (!sv_dma_copy(dst, wqe->inline_data, len))
 			return SV_CHAN_NO;
@@ -717,15 +801,22 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 0)) {
 		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
 	}
-	if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
-		flags |= SV_CHAN_F_IMM;
-	if (wqe->send_flags & IBV_SEND_SOLICITED)
-		flags |= SV_CHAN_F_SE;
-	wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
+	if (!atomic) {
+		if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
+			flags |= SV_CHAN_F_IMM;
+		if (wqe->send_flags & IBV_SEND_SOLICITED)
+			flags |= SV_CHAN_F_SE;
+		if (sv_pcap_active())
+			sv_pcap_chan_send(qe, qe->req.psn, dst, len,
+					  wqe->opcode == IBV_WR_SEND_WITH_IMM,
+					  wqe->imm_data, flags & SV_CHAN_F_SE);
+		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
+		SV_STAT(qe->eng, chan_sends);
+	}
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
 	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
-	wqe->sent = len;
+	wqe->sent = atomic ? 0 : len;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
 	if (!qe->chan.outstanding++) {
@@ -738,7 +829,6 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 memory_order_relaxed) == UINT64_MAX)
 			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
-	SV_STAT(qe->eng, chan_sends);
 	poke(qe, true);
 	lean_enter(qe);
 	return SV_CHAN_SENT;
@@ -749,7 +839,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 	const struct sv_chan *own = qe->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
-	uint32_t nak, idx;
+	uint32_t nak, idx, done = 0, naked = 0;
 	uint64_t nak_pos;
 	int st = atomic_load(&qe->state);
 
@@ -766,7 +856,8 @@ static void tx_retire(struct sv_qp_engine *qe)
 	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);
 	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
 	/* Only what a responder reports (a peer's word is not trusted). */
-	if (nak && nak != IBV_WC_REM_INV_REQ_ERR)
+	if (nak && nak != IBV_WC_REM_INV_REQ_ERR &&
+	    nak != IBV_WC_REM_ACCESS_ERR)
 		nak = IBV_WC_REM_OP_ERR;
 	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
@@ -774,18 +865,48 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
 		qe->chan.outstanding--;
+		if (sv_chan_atomic_op(w->opcode)) {
+			qe->chan.atomics--;
+			qe->chan.results_used &=
+				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+		}
 		if (nak && w->chan_end == nak_pos) {
 			sv_explain_wqe(qe, w, nak);
 			SV_STAT(qe->eng, nak_rcvd);
 			w->state = SV_WQE_ERROR;
 			w->status = nak;
+			naked = nak;
 			break;
 		}
+		if (sv_chan_atomic_op(w->opcode)) {
+			enum ibv_wc_status e = sv_chan_atomic_done(qe, w, own);
+
+			if (sv_pcap_active()) {
+				/* Its own ACKNOWLEDGE, after the ACK of the
+				 * SENDs before it. */
+				if (done)
+					sv_pcap_chan_acked(qe, done, 0);
+				done = 0;
+				sv_pcap_chan_atomic_acked(qe, w->atomic_result);
+			}
+			if (e != IBV_WC_SUCCESS) {
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
+				break;
+			}
+		}
 		w->state = SV_WQE_DONE;
+		if (!sv_chan_atomic_op(w->opcode))
+			done++; /* (an atomic's acknowledgement is written) */
 	}
+	if ((done || naked) && sv_pcap_active())
+		sv_pcap_chan_acked(qe, done, naked);
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
 		qe->chan.outstanding = 0;
+		qe->chan.atomics = 0;
+		qe->chan.results_used = 0;
 		sv_work_add(qe, SV_WORK_FLUSH);
 	} else if (qe->req.idx != sv_sq_tail(qe) || st == IBV_QPS_SQD) {
 		/* Room in the channel, or the packet path may go on (or
@@ -844,6 +965,8 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	w->state = SV_WQE_ERROR;
 	w->status = IBV_WC_RETRY_EXC_ERR;
 	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
 	qe->eng->watch_dirty = true;
 	sv_comp_retire(qe);
 	sv_work_add(qe, SV_WORK_FLUSH);

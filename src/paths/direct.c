@@ -258,6 +258,7 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 	const struct sv_pubtab_view *tab = qe->shm->pubtab;
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE, via_mem = false;
 	enum sv_help_r help;
+	struct iovec cap[SV_MAX_SGE];
 	struct sv_pubtab_hold h;
 	struct local_sgl l;
 	uintptr_t rva;
@@ -297,6 +298,9 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 		local_put(&l);
 		goto fallback;
 	}
+	/* (The copy consumes l.iov; the capture needs it after.) */
+	if (sv_pcap_active())
+		memcpy(cap, l.iov, sizeof(cap));
 	help = write ? sv_help_write(qe, tab, l.iov, l.n, rva, wqe) :
 		       SV_HELP_NOT;
 	if (help == SV_HELP_NOT)
@@ -305,6 +309,10 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 	else
 		ok = help == SV_HELP_DONE;
 	sv_pubtab_release(&h);
+	/* Before local_put: our MRs stay registered while it reads them. */
+	if (ok && sv_pcap_active())
+		sv_pcap_direct(qe, write, qe->req.psn, wqe->wr.rdma.remote_addr,
+			       wqe->wr.rdma.rkey, cap, l.n, wqe->length);
 	local_put(&l);
 	if (!ok)
 		goto fallback; /* the packet path does it again, or fails */

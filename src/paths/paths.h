@@ -4,7 +4,8 @@
  * engine and below verbs.
  *
  *   chan.c    message channels: small RC SENDs into a same-host peer's
- *             ring (docs/fastpath.md layer 3)
+ *             ring (docs/fastpath.md layer 3), and through them
+ *   chan_atomic.c  RC atomics, executed by the peer's engine
  *   direct.c  one-copy RDMA WRITE/READ into a same-host peer's memory
  *             (layer 2), with
  *   help.c    the target's idle thread pulling part of a large WRITE
@@ -46,6 +47,29 @@ void sv_help_serve(struct sv_engine *eng);
 /* Tell peers whether our thread takes jobs now (not while our
  * application polls: its core is busy); changes only are written. */
 void sv_help_available(struct sv_engine *eng, bool yes);
+
+/* chan_atomic.c: RC atomics through message channels (chan.c calls). */
+struct sv_chan;
+struct sv_chan_msg;
+/* Is opcode (enum ibv_wr_opcode) an atomic a channel carries? */
+bool sv_chan_atomic_op(uint32_t opcode);
+/* How many atomics the QP may have in its channel at once. */
+uint32_t sv_chan_atomic_limit(const struct sv_qp_engine *qe);
+/* The request of atomic WQE w, into a reserved payload. */
+void sv_chan_atomic_fill(const struct sv_send_wqe *w, uint8_t *dst);
+/* Requester: the atomic w was acknowledged; its result (own's result
+ * word w->atomic_result, the number it was sent with) into its SGE.
+ * IBV_WC_SUCCESS or the error completion. */
+enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
+				       struct sv_send_wqe *w,
+				       const struct sv_chan *own);
+/* Responder: execute the atomic m a peer put into qe's channel; the
+ * original value goes into pc's result word.  0, or the requester's
+ * error status with *event our QP's (it goes to ERR); *bad: a malformed
+ * message (the channel is broken).  No lock but the engine's held. */
+uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
+			      const struct sv_chan_msg *m, struct sv_chan *pc,
+			      int *event, bool *bad);
 
 /* The paths, in the order the requester asks them (paths.c). */
 extern const struct sv_path_ops sv_path_chan, sv_path_direct;

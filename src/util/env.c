@@ -86,6 +86,14 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "report verbs misuse, GID table as on hardware "
 			"(docs/strict.md)",
 	},
+	[SV_ENV_PCAP] = {
+		.name = "SOFTVERBS_PCAP",
+		.kind = SV_ENV_PATH,
+		.off = VAR(pcap),
+		.values = "FILE",
+		.dflt = "off",
+		.what = "pcap of every packet sent and received (shm: as RoCE v2); %p: the pid",
+	},
 	[SV_ENV_FASTPATH] = {
 		.name = "SOFTVERBS_FASTPATH",
 		.kind = SV_ENV_OFF,
@@ -120,6 +128,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "tests: the target's idle thread does not help copy big "
 			"one-copy WRITEs",
 	},
+	[SV_ENV_FAULT] = {
+		.name = "SOFTVERBS_FAULT",
+		.kind = SV_ENV_TEXT,
+		.off = VAR(fault),
+		.values = "RULE[;RULE...]",
+		.dflt = "none",
+		.what = "packet drop/dup/delay/reorder/corrupt, forced "
+			"RNR/access/retry (faults.md)",
+	},
 	[SV_ENV_LOSS] = {
 		.name = "SOFTVERBS_LOSS",
 		.kind = SV_ENV_INT,
@@ -129,8 +146,8 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.def = 0,
 		.values = "0..100",
 		.dflt = "0",
-		.what = "tests: drop this percentage of the packets sent (fault "
-			"injection)",
+		.what = "shorthand for SOFTVERBS_FAULT='drop=N%' (packets "
+			"sent)",
 	},
 };
 
@@ -152,10 +169,11 @@ static void parse(struct sv_env *e, const struct sv_env_var *v)
 	int *val = field;
 	const char *s;
 
-	/* secure_getenv ignores a path in set-user-ID/set-group-ID programs:
-	 * a caller's environment must not redirect a privileged program's
-	 * reads.  The switches keep getenv, as before. */
-	s = v->kind == SV_ENV_DIR || v->kind == SV_ENV_PATH ?
+	/* secure_getenv ignores a path (or a fault spec) in
+	 * set-user-ID/set-group-ID programs: a caller's environment must
+	 * not redirect a privileged program's reads nor break its traffic.  The switches keep getenv, as before. */
+	s = v->kind == SV_ENV_DIR || v->kind == SV_ENV_PATH ||
+			    v->kind == SV_ENV_TEXT ?
 		    secure_getenv(v->name) :
 		    getenv(v->name);
 	switch (v->kind) {
@@ -171,6 +189,7 @@ static void parse(struct sv_env *e, const struct sv_env_var *v)
 		break;
 	}
 	case SV_ENV_PATH:
+	case SV_ENV_TEXT:
 		snprintf(field, SV_ENV_FILE_MAX, "%s", s ? s : "");
 		break;
 	case SV_ENV_ON:

@@ -37,8 +37,10 @@ struct sv_env {
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
+	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
+	char pcap[SV_ENV_FILE_MAX]; /* SOFTVERBS_PCAP, "": no capture */
 };
 
 /* The variables, in the order `softverbs help` lists them. */
@@ -50,11 +52,13 @@ enum sv_env_id {
 	SV_ENV_TRACE,
 	SV_ENV_STATS,
 	SV_ENV_STRICT,
+	SV_ENV_PCAP,
 	SV_ENV_FASTPATH,
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
 	SV_ENV_HELP, /* used by tests only */
-	SV_ENV_LOSS, /* used by tests only */
+	SV_ENV_FAULT,
+	SV_ENV_LOSS,
 	SV_ENV_NVARS
 };
 
@@ -65,6 +69,7 @@ enum sv_env_kind {
 	SV_ENV_DIR, /* a directory, trailing '/' dropped; secure_getenv */
 	SV_ENV_CNUM, /* strtol base 0 (rdma-core's way); outside: default */
 	SV_ENV_PATH, /* a file name as given, "" when unset; secure_getenv */
+	SV_ENV_TEXT, /* a string as given, "" when unset; secure_getenv */
 };
 
 struct sv_env_var {
@@ -128,6 +133,11 @@ static inline int sv_env_strict(void)
 	return sv_env(SV_ENV_STRICT)->strict;
 }
 
+static inline const char *sv_env_pcap(void)
+{
+	return sv_env(SV_ENV_PCAP)->pcap;
+}
+
 static inline int sv_env_fastpath(void)
 {
 	return sv_env(SV_ENV_FASTPATH)->fastpath;
@@ -151,6 +161,11 @@ static inline int sv_env_help(void)
 static inline int sv_env_loss(void)
 {
 	return sv_env(SV_ENV_LOSS)->loss;
+}
+
+static inline const char *sv_env_fault(void)
+{
+	return sv_env(SV_ENV_FAULT)->fault;
 }
 
 /* Parse the whole environment as it is now into e (tests). */

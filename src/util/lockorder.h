@@ -130,6 +130,11 @@ enum sv_lock_rank {
 	/* core/xrc.c srq_drain_lock: waits for an XRC SRQ's last packet
 	 * (condition variable). */
 	SV_LOCK_SRQ_DRAIN,
+	/* engine/xrcfwd.c fwd.lock (a receive forwarded to another
+	 * process's XRC SRQ, under the engine lock: the request and its
+	 * answer on the process's socket) and the table of WQEs taken for
+	 * other processes (nothing under it). */
+	SV_LOCK_XRC_FWD,
 	/* struct ibv_cq/ibv_qp/ibv_srq .mutex (rdma-core's ABI): acked
 	 * event counts that destroys wait for (condition variable). */
 	SV_LOCK_IBV_EVENTS,
@@ -142,6 +147,10 @@ enum sv_lock_rank {
 	/* util/readlock.c sv_readlock.reg: the record list, at a thread's
 	 * first read of a readlock (so under whatever the reader holds). */
 	SV_LOCK_READLOCK_REG,
+	/* engine/pcap.c lock: the capture's buffer and file, and each QP's
+	 * place in its PSN space (written under the engine lock, sq_lock,
+	 * the key table's read lock). */
+	SV_LOCK_PCAP,
 	/* core/gids.c gids.lock: the cached GID table (copied in or out,
 	 * nothing else under it). */
 	SV_LOCK_GIDS,

@@ -24,6 +24,7 @@
 #include "core/xrc.h"
 #include "engine/engine.h"
 #include "engine/stats.h"
+#include "engine/xrcfwd.h"
 #include "util/lockorder.h"
 
 /* ---- the state machine -------------------------------------------------- */
@@ -853,6 +854,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		if (qp->xrc_hold)
 			atomic_fetch_sub(&qp->xrc_hold->users, 1);
 		qp->xrc_hold = NULL;
+		sv_xrcfwd_release(qp); /* another process's SRQ */
 	}
 	if (sv_log_suppressed(&qp->lograte))
 		sv_warn("QP 0x%06x destroyed: %u more warnings about it were counted, not logged",

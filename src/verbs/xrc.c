@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "core/xrc.h"
+#include "engine/xrcfwd.h"
 
 struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 			      struct ibv_xrcd_init_attr *attr)
@@ -83,6 +84,9 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 	    a->cq->context != context)
 		return sv_null_errno(EINVAL);
 
+	/* Other processes of the domain reach its SRQs through the
+	 * engine's server (engine/xrcfwd.c). */
+	sv_xrcfwd_init();
 	/* ibv_srq_init_attr is the prefix of the _ex one. */
 	ibsrq = ibv_create_srq(a->pd, (struct ibv_srq_init_attr *)a);
 	if (!ibsrq)

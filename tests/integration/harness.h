@@ -98,6 +98,12 @@ void hx_ep_close_counters(struct hx_ep *ep, const char *const *names,
 			  unsigned long long *sums);
 /* The same for one counter. */
 unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name);
+/* Is the one-host fast path (the shm link, its channels and one-copy
+ * placement) expected between a parent and its child here?  Not with
+ * SOFTVERBS_FASTPATH=0, nor where Yama forbids a non-root process to
+ * attach to its parent (ptrace_scope 1 allows the parent only; 2 and 3
+ * neither). */
+bool hx_fastpath_expected(void);
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp);
 enum ibv_qp_state hx_qp_state_wait(struct ibv_qp *qp, enum ibv_qp_state want,
 				   int timeout_ms);

@@ -50,28 +50,6 @@
 #define MAXMSG 1024u /* SV_CHAN_MAX_MSG */
 #define CANARY 0xee
 
-/* Are message channels expected between a parent and its child here?
- * They ride on the shm link, which needs the processes to be allowed to
- * cross-memory attach (as rc_direct.c's one-copy path). */
-static bool chan_expected(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-	char c = '0';
-	int f;
-
-	if (s && !strcmp(s, "0"))
-		return false;
-	if (geteuid() == 0)
-		return true;
-	f = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY);
-	if (f < 0)
-		return true;
-	if (read(f, &c, 1) != 1)
-		c = '0';
-	close(f);
-	return c == '0';
-}
-
 /* ---- counters ----------------------------------------------------------- */
 
 struct chan_stats {
@@ -99,7 +77,7 @@ static void close_with_stats(struct hx_ep *ep, struct chan_stats *st)
  * link, none over UDP. */
 static void expect_sends(const struct chan_stats *st, unsigned long long min)
 {
-	if (!chan_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(st->sends + st->recvs, 0);
 		return;
 	}
@@ -108,7 +86,7 @@ static void expect_sends(const struct chan_stats *st, unsigned long long min)
 
 static void expect_recvs(const struct chan_stats *st, unsigned long long min)
 {
-	if (!chan_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(st->sends + st->recvs, 0);
 		return;
 	}

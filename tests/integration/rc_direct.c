@@ -54,28 +54,6 @@
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
-/* Is the one-copy path expected between a parent and its child here? */
-static bool fast_expected(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-	char c = '0';
-	int f;
-
-	if (s && !strcmp(s, "0"))
-		return false;
-	if (geteuid() == 0)
-		return true;
-	/* Yama: 1 lets a parent attach to its child only (not the child to
-	 * the parent), 2 and 3 forbid it to non-root. */
-	f = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY);
-	if (f < 0)
-		return true;
-	if (read(f, &c, 1) != 1)
-		c = '0';
-	close(f);
-	return c == '0';
-}
-
 /* ---- counters ----------------------------------------------------------- */
 
 struct direct_stats {
@@ -107,7 +85,7 @@ static void close_with_stats(struct hx_ep *ep, struct direct_stats *st)
 static void expect_direct(const struct direct_stats *st, unsigned min_w,
 			  unsigned min_r, unsigned min_fb)
 {
-	if (!fast_expected()) {
+	if (!hx_fastpath_expected()) {
 		CHECK_EQ(st->write + st->read + st->fallback + st->memfile +
 				 st->help_posted,
 			 0);
@@ -209,7 +187,7 @@ static void stopped_a(int fd)
 	expect_direct(&st, 33, 1, 0);
 	/* The 32 small WRITEs went through the target's mem file, the
 	 * 1 MiB WRITE and READ through process_vm_writev/readv. */
-	if (fast_expected())
+	if (hx_fastpath_expected())
 		CHECK_EQ(st.memfile, 32);
 }
 
@@ -579,7 +557,7 @@ static bool help_expected(void)
 {
 	const char *s = getenv("SOFTVERBS_HELP");
 
-	return fast_expected() && !(s && !strcmp(s, "0"));
+	return hx_fastpath_expected() && !(s && !strcmp(s, "0"));
 }
 
 static void help_a(int fd)
@@ -811,7 +789,7 @@ int main(int argc, char **argv)
 	 * pass that case. */
 	if (argc > 1 &&
 	    (!strcmp(argv[1], "stopped") || !strcmp(argv[1], "stopstream")) &&
-	    !fast_expected()) {
+	    !hx_fastpath_expected()) {
 		printf("SKIP: the one-copy path is off here\n");
 		return 77;
 	}

@@ -53,25 +53,6 @@
 #define UID_VICTIM 65533u
 #define UID_LATE 65532u
 
-static bool fast_on(void)
-{
-	const char *s = getenv("SOFTVERBS_FASTPATH");
-	char c = '0';
-	int f;
-
-	if (s && !strcmp(s, "0"))
-		return false;
-	if (geteuid() == 0)
-		return true;
-	f = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY);
-	if (f < 0)
-		return true;
-	if (read(f, &c, 1) != 1)
-		c = '0';
-	close(f);
-	return c == '0';
-}
-
 /* Drop to uid (and gid) for good, staying dumpable: a process that
  * changed its ids is not, and then even its own user may not attach. */
 static void become(unsigned int uid)
@@ -705,7 +686,7 @@ int main(int argc, char **argv)
 {
 	const char *help = getenv("SOFTVERBS_HELP");
 
-	if (!fast_on()) {
+	if (!hx_fastpath_expected()) {
 		printf("SKIP: the fast path is off here\n");
 		return 77;
 	}

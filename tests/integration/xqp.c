@@ -317,3 +317,85 @@ union ibv_gid xq_gid_of(const char *ip)
 	}
 	return g;
 }
+/* RESET -> RTS of an XRC QP towards the peer's QP (the XRC_INI or
+ * XRC_TGT masks of the kernel's state table). */
+void xq_xrc_connect(struct hx_ep *ep, struct ibv_qp *qp, uint32_t dest,
+		    uint32_t rq_psn, uint32_t sq_psn, uint8_t rnr_retry)
+{
+	bool tgt = qp->qp_type == IBV_QPT_XRC_RECV;
+	struct ibv_qp_attr a;
+	int mask;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = tgt ? ep->o.qp_access : 0;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		hx_die("XRC QP to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = ep->mtu;
+	a.dest_qp_num = dest;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = ep->peer.gid;
+	a.ah_attr.grh.sgid_index = ep->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	       IBV_QP_RQ_PSN;
+	if (tgt)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (ibv_modify_qp(qp, &a, mask))
+		hx_die("XRC QP to RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 16;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+	if (!tgt)
+		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	if (ibv_modify_qp(qp, &a, mask))
+		hx_die("XRC QP to RTS");
+}
+
+struct ibv_xrcd *xq_xrcd_open(struct ibv_context *ctx, int fd, int oflags)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = fd,
+		.oflags = oflags,
+	};
+	struct ibv_xrcd *x = ibv_open_xrcd(ctx, &a);
+
+	if (!x)
+		hx_die("ibv_open_xrcd: %s", strerror(errno));
+	return x;
+}
+
+struct ibv_srq *xq_xrc_srq(struct hx_ep *ep, struct ibv_xrcd *x,
+			   struct ibv_cq *cq, uint32_t *num)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = 64, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = ep->pd,
+		.xrcd = x,
+		.cq = cq,
+	};
+	struct ibv_srq *s = ibv_create_srq_ex(ep->ctx, &a);
+
+	if (!s || ibv_get_srq_num(s, num))
+		hx_die("XRC SRQ: %s", strerror(errno));
+	return s;
+}

@@ -75,4 +75,15 @@ bool xq_grh_ipv6_ok(const uint8_t *grh, const union ibv_gid *src,
 /* The GID of an IPv4 or IPv6 address string (IPv4-mapped for IPv4). */
 union ibv_gid xq_gid_of(const char *ip);
 
+/* XRC: RESET -> RTS of an XRC_SEND or XRC_RECV QP towards the peer's QP
+ * dest (ep->peer's GID, ep->mtu; rnr_retry for an initiator).  Fatal. */
+void xq_xrc_connect(struct hx_ep *ep, struct ibv_qp *qp, uint32_t dest,
+		    uint32_t rq_psn, uint32_t sq_psn, uint8_t rnr_retry);
+/* ibv_open_xrcd with a file (fd) or none (-1).  Fatal on error. */
+struct ibv_xrcd *xq_xrcd_open(struct ibv_context *ctx, int fd, int oflags);
+/* An XRC SRQ (64 WRs, 1 SGE) on ep's PD completing on cq, and its number.
+ * Fatal on error. */
+struct ibv_srq *xq_xrc_srq(struct hx_ep *ep, struct ibv_xrcd *x,
+			   struct ibv_cq *cq, uint32_t *num);
+
 #endif

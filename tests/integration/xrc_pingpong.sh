@@ -4,14 +4,15 @@
 # run through build/bin/softverbs run on a random free TCP port, each under
 # a timeout.
 #   xrc_pingpong.sh default|events|big
-# Checks both exit codes, the "success" line each prints when every
+# Checks every exit code, the "success" line each prints when every
 # message arrived without error, and that each side printed its SRQ number
 # and the peer's.
 #
-# One client per server: ibv_xsrq_pingpong -c N (N > 1) has the server
-# send to one client's SRQ through another client's target QP, which needs
-# an XRC domain shared by two processes; softverbs shares domains within a
-# process only (docs/design.md), and such a request is refused.
+# clients4 and clients4ev run the server with -c 4 and four client
+# processes: the server sends to one client's SRQ through another client's
+# target QP (ibv_xsrq_pingpong's round robin), so the target QP of one
+# process delivers into an XRC SRQ of another, the domain shared through
+# the file /tmp/xrc_domain (docs/windows-xrc.md "Domains and files").
 set -u
 mode=${1:-default}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
@@ -19,10 +20,13 @@ pp=$(command -v ibv_xsrq_pingpong) || { echo "ibv_xsrq_pingpong not installed (i
 gid=${SV_GID_INDEX:-0}
 
 extra=()
+nclients=1
 case $mode in
 default) ;;
 events) extra=(-e -n 200) ;;
 big) extra=(-s 100000 -n 100 -m 4096) ;;
+clients4) nclients=4 extra=(-n 50) ;;
+clients4ev) nclients=4 extra=(-e -n 50 -s 10000) ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 
@@ -44,31 +48,51 @@ cleanup() {
 }
 trap cleanup EXIT
 
-timeout -k 5 60 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" >"$tmp/server" 2>&1 &
+srv_extra=()
+[ "$nclients" -gt 1 ] && srv_extra=(-c "$nclients")
+timeout -k 5 60 "${run[@]}" "$pp" -g "$gid" -p "$port" "${srv_extra[@]}" "${extra[@]}" >"$tmp/server" 2>&1 &
 srv_pid=$!
 for _ in $(seq 200); do
 	ss -Hltn "sport = :$port" | grep -q . && break
 	kill -0 "$srv_pid" 2>/dev/null || break
 	sleep 0.05
 done
-timeout -k 5 55 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" localhost >"$tmp/client" 2>&1
-crc=$?
+cli_pids=()
+for i in $(seq "$nclients"); do
+	timeout -k 5 55 "${run[@]}" "$pp" -g "$gid" -p "$port" "${extra[@]}" localhost >"$tmp/client$i" 2>&1 &
+	cli_pids+=($!)
+done
+crcs=()
+for pid in "${cli_pids[@]}"; do
+	wait "$pid"
+	crcs+=($?)
+done
 wait "$srv_pid"
 src=$?
 srv_pid=
 
 echo "--- server (exit $src) ---"; cat "$tmp/server"
-echo "--- client (exit $crc) ---"; cat "$tmp/client"
+for i in $(seq "$nclients"); do
+	echo "--- client $i (exit ${crcs[$((i - 1))]}) ---"; cat "$tmp/client$i"
+done
 
 fail=0
-for side in server client; do
+sides=(server)
+for i in $(seq "$nclients"); do sides+=("client$i"); done
+for side in "${sides[@]}"; do
 	grep -qx success "$tmp/$side" || { echo "FAIL: $side did not print success"; fail=1; }
 	for who in local remote; do
 		grep -qE "^ *$who: LID [0-9a-f]+, QPN RECV [0-9a-f]{6} SEND [0-9a-f]{6}, PSN [0-9a-f]{6}, SRQN [0-9a-f]{6}" "$tmp/$side" ||
 			{ echo "FAIL: $side printed no $who address line"; fail=1; }
 	done
 done
+# The server printed one pair of address lines per client.
+n=$(grep -cE "^ *remote: LID" "$tmp/server")
+[ "$n" = "$nclients" ] || { echo "FAIL: the server saw $n clients, not $nclients"; fail=1; }
 [ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
-[ $crc = 0 ] || { echo "FAIL: client exit status $crc"; fail=1; }
+for i in $(seq "$nclients"); do
+	c=${crcs[$((i - 1))]}
+	[ "$c" = 0 ] || { echo "FAIL: client $i exit status $c"; fail=1; }
+done
 [ $fail = 0 ] && echo "PASS: ibv_xsrq_pingpong $mode"
 exit $fail

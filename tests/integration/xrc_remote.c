@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "xqp.h"
 
 #define NSRQ 2
 
@@ -46,56 +46,6 @@ static struct hx_opts opts(void)
 
 	o.recv_cqe = 256;
 	return o;
-}
-
-/* RESET -> RTS of an XRC QP towards the peer's QP (the XRC_INI or
- * XRC_TGT masks of the kernel's state table). */
-static void xrc_connect(struct hx_ep *ep, struct ibv_qp *qp, uint32_t dest,
-			uint32_t rq_psn, uint32_t sq_psn)
-{
-	bool tgt = qp->qp_type == IBV_QPT_XRC_RECV;
-	struct ibv_qp_attr a;
-	int mask;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = tgt ? ep->o.qp_access : 0;
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		hx_die("XRC QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = ep->mtu;
-	a.dest_qp_num = dest;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = ep->peer.gid;
-	a.ah_attr.grh.sgid_index = ep->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-	       IBV_QP_RQ_PSN;
-	if (tgt)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	if (ibv_modify_qp(qp, &a, mask))
-		hx_die("XRC QP to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
-	if (!tgt)
-		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	if (ibv_modify_qp(qp, &a, mask))
-		hx_die("XRC QP to RTS");
 }
 
 /* ---- A: the initiator side ------------------------------------------------ */
@@ -128,7 +78,7 @@ static void a_setup(struct aside *s, int fd)
 	me.psn = (uint32_t)lrand48() & 0xffffff;
 	hx_send(fd, &me, sizeof(me));
 	hx_recv(fd, &s->x, sizeof(s->x));
-	xrc_connect(&s->ep, s->ini, s->x.qpn, s->x.psn, me.psn);
+	xq_xrc_connect(&s->ep, s->ini, s->x.qpn, s->x.psn, me.psn, 7);
 	hx_sync(fd);
 }
 
@@ -179,39 +129,6 @@ struct bside {
 	char path[64];
 };
 
-static struct ibv_xrcd *xrcd_open(struct ibv_context *ctx, int fd, int oflags)
-{
-	struct ibv_xrcd_init_attr a = {
-		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
-		.fd = fd,
-		.oflags = oflags,
-	};
-	struct ibv_xrcd *x = ibv_open_xrcd(ctx, &a);
-
-	if (!x)
-		hx_die("ibv_open_xrcd: %s", strerror(errno));
-	return x;
-}
-
-static struct ibv_srq *srq_new(struct hx_ep *ep, struct ibv_xrcd *x,
-			       struct ibv_cq *cq, uint32_t *num)
-{
-	struct ibv_srq_init_attr_ex a = {
-		.attr = { .max_wr = 64, .max_sge = 1 },
-		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
-			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
-		.srq_type = IBV_SRQT_XRC,
-		.pd = ep->pd,
-		.xrcd = x,
-		.cq = cq,
-	};
-	struct ibv_srq *s = ibv_create_srq_ex(ep->ctx, &a);
-
-	if (!s || ibv_get_srq_num(s, num))
-		hx_die("XRC SRQ: %s", strerror(errno));
-	return s;
-}
-
 /* shared: the domain comes from a file opened twice; the SRQs are made
  * through one open, the target QP through the other, and connected
  * through an ibv_open_qp handle. */
@@ -233,20 +150,21 @@ static void b_setup(struct bside *s, int fd, bool shared)
 		s->fd = open(s->path, O_RDONLY | O_CREAT, S_IRUSR | S_IWUSR);
 		if (s->fd < 0)
 			hx_die("open %s: %s", s->path, strerror(errno));
-		s->xrcd = xrcd_open(s->ep.ctx, s->fd, O_CREAT);
-		s->xrcd2 = xrcd_open(s->ep.ctx, s->fd, 0);
+		s->xrcd = xq_xrcd_open(s->ep.ctx, s->fd, O_CREAT);
+		s->xrcd2 = xq_xrcd_open(s->ep.ctx, s->fd, 0);
 	} else {
-		s->xrcd = xrcd_open(s->ep.ctx, -1, O_CREAT);
+		s->xrcd = xq_xrcd_open(s->ep.ctx, -1, O_CREAT);
 		s->xrcd2 = s->xrcd;
 	}
-	s->other = xrcd_open(s->ep.ctx, -1, O_CREAT);
+	s->other = xq_xrcd_open(s->ep.ctx, -1, O_CREAT);
 	for (i = 0; i < NSRQ; i++) {
 		s->cq[i] = ibv_create_cq(s->ep.ctx, 128, NULL, NULL, 0);
 		if (!s->cq[i])
 			hx_die("CQ");
-		s->srq[i] = srq_new(&s->ep, s->xrcd, s->cq[i], &s->x.srqn[i]);
+		s->srq[i] =
+			xq_xrc_srq(&s->ep, s->xrcd, s->cq[i], &s->x.srqn[i]);
 	}
-	s->foreign = srq_new(&s->ep, s->other, s->cq[0], &s->x.foreign_srqn);
+	s->foreign = xq_xrc_srq(&s->ep, s->other, s->cq[0], &s->x.foreign_srqn);
 	memset(&ia, 0, sizeof(ia));
 	ia.qp_type = IBV_QPT_XRC_RECV;
 	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
@@ -285,7 +203,7 @@ static void b_setup(struct bside *s, int fd, bool shared)
 	s->x.rkey_pd2 = s->mr_pd2->rkey;
 	hx_recv(fd, &peer, sizeof(peer));
 	hx_send(fd, &s->x, sizeof(s->x));
-	xrc_connect(&s->ep, conn, peer.qpn, peer.psn, s->x.psn);
+	xq_xrc_connect(&s->ep, conn, peer.qpn, peer.psn, s->x.psn, 7);
 	hx_sync(fd);
 }
 

@@ -88,6 +88,11 @@ static void test_parse(void)
 	CHECK_EQ(with("SOFTVERBS_LOSS", "-5").loss, 0);
 	CHECK_EQ(with("SOFTVERBS_LOSS", "x").loss, 0);
 
+	/* The fault spec as given (engine/inject.c parses it). */
+	CHECK(!strcmp(with("SOFTVERBS_FAULT", NULL).fault, ""));
+	CHECK(!strcmp(with("SOFTVERBS_FAULT", "drop=1%;seed=3").fault,
+		      "drop=1%;seed=3"));
+
 	/* The sysfs root: trailing slashes dropped, cut at 255 bytes. */
 	CHECK(!strcmp(with("SYSFS_PATH", NULL).sysfs_path, "/sys"));
 	CHECK(!strcmp(with("SYSFS_PATH", "/tmp/fake-sys///").sysfs_path,
