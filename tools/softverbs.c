@@ -5,6 +5,9 @@
  *                                      run an unmodified RDMA program on softverbs
  *   softverbs devices                  list devices, ports and GIDs
  *   softverbs setup [--undo]           the device's /dev and /sys files, for good
+ *   softverbs stats [--json | --watch [S] [--count N] | --clean] [PID]
+ *                                      live counters of running (and killed)
+ *                                      processes (tools/stats.c)
  *   softverbs help
  *   softverbs version (--version)      version, commit, the rdma-core ABI
  *
@@ -33,6 +36,7 @@
 
 #include "link/shm.h"
 #include "presence.h"
+#include "stats.h"
 #include "sv_version.h"
 #include "util/env.h"
 
@@ -61,6 +65,14 @@ static void usage(FILE *f)
 		"                          for every program: tmpfs mounts on /dev/infiniband and\n"
 		"                          /sys/class; again: refresh (GIDs are a snapshot)\n"
 		"  setup --undo            remove them\n"
+		"  stats [PID]             live counters of your softverbs processes (or one):\n"
+		"                          per device and per QP (state, path, packets, bytes,\n"
+		"                          retransmissions, RNR NAKs, outstanding WRs), also\n"
+		"                          after a process was killed (marked gone)\n"
+		"  stats --json [PID]      the same as JSON\n"
+		"  stats --watch [SECONDS] [--count N] [PID]\n"
+		"                          rates per QP every SECONDS (1), N times (forever)\n"
+		"  stats --clean           remove the counters of processes that are gone\n"
 		"  help                    this text\n"
 		"  version, --version      the version, its commit and the rdma-core ABI\n"
 		"\n"
@@ -452,6 +464,8 @@ int main(int argc, char **argv)
 		return cmd_devices(argc - 2, argv + 2);
 	if (!strcmp(cmd, "setup"))
 		return cmd_setup(argc - 2, argv + 2);
+	if (!strcmp(cmd, "stats"))
+		return sv_cmd_stats(prog, argc - 2, argv + 2);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
 		return cmd_version(argc - 2, argv + 2);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||

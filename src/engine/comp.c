@@ -162,6 +162,8 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 		}
 		if (w->state != SV_WQE_DONE)
 			break;
+		SV_QSTAT(qe, wr_done);
+		SV_QSTAT_ADD(qe, wr_bytes, w->length);
 		if (w->strict_summed) /* SOFTVERBS_STRICT=1 */
 			sv_strict_sum_check(qp, w);
 		sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
@@ -302,7 +304,7 @@ void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
  * faults injected (SOFTVERBS_FAULT, inject.c). */
 static uint64_t shm_losses(const struct sv_engine *eng)
 {
-	const struct sv_stats *st = &eng->stats;
+	const struct sv_stats *st = eng->stats;
 
 	return st->shm_ring_full + st->fault_drop + st->fault_delay +
 	       st->fault_reorder + st->fault_corrupt + st->fault_retry;
@@ -337,6 +339,7 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 	if (qe->shm)
 		qe->comp.losses_seen = shm_losses(qe->eng);
 	SV_STAT(qe->eng, probe_retransmit);
+	SV_QSTAT(qe, retrans);
 	sv_req_probe(qe);
 	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
 		qe->comp.probe_ns *= 2;
@@ -449,6 +452,7 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
 		return; /* nothing outstanding */
 	SV_STAT(qe->eng, completer_retry_err);
+	SV_QSTAT(qe, retrans);
 	qe->comp.retried = false;
 	if (qe->comp.backoff < 32)
 		qe->comp.backoff++;
@@ -551,6 +555,7 @@ static enum comp_state dup_ack(struct comp_ctx *c)
 static enum comp_state fast_retransmit(struct comp_ctx *c)
 {
 	SV_STAT(c->qe->eng, fast_retransmit);
+	SV_QSTAT(c->qe, retrans);
 	c->retry_psn = c->qe->comp.psn;
 	c->why = "duplicate ACK";
 	return COMP_ERROR_RETRY;
@@ -573,6 +578,7 @@ static enum comp_state rnr(struct comp_ctx *c)
 	struct sv_qp_engine *qe = c->qe;
 
 	SV_STAT(qe->eng, rcvd_rnr_err);
+	SV_QSTAT(qe, rnr_rcvd);
 	/* Unlike an ACK, no progress(): the RNR wait (RNR_RETRY) replaces
 	 * the ACK timer and the probe, and the counters stay as they are. */
 	ack_through(qe, sv_psn_add(c->pkt->psn, SV_PSN_MASK));
@@ -732,6 +738,7 @@ static enum comp_state implied_nak(struct comp_ctx *c)
 	if (qe->comp.retried && qe->comp.retried_psn == qe->comp.psn)
 		return COMP_DONE;
 	SV_STAT(qe->eng, implied_nak_retry);
+	SV_QSTAT(qe, retrans);
 	qe->comp.retried = true;
 	qe->comp.retried_psn = qe->comp.psn;
 	c->retry_psn = qe->comp.psn;

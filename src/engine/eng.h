@@ -28,6 +28,7 @@
 #include "util/list.h"
 
 struct sv_qp_engine;
+struct sv_statseg_eng;
 
 /* ---- sockets --------------------------------------------------------------- */
 
@@ -107,7 +108,14 @@ struct sv_engine {
 	struct sv_udp_rx rx[SV_RX_BATCH];
 	uint32_t rcvbuf; /* bytes of our receive buffers */
 
-	struct sv_stats stats;
+	/* The counters (SV_STAT): in this context's slot of the stats
+	 * segment (statseg.c), or in a slot of our own without one. */
+	struct sv_stats *stats;
+	struct sv_statseg_eng *statslot;
+	unsigned int statidx; /* statslot's index in the segment */
+	bool stat_private; /* statslot is ours, not the segment's */
+	int stat_pid; /* the process whose segment holds statslot */
+	uint64_t stat_refreshed; /* ns of the last sv_statseg_refresh */
 	struct sv_held *held; /* packets delayed or reordered (inject.c) */
 	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 

@@ -38,6 +38,7 @@
 #include "engine/qpe.h"
 #include "engine/recv.h"
 #include "engine/stats.h"
+#include "engine/statseg.h"
 #include "engine/xmit.h"
 #include "util/env.h"
 #include "util/lockorder.h"
@@ -292,7 +293,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 /* Packets received from a wire link (UDP) so far. */
 static uint64_t wire_rcvd(const struct sv_engine *eng)
 {
-	return eng->stats.rcvd_pkts - eng->stats.shm_rx_pkts;
+	return eng->stats->rcvd_pkts - eng->stats->shm_rx_pkts;
 }
 
 static void *progress_main(void *arg)
@@ -319,6 +320,12 @@ static void *progress_main(void *arg)
 		 * watchdogs (path.h). */
 		eng->nap = false;
 		until = sv_paths_next_wake(eng, now, until, busy);
+		/* The live counters' snapshot: every 100 ms while busy, and
+		 * before a sleep with no end (an idle or hung process then
+		 * shows its QPs as they are). */
+		sv_statseg_refresh(eng, now,
+				   until == UINT64_MAX &&
+					   !atomic_load(&eng->next_deadline));
 		sv_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -355,19 +362,19 @@ static void *progress_main(void *arg)
 		wire = wire_rcvd(eng);
 		/* Requests served for peers through the rings or a channel
 		 * (an atomic: its requester waits for the answer). */
-		shm = eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served;
+		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
 		if (!busy &&
-		    eng->stats.shm_rx_pkts + eng->stats.chan_atomics_served !=
+		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
 			    shm)
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
 		if (n == 0 && (int64_t)(wire_rcvd(eng) - wire) > 0)
-			eng->stats.thread_late_rx += wire_rcvd(eng) - wire;
+			eng->stats->thread_late_rx += wire_rcvd(eng) - wire;
 		sv_mutex_unlock(&eng->lock);
 	}
 	return NULL;
@@ -430,6 +437,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	list_head_init(&eng->kicked);
 	sv_links_engine_init(eng);
 	sv_paths_engine_init(eng);
+	sv_statseg_engine_open(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
 	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
 	if (!eng->tx || !eng->rxmem)
@@ -453,6 +461,7 @@ fail_free:
 		close(eng->epfd);
 	free(eng->tx);
 	free(eng->rxmem);
+	sv_statseg_engine_close(eng);
 	free(eng);
 fail:
 	errno = err;
@@ -488,6 +497,7 @@ void sv_engine_close(struct sv_context *ctx)
 	pthread_mutex_destroy(&eng->lock);
 	pthread_mutex_destroy(&eng->kick_lock);
 	ctx->engine = NULL;
+	sv_statseg_engine_close(eng);
 	free(eng);
 	sv_pcap_engine_close();
 }

@@ -282,7 +282,7 @@ void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 		if (s->link[i].ops == link)
 			ep = s->link[i].ep;
 	if (!ep) { /* the socket has no endpoint there (not reached) */
-		eng->stats.send_err += n;
+		eng->stats->send_err += n;
 		return;
 	}
 	lost = link->transmit(ep, peer, pkt, n, &bells);
@@ -302,11 +302,11 @@ void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 					      &bells);
 		}
 	}
-	eng->stats.shm_wakeups += bells;
+	eng->stats->shm_wakeups += bells;
 	if (link->wire)
-		eng->stats.send_err += lost;
+		eng->stats->send_err += lost;
 	else
-		eng->stats.shm_ring_full += lost;
+		eng->stats->shm_ring_full += lost;
 }
 
 /* ---- receive ----------------------------------------------------------------- */

@@ -121,10 +121,12 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	err = qpn_alloc(eng, qe);
 	if (!err) {
+		sv_statseg_qp_open(qe);
 		list_add_tail(&eng->qps, &qe->node);
 		err = sv_engine_start_thread(eng);
 		if (err) {
 			list_del(&qe->node);
+			sv_statseg_qp_close(qe);
 			qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 			qe->sock->used--;
 		} else {
@@ -175,6 +177,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	list_del(&qe->node);
 	sv_inject_qp_gone(qe);
 	sv_links_qp_destroyed(qe);
+	sv_statseg_qp_close(qe);
 	sv_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
 	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
@@ -386,6 +389,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
 	}
+	sv_statseg_qp_note(qe);
 	sv_mutex_unlock(&eng->lock);
 }
 

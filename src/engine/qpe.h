@@ -15,6 +15,7 @@
 #include "engine/eng.h"
 #include "engine/path.h"
 #include "engine/pcap.h"
+#include "engine/statseg.h"
 #include "link/chan.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
@@ -93,6 +94,10 @@ struct sv_qp_engine {
 	 * pass around it (a pass costs more than a channel SEND). */
 	bool run_alone;
 	char path_why[64]; /* why UDP */
+	/* Its counters (SV_QSTAT): its slot of the stats segment, or its
+	 * context's "others" slot (statslot NULL). */
+	struct sv_qp_stats *ctr;
+	struct sv_statseg_qp *statslot;
 	bool rx_udp; /* counted in sock->udp_qps */
 	bool peer_udp; /* the peer's packets came through UDP */
 	struct sockaddr_in6 peer;

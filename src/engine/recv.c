@@ -164,6 +164,8 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	}
 	if (!shm && qe->shm)
 		sv_links_rx_udp_seen(qe);
+	SV_QSTAT(qe, rx_pkts);
+	SV_QSTAT_ADD(qe, rx_bytes, len);
 	if (sv_env_trace())
 		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
 	if (sv_pcap_active())

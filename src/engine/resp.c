@@ -620,6 +620,8 @@ static enum resp_state complete(struct resp_ctx *c)
 	wc.src_qp = qe->dest_qpn;
 	qe->resp.have_wqe = false;
 	SV_STAT(qe->eng, rdma_recvs);
+	SV_QSTAT(qe, recv_done);
+	SV_QSTAT_ADD(qe, recv_bytes, wc.byte_len);
 	if (sv_push_recv_cqe(qe, &wc, sv_bth_se(p->hdr)))
 		return RESP_ERR_CQ_OVERFLOW;
 	return RESP_ACKNOWLEDGE;
@@ -811,6 +813,7 @@ static void resp_error(struct resp_ctx *c, enum resp_state st)
 		/* Until the requester comes back to this PSN, later packets
 		 * are out of sequence and answered by this NAK. */
 		SV_STAT(qe->eng, send_rnr_err);
+		SV_QSTAT(qe, rnr_sent);
 		qe->resp.nak_sent = true;
 		set_ack(qe, SV_AETH_RNR_NAK | qe->min_rnr_timer, c->pkt->psn);
 		return;

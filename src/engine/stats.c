@@ -12,38 +12,6 @@
 #include "engine/qpe.h"
 #include "util/lockorder.h"
 
-static const char *const qp_state_names[] = {
-	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
-	[IBV_QPS_RTR] = "RTR",	   [IBV_QPS_RTS] = "RTS",
-	[IBV_QPS_SQD] = "SQD",	   [IBV_QPS_SQE] = "SQE",
-	[IBV_QPS_ERR] = "ERR",
-};
-
-const char *sv_qp_state_name(int state)
-{
-	if (state < 0 || state > IBV_QPS_ERR)
-		return "?";
-	return qp_state_names[state];
-}
-
-const char *sv_qp_type_name(enum ibv_qp_type t)
-{
-	switch (t) {
-	case IBV_QPT_RC:
-		return "RC";
-	case IBV_QPT_UC:
-		return "UC";
-	case IBV_QPT_UD:
-		return "UD";
-	case IBV_QPT_XRC_SEND:
-		return "XRC_SEND";
-	case IBV_QPT_XRC_RECV:
-		return "XRC_RECV";
-	default:
-		return "other";
-	}
-}
-
 void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		  uint32_t len, const char *why)
 {
@@ -134,7 +102,7 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 /* The engine lock is held. */
 void sv_stats_print(struct sv_engine *eng, FILE *f)
 {
-	struct sv_stats st = eng->stats;
+	struct sv_stats st = *eng->stats;
 
 	fprintf(f, "softverbs stats: context %p\n", (void *)eng->ctx);
 #define X(name, desc) \

@@ -1,6 +1,7 @@
 /*
- * Counters (named like rxe's where rxe has one), the packet trace, state
- * names and QP dumps (stats.c).
+ * Counters (named like rxe's where rxe has one), the packet trace and QP
+ * dumps (stats.c), state and type names (qpnames.c).  The counters live
+ * in the process's stats segment (statseg.h).
  */
 #ifndef SV_ENGINE_STATS_H
 #define SV_ENGINE_STATS_H
@@ -98,7 +99,13 @@ struct sv_stats {
 #undef X
 };
 
-#define SV_STAT(eng, name) ((eng)->stats.name++)
+/* The counters live in the process's stats segment (statseg.h), so
+ * `softverbs stats` reads them as they are incremented. */
+#define SV_STAT(eng, name) ((eng)->stats->name++)
+/* A QP's own counters (struct sv_qp_stats, statseg.h): in its slot of
+ * the segment, or summed in its context's "others" slot. */
+#define SV_QSTAT(qe, name) ((qe)->ctr->name++)
+#define SV_QSTAT_ADD(qe, name, n) ((qe)->ctr->name += (n))
 
 struct sv_engine;
 struct sv_qp_engine;

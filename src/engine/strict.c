@@ -26,7 +26,7 @@ static void count(struct sv_context *ctx)
 	/* From any thread, engine lock or not: the one counter written
 	 * outside it. */
 	if (ctx && ctx->engine)
-		__atomic_fetch_add(&ctx->engine->stats.strict_reports, 1,
+		__atomic_fetch_add(&ctx->engine->stats->strict_reports, 1,
 				   __ATOMIC_RELAXED);
 }
 

@@ -130,6 +130,8 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		wc.vendor_err = wc.status;
 	qe->resp.have_wqe = false;
 	SV_STAT(qe->eng, rdma_recvs);
+	SV_QSTAT(qe, recv_done);
+	SV_QSTAT_ADD(qe, recv_bytes, wc.byte_len);
 	sv_push_recv_cqe(qe, &wc, sv_bth_se(pkt->hdr));
 	/* A receive buffer the QP may not write is a local QP error. */
 	if (wc.status == IBV_WC_LOC_PROT_ERR)

@@ -62,6 +62,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 		sv_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
 			     t->len, NULL);
 	eng->ntx++;
+	SV_QSTAT(qe, tx_pkts);
+	SV_QSTAT_ADD(qe, tx_bytes, t->len);
 	if (!t->link->wire)
 		/* No wire, no ICRC (link.h): a zero in its place, which
 		 * fault injection turns into "bad ICRC" (inject.c). */

@@ -152,6 +152,9 @@ const char *sv_shm_registry_note(void);
 /* Our registry directory: its descriptor (-1 if unusable) and path. */
 int sv_shm_registry_fd(void);
 const char *sv_shm_registry_path(void);
+/* The directory alone, fast path or not (-1 and why when unusable); its
+ * path is sv_shm_registry_path()'s once this returned. */
+int sv_shm_registry_dir(const char **why);
 /* Registry entries this process has read while registering its own
  * (tests: registration must not depend on how many entries exist). */
 unsigned long sv_shm_registry_examined(void);

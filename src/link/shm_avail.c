@@ -20,6 +20,8 @@
 #include "util/env.h"
 
 static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static int reg_err = -1; /* registry_dir's answer, -1 before it ran */
 static const char *avail_why;
 static bool avail_warn;
 static unsigned long netns_ino;
@@ -206,6 +208,11 @@ static int registry_dir(void)
 	return EPERM;
 }
 
+static void reg_init(void)
+{
+	reg_err = registry_dir();
+}
+
 static void avail_init(void)
 {
 	struct stat st;
@@ -228,7 +235,8 @@ static void avail_init(void)
 		return;
 	}
 	close(fd);
-	if (registry_dir()) {
+	pthread_once(&reg_once, reg_init);
+	if (reg_err) {
 		avail_why = reg_why;
 		avail_warn = true;
 		return;
@@ -272,6 +280,16 @@ const char *sv_shm_registry_path(void)
 {
 	pthread_once(&avail_once, avail_init);
 	return reg_path;
+}
+
+/* The live counters (engine/statseg.c) use the directory whether or not
+ * the fast path is on. */
+int sv_shm_registry_dir(const char **why)
+{
+	pthread_once(&reg_once, reg_init);
+	if (why)
+		*why = reg_err ? reg_why : NULL;
+	return reg_err ? -1 : reg_fd;
 }
 
 unsigned long sv_shm_netns(void)

@@ -414,6 +414,8 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	}
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_STAT(qe->eng, chan_recvs);
+	SV_QSTAT(qe, recv_done);
+	SV_QSTAT_ADD(qe, recv_bytes, m->len);
 	if (wc != fail) {
 		qe->eng->sink.n++;
 		return RX_DONE;
@@ -584,7 +586,7 @@ static void lean_count(struct sv_qp_engine *qe)
 	uint64_t n = atomic_load_explicit(&qe->chan.lean_sends,
 					  memory_order_relaxed);
 
-	qe->eng->stats.chan_sends += n - qe->chan.lean_counted;
+	qe->eng->stats->chan_sends += n - qe->chan.lean_counted;
 	qe->chan.lean_counted = n;
 }
 
@@ -770,6 +772,8 @@ static void lean_retire(struct sv_qp_engine *qe)
 		if ((int64_t)(a - w->chan_end) < 0)
 			break;
 		w->state = SV_WQE_DONE;
+		SV_QSTAT(qe, wr_done);
+		SV_QSTAT_ADD(qe, wr_bytes, w->length);
 		qe->chan.acked = w->chan_end;
 		qe->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;

@@ -736,7 +736,7 @@ void sv_help_serve(struct sv_engine *eng)
 	}
 	if (chunks) {
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-		eng->stats.help_chunks += chunks;
+		eng->stats->help_chunks += chunks;
 		sv_mutex_unlock(&eng->lock);
 	}
 }

@@ -40,6 +40,7 @@ static const char *const names[SV_LOCK_NRANKS] = {
 	[SV_LOCK_SRQ_DRAIN] = "srq_drain (core/xrc.c srq_drain_lock)",
 	[SV_LOCK_XRC_FWD] = "xrc_fwd (engine/xrcfwd.c)",
 	[SV_LOCK_IBV_EVENTS] = "ibv_events (ibv_cq/qp/srq.mutex)",
+	[SV_LOCK_STATSEG] = "statseg (engine/statseg.c seg_lock)",
 	[SV_LOCK_SHM_REG] = "shm_reg (link/shm.c reg_lock)",
 	[SV_LOCK_READLOCK_REG] = "readlock_reg (sv_readlock.reg)",
 	[SV_LOCK_PCAP] = "pcap (engine/pcap.c lock)",

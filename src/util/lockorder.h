@@ -138,6 +138,9 @@ enum sv_lock_rank {
 	/* struct ibv_cq/ibv_qp/ibv_srq .mutex (rdma-core's ABI): acked
 	 * event counts that destroys wait for (condition variable). */
 	SV_LOCK_IBV_EVENTS,
+	/* engine/statseg.c seg_lock: making the process's stats segment
+	 * (the registry directory is opened under it). */
+	SV_LOCK_STATSEG,
 	/* link/shm.c reg_lock: the process's registered rings (their
 	 * registry entries, removed at close and exit). */
 	SV_LOCK_SHM_REG,

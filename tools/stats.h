@@ -1,0 +1,7 @@
+/* `softverbs stats` (stats.c): argv after the command's name. */
+#ifndef SV_TOOLS_STATS_H
+#define SV_TOOLS_STATS_H
+
+int sv_cmd_stats(const char *prog, int argc, char **argv);
+
+#endif
