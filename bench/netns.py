@@ -255,9 +255,9 @@ class Netns:
         server = [self.softverbs, "run", "--", tool, "-x", gids[0]] + common
         client = [self.softverbs, "run", "--", tool, "-x", gids[1]] + \
             common + [ADDR[0]]
-        # perftest -D measures for its duration after a warm-up of about
-        # 2 s: sample the CPU inside that.
-        window = (2.5, 2.5 + self.seconds - 1) if cpu else None
+        # perftest -D measures for its duration after a warm-up; the
+        # client lives about duration + 1.5 s: sample the CPU inside.
+        window = (1.5, self.seconds + 0.5) if cpu else None
         out, c = self.pair(tag, server, client, port, cpu_window=window)
         fig = (B.parse_perftest_bw if bw else B.parse_perftest_lat)(out)
         if cpu and c:
