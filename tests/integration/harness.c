@@ -548,6 +548,28 @@ bool hx_fastpath_expected(void)
 	return c == '0';
 }
 
+bool hx_wait_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		int f = open(path, O_RDONLY);
+		ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
+
+		if (f >= 0)
+			close(f);
+		if (n > 0) {
+			buf[n] = 0;
+			p = strrchr(buf, ')');
+			if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
+				return true;
+		}
+		hx_msleep(2);
+	}
+	return false;
+}
+
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;

@@ -104,6 +104,9 @@ unsigned long long hx_ep_close_counter(struct hx_ep *ep, const char *name);
  * attach to its parent (ptrace_scope 1 allows the parent only; 2 and 3
  * neither). */
 bool hx_fastpath_expected(void);
+/* Wait (up to 1 s) until process pid is stopped (SIGSTOP: state T or t
+ * in /proc/PID/stat); false if it never is. */
+bool hx_wait_stopped(pid_t pid);
 enum ibv_qp_state hx_qp_state(struct ibv_qp *qp);
 enum ibv_qp_state hx_qp_state_wait(struct ibv_qp *qp, enum ibv_qp_state want,
 				   int timeout_ms);

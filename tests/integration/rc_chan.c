@@ -914,29 +914,6 @@ static void rnr_b(int fd)
 
 /* ---- dead_peer ------------------------------------------------------------ */
 
-static bool wait_stopped(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (i = 0; i < 500; i++) {
-		int f = open(path, O_RDONLY);
-		ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
-
-		if (f >= 0)
-			close(f);
-		if (n > 0) {
-			buf[n] = 0;
-			p = strrchr(buf, ')');
-			if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
-				return true;
-		}
-		hx_msleep(2);
-	}
-	return false;
-}
-
 /* Two small SENDs to a peer that consumes nothing: the first fails with
  * RETRY_EXC_ERR after (retry_cnt + 1) timeouts (3 x 67 ms) and well
  * within 10 s, then everything is flushed. */
@@ -992,7 +969,7 @@ static void dead_peer_a(int fd)
 	pid = (pid_t)hx_recv_u64(fd);
 	hx_sync(fd);
 	REQUIRE(kill(pid, SIGSTOP) == 0);
-	REQUIRE(wait_stopped(pid));
+	REQUIRE(hx_wait_stopped(pid));
 	dead_sends(&ep, 20);
 	REQUIRE(kill(pid, SIGCONT) == 0);
 
@@ -1006,7 +983,7 @@ static void dead_peer_a(int fd)
 	/* Longer than the 3 x 100 ms a silent peer gets. */
 	HX_EXPECT_NONE(ep.scq, 500);
 	REQUIRE(kill(pid, SIGSTOP) == 0);
-	REQUIRE(wait_stopped(pid));
+	REQUIRE(hx_wait_stopped(pid));
 	HX_EXPECT_T(ep.scq, NULL, 30, IBV_WC_RETRY_EXC_ERR, -1, -1, 10000);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	REQUIRE(kill(pid, SIGCONT) == 0);

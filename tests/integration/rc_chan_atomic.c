@@ -425,28 +425,6 @@ static void errors_b(int fd)
 
 /* ---- stopped ---------------------------------------------------------------- */
 
-static bool wait_stopped(pid_t pid)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (int i = 0; i < 500; i++) {
-		int f = open(path, O_RDONLY);
-		ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
-
-		if (f >= 0)
-			close(f);
-		if (n > 0) {
-			buf[n] = 0;
-			p = strrchr(buf, ')');
-			if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
-				return true;
-		}
-		hx_msleep(2);
-	}
-	return false;
-}
-
 static void stopped_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
@@ -465,7 +443,7 @@ static void stopped_a(int fd)
 	atomic_ok(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &r[0], ep.peer.addr, 1,
 		  0);
 	REQUIRE(kill(pid, SIGSTOP) == 0);
-	REQUIRE(wait_stopped(pid));
+	REQUIRE(hx_wait_stopped(pid));
 	t0 = hx_now_ms();
 	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
 				   IBV_SEND_SIGNALED, 2, &r[1], ep.mr->lkey,

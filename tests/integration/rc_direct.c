@@ -103,29 +103,6 @@ static void stats_on(void)
 
 /* ---- stopped ------------------------------------------------------------- */
 
-static bool wait_stopped(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (i = 0; i < 500; i++) {
-		int f = open(path, O_RDONLY);
-		ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
-
-		if (f >= 0)
-			close(f);
-		if (n > 0) {
-			buf[n] = 0;
-			p = strrchr(buf, ')');
-			if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
-				return true;
-		}
-		hx_msleep(2);
-	}
-	return false;
-}
-
 static void stopped_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
@@ -142,7 +119,7 @@ static void stopped_a(int fd)
 	pid = (pid_t)hx_recv_u64(fd);
 	hx_sync(fd); /* B's memory is ready */
 	REQUIRE(kill(pid, SIGSTOP) == 0);
-	REQUIRE(wait_stopped(pid));
+	REQUIRE(hx_wait_stopped(pid));
 
 	/* 1 MiB WRITE into the stopped process. */
 	hx_fill(ep.buf, MIB, 11);
@@ -681,7 +658,7 @@ static void *stopper_main(void *arg)
 		struct timespec t = { 0, (long)(rand_r(&seed) % 2000) * 1000 };
 
 		nanosleep(&t, NULL);
-		if (kill(k->pid, SIGSTOP) || !wait_stopped(k->pid))
+		if (kill(k->pid, SIGSTOP) || !hx_wait_stopped(k->pid))
 			k->ok = false;
 		hx_msleep(3);
 		if (kill(k->pid, SIGCONT))

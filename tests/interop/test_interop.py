@@ -22,6 +22,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -146,6 +147,10 @@ def capture(vectors=False):
             fail("peer.py did not start")
         vm.start()
         status, out = vm.wait(BOOT_TIMEOUT)
+        # The guest is off, every packet is on the tap: give tshark the
+        # time to read the last ones from its socket before it stops (it
+        # once missed the last of 45 that peer.py had received).
+        time.sleep(1.5)
         tshark.send_signal(signal.SIGINT)  # ends the file properly
         tshark.wait(timeout=30)
     print(out or "", end="")
