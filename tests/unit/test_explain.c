@@ -511,7 +511,13 @@ static void test_rate_limit(void)
 }
 
 /* The level: warnings by default (the checks above); off with rdma-core's
- * VERBS_LOG_LEVEL=1 (errors) or SOFTVERBS_LOG=0, which wins over it. */
+ * VERBS_LOG_LEVEL=1 (errors) or SOFTVERBS_LOG=0, which wins over it.  Each
+ * setting in a new process (this program again, with "levels-child"): the
+ * library reads the environment once per process, and a forked copy of
+ * this one, whose progress thread may hold a lock at the fork, must not
+ * use the library. */
+static const char *self_path;
+
 static int refusal_logged_with(const char *var, const char *val,
 			       const char *var2, const char *val2)
 {
@@ -520,22 +526,27 @@ static int refusal_logged_with(const char *var, const char *val,
 
 	REQUIRE(pid >= 0);
 	if (!pid) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
-		struct ibv_qp *qp;
-
-		/* A forked child reads the environment again (util/env.h). */
 		setenv(var, val, 1);
 		if (var2)
 			setenv(var2, val2, 1);
-		qp = new_qp(IBV_QPT_RC, NULL);
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE) != EINVAL)
-			_exit(2);
-		ibv_destroy_qp(qp);
-		_exit(0);
+		execl(self_path, self_path, "levels-child", (char *)NULL);
+		_exit(3);
 	}
 	REQUIRE(waitpid(pid, &st, 0) == pid);
 	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	return strstr(take_log(), "is not a transition") != NULL;
+}
+
+/* The child's part: one refused transition, logged or not. */
+static int levels_child(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+	struct ibv_qp *qp = new_qp(IBV_QPT_RC, NULL);
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE) != EINVAL)
+		return 2;
+	ibv_destroy_qp(qp);
+	return 0;
 }
 
 static void test_levels(void)
@@ -552,17 +563,22 @@ static void test_levels(void)
 				   "4"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct ibv_device **list;
-	int fd = mkstemp(log_path);
+	bool child = argc > 1 && !strcmp(argv[1], "levels-child");
+	int fd;
 
-	REQUIRE(fd >= 0);
-	close(fd);
-	/* Before the library's first line: the file is opened then. */
-	setenv("VERBS_LOG_FILE", log_path, 1);
-	unsetenv("SOFTVERBS_LOG");
-	unsetenv("VERBS_LOG_LEVEL");
+	self_path = "/proc/self/exe";
+	if (!child) {
+		fd = mkstemp(log_path);
+		REQUIRE(fd >= 0);
+		close(fd);
+		/* Before the library's first line: the file is opened then. */
+		setenv("VERBS_LOG_FILE", log_path, 1);
+		unsetenv("SOFTVERBS_LOG");
+		unsetenv("VERBS_LOG_LEVEL");
+	}
 	list = ibv_get_device_list(NULL);
 	REQUIRE(list && list[0]);
 	ctx = ibv_open_device(list[0]);
@@ -573,6 +589,15 @@ int main(void)
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(pd && cq && mr);
+	if (child) {
+		int rc = levels_child();
+
+		ibv_dereg_mr(mr);
+		ibv_destroy_cq(cq);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+		return rc;
+	}
 
 	test_create_qp();
 	test_modify_qp();
