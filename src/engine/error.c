@@ -10,6 +10,7 @@
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/stats.h"
+#include "engine/xmit.h"
 #include "util/lockorder.h"
 
 /* ---- errors and flushes -------------------------------------------------------------- */
@@ -50,6 +51,10 @@ void sv_qp_to_error(struct sv_qp_engine *qe, int event)
 {
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		return;
+	/* Packets queued before the error (a NAK above all) leave before
+	 * its completions can be seen: a program that exits on its error
+	 * completion must not take the peer's NAK with it. */
+	sv_tx_flush(qe->eng);
 	sv_paths_quiesce(qe); /* the engine's cursors from here */
 	atomic_store(&qe->state, IBV_QPS_ERR);
 	sv_paths_qp_state(qe);

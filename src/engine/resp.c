@@ -761,6 +761,9 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		SV_STAT(qe->eng, nak_sent);
 		sv_send_ack(qe, e->nak, c->pkt->psn);
 		qe->resp.ack_pending = false;
+		/* Out before the receive's error completion below: the
+		 * program may exit as soon as it sees it (sv_qp_to_error). */
+		sv_tx_flush(qe->eng);
 	}
 	if (qe->resp.have_wqe) {
 		struct ibv_wc wc;

@@ -503,7 +503,6 @@ static void rx_run(struct sv_qp_engine *qe)
 	} else if (r == RX_REFUSED) {
 		sv_qp_to_error(qe, event);
 	} else if (r == RX_FAILED || r == RX_FAULT) {
-		sv_push_recv_cqe(qe, &fail, false);
 		sv_qp_to_error(qe, r == RX_FAULT ? IBV_EVENT_QP_ACCESS_ERR :
 						   SV_ERR_NO_EVENT);
 		nak = fail.status == IBV_WC_LOC_LEN_ERR ?
@@ -517,6 +516,10 @@ static void rx_run(struct sv_qp_engine *qe)
 	    (!more || nak ||
 	     qe->chan.rx.head - qe->chan.rx_acked >= SV_CHAN_ACK_EVERY))
 		rx_ack(qe, nak);
+	/* The receive's error completion after the NAK: a program may exit
+	 * as soon as it sees it, and the sender must still learn why. */
+	if (r == RX_FAILED || r == RX_FAULT)
+		sv_push_recv_cqe(qe, &fail, false);
 	if (n)
 		qe->eng->watch_dirty = true; /* the next slot to watch */
 	if (bad) {
