@@ -49,6 +49,9 @@ struct sv_sock {
 	unsigned int udp_qps; /* QPs that may receive through UDP */
 	unsigned int rx_skip; /* busy passes since the last UDP receive */
 	bool rx_ready; /* epoll says datagrams wait (links.c, many sockets) */
+	/* The standard RoCE v2 endpoint (UDP 4791, links.c): owns no QP,
+	 * hands what it receives to the socket the destination QPN names. */
+	bool roce;
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */
@@ -82,6 +85,7 @@ struct sv_engine {
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */
+	struct sv_sock *roce; /* on socks too: SOFTVERBS_ROCE=standard */
 	struct list_head qps;
 	struct list_head timed; /* QPs with a timer armed (sv_qp_timer_arm) */
 	struct list_head work;

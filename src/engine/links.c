@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/device.h"
 #include "engine/eng.h"
@@ -38,6 +39,8 @@
 #include "engine/qpe.h"
 #include "engine/recv.h"
 #include "engine/stats.h"
+#include "link/roce.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define SV_UDP_EVERY 1024
@@ -101,6 +104,93 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	}
 	add_link(s, &sv_link_udp, &s->udp);
 	sv_paths_sock_open(eng, s);
+	return 0;
+}
+
+/* ---- the standard RoCE v2 endpoint ---------------------------------------- */
+
+bool sv_links_standard(void)
+{
+	static atomic_int mode; /* 0 not read, 1 QPN ports, 2 standard */
+	int m = atomic_load_explicit(&mode, memory_order_relaxed);
+
+	if (!m) {
+		const char *v = sv_env_roce();
+
+		m = !strcmp(v, "standard") ? 2 : 1;
+		if (*v && m == 1)
+			sv_warn("SOFTVERBS_ROCE=%s: not a mode (\"standard\" "
+				"is): QPN-derived ports",
+				v);
+		atomic_store_explicit(&mode, m, memory_order_relaxed);
+	}
+	return m == 2;
+}
+
+uint16_t sv_links_dport(uint32_t qpn)
+{
+	return sv_links_standard() ? SV_ROCE_PORT : sv_qpn_port(qpn);
+}
+
+struct sv_sock *sv_links_qpn_sock(struct sv_engine *eng, uint32_t qpn)
+{
+	uint16_t port = sv_qpn_port(qpn);
+	struct list_node *it;
+
+	/* A handful of sockets (256 QPs each): a walk is cheap enough for
+	 * the first form of the standard endpoint. */
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+		if (!s->roce && s->udp.port == port)
+			return s;
+	}
+	return NULL;
+}
+
+/* One socket on 4791 per network namespace: a second engine (another
+ * process, or another context of this one) cannot bind it, and
+ * SO_REUSEPORT without a router would hand each packet to a random one,
+ * so it is refused, saying who holds the port. */
+int sv_links_roce_open(struct sv_engine *eng)
+{
+	struct sv_sock *s;
+	char holder[160];
+	int err, fd;
+
+	if (eng->roce || !sv_links_standard())
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ENOMEM;
+	s->udp.rx = eng->rx;
+	s->udp.nrx = SV_RX_BATCH;
+	s->ring.fd = -1;
+	s->roce = true;
+	err = sv_roce_open(&s->udp, holder, sizeof(holder));
+	if (err) {
+		static atomic_bool said;
+
+		if (!atomic_exchange(&said, true))
+			sv_err("SOFTVERBS_ROCE=standard: cannot bind UDP %u: "
+			       "%s%s%s",
+			       SV_ROCE_PORT, strerror(err),
+			       err == EADDRINUSE ? "; " : "",
+			       err == EADDRINUSE ? holder : "");
+		free(s);
+		return err;
+	}
+	fd = s->udp.fd;
+	err = sv_engine_watch(eng, fd, s);
+	if (err) {
+		sv_udp_close(&s->udp);
+		free(s);
+		return err;
+	}
+	add_link(s, &sv_link_udp, &s->udp);
+	list_add_tail(&eng->socks, &s->node);
+	eng->nsocks++;
+	eng->roce = s;
 	return 0;
 }
 

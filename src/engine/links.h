@@ -14,6 +14,18 @@
 #include "link/link.h"
 
 void sv_links_engine_init(struct sv_engine *eng);
+
+/* SOFTVERBS_ROCE=standard: packets go to UDP 4791 at the peer, are taken
+ * from any source port, and arrive through the engine's socket on 4791
+ * (opened with its first QP: 0 or errno, EADDRINUSE when another
+ * endpoint holds the port, said once with who).  Otherwise the peer's
+ * port is the one its QPN names (proto/addr.h). */
+bool sv_links_standard(void);
+int sv_links_roce_open(struct sv_engine *eng);
+/* The UDP port a packet for QPN qpn goes to. */
+uint16_t sv_links_dport(uint32_t qpn);
+/* The engine socket that owns QPN qpn, or NULL. */
+struct sv_sock *sv_links_qpn_sock(struct sv_engine *eng, uint32_t qpn);
 /* Open a socket's endpoints: UDP (which chooses the port), then the shm
  * ring where the fast path is available.  0 or errno. */
 int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s);
