@@ -93,21 +93,25 @@ static void holder(char *why, size_t whylen)
 
 	if (!port_inode("/proc/net/udp", SV_ROCE_PORT, &inode) &&
 	    !port_inode("/proc/net/udp6", SV_ROCE_PORT, &inode)) {
-		snprintf(why, whylen, "held by a socket /proc/net/udp does "
-				      "not show");
+		snprintf(why, whylen,
+			 "held by a socket /proc/net/udp does "
+			 "not show");
 		return;
 	}
 	if (!inode) {
-		snprintf(why, whylen, "held by the kernel (rxe or another "
-				      "RoCE device in this namespace?)");
+		snprintf(why, whylen,
+			 "held by the kernel (rxe or another "
+			 "RoCE device in this namespace?)");
 		return;
 	}
 	pid = inode_pid(inode, comm, sizeof(comm));
 	if (pid)
 		snprintf(why, whylen, "held by pid %d (%s)", pid, comm);
 	else
-		snprintf(why, whylen, "held by another user's process "
-				      "(socket inode %lu)", inode);
+		snprintf(why, whylen,
+			 "held by another user's process "
+			 "(socket inode %lu)",
+			 inode);
 }
 
 int sv_roce_open(struct sv_udp_sock *s, char *why, size_t whylen)
