@@ -86,6 +86,17 @@ struct sv_engine {
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */
 	struct sv_sock *roce; /* on socks too: SOFTVERBS_ROCE=standard */
+	/* Standard mode while another engine holds 4791 and forwards our
+	 * packets into our rings: when to try to take the port over (ns;
+	 * 0: we hold it, or not standard mode). */
+	uint64_t roce_retry;
+	/* The rings the 4791 socket forwards to, one reference each. */
+#define SV_ROCE_FWD 8
+	struct {
+		uint16_t port;
+		struct sv_shm_peer *peer;
+	} roce_fwd[SV_ROCE_FWD];
+	unsigned int roce_fwd_next; /* the entry to replace next */
 	struct list_head qps;
 	struct list_head timed; /* QPs with a timer armed (sv_qp_timer_arm) */
 	struct list_head work;

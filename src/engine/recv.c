@@ -132,8 +132,11 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	}
 	/* The QPN names the socket (port) and the slot on it; what the
 	 * standard endpoint (UDP 4791) takes goes to that socket. */
-	if (s->roce && !(s = sv_links_qpn_sock(eng, pkt.qpn)))
-		s = eng->roce; /* no such socket: dropped below */
+	if (s->roce && !(s = sv_links_qpn_sock(eng, pkt.qpn))) {
+		if (sv_links_roce_forward(eng, pkt.qpn, buf, len, flow))
+			return; /* another engine's: in its ring */
+		s = eng->roce; /* nobody's: dropped below */
+	}
 	if (sv_qpn_port(pkt.qpn) != s->udp.port ||
 	    !(qe = s->slot[sv_qpn_slot(pkt.qpn)])) {
 		SV_STAT(eng, drop_no_qp);

@@ -1,9 +1,11 @@
 #!/bin/bash
 # SOFTVERBS_ROCE=standard: one endpoint per network namespace holds UDP
-# 4791.  In a namespace of its own (root), an ibv_rc_pingpong server in
-# standard mode takes the port; a second standard-mode process there must
-# fail to create its QP, with one error line naming the holder's pid and
-# command, and leave the holder's port alone.
+# 4791, and forwards to the others through their shm rings.  Without the
+# rings (SOFTVERBS_FASTPATH=0) nothing could reach a second process: in a
+# namespace of its own (root), an ibv_rc_pingpong server in standard mode
+# takes the port; a second standard-mode process there must fail to
+# create its QP, with one error line naming the holder's pid and command,
+# and leave the holder's port alone.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${SV_BUILD:-$(cd "$here/../../build" && pwd)}
@@ -26,7 +28,7 @@ trap cleanup EXIT
 ip netns add "$ns" && SV_NETNS_CREATED+=("$ns") && ip -n "$ns" link set lo up ||
 	{ echo "namespace setup failed"; exit 1; }
 in_ns=(ip netns exec "$ns")
-export SOFTVERBS_ROCE=standard
+export SOFTVERBS_ROCE=standard SOFTVERBS_FASTPATH=0
 
 "${in_ns[@]}" timeout -k 5 50 "${run[@]}" "$pp" -g 0 -p 18515 >"$tmp/server" 2>&1 &
 srv_pid=$!
