@@ -15,6 +15,9 @@
                                  ib_atomic_bw; both sides exit 0 with their
                                  figures, softverbs drops no ICRC
     test_interop.py sv_client    the same with softverbs as the clients
+    test_interop.py sv_shared    softverbs the servers, all at once: one
+                                 holds UDP 4791 and forwards to the
+                                 others, each exit hands it on
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -341,18 +344,25 @@ def stat(out, name):
 def test_verbs(sv_side):
     """Every TOOLS pair between softverbs on the host (standard mode) and
     rxe in the guest, in one boot: sv_side "server" (the guest's tools are
-    clients) or "client".  Each pair must exit 0 on both sides and
-    print its figures; softverbs must have verified rxe's ICRCs (by
-    solving for the IPv4 ID: icrc_id_solved) and dropped none."""
+    clients), "client", or "shared": softverbs the servers, all started
+    at once, so that one holds UDP 4791 and forwards to the others, and
+    each exit hands the port to another.  Each pair must exit 0 on both
+    sides and print its figures; softverbs must have verified rxe's ICRCs
+    (by solving for the IPv4 ID: icrc_id_solved) and dropped none."""
     guest = []
+    shared = sv_side == "shared"
     for i, (name, argv) in enumerate(TOOLS):
         port = TOOL_PORT + i
-        if sv_side == "server":
+        if sv_side in ("server", "shared"):
             # The host's server of this pair may not be up yet (the
-            # one before it still runs): again while refused.
+            # one before it still runs): again while refused.  Shared:
+            # the server of the pair before may just have left 4791,
+            # and its successor takes it within 200 ms; UC and UD lose
+            # what rxe sends meanwhile, so wait that out first.
             cmd = " ".join(tool_args(argv, "rxe0", "$GIDX", port,
                                      rig.HOST_ADDR))
             guest.append(
+                ("sleep 1; " if shared and i else "") +
                 f"n=0; while :; do timeout 120 {cmd} >{name}.txt 2>&1; "
                 f"s=$?; [ $s -eq 0 ] && break; "
                 f"grep -q \"Couldn't connect to\" {name}.txt || break; "
@@ -366,9 +376,35 @@ def test_verbs(sv_side):
     host = {}
     with rig.VM("; ".join(guest)) as vm:
         gidx = host_gid_index(vm)
+        servers = {}
+        if shared:
+            for i, (name, argv) in enumerate(TOOLS):
+                args = tool_args(argv, None, gidx, TOOL_PORT + i)
+                servers[name] = vm.spawn(*softverbs_cmd(args), env=SV_ENV,
+                                         stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT,
+                                         text=True)
+                # The first pair's server holds 4791 (the others wait
+                # for it): its exit after the first pair hands it on.
+                while not i and not subprocess.run(
+                        vm.in_ns("ss", "-Hlun", "sport = :4791"),
+                        capture_output=True, text=True).stdout:
+                    if servers[name].poll() is not None:
+                        fail("the first server exited: "
+                             + servers[name].communicate()[0])
+                    time.sleep(0.05)
         vm.start()
         start = time.monotonic()
         for i, (name, argv) in enumerate(TOOLS):
+            if shared:
+                try:
+                    hout = servers[name].communicate(
+                        timeout=max(5, BOOT_TIMEOUT * 3 -
+                                    (time.monotonic() - start)))[0]
+                    host[name] = (servers[name].returncode, hout)
+                except subprocess.TimeoutExpired:
+                    host[name] = (None, "timed out")
+                continue
             port = TOOL_PORT + i
             # The first waits for the boot, the rest for one run each.
             deadline = time.monotonic() + (BOOT_TIMEOUT if i == 0 else 150)
@@ -412,6 +448,15 @@ def test_verbs(sv_side):
         fail("failed: " + ", ".join(failed), vm)
     if dropped or not solved:
         fail(f"softverbs dropped {dropped} ICRCs, solved {solved}")
+    if shared:
+        fwd = sum(stat(h, "roce_forwarded") for _, h in host.values())
+        ring = sum(stat(h, "shm_rx_pkts") for _, h in host.values())
+        took = sum(stat(h, "roce_takeover") for _, h in host.values())
+        print(f"interop: shared 4791: {fwd} packets forwarded, {ring} "
+              f"received through rings, {took} takeovers")
+        if not fwd or not ring or not took:
+            fail("the servers did not share 4791 (forwarded, received "
+                 "through rings and taken over)")
     print("interop: PASS")
 
 
@@ -433,7 +478,7 @@ def main(argv):
             test_rc_pingpong()
         elif what == "inject":
             test_inject()
-        elif what in ("sv_server", "sv_client"):
+        elif what in ("sv_server", "sv_client", "sv_shared"):
             test_verbs(what[3:])
         elif what == "capture":
             capture("--vectors" in argv)
