@@ -15,9 +15,10 @@
                                  ib_atomic_bw; both sides exit 0 with their
                                  figures, softverbs drops no ICRC
     test_interop.py sv_client    the same with softverbs as the clients
-    test_interop.py sv_shared    softverbs the servers, all at once: one
-                                 holds UDP 4791 and forwards to the
-                                 others, each exit hands it on
+    test_interop.py sv_shared    softverbs the servers, all at once, an
+                                 idle process holding UDP 4791 forwards
+                                 the pingpongs' packets to their rings,
+                                 then leaves: the SRQ server takes over
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -345,8 +346,9 @@ def test_verbs(sv_side):
     """Every TOOLS pair between softverbs on the host (standard mode) and
     rxe in the guest, in one boot: sv_side "server" (the guest's tools are
     clients), "client", or "shared": softverbs the servers, all started
-    at once, so that one holds UDP 4791 and forwards to the others, and
-    each exit hands the port to another.  Each pair must exit 0 on both
+    at once after an idle process that holds UDP 4791 and forwards the
+    pingpongs' packets into their rings; it leaves after the UD pair and
+    the SRQ pair's server takes the port over.  Each pair must exit 0 on both
     sides and print its figures; softverbs must have verified rxe's ICRCs
     (by solving for the IPv4 ID: icrc_id_solved) and dropped none."""
     guest = []
@@ -355,14 +357,10 @@ def test_verbs(sv_side):
         port = TOOL_PORT + i
         if sv_side in ("server", "shared"):
             # The host's server of this pair may not be up yet (the
-            # one before it still runs): again while refused.  Shared:
-            # the server of the pair before may just have left 4791,
-            # and its successor takes it within 200 ms; UC and UD lose
-            # what rxe sends meanwhile, so wait that out first.
+            # one before it still runs): again while refused.
             cmd = " ".join(tool_args(argv, "rxe0", "$GIDX", port,
                                      rig.HOST_ADDR))
             guest.append(
-                ("sleep 1; " if shared and i else "") +
                 f"n=0; while :; do timeout 120 {cmd} >{name}.txt 2>&1; "
                 f"s=$?; [ $s -eq 0 ] && break; "
                 f"grep -q \"Couldn't connect to\" {name}.txt || break; "
@@ -378,32 +376,48 @@ def test_verbs(sv_side):
         gidx = host_gid_index(vm)
         servers = {}
         if shared:
+            # An idle holder of 4791 first (a standard-mode server on a
+            # port nobody connects to), then the nine servers: the
+            # pingpongs' engines exist from the start and get their
+            # packets through the holder; perftest makes its QPs when
+            # its client connects.
+            idle = vm.spawn(*softverbs_cmd(["ibv_rc_pingpong", "-g",
+                                            str(gidx), "-p", "18599"]),
+                            env=SV_ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+            while not subprocess.run(vm.in_ns("ss", "-Hlun",
+                                              "sport = :4791"),
+                                     capture_output=True,
+                                     text=True).stdout:
+                if idle.poll() is not None:
+                    fail("the idle holder of 4791 exited")
+                time.sleep(0.05)
             for i, (name, argv) in enumerate(TOOLS):
                 args = tool_args(argv, None, gidx, TOOL_PORT + i)
-                servers[name] = vm.spawn(*softverbs_cmd(args), env=SV_ENV,
-                                         stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT,
-                                         text=True)
-                # The first pair's server holds 4791 (the others wait
-                # for it): its exit after the first pair hands it on.
-                while not i and not subprocess.run(
-                        vm.in_ns("ss", "-Hlun", "sport = :4791"),
-                        capture_output=True, text=True).stdout:
-                    if servers[name].poll() is not None:
-                        fail("the first server exited: "
-                             + servers[name].communicate()[0])
-                    time.sleep(0.05)
+                # Into a file, kept with the run's folder on failure.
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          "w") as f:
+                    servers[name] = vm.spawn(*softverbs_cmd(args),
+                                             env=SV_ENV, stdout=f,
+                                             stderr=subprocess.STDOUT)
         vm.start()
         start = time.monotonic()
         for i, (name, argv) in enumerate(TOOLS):
             if shared:
                 try:
-                    hout = servers[name].communicate(
-                        timeout=max(5, BOOT_TIMEOUT * 3 -
-                                    (time.monotonic() - start)))[0]
-                    host[name] = (servers[name].returncode, hout)
+                    servers[name].wait(timeout=max(
+                        5, BOOT_TIMEOUT * 3 - (time.monotonic() - start)))
                 except subprocess.TimeoutExpired:
-                    host[name] = (None, "timed out")
+                    pass
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          errors="replace") as f:
+                    host[name] = (servers[name].poll(), f.read())
+                if name == "ud_pingpong":
+                    # The holder leaves before an RC pair (srq): UC
+                    # and UD would lose what rxe sends until the next
+                    # holder binds; RC retransmits it.  The srq server
+                    # is the one engine left waiting to take over.
+                    idle.kill()
                 continue
             port = TOOL_PORT + i
             # The first waits for the boot, the rest for one run each.
@@ -449,14 +463,15 @@ def test_verbs(sv_side):
     if dropped or not solved:
         fail(f"softverbs dropped {dropped} ICRCs, solved {solved}")
     if shared:
-        fwd = sum(stat(h, "roce_forwarded") for _, h in host.values())
-        ring = sum(stat(h, "shm_rx_pkts") for _, h in host.values())
-        took = sum(stat(h, "roce_takeover") for _, h in host.values())
-        print(f"interop: shared 4791: {fwd} packets forwarded, {ring} "
-              f"received through rings, {took} takeovers")
-        if not fwd or not ring or not took:
-            fail("the servers did not share 4791 (forwarded, received "
-                 "through rings and taken over)")
+        ring = {n: stat(host[n][1], "shm_rx_pkts")
+                for n in ("rc_pingpong", "uc_pingpong", "ud_pingpong")}
+        took = stat(host["srq_pingpong"][1], "roce_takeover")
+        print(f"interop: shared 4791: received through the holder's "
+              f"forwarding {ring}; srq_pingpong's server took the port "
+              f"over {took} time(s)")
+        if not all(ring.values()) or took != 1:
+            fail("the servers did not share 4791 (forwarded packets, "
+                 "then one takeover)")
     print("interop: PASS")
 
 
