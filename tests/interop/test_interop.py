@@ -134,6 +134,67 @@ def roce_packets(pcap):
         yield ip, udp, fr[14 + ihl + 8:14 + ihl + ulen]
 
 
+def start_tshark(vm, pcap):
+    """tshark writing the tap's packets to pcap, once it captures."""
+    tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
+                      "-w", pcap, stderr=subprocess.PIPE, text=True)
+    lines = []  # a warning about root, then "Capturing on 'tap0'"
+    while not lines or "Capturing on" not in lines[-1]:
+        lines.append(tshark.stderr.readline())
+        if not lines[-1]:
+            fail("tshark did not start: " + "".join(lines))
+    return tshark
+
+
+def stop_tshark(tshark):
+    # The guest is off, every packet is on the tap: give tshark the time
+    # to read the last ones from its socket before it stops (it once
+    # missed the last of 45 that peer.py had received).
+    time.sleep(1.5)
+    tshark.send_signal(signal.SIGINT)  # ends the file properly
+    tshark.wait(timeout=60)
+
+
+def check_sent(pcap):
+    """What softverbs sent rxe, as the tap carried it: every packet from
+    the host to UDP 4791 decodes as InfiniBand with nothing malformed,
+    has a plain IPv4 header (no options, DF, ID 0) and a right ICRC."""
+    flt = f"ip.src == {rig.HOST_ADDR} && udp.dstport == 4791"
+    rows = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", flt, "-T", "fields", "-e",
+         "frame.protocols"], capture_output=True, text=True,
+        check=True).stdout.splitlines()
+    # crtp off: tshark takes a 2-byte RDMA WRITE payload (ib_write_lat
+    # -s 2) for an ethertype and then for compressed RTP, and calls it
+    # malformed, in rxe's packets as in ours.
+    bad = subprocess.run(
+        ["tshark", "--disable-protocol", "crtp", "-r", pcap, "-Y",
+         f"({flt}) && (_ws.malformed || _ws.expert.severity >= error)"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    if not rows:
+        fail("tshark saw no packet from softverbs to UDP 4791")
+    if any(":infiniband" not in r for r in rows):
+        fail("softverbs' packets to 4791 not all decoded as InfiniBand")
+    if bad:
+        fail("tshark flags softverbs' packets:\n" + "\n".join(bad[:20]))
+    n = 0
+    for ip, udp, payload in roce_packets(pcap):
+        if ip[12:16] != bytes(map(int, rig.HOST_ADDR.split("."))):
+            continue
+        n += 1
+        if len(ip) != 20 or ip[0] != 0x45 or not ones_complement_ok(ip):
+            fail("softverbs sent an IPv4 header with options or a bad "
+                 "checksum")
+        if ip[4:6] != b"\0\0" or not ip[6] & 0x40:
+            fail("softverbs sent a packet without ID 0 and DF")
+        have = struct.unpack("<I", payload[-4:])[0]
+        if have != icrc(ip, udp, payload[:-4]):
+            fail(f"softverbs sent a wrong ICRC {have:#010x}")
+    print(f"interop: tshark: {n} packets from softverbs to UDP 4791, all "
+          f"InfiniBand, none malformed, plain IPv4 (ID 0, DF), every "
+          f"ICRC right")
+
+
 def capture(vectors=False):
     # Nothing answers: ud_pingpong waits for a reply and rc_pingpong
     # retransmits (rxe treats retry_cnt 7 as "forever") until killed.
@@ -144,13 +205,7 @@ def capture(vectors=False):
     with rig.VM(cmd) as vm:
         pcap = os.path.join(vm.tmp, "tap0.pcap")
         got = os.path.join(vm.tmp, "peer.txt")
-        tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
-                          "-w", pcap, stderr=subprocess.PIPE, text=True)
-        lines = []  # a warning about root, then "Capturing on 'tap0'"
-        while not lines or "Capturing on" not in lines[-1]:
-            lines.append(tshark.stderr.readline())
-            if not lines[-1]:
-                fail("tshark did not start: " + "".join(lines))
+        tshark = start_tshark(vm, pcap)
         peer = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
                         "serve", rig.HOST_ADDR, got, stdout=subprocess.PIPE,
                         text=True)
@@ -158,12 +213,7 @@ def capture(vectors=False):
             fail("peer.py did not start")
         vm.start()
         status, out = vm.wait(BOOT_TIMEOUT)
-        # The guest is off, every packet is on the tap: give tshark the
-        # time to read the last ones from its socket before it stops (it
-        # once missed the last of 45 that peer.py had received).
-        time.sleep(1.5)
-        tshark.send_signal(signal.SIGINT)  # ends the file properly
-        tshark.wait(timeout=30)
+        stop_tshark(tshark)
     print(out or "", end="")
     if status is None:
         fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
@@ -375,6 +425,10 @@ def test_verbs(sv_side):
     with rig.VM("; ".join(guest)) as vm:
         gidx = host_gid_index(vm)
         servers = {}
+        pcap = tshark = None
+        if sv_side == "server":
+            pcap = os.path.join(vm.tmp, "tap0.pcap")
+            tshark = start_tshark(vm, pcap)
         if shared:
             # An idle holder of 4791 first (a standard-mode server on a
             # port nobody connects to), then the nine servers: the
@@ -437,8 +491,12 @@ def test_verbs(sv_side):
                 host[name] = host_run(vm, args, deadline)
         status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
                                   (time.monotonic() - start)))
+        if tshark:
+            stop_tshark(tshark)
     out = out or ""
     print(out, end="")
+    if pcap:
+        check_sent(pcap)
     failed = []
     solved = dropped = 0
     for name, argv in TOOLS:
