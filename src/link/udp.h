@@ -37,6 +37,8 @@ struct sv_udp_sock {
 
 /* Open a socket with an ephemeral port.  0 or errno. */
 int sv_udp_open(struct sv_udp_sock *s);
+/* The same bound to a given port (0: ephemeral).  0 or errno. */
+int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
 void sv_udp_close(struct sv_udp_sock *s);
 
 /* One datagram of a receive batch. */

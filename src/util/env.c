@@ -149,6 +149,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "shorthand for SOFTVERBS_FAULT='drop=N%' (packets "
 			"sent)",
 	},
+	[SV_ENV_ROCE] = {
+		.name = "SOFTVERBS_ROCE",
+		.kind = SV_ENV_TEXT,
+		.off = VAR(roce),
+		.values = "standard",
+		.dflt = "QPN ports",
+		.what = "standard RoCE v2 (rxe, NICs): UDP 4791, any source "
+			"port (docs/interop.md)",
+	},
 };
 
 static void parse_dir(char *out, const char *s, const char *dflt)
