@@ -287,9 +287,7 @@ void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
  * from loss. */
 static uint64_t probe_base(struct sv_qp_engine *qe)
 {
-	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
-
-	return ns < SV_PROBE_MIN_NS ? SV_PROBE_MIN_NS : ns;
+	return sv_rtt_rto(&qe->comp.rtt, SV_PROBE_MIN_NS, SV_PROBE_NS);
 }
 
 void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
@@ -384,7 +382,9 @@ static void progress_from(struct sv_qp_engine *qe, uint32_t before)
  * sent before it: not a new loss. */
 static uint64_t dupack_guard(struct sv_qp_engine *qe)
 {
-	return qe->comp.srtt ? 2 * qe->comp.srtt + 100000 : 1000000;
+	const struct sv_rtt *r = &qe->comp.rtt;
+
+	return r->srtt ? 2 * r->srtt + 100000 : 1000000;
 }
 
 static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
@@ -394,7 +394,8 @@ static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
 	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
 		return;
 	s = sv_eng_now(qe->eng) - qe->comp.rtt_t;
-	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
+	sv_rtt_sample(&qe->comp.rtt, s);
+	SV_STAT(qe->eng, rtt_samples);
 	qe->comp.rtt_t = 0;
 }
 

@@ -15,6 +15,7 @@
 #include "engine/eng.h"
 #include "engine/path.h"
 #include "engine/pcap.h"
+#include "engine/rtt.h"
 #include "engine/statseg.h"
 #include "link/chan.h"
 #include "proto/addr.h"
@@ -190,7 +191,7 @@ struct sv_qp_engine {
 		uint32_t retried_psn; /* implied-NAK retry already issued here */
 		bool retried;
 		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
-		uint64_t srtt; /* ns, smoothed round trip (0: no sample yet) */
+		struct sv_rtt rtt; /* round trip (engine/rtt.h) */
 		uint64_t rtt_t; /* ns: when rtt_psn was sent, 0 = none timed */
 		uint32_t rtt_psn;
 	} comp;

@@ -142,6 +142,15 @@ static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
 		qe->req.max_psn = qe->req.psn;
 }
 
+/* The packet with PSN req.psn went out again.  Karn's rule: an ACK of
+ * the PSN being timed could now answer either copy, so no sample. */
+static void resent(struct sv_qp_engine *qe)
+{
+	SV_STAT(qe->eng, retrans_pkts);
+	if (qe->comp.rtt_t && qe->comp.rtt_psn == qe->req.psn)
+		qe->comp.rtt_t = 0;
+}
+
 /* Move req past a WQE: the next PSN is the one after its range. */
 static void wqe_passed(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
@@ -264,6 +273,8 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			}
 		}
 		sv_tx_finish(qe, t);
+		if (rc && sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+			resent(qe);
 		psn_sent(qe, 1);
 		if (off + pay > wqe->sent)
 			wqe->sent = off + pay;
@@ -326,6 +337,8 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_reth_set_len(h, len);
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
+	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+		resent(qe);
 	psn_sent(qe, npkts(len, qe->pmtu));
 	wqe->sent += len;
 	if (wqe->sent > wqe->rd_end)
@@ -355,6 +368,8 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
+	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+		resent(qe);
 	psn_sent(qe, 1);
 	(*budget)--;
 	arm_timer(qe);
