@@ -13,6 +13,7 @@
 
 #include "core/objects.h"
 #include "engine/eng.h"
+#include "engine/limits.h"
 #include "engine/path.h"
 #include "engine/pcap.h"
 #include "engine/rtt.h"
@@ -191,9 +192,11 @@ struct sv_qp_engine {
 		uint32_t retried_psn; /* implied-NAK retry already issued here */
 		bool retried;
 		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
+		/* The peer's ACKs say it keeps out-of-order packets (wire.h,
+		 * SV_SACK_MAX): its NAKs name the holes to resend. */
+		bool sack_peer;
 		struct sv_rtt rtt; /* round trip (engine/rtt.h) */
-		uint64_t rtt_t; /* ns: when rtt_psn was sent, 0 = none timed */
-		uint32_t rtt_psn;
+		struct sv_rtt_ring rtt_sent; /* packets being timed */
 	} comp;
 
 	/* responder */
@@ -225,6 +228,21 @@ struct sv_qp_engine {
 		uint32_t nres, res_next;
 		struct sv_reply replies[SV_REPLY_Q];
 		uint32_t reply_head, reply_tail;
+		/* Selective retransmission (resp.c, "Out-of-order packets"):
+		 * packets of the RDMA WRITE in progress placed ahead of psn,
+		 * bit psn % SV_WINDOW_MAX; nkept of them, the WRITE's last
+		 * packet among them (kept_end); hi_psn, the newest PSN seen
+		 * ahead of psn (valid while ahead). */
+		uint64_t kept[SV_WINDOW_MAX / 64];
+		uint32_t nkept;
+		bool kept_end;
+		bool ahead;
+		uint32_t hi_psn;
+		/* The requester resends holes only (its requests say so):
+		 * the next gap is NAKed at once, unless it is still part of
+		 * the PSNs before nak_end, which the last NAK asked for. */
+		bool peer_sack;
+		uint32_t nak_end;
 		/* fault injection (inject.c): the last request counted, and
 		 * a responder silenced by a forced retry-exceeded */
 		bool inj_seen;

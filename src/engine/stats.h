@@ -34,6 +34,8 @@
 	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
 	X(rtt_samples, "round-trip samples taken (engine/rtt.h)")           \
 	X(retrans_pkts, "request packets sent again (any resend)")          \
+	X(ooo_kept, "out-of-order WRITE packets placed ahead (selective)")  \
+	X(sack_resend, "selective resends (a hole, not go-back-N)")         \
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \
 	X(ack_sent, "ACKs sent")                                             \

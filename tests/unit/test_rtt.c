@@ -1,12 +1,56 @@
 /*
  * The round-trip estimate and its timeout (engine/rtt.h, RFC 6298): the
  * first sample, the smoothing of later ones, the variance term, the
- * scheduler granularity and the floor.
+ * scheduler granularity and the floor; and which send time an ACK is
+ * timed against.
  */
 #include "check.h"
 #include "engine/rtt.h"
 
 #define US 1000ull
+
+/* The send times: an ACK is timed against the newest packet it covers;
+ * a resend forgets that PSN and those after it (Karn); a PSN wrap. */
+static void ring(void)
+{
+	struct sv_rtt_ring q = { 0 };
+	uint64_t s = 0;
+	int i;
+
+	CHECK(!sv_rtt_acked(&q, 10, 100, &s));
+	sv_rtt_sent(&q, 10, 1000);
+	sv_rtt_sent(&q, 20, 2000);
+	sv_rtt_sent(&q, 30, 3000);
+	/* Coalesced: the ACK of 25 answers the packet with PSN 20. */
+	CHECK(sv_rtt_acked(&q, 25, 2500, &s));
+	CHECK_EQ(s, 500);
+	CHECK_EQ(q.n, 1);
+	/* Nothing newer covered: no sample. */
+	CHECK(!sv_rtt_acked(&q, 29, 9000, &s));
+	/* 30 resent: its ACK may have waited for the resend. */
+	sv_rtt_forget(&q, 30);
+	CHECK_EQ(q.n, 0);
+	CHECK(!sv_rtt_acked(&q, 30, 9000, &s));
+	/* A resend forgets the PSNs after it too, not those before. */
+	sv_rtt_sent(&q, 40, 100);
+	sv_rtt_sent(&q, 50, 200);
+	sv_rtt_forget(&q, 45);
+	CHECK_EQ(q.n, 1);
+	CHECK(sv_rtt_acked(&q, 60, 400, &s));
+	CHECK_EQ(s, 300);
+	/* Full: the oldest make room. */
+	for (i = 0; i < SV_RTT_RING + 3; i++)
+		sv_rtt_sent(&q, 100 + (uint32_t)i, 1000 + (uint64_t)i);
+	CHECK_EQ(q.n, SV_RTT_RING);
+	CHECK_EQ(q.psn[0], 103);
+	/* Across the 24-bit wrap. */
+	q.n = 0;
+	sv_rtt_sent(&q, SV_PSN_MASK, 10);
+	sv_rtt_sent(&q, 1, 20);
+	CHECK(sv_rtt_acked(&q, 0, 50, &s));
+	CHECK_EQ(s, 40);
+	CHECK_EQ(q.n, 1);
+}
 
 int main(void)
 {
@@ -47,5 +91,6 @@ int main(void)
 	r = (struct sv_rtt){ 0 };
 	sv_rtt_sample(&r, 0);
 	CHECK(r.srtt > 0);
+	ring();
 	return check_done();
 }
