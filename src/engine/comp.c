@@ -253,11 +253,22 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 
 /* ---- congestion control -------------------------------------------------- */
 
-/* Slow start below ssthresh, then one more packet per window
- * acknowledged; a loss halves the window, a timeout starts over from the
- * minimum. */
+/* Loss-based AIMD as TCP NewReno (RFC 6582) does it, per QP: slow start
+ * below ssthresh, then one more packet per window acknowledged; a loss
+ * halves the window once per episode (the losses of one window are one
+ * congestion event, and selective retransmission reports each hole on its
+ * own: halving for each took the window to its minimum under 1% loss),
+ * with no growth until the episode ends; a timeout starts over from the
+ * minimum.  The window counts PSNs from the oldest unacknowledged one,
+ * so packets the responder kept past a hole still count until it is
+ * filled. */
 static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 {
+	if (qe->cc_recovering) {
+		if (sv_psn_diff(qe->comp.psn, qe->cc_recover) < 0)
+			return;
+		qe->cc_recovering = false;
+	}
 	if (qe->cwnd < qe->ssthresh) {
 		qe->cwnd += n;
 	} else {
@@ -273,10 +284,16 @@ static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 
 void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
 {
+	if (!timeout && qe->cc_recovering &&
+	    sv_psn_diff(qe->comp.psn, qe->cc_recover) < 0)
+		return; /* the same episode */
+	SV_STAT(qe->eng, cc_cuts);
 	qe->ssthresh =
 		qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
 	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
 	qe->cwnd_acc = 0;
+	qe->cc_recovering = true;
+	qe->cc_recover = qe->req.max_psn;
 }
 
 /* ---- timers: progress, probe, retry -------------------------------------- */

@@ -110,6 +110,10 @@ struct sv_qp_engine {
 	uint32_t cwnd; /* packets: congestion window (<= window) */
 	uint32_t ssthresh;
 	uint32_t cwnd_acc; /* PSNs acknowledged towards cwnd + 1 */
+	/* A loss episode: cut once, until everything sent before the first
+	 * loss (cc_recover) is acknowledged (comp.c, sv_cc_loss). */
+	bool cc_recovering;
+	uint32_t cc_recover;
 	uint32_t qkey;
 	uint32_t access; /* qp_access_flags */
 	uint8_t min_rnr_timer;

@@ -21,9 +21,8 @@
  * requester's socket with responses.
  *
  * How much is in flight is limited by a congestion window (cwnd, AIMD
- * with slow start as in TCP Reno, halved on each loss) inside the window
- * the peer's socket buffer allows: go-back-N wastes what follows a loss,
- * so under loss a smaller window wastes less.
+ * with slow start as in TCP NewReno, halved once per loss episode: comp.c)
+ * inside the window the peer's socket buffer allows.
  */
 #include "core/mw.h"
 #include "engine/comp.h"

@@ -36,6 +36,7 @@
 	X(retrans_pkts, "request packets sent again (any resend)")          \
 	X(ooo_kept, "out-of-order WRITE packets placed ahead (selective)")  \
 	X(sack_resend, "selective resends (a hole, not go-back-N)")         \
+	X(cc_cuts, "congestion window cuts (one per loss episode)")        \
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \
 	X(ack_sent, "ACKs sent")                                             \

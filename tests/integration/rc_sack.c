@@ -165,6 +165,7 @@ static void gobackn_b(int fd)
 }
 
 static const struct hx_case cases[] = { HX_CASE(selective, 90),
-					HX_CASE(gobackn, 90), { 0 } };
+					HX_CASE(gobackn, 90),
+					{ 0 } };
 
 HX_MAIN(cases)
