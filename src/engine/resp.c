@@ -873,8 +873,8 @@ static void keep(struct resp_ctx *c)
 }
 
 /* The expected PSN was just handled: move past the packets already
- * placed, then NAK the next gap (a new one: IBA's one NAK per gap holds)
- * or acknowledge. */
+ * placed and acknowledge them (next_hole may turn it into a NAK of the
+ * next gap). */
 static void kept_advance(struct sv_qp_engine *qe)
 {
 	bool moved = false;
