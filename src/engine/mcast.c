@@ -378,7 +378,8 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 		SV_STAT(eng, drop_malformed);
 		return mc_drop(eng, r, "malformed");
 	}
-	if (!r->flow.dst.family || !sv_icrc_check(&r->flow, r->buf, r->len)) {
+	if (!r->flow.dst.family ||
+	    !sv_icrc_check(&r->flow, r->buf, r->len, NULL)) {
 		SV_STAT(eng, drop_icrc);
 		return mc_drop(eng, r, "bad ICRC");
 	}

@@ -118,9 +118,17 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		SV_STAT(eng, drop_icrc);
 		return drop(eng, buf, len, "bad ICRC (corrupted on purpose)");
 	}
-	if (!shm && (!flow->dst.family || !sv_icrc_check(flow, buf, len))) {
-		SV_STAT(eng, drop_icrc);
-		return drop(eng, buf, len, "bad ICRC");
+	if (!shm) {
+		enum sv_icrc_match m =
+			flow->dst.family ? sv_icrc_check(flow, buf, len, NULL) :
+					   SV_ICRC_BAD;
+
+		if (m == SV_ICRC_BAD) {
+			SV_STAT(eng, drop_icrc);
+			return drop(eng, buf, len, "bad ICRC");
+		}
+		if (m == SV_ICRC_SOLVED)
+			SV_STAT(eng, icrc_id_solved);
 	}
 	/* The QPN names the socket (port) and the slot on it. */
 	if (sv_qpn_port(pkt.qpn) != s->udp.port ||

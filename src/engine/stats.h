@@ -44,6 +44,7 @@
 	X(nak_rcvd, "error NAKs received")                                   \
 	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
 	X(drop_icrc, "dropped: bad ICRC")                                    \
+	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (not softverbs)") \
 	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
 	X(drop_qp_state, "dropped: QP not in a receiving state")             \
 	X(drop_transport, "dropped: opcode of another transport")            \

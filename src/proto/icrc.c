@@ -17,6 +17,7 @@
 
 #include <endian.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "proto/ip.h"
 #include "proto/wire.h"
@@ -77,12 +78,111 @@ void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len)
 	memcpy(pkt + len - SV_ICRC_BYTES, &crc, 4);
 }
 
-bool sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt, uint32_t len)
+/* ---- an unknown IPv4 ID ----------------------------------------------------
+ *
+ * With every other covered byte known, the ICRC is an affine function of
+ * the 16 ID bits: icrc(id) = icrc(0) ^ M id, where column i of M is what
+ * flipping ID bit i does to the CRC.  That depends only on how many
+ * covered bytes follow the ID, i.e. on the packet length, so the columns
+ * are derived once per length (each bit's one-byte CRC difference shifted
+ * over the bytes after it) and kept in a small per-thread cache together
+ * with their elimination (a basis in echelon form, each row with the ID
+ * bits it combines).  The CRC-32 polynomial detects every burst of up to
+ * 32 bits, so the 16 columns are independent and a match is one ID. */
+
+#define ID_OFFSET (8 + 4) /* masked LRH, then the IPv4 ID at byte 4 */
+#define ID_BITS 16
+#define ID_CACHE 4
+
+struct id_basis {
+	uint32_t covered; /* bytes covered by the ICRC; 0: empty entry */
+	uint32_t row[ID_BITS]; /* reduced rows of M */
+	uint32_t pivot[ID_BITS]; /* each row's leading bit */
+	uint16_t bits[ID_BITS]; /* the ID bits each row combines */
+	unsigned int rank;
+};
+
+static void basis_build(struct id_basis *b, uint32_t covered)
 {
-	uint32_t got;
+	static const uint8_t zero;
+
+	memset(b, 0, sizeof(*b));
+	b->covered = covered;
+	for (unsigned int i = 0; i < ID_BITS; i++) {
+		/* ID bit i: bits 15..8 in the first byte (network order). */
+		uint8_t v = (uint8_t)(1u << (i & 7));
+		uint32_t after = covered - ID_OFFSET - 1 - (i < 8);
+		uint32_t col = sv_crc32_shift(
+			sv_crc32(0, &v, 1) ^ sv_crc32(0, &zero, 1), after);
+		uint16_t bits = (uint16_t)(1u << i);
+
+		for (unsigned int r = 0; r < b->rank; r++)
+			if (col & b->pivot[r]) {
+				col ^= b->row[r];
+				bits ^= b->bits[r];
+			}
+		if (!col)
+			continue; /* dependent: cannot happen for CRC-32 */
+		b->row[b->rank] = col;
+		b->pivot[b->rank] = col & -col;
+		b->bits[b->rank] = bits;
+		b->rank++;
+	}
+}
+
+static const struct id_basis *basis_for(uint32_t covered)
+{
+	static _Thread_local struct id_basis cache[ID_CACHE];
+	static _Thread_local unsigned int next;
+	unsigned int i;
+
+	for (i = 0; i < ID_CACHE; i++)
+		if (cache[i].covered == covered)
+			return &cache[i];
+	i = next++ % ID_CACHE;
+	basis_build(&cache[i], covered);
+	return &cache[i];
+}
+
+/* The ID whose ICRC is `want`, given the ICRC with ID 0: false if none. */
+static bool solve_id(uint32_t covered, uint32_t diff, uint16_t *id)
+{
+	const struct id_basis *b = basis_for(covered);
+	uint16_t bits = 0;
+
+	for (unsigned int r = 0; r < b->rank; r++)
+		if (diff & b->pivot[r]) {
+			diff ^= b->row[r];
+			bits ^= b->bits[r];
+		}
+	if (diff)
+		return false;
+	*id = bits;
+	return true;
+}
+
+enum sv_icrc_match sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
+				 uint32_t len, uint16_t *ip_id)
+{
+	uint32_t got, want;
+	uint16_t id;
 
 	if (len < SV_BTH_BYTES + SV_ICRC_BYTES)
-		return false;
+		return SV_ICRC_BAD;
 	memcpy(&got, pkt + len - SV_ICRC_BYTES, 4);
-	return le32toh(got) == sv_icrc_compute(flow, pkt, len);
+	got = le32toh(got);
+	want = sv_icrc_compute(flow, pkt, len);
+	if (got == want) {
+		if (ip_id)
+			*ip_id = 0;
+		return SV_ICRC_EXACT;
+	}
+	/* The masked LRH, the IPv4 and UDP headers, then the packet
+	 * without its ICRC. */
+	if (flow->src.family != AF_INET ||
+	    !solve_id(8 + 20 + 8 + len - SV_ICRC_BYTES, got ^ want, &id))
+		return SV_ICRC_BAD;
+	if (ip_id)
+		*ip_id = id;
+	return SV_ICRC_SOLVED;
 }

@@ -20,7 +20,18 @@ uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
 uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 		     const uint8_t *pkt, uint32_t len);
 void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
-bool sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
-		   uint32_t len);
+/* How a received packet's ICRC matched (SV_ICRC_BAD is 0: false). */
+enum sv_icrc_match {
+	SV_ICRC_BAD = 0,
+	SV_ICRC_EXACT, /* over the header rebuilt from the flow (ID 0) */
+	SV_ICRC_SOLVED, /* IPv4, over the same header with another ID */
+};
+/* A socket does not show the IPv4 Identification, which the ICRC covers
+ * and which a peer other than softverbs (rxe, a NIC) varies per packet.
+ * When the ICRC does not match with ID 0, the ID that makes it match is
+ * solved for (icrc.c): *ip_id, if not NULL, receives it.  That accepts a
+ * corrupted packet with probability 2^-16 instead of 2^-32. */
+enum sv_icrc_match sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
+				 uint32_t len, uint16_t *ip_id);
 
 #endif

@@ -119,6 +119,13 @@ bool sv_crc32_accelerated(void)
 #endif
 }
 
+uint32_t sv_crc32_shift(uint32_t diff, size_t nzeros)
+{
+	/* crc32_combine(a, b, n) = a * x^(8n) mod P + b: with b = 0 that is
+	 * the shift alone, linear in a. */
+	return (uint32_t)crc32_combine(diff, 0, (z_off_t)nzeros);
+}
+
 uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;

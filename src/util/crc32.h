@@ -15,6 +15,11 @@
 uint32_t sv_crc32(uint32_t crc, const void *buf, size_t len);
 /* The same through zlib only (the fallback; the unit test's reference). */
 uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len);
+/* The CRC-32 of a message followed by n zero bytes, from the message's
+ * CRC taken without its pre- and post-inversion: the operator is linear,
+ * so it maps the difference of two messages' CRCs to the difference after
+ * both grew by n zeros (zlib's crc32_combine with an empty second part). */
+uint32_t sv_crc32_shift(uint32_t diff, size_t nzeros);
 /* Does sv_crc32 use carry-less multiplies on this CPU? */
 bool sv_crc32_accelerated(void);
 

@@ -491,7 +491,7 @@ static void test_icrc(void)
 	f4.dport = 50000;
 	len = build(buf, SV_OP_RC_SEND_ONLY, 13);
 	sv_icrc_set(&f4, buf, len);
-	CHECK(sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_EXACT);
 	{
 		uint8_t ph[8 + 20 + 8 + 12 + 64];
 		uint32_t n = 0;
@@ -533,23 +533,23 @@ static void test_icrc(void)
 		if (i == 4)
 			continue; /* FECN/BECN/resv: variant */
 		buf[i] ^= 0x01;
-		CHECK(!sv_icrc_check(&f4, buf, len));
+		CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
 		buf[i] ^= 0x01;
 	}
 	buf[4] ^= 0xc0;
-	CHECK(sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_EXACT);
 	buf[4] ^= 0xc0;
 	buf[len - 1] ^= 0x80;
-	CHECK(!sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
 	buf[len - 1] ^= 0x80;
 	f4.sport++;
-	CHECK(!sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
 	f4.sport--;
 	f4.dst.addr[3] = 2;
-	CHECK(!sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
 	f4.dst.addr[3] = 1;
-	CHECK(sv_icrc_check(&f4, buf, len));
-	CHECK(!sv_icrc_check(&f4, buf, 3));
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_EXACT);
+	CHECK_EQ(sv_icrc_check(&f4, buf, 3, NULL), SV_ICRC_BAD);
 
 	/* IPv6 flows. */
 	memset(&f6, 0, sizeof(f6));
@@ -559,10 +559,10 @@ static void test_icrc(void)
 	f6.sport = 1;
 	f6.dport = 2;
 	sv_icrc_set(&f6, buf, len);
-	CHECK(sv_icrc_check(&f6, buf, len));
-	CHECK(!sv_icrc_check(&f4, buf, len));
+	CHECK_EQ(sv_icrc_check(&f6, buf, len, NULL), SV_ICRC_EXACT);
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
 	f6.src.addr[15] = 9;
-	CHECK(!sv_icrc_check(&f6, buf, len));
+	CHECK_EQ(sv_icrc_check(&f6, buf, len, NULL), SV_ICRC_BAD);
 }
 
 int main(void)
