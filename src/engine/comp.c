@@ -255,11 +255,12 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 
 /* Loss-based AIMD as TCP NewReno (RFC 6582) does it, per QP: slow start
  * below ssthresh, then one more packet per window acknowledged; a loss
- * halves the window once per episode (the losses of one window are one
- * congestion event, and selective retransmission reports each hole on its
- * own: halving for each took the window to its minimum under 1% loss),
- * with no growth until the episode ends; a timeout starts over from the
- * minimum.  The window counts PSNs from the oldest unacknowledged one,
+ * halves the window, once per episode when the holes are resent
+ * selectively (the losses of one window are one congestion event, and
+ * selective retransmission reports each hole on its own: halving for each
+ * took the window to its minimum under 1% loss), with no growth until the
+ * episode ends; each go-back-N rewind halves it again; a timeout starts
+ * over from the minimum.  The window counts PSNs from the oldest unacknowledged one,
  * so packets the responder kept past a hole still count until it is
  * filled. */
 static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
@@ -282,9 +283,14 @@ static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 		qe->cwnd = qe->window;
 }
 
-void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout, bool selective)
 {
-	if (!timeout && qe->cc_recovering &&
+	/* Only a selective resend belongs to the episode: going back N
+	 * sends the whole window again, into the queue that just dropped
+	 * part of it (through a 200 Mbit/s bucket, rewinds of an uncut
+	 * window of 128 dropped their own resends until retry_cnt ran out),
+	 * so each rewind cuts, as before. */
+	if (!timeout && selective && qe->cc_recovering &&
 	    sv_psn_diff(qe->comp.psn, qe->cc_recover) < 0)
 		return; /* the same episode */
 	SV_STAT(qe->eng, cc_cuts);
@@ -471,11 +477,13 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
 		return;
 	}
 	qe->comp.retry_left--;
-	sv_cc_loss(qe, false);
-	if (sack_n && sv_req_resend(qe, psn, sack_n))
+	if (sack_n && sv_req_resend(qe, psn, sack_n)) {
 		SV_STAT(qe->eng, sack_resend);
-	else
+		sv_cc_loss(qe, false, true);
+	} else {
+		sv_cc_loss(qe, false, false);
 		sv_req_rewind(qe, psn);
+	}
 	if (qe->comp.timeout_ns) {
 		qe->comp.deadline = sv_eng_now(qe->eng) + retry_wait(qe);
 		sv_qp_timer_arm(qe, qe->comp.deadline);
@@ -495,7 +503,7 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 	qe->comp.retried = false;
 	if (qe->comp.backoff < 32)
 		qe->comp.backoff++;
-	sv_cc_loss(qe, true);
+	sv_cc_loss(qe, true, false);
 	retry(qe, qe->comp.psn, 0, "timeout");
 	sv_work_add(qe, SV_WORK_REQ);
 }
