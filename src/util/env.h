@@ -37,6 +37,7 @@ struct sv_env {
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
+	int sack; /* SOFTVERBS_SACK */
 	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
@@ -61,6 +62,7 @@ enum sv_env_id {
 	SV_ENV_FAULT,
 	SV_ENV_LOSS,
 	SV_ENV_ROCE,
+	SV_ENV_SACK,
 	SV_ENV_NVARS
 };
 
@@ -163,6 +165,11 @@ static inline int sv_env_help(void)
 static inline int sv_env_loss(void)
 {
 	return sv_env(SV_ENV_LOSS)->loss;
+}
+
+static inline int sv_env_sack(void)
+{
+	return sv_env(SV_ENV_SACK)->sack;
 }
 
 static inline const char *sv_env_fault(void)
