@@ -387,6 +387,10 @@ struct sv_srq {
 	uint32_t srq_limit; /* armed limit, 0 = not armed */
 	atomic_int users; /* QPs attached */
 	struct sv_pd *pd;
+	/* The PD (or parent domain) whose use it holds: not found through
+	 * ibv.pd at destroy, which may be an imported handle unimported
+	 * since (ibv_unimport_pd frees it). */
+	struct sv_pd *pd_held;
 	struct sv_context *ctx;
 	uint32_t async_events_reported; /* ctx->lock */
 	/* XRC SRQs (core/xrc.c): the domain, the CQ its receives complete
@@ -426,6 +430,7 @@ struct sv_qp {
 	struct ibv_qp_ex qpx; /* ibv_qp is qpx.qp_base */
 	struct sv_context *ctx;
 	struct sv_pd *pd;
+	struct sv_pd *pd_held; /* as struct sv_srq's */
 	struct sv_cq *scq, *rcq;
 	struct sv_srq *srq;
 	enum ibv_qp_type type;

@@ -796,8 +796,10 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		qp_free(qp);
 		return sv_null_errno(err);
 	}
-	if (ibqp->pd)
-		sv_pd_get(to_sv_pd(ibqp->pd));
+	if (ibqp->pd) {
+		qp->pd_held = to_sv_pd(ibqp->pd);
+		sv_pd_get(qp->pd_held);
+	}
 	if (qp->scq)
 		atomic_fetch_add(&qp->scq->users, 1);
 	if (qp->rcq)
@@ -874,8 +876,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		atomic_fetch_sub(&to_sv_cq(ibqp->recv_cq)->users, 1);
 	if (ibqp->send_cq)
 		atomic_fetch_sub(&to_sv_cq(ibqp->send_cq)->users, 1);
-	if (ibqp->pd)
-		sv_pd_put(to_sv_pd(ibqp->pd));
+	if (qp->pd_held)
+		sv_pd_put(qp->pd_held);
 	qp_free(qp);
 	return 0;
 }

@@ -85,7 +85,8 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	srq->pd = sv_pd_real(to_sv_pd(pd));
 	srq->ctx = to_sv_ctx(pd->context);
 	srq->srq_limit = 0;
-	sv_pd_get(to_sv_pd(pd));
+	srq->pd_held = to_sv_pd(pd);
+	sv_pd_get(srq->pd_held);
 	/* Report what was created: at least what was asked. */
 	a->max_wr = srq->rq.max_wr;
 	a->max_sge = max_sge;
@@ -197,7 +198,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
 	sv_queue_free(srq->rq.buf_owner, srq->rq.buf, SV_RES_TYPE_SRQ);
-	sv_pd_put(to_sv_pd(ibsrq->pd));
+	sv_pd_put(srq->pd_held);
 	free(srq);
 	return 0;
 }

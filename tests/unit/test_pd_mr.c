@@ -433,7 +433,32 @@ static void test_import(struct ibv_context *ctx, char *buf, size_t len)
 	handle = other->handle;
 	pd2 = ibv_import_pd(ctx2, handle);
 	REQUIRE(pd2);
-	ibv_unimport_pd(pd2); /* the handle only */
+	{
+		/* A QP and an SRQ on the imported handle outlive it: their
+		 * destroy must not read the unimported handle (ASan, as
+		 * pyverbs' shared-PD test did). */
+		struct ibv_cq *cq = ibv_create_cq(ctx2, 4, NULL, NULL, 0);
+		struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 1,
+							.max_recv_wr = 1,
+							.max_send_sge = 1,
+							.max_recv_sge = 1 } };
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1,
+							  .max_sge = 1 } };
+		struct ibv_qp *qp;
+		struct ibv_srq *srq;
+
+		REQUIRE(cq);
+		qa.send_cq = qa.recv_cq = cq;
+		qp = ibv_create_qp(pd2, &qa);
+		srq = ibv_create_srq(pd2, &sa);
+		REQUIRE(qp && srq);
+		ibv_unimport_pd(pd2);
+		CHECK_EQ(ibv_dealloc_pd(other), EBUSY);
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+		CHECK_EQ(ibv_destroy_srq(srq), 0);
+		CHECK_EQ(ibv_destroy_cq(cq), 0);
+	}
 	CHECK_EQ(ibv_dealloc_pd(other), 0);
 	errno = 0;
 	CHECK(ibv_import_pd(ctx2, handle) == NULL); /* gone */
