@@ -88,7 +88,8 @@ static int scan(int dir, int only, struct found *f)
 		pids[n++] = pid;
 	}
 	closedir(d);
-	qsort(pids, n, sizeof(*pids), cmp_int);
+	if (n) /* qsort's base must not be NULL, even for no elements */
+		qsort(pids, n, sizeof(*pids), cmp_int);
 	f->v = calloc(n ? n : 1, sizeof(*f->v));
 	f->err = calloc(n ? n : 1, sizeof(*f->err));
 	f->ok = calloc(n ? n : 1, sizeof(*f->ok));
