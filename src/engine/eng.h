@@ -105,7 +105,10 @@ struct sv_engine {
 	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
 	uint8_t *rxmem;
+	/* The same memory cut two ways: for sockets without UDP_GRO (and
+	 * multicast), and for those with it. */
 	struct sv_udp_rx rx[SV_RX_BATCH];
+	struct sv_udp_rx rx_gro[SV_RX_GRO_BATCH];
 	uint32_t rcvbuf; /* bytes of our receive buffers */
 
 	/* The counters (SV_STAT): in this context's slot of the stats

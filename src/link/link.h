@@ -36,9 +36,10 @@
 #define SV_LINK_BATCH 64
 
 /* One packet to transmit: to dst (the peer's address and UDP port), from
- * the local address src (the source GID's; the ICRC covers it). */
+ * the local address src (the source GID's; the ICRC covers it).  buf is
+ * writable: the UDP link may redo the ICRC (udp.h). */
 struct sv_link_pkt {
-	const uint8_t *buf;
+	uint8_t *buf;
 	uint32_t len;
 	const struct sockaddr_in6 *dst;
 	const struct sv_ipaddr *src;
