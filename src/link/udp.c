@@ -279,9 +279,9 @@ static int gso_run(const struct sv_link_pkt *tx, int max)
 	return k;
 }
 
-/* A run's ICRCs, for IPv4 IDs from..from+n-1 instead of 0 (the kernel
- * numbers a send's segments from its own ID, 0 for an unconnected socket
- * with DF), or back (undo). */
+/* A run's ICRCs, for IPv4 IDs 0..n-1 instead of all 0 (the kernel numbers
+ * a send's segments from the send's own ID, which is 0 on an unconnected
+ * socket with DF: ip_select_ident_segs, inet_gso_segment), or back (undo). */
 static void gso_ids(const struct sv_link_pkt *tx, int n, bool undo)
 {
 	int k;
@@ -350,13 +350,15 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 			int err = errno;
 
 			sent = 0;
-			if (err == EINTR)
-				;
-			else if (count[0] > 1 &&
-				 (err == EIO || err == EINVAL ||
-				  err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+			if (err == EINTR) {
+				/* nothing sent: again */
+			} else if (count[0] > 1 &&
+				   (err == EIO || err == EINVAL ||
+				    err == EOPNOTSUPP || err == ENOPROTOOPT)) {
 				/* Sent again, one by one (its ICRCs go back
-				 * to ID 0 below). */
+				 * to ID 0 below).  EINVAL may also be a run
+				 * longer than the path MTU, which would be
+				 * refused alone too (EMSGSIZE, DF). */
 				gso_off(s, err);
 			} else {
 				/* The first message was refused (a firewall,

@@ -78,9 +78,9 @@ static void build(uint16_t dport, uint16_t sport)
 		uint32_t len = len_of(i);
 
 		for (uint32_t j = 0; j < len; j++)
-			pkts[i][j] = (uint8_t)((seed = seed * 1103515245 +
-						       12345) >>
-					       16);
+			pkts[i][j] =
+				(uint8_t)((seed = seed * 1103515245 + 12345) >>
+					  16);
 		pkts[i][0] = SV_OP_RC_RDMA_WRITE_MIDDLE;
 		pkts[i][1] = 0x40; /* migreq, no pad, version 0 */
 		sv_icrc_set(&f, pkts[i], len);
@@ -102,8 +102,8 @@ static void run(struct sv_udp_sock *a, struct sv_udp_sock *b, struct got *g,
 	build(b->port, a->port);
 	sv_ipaddr_to_sin6(&src, b->port, 0, &dst);
 	for (int i = 0; i < NPKT; i++) {
-		tx[n++] = (struct sv_link_pkt){ pkts[i], len_of(i), &dst,
-						&src };
+		tx[n++] =
+			(struct sv_link_pkt){ pkts[i], len_of(i), &dst, &src };
 		/* fault injection's duplicate: the same buffer twice */
 		if (dup && i == 3) {
 			tx[n] = tx[n - 1];
