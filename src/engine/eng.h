@@ -62,6 +62,9 @@ struct sv_tx {
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
 	struct sv_qp_engine *qe; /* whose packet (fault injection) */
+	/* leaves as a datagram of its own (link.h): a request sent before,
+	 * or any packet of a QP whose congestion window is cut (loss) */
+	bool alone;
 };
 
 /* ---- per context ----------------------------------------------------------- */

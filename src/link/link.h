@@ -43,6 +43,11 @@ struct sv_link_pkt {
 	uint32_t len;
 	const struct sockaddr_in6 *dst;
 	const struct sv_ipaddr *src;
+	/* Never one segment of a larger send (udp.h): a resent request.  A
+	 * loss takes a whole send (a drop before segmentation, a full
+	 * socket buffer), and recovery that resends a flight as one send
+	 * can lose it all again and wait for a timeout. */
+	bool alone;
 };
 
 /* A received packet handed to the engine: buf[0..len) with the flow it

@@ -256,7 +256,8 @@ static bool same_dst(const struct sv_link_pkt *a, const struct sv_link_pkt *b)
 /* How many packets from tx[0] go as one UDP_SEGMENT send (at most max):
  * the same destination and source, the same length but for the last, each
  * its own buffer (fault injection's duplicates share one, and the segments
- * get different ICRCs), within the kernel's limits. */
+ * get different ICRCs), none to go alone (link.h), within the kernel's
+ * limits. */
 static int gso_run(const struct sv_link_pkt *tx, int max)
 {
 	uint32_t bytes = tx[0].len;
@@ -264,10 +265,13 @@ static int gso_run(const struct sv_link_pkt *tx, int max)
 
 	if (max > SV_UDP_GSO_SEGS)
 		max = SV_UDP_GSO_SEGS;
+	if (tx[0].alone)
+		return 1;
 	for (k = 1; k < max; k++) {
 		const struct sv_link_pkt *t = &tx[k];
 
-		if (t->len > tx[0].len || bytes + t->len > SV_UDP_GSO_BYTES ||
+		if (t->alone || t->len > tx[0].len ||
+		    bytes + t->len > SV_UDP_GSO_BYTES ||
 		    t->buf == tx[k - 1].buf || !same_dst(t, tx))
 			break;
 		bytes += t->len;

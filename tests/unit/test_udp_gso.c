@@ -91,7 +91,7 @@ static void build(uint16_t dport, uint16_t sport)
 /* Send every packet from a to b (their sockets' offloads as set), then
  * receive what arrives through the link. */
 static void run(struct sv_udp_sock *a, struct sv_udp_sock *b, struct got *g,
-		bool dup)
+		bool dup, int alone)
 {
 	struct sv_link_pkt tx[NPKT + 1];
 	struct sockaddr_in6 dst;
@@ -102,8 +102,8 @@ static void run(struct sv_udp_sock *a, struct sv_udp_sock *b, struct got *g,
 	build(b->port, a->port);
 	sv_ipaddr_to_sin6(&src, b->port, 0, &dst);
 	for (int i = 0; i < NPKT; i++) {
-		tx[n++] =
-			(struct sv_link_pkt){ pkts[i], len_of(i), &dst, &src };
+		tx[n++] = (struct sv_link_pkt){ pkts[i], len_of(i), &dst, &src,
+						i == alone };
 		/* fault injection's duplicate: the same buffer twice */
 		if (dup && i == 3) {
 			tx[n] = tx[n - 1];
@@ -137,7 +137,7 @@ int main(void)
 	}
 
 	/* One send, one coalesced receive, cut back into NPKT packets. */
-	run(&a, &b, &g, false);
+	run(&a, &b, &g, false, -1);
 	CHECK_EQ(a.gso_sends, 1);
 	CHECK_EQ(a.gso_pkts, NPKT);
 	CHECK_EQ(g.n, NPKT);
@@ -159,9 +159,18 @@ int main(void)
 	/* A duplicated buffer is never two segments of one send (their
 	 * ICRCs would differ): two sends, every packet arrives. */
 	a.gso_sends = a.gso_pkts = b.gro_pkts = 0;
-	run(&a, &b, &g, true);
+	run(&a, &b, &g, true, -1);
 	CHECK_EQ(a.gso_sends, 2);
 	CHECK_EQ(g.n, NPKT + 1);
+
+	/* A packet to go alone (link.h) splits the run around it. */
+	a.gso_sends = a.gso_pkts = b.gro_pkts = 0;
+	run(&a, &b, &g, false, 5);
+	CHECK_EQ(a.gso_sends, 2);
+	CHECK_EQ(a.gso_pkts, NPKT - 1);
+	CHECK_EQ(g.n, NPKT);
+	CHECK_EQ(g.bad, 0);
+	CHECK_EQ(g.icrc_exact, 3); /* the first of each send, and 5 */
 
 	/* A receiver without UDP_GRO: the kernel cuts the send into its
 	 * datagrams, each with the ID its ICRC was moved to. */
@@ -170,7 +179,7 @@ int main(void)
 	b.rx = rx;
 	b.nrx = SLOTS;
 	a.gso_sends = a.gso_pkts = 0;
-	run(&a, &b, &g, false);
+	run(&a, &b, &g, false, -1);
 	CHECK_EQ(a.gso_sends, 1);
 	CHECK_EQ(b.gro_pkts, 0);
 	CHECK_EQ(g.n, NPKT);
@@ -180,7 +189,7 @@ int main(void)
 	/* Without the offloads: a datagram each, every ICRC over ID 0. */
 	a.gso = false;
 	a.gso_sends = a.gso_pkts = 0;
-	run(&a, &b, &g, false);
+	run(&a, &b, &g, false, -1);
 	CHECK_EQ(a.gso_sends, 0);
 	CHECK_EQ(b.gro_pkts, 0);
 	CHECK_EQ(g.n, NPKT);
