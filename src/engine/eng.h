@@ -49,6 +49,9 @@ struct sv_sock {
 	unsigned int udp_qps; /* QPs that may receive through UDP */
 	unsigned int rx_skip; /* busy passes since the last UDP receive */
 	bool rx_ready; /* epoll says datagrams wait (links.c, many sockets) */
+	/* The standard RoCE v2 endpoint (UDP 4791, links.c): owns no QP,
+	 * hands what it receives to the socket the destination QPN names. */
+	bool roce;
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */
@@ -85,6 +88,18 @@ struct sv_engine {
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */
+	struct sv_sock *roce; /* on socks too: SOFTVERBS_ROCE=standard */
+	/* Standard mode while another engine holds 4791 and forwards our
+	 * packets into our rings: when to try to take the port over (ns;
+	 * 0: we hold it, or not standard mode). */
+	uint64_t roce_retry;
+	/* The rings the 4791 socket forwards to, one reference each. */
+#define SV_ROCE_FWD 8
+	struct {
+		uint16_t port;
+		struct sv_shm_peer *peer;
+	} roce_fwd[SV_ROCE_FWD];
+	unsigned int roce_fwd_next; /* the entry to replace next */
 	struct list_head qps;
 	struct list_head timed; /* QPs with a timer armed (sv_qp_timer_arm) */
 	struct list_head work;

@@ -115,6 +115,7 @@ static void run_timers(struct sv_engine *eng)
 			qe->on_timed = false;
 		}
 	}
+	sv_links_roce_timer(eng, eng->now, &next);
 	if (next)
 		sv_timer_note(eng, next);
 }
@@ -495,6 +496,7 @@ void sv_engine_close(struct sv_context *ctx)
 	}
 	if (sv_env_stats())
 		sv_engine_stats_dump(ctx, stderr);
+	sv_links_engine_close(eng);
 	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 

@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/device.h"
 #include "engine/eng.h"
@@ -38,6 +39,8 @@
 #include "engine/qpe.h"
 #include "engine/recv.h"
 #include "engine/stats.h"
+#include "link/roce.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define SV_UDP_EVERY 1024
@@ -110,6 +113,219 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	return 0;
 }
 
+/* ---- the standard RoCE v2 endpoint ---------------------------------------- */
+
+bool sv_links_standard(void)
+{
+	static atomic_int mode; /* 0 not read, 1 QPN ports, 2 standard */
+	int m = atomic_load_explicit(&mode, memory_order_relaxed);
+
+	if (!m) {
+		const char *v = sv_env_roce();
+
+		m = !strcmp(v, "standard") ? 2 : 1;
+		if (*v && m == 1)
+			sv_warn("SOFTVERBS_ROCE=%s: not a mode (\"standard\" "
+				"is): QPN-derived ports",
+				v);
+		atomic_store_explicit(&mode, m, memory_order_relaxed);
+	}
+	return m == 2;
+}
+
+uint16_t sv_links_dport(uint32_t qpn)
+{
+	return sv_links_standard() ? SV_ROCE_PORT : sv_qpn_port(qpn);
+}
+
+struct sv_sock *sv_links_qpn_sock(struct sv_engine *eng, uint32_t qpn)
+{
+	uint16_t port = sv_qpn_port(qpn);
+	struct list_node *it;
+
+	/* A handful of sockets (256 QPs each): a walk is cheap enough for
+	 * the first form of the standard endpoint. */
+	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
+		struct sv_sock *s = list_entry(it, struct sv_sock, node);
+
+		if (!s->roce && s->udp.port == port)
+			return s;
+	}
+	return NULL;
+}
+
+static struct sv_shm_peer *peer_get(struct sv_engine *eng, uint16_t port,
+				    const char **reason);
+static void peer_put(struct sv_shm_peer *p);
+
+/* The retry period of an engine that does not hold 4791: after the holder
+ * exits, packets for our QPs are lost for at most this long (RC
+ * retransmits them). */
+#define SV_ROCE_RETRY_NS (200ull * 1000 * 1000)
+
+/* Bind 4791 into a new socket on the engine's list.  0 or errno (holder:
+ * who has the port, on EADDRINUSE). */
+static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
+{
+	struct sv_sock *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return ENOMEM;
+	s->udp.rx = eng->rx;
+	s->udp.nrx = SV_RX_BATCH;
+	s->ring.fd = -1;
+	s->roce = true;
+	err = sv_roce_open(&s->udp, holder, len);
+	if (!err) {
+		err = sv_engine_watch(eng, s->udp.fd, s);
+		if (err)
+			sv_udp_close(&s->udp);
+	}
+	if (err) {
+		free(s);
+		return err;
+	}
+	add_link(s, &sv_link_udp, &s->udp);
+	list_add_tail(&eng->socks, &s->node);
+	eng->nsocks++;
+	eng->roce = s;
+	return 0;
+}
+
+/* One socket on 4791 per network namespace, bound without SO_REUSEPORT
+ * (a reuseport group without a router would hand each packet to a random
+ * member).  The first standard-mode engine there takes it and forwards
+ * what belongs to other engines into their shm rings (roce_forward); the
+ * others receive through their rings and try to take the port over
+ * every SV_ROCE_RETRY_NS, so the endpoint outlives any one process.
+ * Without rings (SOFTVERBS_FASTPATH=0, no registry) nothing could forward
+ * to us: then a held port is a refusal, saying who holds it. */
+int sv_links_roce_open(struct sv_engine *eng)
+{
+	static atomic_bool said;
+	const char *why = NULL;
+	char holder[160];
+	int err;
+
+	if (eng->roce || eng->roce_retry || !sv_links_standard())
+		return 0;
+	err = roce_bind(eng, holder, sizeof(holder));
+	if (err == EADDRINUSE && sv_shm_available(&why)) {
+		if (!atomic_exchange(&said, true))
+			sv_warn("SOFTVERBS_ROCE=standard: UDP %u is %s: its "
+				"packets for this process come through it "
+				"if it is softverbs of this user; taking "
+				"the port over when it is free",
+				SV_ROCE_PORT, holder);
+		eng->roce_retry = sv_now_ns() + SV_ROCE_RETRY_NS;
+		sv_timer_note(eng, eng->roce_retry);
+		return 0;
+	}
+	if (err && !atomic_exchange(&said, true))
+		sv_err("SOFTVERBS_ROCE=standard: cannot bind UDP %u: %s%s%s",
+		       SV_ROCE_PORT, strerror(err),
+		       err == EADDRINUSE ? "; " : "",
+		       err == EADDRINUSE ? holder : "");
+	return err;
+}
+
+void sv_links_roce_timer(struct sv_engine *eng, uint64_t now, uint64_t *next)
+{
+	char holder[160];
+
+	if (!eng->roce_retry || now < eng->roce_retry)
+		goto out;
+	if (!roce_bind(eng, holder, sizeof(holder))) {
+		eng->roce_retry = 0;
+		sv_info("SOFTVERBS_ROCE=standard: took over UDP %u",
+			SV_ROCE_PORT);
+		SV_STAT(eng, roce_takeover);
+		return;
+	}
+	eng->roce_retry = now + SV_ROCE_RETRY_NS;
+out:
+	if (eng->roce_retry && (!*next || eng->roce_retry < *next))
+		*next = eng->roce_retry;
+}
+
+/* The ring of the socket on `port`, from the forwarding cache or newly
+ * attached (replacing the oldest entry). */
+static struct sv_shm_peer *fwd_peer(struct sv_engine *eng, uint16_t port)
+{
+	const char *reason = NULL;
+	struct sv_shm_peer *p;
+	unsigned int i;
+
+	for (i = 0; i < SV_ROCE_FWD; i++) {
+		p = eng->roce_fwd[i].peer;
+		if (!p || eng->roce_fwd[i].port != port)
+			continue;
+		if (sv_shm_peer_current(p))
+			return p;
+		peer_put(p); /* its process left: attach afresh */
+		eng->roce_fwd[i].peer = NULL;
+	}
+	p = peer_get(eng, port, &reason);
+	if (!p) {
+		sv_dbg("roce: no ring to forward to on port %u: %s", port,
+		       reason);
+		return NULL;
+	}
+	i = eng->roce_fwd_next++ % SV_ROCE_FWD;
+	peer_put(eng->roce_fwd[i].peer);
+	eng->roce_fwd[i].port = port;
+	eng->roce_fwd[i].peer = p;
+	return p;
+}
+
+bool sv_links_roce_forward(struct sv_engine *eng, uint32_t qpn, uint8_t *buf,
+			   uint32_t len, const struct sv_flow *flow)
+{
+	uint16_t port = sv_qpn_port(qpn);
+	struct sv_shm_pkt pkt = { flow, buf, len };
+	struct sockaddr_in6 bell;
+	struct sv_shm_peer *p;
+	bool wake = false;
+
+	if (!port || !(p = fwd_peer(eng, port)))
+		return false;
+	/* Checked here, over the flow only we saw: the ring carries a zero
+	 * where the ICRC was (recv.c takes anything else as corrupt). */
+	memset(buf + len - SV_ICRC_BYTES, 0, SV_ICRC_BYTES);
+	if (!sv_shm_push(p, &pkt, 1, &wake)) {
+		SV_STAT(eng, shm_ring_full);
+		return true;
+	}
+	if (wake) {
+		/* Its thread sleeps in epoll on that port (link/shm.h). */
+		/* Our IPv4 address reaches it; an IPv6 one may need a
+		 * scope, ::1 does not. */
+		if (flow->dst.family == AF_INET) {
+			sv_ipaddr_to_sin6(&flow->dst, port, 0, &bell);
+		} else {
+			memset(&bell, 0, sizeof(bell));
+			bell.sin6_family = AF_INET6;
+			bell.sin6_port = htons(port);
+			bell.sin6_addr = in6addr_loopback;
+		}
+		if (sendto(eng->roce->udp.fd, NULL, 0, MSG_DONTWAIT,
+			   (struct sockaddr *)&bell, sizeof(bell)) < 0)
+			sv_dbg("roce: doorbell: %s", strerror(errno));
+		SV_STAT(eng, shm_wakeups);
+	}
+	SV_STAT(eng, roce_forwarded);
+	return true;
+}
+
+void sv_links_engine_close(struct sv_engine *eng)
+{
+	unsigned int i;
+
+	for (i = 0; i < SV_ROCE_FWD; i++)
+		peer_put(eng->roce_fwd[i].peer);
+}
+
 void sv_links_sock_close(struct sv_sock *s)
 {
 	while (s->nlinks--)
@@ -144,6 +360,42 @@ void sv_links_qp_created(struct sv_qp_engine *qe)
 	}
 }
 
+/* The engine's handle on the ring of the socket on `port` (a same-user
+ * process of this namespace), one more reference on it; NULL with a reason
+ * when there is none we may use. */
+static struct sv_shm_peer *peer_get(struct sv_engine *eng, uint16_t port,
+				    const char **reason)
+{
+	struct sv_shm_peer *p = NULL;
+	struct list_node *it;
+
+	for (it = eng->shm_peers.n.next; it != &eng->shm_peers.n;
+	     it = it->next) {
+		struct sv_shm_peer *c =
+			list_entry(it, struct sv_shm_peer, node);
+
+		if (c->port == port && sv_shm_peer_current(c)) {
+			c->refs++;
+			return c;
+		}
+	}
+	if (sv_link_shm.attach(port, (void **)&p, reason)) {
+		if (*reason == sv_shm_why_other_user)
+			SV_STAT(eng, shm_other_user);
+		return NULL;
+	}
+	list_add_tail(&eng->shm_peers, &p->node);
+	return p;
+}
+
+static void peer_put(struct sv_shm_peer *p)
+{
+	if (p && !--p->refs) {
+		list_del(&p->node);
+		sv_link_shm.detach(p);
+	}
+}
+
 static void release(struct sv_qp_engine *qe)
 {
 	struct sv_shm_peer *p = qe->shm;
@@ -151,10 +403,7 @@ static void release(struct sv_qp_engine *qe)
 	qe->shm = NULL;
 	sv_paths_select(qe);
 	qe->peer_udp = false;
-	if (p && !--p->refs) {
-		list_del(&p->node);
-		sv_link_shm.detach(p);
-	}
+	peer_put(p);
 }
 
 /* Is the destination one of this host's addresses?  Without a GRH the
@@ -171,9 +420,7 @@ static bool dest_local(struct sv_qp_engine *qe)
 static void choose(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
-	uint16_t port = sv_qpn_port(qe->dest_qpn);
-	struct list_node *it;
-	struct sv_shm_peer *p = NULL;
+	struct sv_shm_peer *p;
 	const char *reason = NULL;
 
 	if (!sv_shm_available(&reason)) {
@@ -188,27 +435,12 @@ static void choose(struct sv_qp_engine *qe)
 		why(qe, "peer not on this host");
 		return;
 	}
-	for (it = eng->shm_peers.n.next; it != &eng->shm_peers.n;
-	     it = it->next) {
-		struct sv_shm_peer *c =
-			list_entry(it, struct sv_shm_peer, node);
-
-		if (c->port == port && sv_shm_peer_current(c)) {
-			p = c;
-			p->refs++;
-			break;
-		}
-	}
+	p = peer_get(eng, sv_qpn_port(qe->dest_qpn), &reason);
 	if (!p) {
-		if (sv_link_shm.attach(port, (void **)&p, &reason)) {
-			if (reason == sv_shm_why_other_user)
-				SV_STAT(eng, shm_other_user);
-			why(qe, reason);
-			sv_dbg("shm: qp 0x%06x -> 0x%06x stays on UDP: %s",
-			       qe->qpn, qe->dest_qpn, reason);
-			return;
-		}
-		list_add_tail(&eng->shm_peers, &p->node);
+		why(qe, reason);
+		sv_dbg("shm: qp 0x%06x -> 0x%06x stays on UDP: %s", qe->qpn,
+		       qe->dest_qpn, reason);
+		return;
 	}
 	qe->shm = p;
 	sv_paths_select(qe);

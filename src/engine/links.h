@@ -14,6 +14,31 @@
 #include "link/link.h"
 
 void sv_links_engine_init(struct sv_engine *eng);
+
+void sv_links_engine_close(struct sv_engine *eng);
+
+/* SOFTVERBS_ROCE=standard: packets go to UDP 4791 at the peer, are taken
+ * from any source port, and arrive through the namespace's one socket on
+ * 4791, which its holder demultiplexes by destination QPN: to its own
+ * sockets, or forwarded into the owning engine's shm ring.  Otherwise the
+ * peer's port is the one its QPN names (proto/addr.h). */
+bool sv_links_standard(void);
+/* With the engine's first QP: bind 4791, or note that another engine
+ * holds it and try again now and then (sv_links_roce_timer).  0 or errno
+ * (EADDRINUSE when the port is held and no ring can receive for us, said
+ * once with who holds it). */
+int sv_links_roce_open(struct sv_engine *eng);
+/* The timers' pass: take 4791 over if it is due and free; *next: the
+ * earliest deadline so far (0: none), lowered to ours. */
+void sv_links_roce_timer(struct sv_engine *eng, uint64_t now, uint64_t *next);
+/* A packet the 4791 socket took for a QPN of another engine, ICRC
+ * checked: into that engine's ring.  false when it has none we may use. */
+bool sv_links_roce_forward(struct sv_engine *eng, uint32_t qpn, uint8_t *buf,
+			   uint32_t len, const struct sv_flow *flow);
+/* The UDP port a packet for QPN qpn goes to. */
+uint16_t sv_links_dport(uint32_t qpn);
+/* The engine socket that owns QPN qpn, or NULL. */
+struct sv_sock *sv_links_qpn_sock(struct sv_engine *eng, uint32_t qpn);
 /* Open a socket's endpoints: UDP (which chooses the port), then the shm
  * ring where the fast path is available.  0 or errno. */
 int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s);

@@ -61,10 +61,14 @@ static int qpn_alloc(struct sv_engine *eng, struct sv_qp_engine *qe)
 	unsigned int i;
 	int err;
 
+	err = sv_links_roce_open(eng);
+	if (err)
+		return err;
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *c = list_entry(it, struct sv_sock, node);
 
-		if (c->used < SV_SLOTS_PER_SOCK - (c->udp.port == 0xffff)) {
+		if (!c->roce &&
+		    c->used < SV_SLOTS_PER_SOCK - (c->udp.port == 0xffff)) {
 			s = c;
 			break;
 		}
@@ -209,8 +213,8 @@ static uint64_t timeout_ns(uint8_t t)
 }
 
 /* Where the peer is (IP from the destination GID, port from the
- * destination QPN) and which local address we send from (the source GID,
- * else whatever the routing table picks). */
+ * destination QPN, or 4791 in standard mode) and which local address we
+ * send from (the source GID, else whatever the routing table picks). */
 static void set_path(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
@@ -250,11 +254,11 @@ static void set_path(struct sv_qp_engine *qe)
 	    !(dst.addr[0] == 0xfe && (dst.addr[1] & 0xc0) == 0x80))
 		scope = 0; /* only link-local addresses need a scope */
 	qe->dest_qpn = qp->attr.dest_qp_num & SV_PSN_MASK;
-	sv_ipaddr_to_sin6(&dst, sv_qpn_port(qe->dest_qpn), scope, &qe->peer);
+	sv_ipaddr_to_sin6(&dst, sv_links_dport(qe->dest_qpn), scope, &qe->peer);
 	qe->flow.src = src;
 	qe->flow.dst = dst;
 	qe->flow.sport = qe->sock->udp.port;
-	qe->flow.dport = sv_qpn_port(qe->dest_qpn);
+	qe->flow.dport = sv_links_dport(qe->dest_qpn);
 }
 
 static void set_window(struct sv_qp_engine *qe)

@@ -130,7 +130,13 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		if (m == SV_ICRC_SOLVED)
 			SV_STAT(eng, icrc_id_solved);
 	}
-	/* The QPN names the socket (port) and the slot on it. */
+	/* The QPN names the socket (port) and the slot on it; what the
+	 * standard endpoint (UDP 4791) takes goes to that socket. */
+	if (s->roce && !(s = sv_links_qpn_sock(eng, pkt.qpn))) {
+		if (sv_links_roce_forward(eng, pkt.qpn, buf, len, flow))
+			return; /* another engine's: in its ring */
+		s = eng->roce; /* nobody's: dropped below */
+	}
 	if (sv_qpn_port(pkt.qpn) != s->udp.port ||
 	    !(qe = s->slot[sv_qpn_slot(pkt.qpn)])) {
 		SV_STAT(eng, drop_no_qp);
@@ -163,9 +169,11 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		return drop(eng, buf, len, "opcode of another transport");
 	}
 	/* A connected QP talks to one peer QP, whose packets leave from the
-	 * socket its QPN names: anything else is forged or stray. */
+	 * socket its QPN names: anything else is forged or stray.  A
+	 * standard RoCE v2 peer sends from a port of its choosing (rxe: a
+	 * hash of its QPN), so there only the address is checked. */
 	if ((qe->type == IBV_QPT_RC || qe->type == IBV_QPT_UC) &&
-	    (flow->sport != qe->flow.dport ||
+	    ((flow->sport != qe->flow.dport && !sv_links_standard()) ||
 	     !sv_ipaddr_eq(&flow->src, &qe->flow.dst))) {
 		SV_STAT(eng, drop_wrong_peer);
 		return drop(eng, buf, len, "not from the connected peer");

@@ -30,6 +30,7 @@
 #include "engine/eng.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/req.h"
@@ -410,7 +411,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	if (wqe->send_flags & IBV_SEND_SOLICITED)
 		sv_bth_set_se(b, 1);
-	sv_ipaddr_to_sin6(&dst, sv_qpn_port(rqpn), scope, &t->dst);
+	sv_ipaddr_to_sin6(&dst, sv_links_dport(rqpn), scope, &t->dst);
 	t->src = src;
 	sv_tx_finish(qe, t);
 	psn_sent(qe, 1);

@@ -40,6 +40,8 @@
 	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
 	X(drop_icrc, "dropped: bad ICRC")                                    \
 	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (rxe, GSO)") \
+	X(roce_forwarded, "packets UDP 4791 took for another process's QP")  \
+	X(roce_takeover, "times this process took UDP 4791 over")            \
 	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
 	X(drop_qp_state, "dropped: QP not in a receiving state")             \
 	X(drop_transport, "dropped: opcode of another transport")            \

@@ -28,7 +28,13 @@ static void set_buf(int fd, int force_opt, int opt, int size)
 
 int sv_udp_open(struct sv_udp_sock *s)
 {
+	return sv_udp_open_port(s, 0);
+}
+
+int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
+{
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_port = htons(port),
 				  .sin6_addr = IN6ADDR_ANY_INIT };
 	socklen_t alen = sizeof(a);
 	int fd, off = 0, on = 1, pmtu;

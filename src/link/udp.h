@@ -65,6 +65,8 @@ int sv_udp_open(struct sv_udp_sock *s);
  * the kernel has them; the caller then gives buffers of SV_UDP_GRO_BUF
  * bytes.  Returns s->gro. */
 bool sv_udp_gro(struct sv_udp_sock *s);
+/* The same bound to a given port (0: ephemeral).  0 or errno. */
+int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
 void sv_udp_close(struct sv_udp_sock *s);
 
 /* One message of a receive batch: a datagram, or with UDP_GRO several of

@@ -158,6 +158,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "UDP: no segmentation offloads (UDP_SEGMENT sends, "
 			"UDP_GRO receives)",
 	},
+	[SV_ENV_ROCE] = {
+		.name = "SOFTVERBS_ROCE",
+		.kind = SV_ENV_TEXT,
+		.off = VAR(roce),
+		.values = "standard",
+		.dflt = "QPN ports",
+		.what = "standard RoCE v2 (rxe, NICs): UDP 4791, any source "
+			"port (docs/interop.md)",
+	},
 };
 
 static void parse_dir(char *out, const char *s, const char *dflt)

@@ -42,6 +42,7 @@ struct sv_env {
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
 	char pcap[SV_ENV_FILE_MAX]; /* SOFTVERBS_PCAP, "": no capture */
+	char roce[SV_ENV_FILE_MAX]; /* SOFTVERBS_ROCE, "": QPN-derived ports */
 };
 
 /* The variables, in the order `softverbs help` lists them. */
@@ -61,6 +62,7 @@ enum sv_env_id {
 	SV_ENV_FAULT,
 	SV_ENV_LOSS,
 	SV_ENV_GSO,
+	SV_ENV_ROCE,
 	SV_ENV_NVARS
 };
 
@@ -173,6 +175,13 @@ static inline int sv_env_gso(void)
 static inline const char *sv_env_fault(void)
 {
 	return sv_env(SV_ENV_FAULT)->fault;
+}
+
+/* SOFTVERBS_ROCE as given ("standard", "" when unset; engine/links.c
+ * says what any other value means). */
+static inline const char *sv_env_roce(void)
+{
+	return sv_env(SV_ENV_ROCE)->roce;
 }
 
 /* Parse the whole environment as it is now into e (tests). */

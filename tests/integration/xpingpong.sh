@@ -2,10 +2,14 @@
 # Unmodified Debian ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong,
 # server and client each run through build/bin/softverbs run, under a
 # timeout, with -g <the GID index of the address used>:
-#   xpingpong.sh uc|ud|srq default|events host|netns
-#     host   both on this host, over loopback (GID of 127.0.0.1)
-#     netns  server and client in two network namespaces joined by a veth
-#            pair (tests/net/netns.sh), over the veth addresses
+#   xpingpong.sh rc|uc|ud|srq default|events host|netns|standard
+#     host      both on this host, over loopback (GID of 127.0.0.1)
+#     netns     server and client in two network namespaces joined by a
+#               veth pair (tests/net/netns.sh), over the veth addresses
+#     standard  netns with SOFTVERBS_ROCE=standard on both sides: every
+#               connected QP must send to UDP 4791 (SOFTVERBS_STATS=1's
+#               "ports N->4791") and none be dropped as malformed,
+#               bad ICRC or from the wrong peer
 # Checks both exit codes and the "N bytes in" / "N iters in" lines.  The
 # byte count is size * iters * 2; ibv_ud_pingpong sends min(2048, port MTU)
 # bytes per message (Debian's build clamps its default size to the port's
@@ -27,7 +31,10 @@ events) extra=(-e) ;;
 esac
 
 srv_ns=() cli_ns=() srv_ip=127.0.0.1 cli_ip=127.0.0.1 server=localhost
-if [ "$where" = netns ]; then
+if [ "$where" = standard ]; then
+	export SOFTVERBS_ROCE=standard SOFTVERBS_STATS=1
+fi
+if [ "$where" = netns ] || [ "$where" = standard ]; then
 	source "$net/netns.sh"
 	sv_netns_usable || exit 77
 	trap sv_netns_cleanup EXIT
@@ -65,7 +72,7 @@ srv_pid=
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
 	rm -rf "$tmp"
-	[ "$where" = netns ] && sv_netns_cleanup
+	[ "$where" != host ] && sv_netns_cleanup
 }
 trap cleanup EXIT
 
@@ -97,6 +104,20 @@ for side in server client; do
 	grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$side" ||
 		{ echo "FAIL: $side has no '$iters iters in' line"; fail=1; }
 done
+if [ "$where" = standard ]; then
+	for side in server client; do
+		# Connected QPs name their ports; UD's are per packet.
+		if [ "$tool" != ud ] && ! grep -qE "ports [0-9]+->4791 " "$tmp/$side"; then
+			echo "FAIL: $side's QPs did not send to UDP 4791"; fail=1
+		fi
+		# Not drop_no_qp: ibv_srq_pingpong's server may send one
+		# message more than the client waits for, which arrives
+		# after the client destroyed its QPs.
+		if grep -E "^ +(drop_(icrc|wrong_peer|malformed|pkey|transport)|send_err) +[1-9]" "$tmp/$side"; then
+			echo "FAIL: $side dropped packets"; fail=1
+		fi
+	done
+fi
 [ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
 [ $crc = 0 ] || { echo "FAIL: client exit status $crc"; fail=1; }
 [ $fail = 0 ] && echo "PASS: ibv_${tool}_pingpong $mode $where"

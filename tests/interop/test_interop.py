@@ -8,6 +8,17 @@
                                  its own address), both sides' figures
     test_interop.py inject       UD SENDs built on the host reach rxe's QP;
                                  a wrong ICRC is dropped
+    test_interop.py sv_server    softverbs (SOFTVERBS_ROCE=standard) on the
+                                 host serves rxe's clients in the guest:
+                                 ibv_{rc,uc,ud,srq}_pingpong, ib_write_bw,
+                                 ib_read_bw, ib_send_bw, ib_write_lat,
+                                 ib_atomic_bw; both sides exit 0 with their
+                                 figures, softverbs drops no ICRC
+    test_interop.py sv_client    the same with softverbs as the clients
+    test_interop.py sv_shared    softverbs the servers, all at once, an
+                                 idle process holding UDP 4791 forwards
+                                 the pingpongs' packets to their rings,
+                                 then leaves: the SRQ server takes over
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -123,6 +134,67 @@ def roce_packets(pcap):
         yield ip, udp, fr[14 + ihl + 8:14 + ihl + ulen]
 
 
+def start_tshark(vm, pcap):
+    """tshark writing the tap's packets to pcap, once it captures."""
+    tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
+                      "-w", pcap, stderr=subprocess.PIPE, text=True)
+    lines = []  # a warning about root, then "Capturing on 'tap0'"
+    while not lines or "Capturing on" not in lines[-1]:
+        lines.append(tshark.stderr.readline())
+        if not lines[-1]:
+            fail("tshark did not start: " + "".join(lines))
+    return tshark
+
+
+def stop_tshark(tshark):
+    # The guest is off, every packet is on the tap: give tshark the time
+    # to read the last ones from its socket before it stops (it once
+    # missed the last of 45 that peer.py had received).
+    time.sleep(1.5)
+    tshark.send_signal(signal.SIGINT)  # ends the file properly
+    tshark.wait(timeout=60)
+
+
+def check_sent(pcap):
+    """What softverbs sent rxe, as the tap carried it: every packet from
+    the host to UDP 4791 decodes as InfiniBand with nothing malformed,
+    has a plain IPv4 header (no options, DF, ID 0) and a right ICRC."""
+    flt = f"ip.src == {rig.HOST_ADDR} && udp.dstport == 4791"
+    rows = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", flt, "-T", "fields", "-e",
+         "frame.protocols"], capture_output=True, text=True,
+        check=True).stdout.splitlines()
+    # crtp off: tshark takes a 2-byte RDMA WRITE payload (ib_write_lat
+    # -s 2) for an ethertype and then for compressed RTP, and calls it
+    # malformed, in rxe's packets as in ours.
+    bad = subprocess.run(
+        ["tshark", "--disable-protocol", "crtp", "-r", pcap, "-Y",
+         f"({flt}) && (_ws.malformed || _ws.expert.severity >= error)"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    if not rows:
+        fail("tshark saw no packet from softverbs to UDP 4791")
+    if any(":infiniband" not in r for r in rows):
+        fail("softverbs' packets to 4791 not all decoded as InfiniBand")
+    if bad:
+        fail("tshark flags softverbs' packets:\n" + "\n".join(bad[:20]))
+    n = 0
+    for ip, udp, payload in roce_packets(pcap):
+        if ip[12:16] != bytes(map(int, rig.HOST_ADDR.split("."))):
+            continue
+        n += 1
+        if len(ip) != 20 or ip[0] != 0x45 or not ones_complement_ok(ip):
+            fail("softverbs sent an IPv4 header with options or a bad "
+                 "checksum")
+        if ip[4:6] != b"\0\0" or not ip[6] & 0x40:
+            fail("softverbs sent a packet without ID 0 and DF")
+        have = struct.unpack("<I", payload[-4:])[0]
+        if have != icrc(ip, udp, payload[:-4]):
+            fail(f"softverbs sent a wrong ICRC {have:#010x}")
+    print(f"interop: tshark: {n} packets from softverbs to UDP 4791, all "
+          f"InfiniBand, none malformed, plain IPv4 (ID 0, DF), every "
+          f"ICRC right")
+
+
 def capture(vectors=False):
     # Nothing answers: ud_pingpong waits for a reply and rc_pingpong
     # retransmits (rxe treats retry_cnt 7 as "forever") until killed.
@@ -133,13 +205,7 @@ def capture(vectors=False):
     with rig.VM(cmd) as vm:
         pcap = os.path.join(vm.tmp, "tap0.pcap")
         got = os.path.join(vm.tmp, "peer.txt")
-        tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
-                          "-w", pcap, stderr=subprocess.PIPE, text=True)
-        lines = []  # a warning about root, then "Capturing on 'tap0'"
-        while not lines or "Capturing on" not in lines[-1]:
-            lines.append(tshark.stderr.readline())
-            if not lines[-1]:
-                fail("tshark did not start: " + "".join(lines))
+        tshark = start_tshark(vm, pcap)
         peer = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
                         "serve", rig.HOST_ADDR, got, stdout=subprocess.PIPE,
                         text=True)
@@ -147,12 +213,7 @@ def capture(vectors=False):
             fail("peer.py did not start")
         vm.start()
         status, out = vm.wait(BOOT_TIMEOUT)
-        # The guest is off, every packet is on the tap: give tshark the
-        # time to read the last ones from its socket before it stops (it
-        # once missed the last of 45 that peer.py had received).
-        time.sleep(1.5)
-        tshark.send_signal(signal.SIGINT)  # ends the file properly
-        tshark.wait(timeout=30)
+        stop_tshark(tshark)
     print(out or "", end="")
     if status is None:
         fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
@@ -249,6 +310,229 @@ def test_inject():
     print("interop: PASS")
 
 
+# softverbs on the host against rxe in the guest (SOFTVERBS_ROCE=standard):
+# rdma-core's pingpongs and perftest, which swap QP numbers over TCP (no
+# CM).  (name, command without device, GID index, port and server
+# address); -c: the receiver checks every byte it got.  -e: completion
+# events, so the guest's tools do not busy-poll its one vCPU.
+TOOLS = [
+    ("rc_pingpong", ["ibv_rc_pingpong", "-e", "-c", "-n", "200"]),
+    ("uc_pingpong", ["ibv_uc_pingpong", "-e", "-c", "-n", "200"]),
+    # UD: the message and the 40-byte GRH fit the 1024-byte path MTU.
+    ("ud_pingpong", ["ibv_ud_pingpong", "-e", "-n", "200", "-s", "512"]),
+    ("srq_pingpong", ["ibv_srq_pingpong", "-e", "-c", "-q", "4", "-n",
+                      "100"]),
+    ("write_bw", ["ib_write_bw", "-F", "-n", "200"]),
+    ("read_bw", ["ib_read_bw", "-F", "-n", "200"]),
+    ("send_bw", ["ib_send_bw", "-F", "-n", "200"]),
+    ("write_lat", ["ib_write_lat", "-F", "-n", "200"]),
+    ("atomic_bw", ["ib_atomic_bw", "-F", "-n", "200"]),
+]
+TOOL_PORT = 18600  # the i-th tool's TCP port: TOOL_PORT + i
+# Every run of a pair prints one of these: both sides must.
+DONE = {"pingpong": r"\d+ bytes in [0-9.]+ seconds",
+        "ib_": r"^\s*\d+\s+\d+\s+[0-9.]+"}
+
+
+def tool_args(argv, dev, gidx, port, server=None):
+    perf = argv[0].startswith("ib_")
+    args = list(argv) + ["-p", str(port)]
+    if dev:
+        args += ["-d", dev]
+    args += ["-x" if perf else "-g", str(gidx)]
+    return args + ([server] if server else [])
+
+
+def softverbs_cmd(args):
+    build = os.environ.get("SV_BUILD", os.path.join(rig.SOURCE, "build"))
+    return [os.path.join(build, "bin", "softverbs"), "run", "--"] + args
+
+
+SV_ENV = dict(os.environ, SOFTVERBS_ROCE="standard", SOFTVERBS_STATS="1")
+
+
+def host_gid_index(vm):
+    """The index of ::ffff:HOST_ADDR in softverbs' GID table in the
+    rig's namespace (after the loopback's and before the tap's fe80::)."""
+    out = subprocess.run(vm.in_ns(*softverbs_cmd(["ibv_devinfo", "-v"])),
+                         capture_output=True, text=True, env=SV_ENV,
+                         timeout=30).stdout
+    m = re.search(r"GID\[ *(\d+)\]:\s+::ffff:" + re.escape(rig.HOST_ADDR)
+                  + r", RoCE v2", out)
+    if not m:
+        fail("softverbs has no GID ::ffff:" + rig.HOST_ADDR + ":\n" + out)
+    return int(m.group(1))
+
+
+def host_run(vm, args, deadline):
+    """Run a softverbs tool in the namespace, again while it could not
+    connect (its peer in the guest not listening yet) until deadline:
+    (exit status, output)."""
+    while True:
+        left = max(5, deadline - time.monotonic())
+        try:
+            r = subprocess.run(vm.in_ns(*softverbs_cmd(args)), env=SV_ENV,
+                               capture_output=True, text=True,
+                               timeout=left)
+            status, out = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired as e:
+            status = None
+            out = ((e.stdout or b"") + (e.stderr or b"")).decode(
+                errors="replace")
+        if status == 0 or "Couldn't connect to" not in out or \
+                time.monotonic() > deadline:
+            return status, out
+        time.sleep(0.5)
+
+
+def stat(out, name):
+    """A counter of softverbs' SOFTVERBS_STATS=1 dump (0 when absent:
+    the dump leaves out zeros)."""
+    return sum(int(n) for n in re.findall(rf"^\s*{name}\s+(\d+)", out,
+                                          re.M))
+
+
+def test_verbs(sv_side):
+    """Every TOOLS pair between softverbs on the host (standard mode) and
+    rxe in the guest, in one boot: sv_side "server" (the guest's tools are
+    clients), "client", or "shared": softverbs the servers, all started
+    at once after an idle process that holds UDP 4791 and forwards the
+    pingpongs' packets into their rings; it leaves after the UD pair and
+    the SRQ pair's server takes the port over.  Each pair must exit 0 on both
+    sides and print its figures; softverbs must have verified rxe's ICRCs
+    (by solving for the IPv4 ID: icrc_id_solved) and dropped none."""
+    guest = []
+    shared = sv_side == "shared"
+    for i, (name, argv) in enumerate(TOOLS):
+        port = TOOL_PORT + i
+        if sv_side in ("server", "shared"):
+            # The host's server of this pair may not be up yet (the
+            # one before it still runs): again while refused.
+            cmd = " ".join(tool_args(argv, "rxe0", "$GIDX", port,
+                                     rig.HOST_ADDR))
+            guest.append(
+                f"n=0; while :; do timeout 120 {cmd} >{name}.txt 2>&1; "
+                f"s=$?; [ $s -eq 0 ] && break; "
+                f"grep -q \"Couldn't connect to\" {name}.txt || break; "
+                f"n=$((n + 1)); [ $n -lt 400 ] || break; sleep 0.5; done; "
+                f"echo '== {name}'; cat {name}.txt; echo \"{name} exit $s\"")
+        else:
+            cmd = " ".join(tool_args(argv, "rxe0", "$GIDX", port))
+            guest.append(f"timeout 150 {cmd} >{name}.txt 2>&1; s=$?; "
+                         f"echo '== {name}'; cat {name}.txt; "
+                         f"echo \"{name} exit $s\"")
+    host = {}
+    with rig.VM("; ".join(guest)) as vm:
+        gidx = host_gid_index(vm)
+        servers = {}
+        pcap = tshark = None
+        if sv_side == "server":
+            pcap = os.path.join(vm.tmp, "tap0.pcap")
+            tshark = start_tshark(vm, pcap)
+        if shared:
+            # An idle holder of 4791 first (a standard-mode server on a
+            # port nobody connects to), then the nine servers: the
+            # pingpongs' engines exist from the start and get their
+            # packets through the holder; perftest makes its QPs when
+            # its client connects.
+            idle = vm.spawn(*softverbs_cmd(["ibv_rc_pingpong", "-g",
+                                            str(gidx), "-p", "18599"]),
+                            env=SV_ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+            while not subprocess.run(vm.in_ns("ss", "-Hlun",
+                                              "sport = :4791"),
+                                     capture_output=True,
+                                     text=True).stdout:
+                if idle.poll() is not None:
+                    fail("the idle holder of 4791 exited")
+                time.sleep(0.05)
+            for i, (name, argv) in enumerate(TOOLS):
+                args = tool_args(argv, None, gidx, TOOL_PORT + i)
+                # Into a file, kept with the run's folder on failure.
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          "w") as f:
+                    servers[name] = vm.spawn(*softverbs_cmd(args),
+                                             env=SV_ENV, stdout=f,
+                                             stderr=subprocess.STDOUT)
+        vm.start()
+        start = time.monotonic()
+        for i, (name, argv) in enumerate(TOOLS):
+            if shared:
+                try:
+                    servers[name].wait(timeout=max(
+                        5, BOOT_TIMEOUT * 3 - (time.monotonic() - start)))
+                except subprocess.TimeoutExpired:
+                    pass
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          errors="replace") as f:
+                    host[name] = (servers[name].poll(), f.read())
+                if name == "ud_pingpong":
+                    # The holder leaves before an RC pair (srq): UC
+                    # and UD would lose what rxe sends until the next
+                    # holder binds; RC retransmits it.  The srq server
+                    # is the one engine left waiting to take over.
+                    idle.kill()
+                continue
+            port = TOOL_PORT + i
+            # The first waits for the boot, the rest for one run each.
+            deadline = time.monotonic() + (BOOT_TIMEOUT if i == 0 else 150)
+            args = tool_args(argv, None, gidx, port,
+                             rig.GUEST_ADDR if sv_side == "client" else None)
+            if sv_side == "server":
+                try:
+                    r = subprocess.run(vm.in_ns(*softverbs_cmd(args)),
+                                       env=SV_ENV, capture_output=True,
+                                       text=True,
+                                       timeout=deadline - time.monotonic())
+                    host[name] = (r.returncode, r.stdout + r.stderr)
+                except subprocess.TimeoutExpired:
+                    host[name] = (None, "timed out")
+            else:
+                host[name] = host_run(vm, args, deadline)
+        status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
+                                  (time.monotonic() - start)))
+        if tshark:
+            stop_tshark(tshark)
+    out = out or ""
+    print(out, end="")
+    if pcap:
+        check_sent(pcap)
+    failed = []
+    solved = dropped = 0
+    for name, argv in TOOLS:
+        hs, hout = host[name]
+        print(f"---- host {name} (softverbs {sv_side}): exit {hs}\n{hout}")
+        done = DONE["ib_" if argv[0].startswith("ib_") else "pingpong"]
+        gm = re.search(rf"^== {name}\n(.*?)^{name} exit (\d+)$", out,
+                       re.S | re.M)
+        gs, gout = (int(gm.group(2)), gm.group(1)) if gm else (None, "")
+        if hs != 0 or gs != 0 or not re.search(done, hout, re.M) or \
+                not re.search(done, gout, re.M):
+            failed.append(f"{name} (host exit {hs}, guest exit {gs})")
+        solved += stat(hout, "icrc_id_solved")
+        dropped += stat(hout, "drop_icrc")
+        print(f"interop: {name}: host exit {hs}, guest exit {gs}, "
+              f"icrc_id_solved {stat(hout, 'icrc_id_solved')}, drop_icrc "
+              f"{stat(hout, 'drop_icrc')}")
+    if status is None:
+        fail("no status from the guest in time", vm)
+    if failed:
+        fail("failed: " + ", ".join(failed), vm)
+    if dropped or not solved:
+        fail(f"softverbs dropped {dropped} ICRCs, solved {solved}")
+    if shared:
+        ring = {n: stat(host[n][1], "shm_rx_pkts")
+                for n in ("rc_pingpong", "uc_pingpong", "ud_pingpong")}
+        took = stat(host["srq_pingpong"][1], "roce_takeover")
+        print(f"interop: shared 4791: received through the holder's "
+              f"forwarding {ring}; srq_pingpong's server took the port "
+              f"over {took} time(s)")
+        if not all(ring.values()) or took != 1:
+            fail("the servers did not share 4791 (forwarded packets, "
+                 "then one takeover)")
+    print("interop: PASS")
+
+
 def c_bytes(name, b):
     return f".{name} = \"" + "".join(f"\\x{x:02x}" for x in b) + "\", "
 
@@ -267,6 +551,8 @@ def main(argv):
             test_rc_pingpong()
         elif what == "inject":
             test_inject()
+        elif what in ("sv_server", "sv_client", "sv_shared"):
+            test_verbs(what[3:])
         elif what == "capture":
             capture("--vectors" in argv)
         else:

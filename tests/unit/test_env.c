@@ -93,6 +93,10 @@ static void test_parse(void)
 	CHECK(!strcmp(with("SOFTVERBS_FAULT", "drop=1%;seed=3").fault,
 		      "drop=1%;seed=3"));
 
+	/* The RoCE mode as given (engine/links.c parses it). */
+	CHECK(!strcmp(with("SOFTVERBS_ROCE", NULL).roce, ""));
+	CHECK(!strcmp(with("SOFTVERBS_ROCE", "standard").roce, "standard"));
+
 	/* The sysfs root: trailing slashes dropped, cut at 255 bytes. */
 	CHECK(!strcmp(with("SYSFS_PATH", NULL).sysfs_path, "/sys"));
 	CHECK(!strcmp(with("SYSFS_PATH", "/tmp/fake-sys///").sysfs_path,
