@@ -20,6 +20,13 @@ Then, at MTU 1500, under 1% and 10% random UDP loss (nftables in the
 client's namespace, both directions): ib_write_bw 1 MiB and iperf3 (TCP
 loss is dropped with the same rule's rate, on TCP).
 
+Last, sharing a bottleneck (a token bucket, tc tbf, at
+BENCH_NETNS_SHARE_RATE, default 500mbit, on both ends of the veth):
+ib_write_bw 1 MiB and one iperf3 TCP stream started together, each one's
+MiB/s while both run (iperf3's 1 s intervals inside perftest's measured
+window) and softverbs' share of their sum: how the congestion window
+backs off beside TCP's.  A figure, not a target.
+
 Latencies are one-way (half a round trip), as both tools print them; the
 figure is the median of the repeats, with min-max.  CPU per GiB: the
 client's process tree's user+system time between two samples inside the
@@ -30,16 +37,19 @@ Needs root (ip netns, nftables); prints why and exits 0 otherwise.
 
 Environment: BENCH_QUICK, BENCH_REPEATS, BENCH_CPUS, BENCH_OUT as in
 bench.py; BENCH_NETNS_MTUS=1500,9000; BENCH_NETNS_LOSS=1,10 (0: none);
+BENCH_NETNS_SHARE_RATE=500mbit (empty: no sharing run);
 BENCH_NETNS_ONLY=series,... runs only those (e.g. ib_write_bw,iperf3 TCP).
 The namespaces' names carry this process's ID, so two runs (two
 worktrees) do not tear down each other's."""
 import csv
+import json
 import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,6 +108,18 @@ def set_loss(pct):
                                               ("out", "output")))
     sh("ip", "netns", "exec", NS[1], "nft", "-f", "-",
        input="table inet svloss {\n%s\n}\n" % rules)
+
+
+def set_rate(rate):
+    """A token bucket of rate (tc tbf, e.g. 500mbit) on both ends of the
+    veth (None: none); what would wait more than 20 ms is dropped."""
+    for ns in NS:
+        sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "sv0",
+           "root", check=False)
+        if rate:
+            sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "sv0",
+               "root", "tbf", "rate", rate, "burst", "16kb", "latency",
+               "20ms")
 
 
 def teardown():
@@ -179,6 +201,7 @@ class Netns:
         self.losses = [int(p) for p in
                        (env.get("BENCH_NETNS_LOSS") or "1,10").split(",")
                        if int(p)]
+        self.share_rate = env.get("BENCH_NETNS_SHARE_RATE", "500mbit")
         only = env.get("BENCH_NETNS_ONLY")
         self.only = set(only.split(",")) if only else None
         self.seconds = 2 if self.quick else 4  # -D / -t of bandwidth runs
@@ -291,6 +314,63 @@ class Netns:
              "-t", "2"] + mode, port, proto="udp", server_exits=False)
         return B.parse_sockperf(out)
 
+    def share(self, cond, rep, gids):
+        """ib_write_bw 1 MiB and an iperf3 TCP stream started together
+        through the bottleneck: two rows, each one's MiB/s while both ran,
+        and softverbs' share of the sum."""
+        tag = B.slug("%s share r%d" % (cond, rep))
+        pt, tcp, res = self.next_port(), self.next_port(), {}
+
+        def iperf():
+            try:
+                out, _ = self.pair(
+                    tag + "-tcp", ["iperf3", "-s", "-1", "-B", ADDR[0], "-p",
+                                   str(tcp)],
+                    ["iperf3", "-c", ADDR[0], "-p", str(tcp), "-t",
+                     str(self.seconds + 3), "-J"], tcp)
+                data = json.loads(out[out.index("{"):])
+                # perftest measures from about 1.5 s after its start for
+                # self.seconds: iperf3's intervals inside that.
+                bps = [i["sum"]["bits_per_second"] for i in data["intervals"]
+                       if i["sum"]["start"] >= 1.5 and
+                       i["sum"]["end"] <= self.seconds + 2]
+                res["tcp"] = statistics.mean(bps) / 8 / MiB
+            except (B.RunError, ValueError, KeyError,
+                    statistics.StatisticsError) as e:
+                res["tcp_err"] = str(e)
+        th = threading.Thread(target=iperf)
+        th.start()
+        common = ["-d", "softverbs0", "-p", str(pt), "-s", str(MiB), "-D",
+                  str(self.seconds)]
+        try:
+            out, _ = self.pair(
+                tag + "-ib",
+                [self.softverbs, "run", "--", "ib_write_bw", "-x", gids[0]] +
+                common,
+                [self.softverbs, "run", "--", "ib_write_bw", "-x", gids[1]] +
+                common + [ADDR[0]], pt)
+            ib, status = B.parse_perftest_bw(out)["bw"], "ok"
+        except B.RunError as e:
+            ib, status = None, "failed: %s" % e
+        th.join()
+        tcp_bw = res.get("tcp")
+        figs = {"ib_write_bw (beside iperf3)": {} if ib is None else
+                {"bw": ib},
+                "iperf3 TCP (beside ib_write_bw)": {} if tcp_bw is None else
+                {"bw": tcp_bw}}
+        if ib is not None and tcp_bw is not None and ib + tcp_bw:
+            figs["ib_write_bw (beside iperf3)"]["share"] = ib / (ib + tcp_bw)
+        for name, fig in figs.items():
+            st = status if name.startswith("ib") else \
+                ("ok" if tcp_bw is not None else
+                 "failed: %s" % res.get("tcp_err"))
+            self.rows.append({"cond": cond, "name": name, "size": MiB if
+                              name.startswith("ib") else 0, "rep": rep,
+                              "fig": fig, "status": st})
+            print("netns: %-14s %-28s run %d: %s" % (
+                cond, name, rep, " ".join("%s=%.4g" % kv for kv in
+                                         fig.items()) or st), flush=True)
+
     def record(self, cond, name, size, rep, fn):
         if self.only is not None and name not in self.only:
             return
@@ -332,6 +412,12 @@ class Netns:
                     self.record(cond, "iperf3 TCP", 0, rep,
                                 lambda tag: self.iperf3(tag))
             set_loss(0)
+            if self.share_rate:
+                set_rate(self.share_rate)
+                cond = "mtu 1500 rate %s" % self.share_rate
+                for rep in range(1, self.repeats + 1):
+                    self.share(cond, rep, gids)
+                set_rate(None)
         finally:
             teardown()
         self.write()
@@ -412,7 +498,8 @@ class Netns:
 
     def write(self):
         units = {"bw": "MiB/s", "rate": "Mmsg/s", "lat": "us",
-                 "lat_avg": "us", "cpu_gib": "CPU s/GiB"}
+                 "lat_avg": "us", "cpu_gib": "CPU s/GiB",
+                 "share": "of the sum"}
         with open(os.path.join(self.out, "netns.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["condition", "series", "size", "run", "metric",

@@ -26,7 +26,10 @@
  *   ACK             everything through its PSN is done (IBA);
  *   RNR NAK         wait the responder's RNR time, resend (rnr_retry, 7 =
  *                   forever, then IBV_WC_RNR_RETRY_EXC_ERR);
- *   PSN seq. NAK    go back N to its PSN (IBA);
+ *   PSN seq. NAK    go back N to its PSN (IBA), or, from a softverbs
+ *                   responder that keeps out-of-order packets (its ACKs
+ *                   say so in the BTH's reserved bits, wire.h), resend
+ *                   only the hole it names;
  *   other NAKs      the WQE at its PSN fails (remote access, invalid
  *                   request, remote operational error) and the QP errs;
  *   READ responses  placed into the READ WQE's SGEs in PSN order; a gap
@@ -51,6 +54,7 @@
 #include "engine/stats.h"
 #include "engine/strict.h"
 #include "link/shm.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* The states, in the order a packet meets them; errors last. */
@@ -126,8 +130,10 @@ struct comp_ctx {
 	uint32_t before;
 	bool lost;
 	enum comp_state next;
-	/* ERROR_RETRY: resend from retry_psn, for the log: why */
+	/* ERROR_RETRY: resend from retry_psn (sack_n PSNs of it, 0: go back
+	 * N), for the log: why */
 	uint32_t retry_psn;
+	uint32_t sack_n;
 	const char *why;
 };
 
@@ -247,11 +253,23 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 
 /* ---- congestion control -------------------------------------------------- */
 
-/* Slow start below ssthresh, then one more packet per window
- * acknowledged; a loss halves the window, a timeout starts over from the
- * minimum. */
+/* Loss-based AIMD as TCP NewReno (RFC 6582) does it, per QP: slow start
+ * below ssthresh, then one more packet per window acknowledged; a loss
+ * halves the window, once per episode when the holes are resent
+ * selectively (the losses of one window are one congestion event, and
+ * selective retransmission reports each hole on its own: halving for each
+ * took the window to its minimum under 1% loss), with no growth until the
+ * episode ends; each go-back-N rewind halves it again; a timeout starts
+ * over from the minimum.  The window counts PSNs from the oldest unacknowledged one,
+ * so packets the responder kept past a hole still count until it is
+ * filled. */
 static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 {
+	if (qe->cc_recovering) {
+		if (sv_psn_diff(qe->comp.psn, qe->cc_recover) < 0)
+			return;
+		qe->cc_recovering = false;
+	}
 	if (qe->cwnd < qe->ssthresh) {
 		qe->cwnd += n;
 	} else {
@@ -265,12 +283,23 @@ static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 		qe->cwnd = qe->window;
 }
 
-void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout, bool selective)
 {
+	/* Only a selective resend belongs to the episode: going back N
+	 * sends the whole window again, into the queue that just dropped
+	 * part of it (through a 200 Mbit/s bucket, rewinds of an uncut
+	 * window of 128 dropped their own resends until retry_cnt ran out),
+	 * so each rewind cuts, as before. */
+	if (!timeout && selective && qe->cc_recovering &&
+	    sv_psn_diff(qe->comp.psn, qe->cc_recover) < 0)
+		return; /* the same episode */
+	SV_STAT(qe->eng, cc_cuts);
 	qe->ssthresh =
 		qe->cwnd / 2 > SV_WINDOW_MIN ? qe->cwnd / 2 : SV_WINDOW_MIN;
 	qe->cwnd = timeout ? SV_WINDOW_MIN : qe->ssthresh;
 	qe->cwnd_acc = 0;
+	qe->cc_recovering = true;
+	qe->cc_recover = qe->req.max_psn;
 }
 
 /* ---- timers: progress, probe, retry -------------------------------------- */
@@ -287,9 +316,26 @@ void sv_cc_loss(struct sv_qp_engine *qe, bool timeout)
  * from loss. */
 static uint64_t probe_base(struct sv_qp_engine *qe)
 {
-	uint64_t ns = qe->comp.srtt ? 4 * qe->comp.srtt + 200000 : SV_PROBE_NS;
+	uint64_t ns = sv_rtt_rto(&qe->comp.rtt, SV_PROBE_MIN_NS, SV_PROBE_NS);
+	uint64_t cap = qe->comp.timeout_ns / 4;
 
-	return ns < SV_PROBE_MIN_NS ? SV_PROBE_MIN_NS : ns;
+	/* A loaded host's scheduler makes round trips of tens of ms and an
+	 * RTO beyond the ACK timer: the probe would never come first, and
+	 * every lost resend would cost a retry and a whole timeout. */
+	if (cap && ns > cap)
+		ns = cap > SV_PROBE_MIN_NS ? cap : SV_PROBE_MIN_NS;
+	/* Waiting for a READ's (or an atomic's) response: its length is
+	 * not in the RTT, and a resent READ is executed again (IBA), the
+	 * whole response resent (rxe answered 33,679 response packets for
+	 * 12,800 when probed early).  A later floor there. */
+	if (ns < SV_PROBE_READ_NS && qe->comp.idx != sv_sq_tail(qe)) {
+		uint32_t op = wqe_at(qe, qe->comp.idx)->opcode;
+
+		if (op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			ns = SV_PROBE_READ_NS;
+	}
+	return ns;
 }
 
 void sv_probe_arm(struct sv_qp_engine *qe, bool reset)
@@ -340,6 +386,10 @@ void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now)
 		qe->comp.losses_seen = shm_losses(qe->eng);
 	SV_STAT(qe->eng, probe_retransmit);
 	SV_QSTAT(qe, retrans);
+	if (sv_log_level >= SV_LOG_DBG)
+		sv_dbg("qp 0x%06x probe psn %u (every %llu us)", qe->qpn,
+		       qe->comp.psn,
+		       (unsigned long long)qe->comp.probe_ns / 1000);
 	sv_req_probe(qe);
 	if (!qe->comp.timeout_ns || qe->comp.probe_ns * 2 < qe->comp.timeout_ns)
 		qe->comp.probe_ns *= 2;
@@ -384,18 +434,20 @@ static void progress_from(struct sv_qp_engine *qe, uint32_t before)
  * sent before it: not a new loss. */
 static uint64_t dupack_guard(struct sv_qp_engine *qe)
 {
-	return qe->comp.srtt ? 2 * qe->comp.srtt + 100000 : 1000000;
+	const struct sv_rtt *r = &qe->comp.rtt;
+
+	return r->srtt ? 2 * r->srtt + 100000 : 1000000;
 }
 
 static void rtt_sample(struct sv_qp_engine *qe, uint32_t acked_psn)
 {
 	uint64_t s;
 
-	if (!qe->comp.rtt_t || sv_psn_diff(acked_psn, qe->comp.rtt_psn) < 0)
+	if (!sv_rtt_acked(&qe->comp.rtt_sent, acked_psn, sv_eng_now(qe->eng),
+			  &s))
 		return;
-	s = sv_eng_now(qe->eng) - qe->comp.rtt_t;
-	qe->comp.srtt = qe->comp.srtt ? (7 * qe->comp.srtt + s) / 8 : s;
-	qe->comp.rtt_t = 0;
+	sv_rtt_sample(&qe->comp.rtt, s);
+	SV_STAT(qe->eng, rtt_samples);
 }
 
 /* The wait before the next timeout.  IBA gives the Local ACK Timeout as
@@ -417,7 +469,8 @@ static uint64_t retry_wait(struct sv_qp_engine *qe)
 /* Resend from psn, spending a retry (shared by the ACK timer and the
  * ERROR_RETRY state: sequence NAKs, implied NAKs, duplicate ACKs); none
  * left: the oldest WQE fails with IBV_WC_RETRY_EXC_ERR (IBA). */
-static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
+static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
+		  const char *why)
 {
 	if (sv_log_level >= SV_LOG_DBG) {
 		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn,
@@ -435,8 +488,13 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, const char *why)
 		return;
 	}
 	qe->comp.retry_left--;
-	sv_cc_loss(qe, false);
-	sv_req_rewind(qe, psn);
+	if (sack_n && sv_req_resend(qe, psn, sack_n)) {
+		SV_STAT(qe->eng, sack_resend);
+		sv_cc_loss(qe, false, true);
+	} else {
+		sv_cc_loss(qe, false, false);
+		sv_req_rewind(qe, psn);
+	}
 	if (qe->comp.timeout_ns) {
 		qe->comp.deadline = sv_eng_now(qe->eng) + retry_wait(qe);
 		sv_qp_timer_arm(qe, qe->comp.deadline);
@@ -456,8 +514,8 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 	qe->comp.retried = false;
 	if (qe->comp.backoff < 32)
 		qe->comp.backoff++;
-	sv_cc_loss(qe, true);
-	retry(qe, qe->comp.psn, "timeout");
+	sv_cc_loss(qe, true, false);
+	retry(qe, qe->comp.psn, 0, "timeout");
 	sv_work_add(qe, SV_WORK_REQ);
 }
 
@@ -498,9 +556,16 @@ static enum comp_state check_psn(struct comp_ctx *c)
 static enum comp_state check_ack(struct comp_ctx *c)
 {
 	uint8_t syn = (uint8_t)sv_aeth_syndrome(sv_pkt_h(c->pkt, SV_HDR_AETH));
+	uint32_t sack = (uint32_t)sv_bth_resv7(c->pkt->hdr);
 	int s;
 
 	c->syn = syn;
+	/* Reserved bits (IBA: ignored) unless both ends are softverbs with
+	 * selective retransmission on (wire.h, SV_SACK_MAX). */
+	if (sack && c->pkt->opcode == SV_OP_RC_ACKNOWLEDGE && sv_env_sack()) {
+		c->qe->comp.sack_peer = true;
+		c->sack_n = sack;
+	}
 	switch (syn & SV_AETH_TYPE_MASK) {
 	case SV_AETH_ACK:
 		if (sv_psn_diff(c->pkt->psn, c->qe->comp.psn) < 0)
@@ -557,7 +622,7 @@ static enum comp_state fast_retransmit(struct comp_ctx *c)
 	SV_STAT(c->qe->eng, fast_retransmit);
 	SV_QSTAT(c->qe, retrans);
 	c->retry_psn = c->qe->comp.psn;
-	c->why = "duplicate ACK";
+	c->why = c->sack_n ? "duplicate ACK, selective" : "duplicate ACK";
 	return COMP_ERROR_RETRY;
 }
 
@@ -565,9 +630,15 @@ static enum comp_state fast_retransmit(struct comp_ctx *c)
  * and nothing since; go back N to it (IBA). */
 static enum comp_state seq_nak(struct comp_ctx *c)
 {
+	uint64_t unused;
+
 	SV_STAT(c->qe->eng, rcvd_seq_err);
+	/* What it acknowledges is not timed: a later ACK covering those
+	 * PSNs would be taken as their round trip. */
+	sv_rtt_acked(&c->qe->comp.rtt_sent,
+		     sv_psn_add(c->pkt->psn, SV_PSN_MASK), 0, &unused);
 	c->retry_psn = c->pkt->psn;
-	c->why = "sequence NAK";
+	c->why = c->sack_n ? "sequence NAK, selective" : "sequence NAK";
 	return acked(c, sv_psn_add(c->pkt->psn, SV_PSN_MASK), COMP_ERROR_RETRY);
 }
 
@@ -742,13 +813,14 @@ static enum comp_state implied_nak(struct comp_ctx *c)
 	qe->comp.retried = true;
 	qe->comp.retried_psn = qe->comp.psn;
 	c->retry_psn = qe->comp.psn;
+	c->sack_n = 0; /* READ responses are not kept: go back N */
 	c->why = "implied NAK";
 	return COMP_ERROR_RETRY;
 }
 
 static enum comp_state error_retry(struct comp_ctx *c)
 {
-	retry(c->qe, c->retry_psn, c->why);
+	retry(c->qe, c->retry_psn, c->sack_n, c->why);
 	return COMP_DONE;
 }
 

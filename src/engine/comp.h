@@ -10,7 +10,7 @@
 
 #include "engine/qpe.h"
 
-void sv_cc_loss(struct sv_qp_engine *qe, bool timeout);
+void sv_cc_loss(struct sv_qp_engine *qe, bool timeout, bool selective);
 void sv_comp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt);
 void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now);
 void sv_comp_probe(struct sv_qp_engine *qe, uint64_t now);

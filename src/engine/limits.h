@@ -35,7 +35,8 @@
  * finished exchange costs no CPU to speak of. */
 #define SV_SERVE_SPIN_NS (50ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
-#define SV_PROBE_MIN_NS (500ull * 1000) /* early resend: floor */
+#define SV_PROBE_MIN_NS (1000ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
+#define SV_PROBE_READ_NS (2ull * 1000 * 1000) /* ... for a READ response */
 
 #endif

@@ -13,8 +13,10 @@
 
 #include "core/objects.h"
 #include "engine/eng.h"
+#include "engine/limits.h"
 #include "engine/path.h"
 #include "engine/pcap.h"
+#include "engine/rtt.h"
 #include "engine/statseg.h"
 #include "link/chan.h"
 #include "proto/addr.h"
@@ -108,6 +110,10 @@ struct sv_qp_engine {
 	uint32_t cwnd; /* packets: congestion window (<= window) */
 	uint32_t ssthresh;
 	uint32_t cwnd_acc; /* PSNs acknowledged towards cwnd + 1 */
+	/* A loss episode: cut once, until everything sent before the first
+	 * loss (cc_recover) is acknowledged (comp.c, sv_cc_loss). */
+	bool cc_recovering;
+	uint32_t cc_recover;
 	uint32_t qkey;
 	uint32_t access; /* qp_access_flags */
 	uint8_t min_rnr_timer;
@@ -190,9 +196,11 @@ struct sv_qp_engine {
 		uint32_t retried_psn; /* implied-NAK retry already issued here */
 		bool retried;
 		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
-		uint64_t srtt; /* ns, smoothed round trip (0: no sample yet) */
-		uint64_t rtt_t; /* ns: when rtt_psn was sent, 0 = none timed */
-		uint32_t rtt_psn;
+		/* The peer's ACKs say it keeps out-of-order packets (wire.h,
+		 * SV_SACK_MAX): its NAKs name the holes to resend. */
+		bool sack_peer;
+		struct sv_rtt rtt; /* round trip (engine/rtt.h) */
+		struct sv_rtt_ring rtt_sent; /* packets being timed */
 	} comp;
 
 	/* responder */
@@ -224,6 +232,21 @@ struct sv_qp_engine {
 		uint32_t nres, res_next;
 		struct sv_reply replies[SV_REPLY_Q];
 		uint32_t reply_head, reply_tail;
+		/* Selective retransmission (resp.c, "Out-of-order packets"):
+		 * packets of the RDMA WRITE in progress placed ahead of psn,
+		 * bit psn % SV_WINDOW_MAX; nkept of them, the WRITE's last
+		 * packet among them (kept_end); hi_psn, the newest PSN seen
+		 * ahead of psn (valid while ahead). */
+		uint64_t kept[SV_WINDOW_MAX / 64];
+		uint32_t nkept;
+		bool kept_end;
+		bool ahead;
+		uint32_t hi_psn;
+		/* The requester resends holes only (its requests say so):
+		 * the next gap is NAKed at once, unless it is still part of
+		 * the PSNs before nak_end, which the last NAK asked for. */
+		bool peer_sack;
+		uint32_t nak_end;
 		/* fault injection (inject.c): the last request counted, and
 		 * a responder silenced by a forced retry-exceeded */
 		bool inj_seen;

@@ -21,9 +21,8 @@
  * requester's socket with responses.
  *
  * How much is in flight is limited by a congestion window (cwnd, AIMD
- * with slow start as in TCP Reno, halved on each loss) inside the window
- * the peer's socket buffer allows: go-back-N wastes what follows a loss,
- * so under loss a smaller window wastes less.
+ * with slow start as in TCP NewReno, halved once per loss episode: comp.c)
+ * inside the window the peer's socket buffer allows.
  */
 #include "core/mw.h"
 #include "engine/comp.h"
@@ -37,6 +36,7 @@
 #include "engine/sgl.h"
 #include "engine/ud.h"
 #include "engine/xmit.h"
+#include "util/env.h"
 #include "util/log.h"
 
 static uint32_t npkts(uint64_t len, uint32_t pmtu)
@@ -143,6 +143,16 @@ static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
 		qe->req.max_psn = qe->req.psn;
 }
 
+/* The packet with PSN req.psn went out again.  Karn's rule, for
+ * cumulative ACKs: the ACK of the PSN being timed could now answer either
+ * copy of it, or have waited for the resend of an earlier PSN (a hole
+ * being filled), so it gives no sample. */
+static void resent(struct sv_qp_engine *qe)
+{
+	SV_STAT(qe->eng, retrans_pkts);
+	sv_rtt_forget(&qe->comp.rtt_sent, qe->req.psn);
+}
+
 /* Move req past a WQE: the next PSN is the one after its range. */
 static void wqe_passed(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
@@ -242,6 +252,10 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 				return false;
 			}
 		}
+		/* Tell a softverbs responder we resend holes only (wire.h,
+		 * SV_SACK_MAX; reserved bits to anyone else). */
+		if (rc && sv_env_sack())
+			sv_bth_set_resv7(b, 1);
 		/* IBA: Solicited Event on the last packet only. */
 		if (last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
 		    (info->mask & (SV_M_SEND | SV_M_IMM)))
@@ -255,16 +269,17 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			    in_flight(qe) + 1 >= qe->cwnd) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
-				/* Time one ACK at a time, never a resend
+				/* Timed (engine/rtt.h), never a resend
 				 * (Karn): its ACK could answer either copy. */
-				if (!qe->comp.rtt_t &&
-				    qe->req.psn == qe->req.max_psn) {
-					qe->comp.rtt_t = sv_eng_now(qe->eng);
-					qe->comp.rtt_psn = qe->req.psn;
-				}
+				if (qe->req.psn == qe->req.max_psn)
+					sv_rtt_sent(&qe->comp.rtt_sent,
+						    qe->req.psn,
+						    sv_eng_now(qe->eng));
 			}
 		}
 		sv_tx_finish(qe, t);
+		if (rc && sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+			resent(qe);
 		psn_sent(qe, 1);
 		if (off + pay > wqe->sent)
 			wqe->sent = off + pay;
@@ -327,6 +342,8 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_reth_set_len(h, len);
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
+	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+		resent(qe);
 	psn_sent(qe, npkts(len, qe->pmtu));
 	wqe->sent += len;
 	if (wqe->sent > wqe->rd_end)
@@ -356,6 +373,8 @@ static void send_atomic(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	sv_bth_set_ackreq(b, 1);
 	sv_tx_finish(qe, t);
+	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
+		resent(qe);
 	psn_sent(qe, 1);
 	(*budget)--;
 	arm_timer(qe);
@@ -617,7 +636,7 @@ void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind)
 	qe->req.since_ackreq = 0;
 	if (rewind) {
 		qe->comp.last_rewind = sv_eng_now(qe->eng);
-		qe->comp.rtt_t = 0;
+		qe->comp.rtt_sent.n = 0;
 	}
 	sv_work_add(qe, SV_WORK_REQ);
 }
@@ -659,6 +678,48 @@ void sv_req_probe(struct sv_qp_engine *qe)
 	qe->req.psn = save_psn;
 	qe->req.idx = save_idx;
 	qe->req.since_ackreq = save_since;
+}
+
+/* Selective retransmission: the peer has what follows the hole, so only
+ * the hole goes out again (the last packet asks for an ACK, whose answer
+ * says where the responder is then).  PSNs not sent yet are left to the
+ * requester's own run. */
+bool sv_req_resend(struct sv_qp_engine *qe, uint32_t psn, uint32_t n)
+{
+	uint32_t save_psn = qe->req.psn, save_idx = qe->req.idx;
+	uint32_t save_since = qe->req.since_ackreq;
+	int32_t sent = sv_psn_diff(save_psn, psn);
+	bool ok = true;
+
+	if (sent <= 0)
+		return true;
+	if ((uint32_t)sent < n)
+		n = (uint32_t)sent;
+	while (n) {
+		struct sv_send_wqe *w = sv_wqe_of_psn(qe, psn);
+		unsigned int budget = 1;
+
+		if (!w ||
+		    (w->state != SV_WQE_ACTIVE && w->state != SV_WQE_SENT))
+			break;
+		if (sv_wr_is_rd_atomic(w->opcode)) {
+			ok = false;
+			break;
+		}
+		qe->req.psn = psn;
+		qe->req.probing = n == 1;
+		send_data(qe, w, &budget);
+		qe->req.probing = false;
+		if (qe->req.blocked)
+			break;
+		psn = sv_psn_add(psn, 1);
+		n--;
+	}
+	qe->req.psn = save_psn;
+	qe->req.idx = save_idx;
+	qe->req.since_ackreq = save_since;
+	qe->comp.last_rewind = sv_eng_now(qe->eng);
+	return ok;
 }
 
 void sv_req_ask_ack(struct sv_qp_engine *qe)

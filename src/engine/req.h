@@ -13,6 +13,10 @@ void sv_req_run(struct sv_qp_engine *qe);
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
 void sv_req_probe(struct sv_qp_engine *qe);
+/* Resend the n PSNs from psn already sent, without moving the requester
+ * (selective retransmission); false: a READ or ATOMIC is among them, go
+ * back N instead. */
+bool sv_req_resend(struct sv_qp_engine *qe, uint32_t psn, uint32_t n);
 /* Everything is sent and a path waits for its ACK, which no packet asked
  * for (an unsignaled message on shm): ask now, once per such point. */
 void sv_req_ask_ack(struct sv_qp_engine *qe);

@@ -17,6 +17,13 @@
  * resources, ATOMICs answered from the cached result (never executed
  * twice).  UC has no ACKs: errors there discard the message (IBA).
  *
+ * Selective retransmission (a softverbs extension, docs/engine.md): the
+ * middle and last packets of the RDMA WRITE in progress that arrive after
+ * a gap are placed at once (their address is known from the WRITE's RETH)
+ * and remembered in a bitmap; once the gap is filled the responder moves
+ * past them, and its NAKs say how many PSNs are missing (wire.h,
+ * SV_SACK_MAX).
+ *
  * Replies to READ and ATOMIC requests go through a queue, generated a
  * budget at a time; ACKs and NAKs wait until the queue is empty, because a
  * coalesced ACK past a READ would tell the requester the READ's responses
@@ -782,6 +789,175 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	sv_qp_to_error(qe, e->event);
 }
 
+/* ---- out-of-order packets (selective retransmission) ---------------------
+ *
+ * What is kept is only what can be placed where it belongs without
+ * executing anything: the middle and last (without immediate) packets of
+ * the RDMA WRITE in progress, whose RETH was checked for the whole
+ * message when its first packet came.  Each is checked again (key, bounds,
+ * the region's state) and copied to the RETH address plus its offset; a
+ * WRITE's memory is undefined until it completes, so placing early is
+ * invisible.  Nothing is buffered: the memory is a bitmap of
+ * SV_WINDOW_MAX PSNs (the most a requester has in flight).  SEND packets
+ * are not kept: a SEND has no length, so a middle packet after a gap
+ * might belong to a later message and land in this one's buffer. */
+
+_Static_assert((SV_PSN_MASK + 1) % SV_WINDOW_MAX == 0,
+	       "kept bits stay put across the PSN wrap");
+
+static bool kept_test(const struct sv_qp_engine *qe, uint32_t psn)
+{
+	uint32_t b = psn % SV_WINDOW_MAX;
+
+	return (qe->resp.kept[b / 64] >> (b % 64)) & 1;
+}
+
+static void kept_flip(struct sv_qp_engine *qe, uint32_t psn)
+{
+	uint32_t b = psn % SV_WINDOW_MAX;
+
+	qe->resp.kept[b / 64] ^= 1ull << (b % 64);
+}
+
+static bool sack_on(const struct resp_ctx *c)
+{
+	return !c->uc && sv_env_sack();
+}
+
+/* The newest PSN seen ahead of the expected one. */
+static void note_ahead(struct sv_qp_engine *qe, uint32_t psn)
+{
+	if (!qe->resp.ahead || sv_psn_diff(qe->resp.hi_psn, qe->resp.psn) < 0 ||
+	    sv_psn_diff(psn, qe->resp.hi_psn) > 0)
+		qe->resp.hi_psn = psn;
+	qe->resp.ahead = true;
+}
+
+/* A packet after a gap: place it now if it is part of the WRITE in
+ * progress (the checks chk_length would make when it comes in order). */
+static void keep(struct resp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_pkt *p = c->pkt;
+	uint32_t m = p->mask, pay = p->paylen;
+	int32_t d = sv_psn_diff(p->psn, qe->resp.psn);
+	uint64_t off = (uint64_t)d * qe->pmtu;
+	struct sv_mr *mr;
+	uint8_t *dst;
+	bool ok;
+
+	if (qe->resp.in_msg != SV_M_WRITE || d <= 0 || d >= SV_WINDOW_MAX ||
+	    !(m & SV_M_WRITE) || (m & (SV_M_START | SV_M_IMM)) ||
+	    kept_test(qe, p->psn))
+		return;
+	if (m & SV_M_END) {
+		if (!pay || pay > qe->pmtu || off + pay != qe->resp.resid)
+			return;
+	} else if (pay != qe->pmtu || off + pay >= qe->resp.resid) {
+		return;
+	}
+	mr = sv_mr_get_by_rkey(qe->resp.rkey);
+	dst = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, qe->resp.va + off, pay,
+			     IBV_ACCESS_REMOTE_WRITE);
+	/* Anything wrong is found again, and reported, in order. */
+	ok = dst && sv_dma_copy(dst, p->payload, pay);
+	if (mr)
+		sv_mr_put(mr);
+	if (!ok)
+		return;
+	kept_flip(qe, p->psn);
+	qe->resp.nkept++;
+	if (m & SV_M_END)
+		qe->resp.kept_end = true;
+	SV_STAT(qe->eng, ooo_kept);
+}
+
+/* The expected PSN was just handled: move past the packets already
+ * placed and acknowledge them (next_hole may turn it into a NAK of the
+ * next gap). */
+static void kept_advance(struct sv_qp_engine *qe)
+{
+	bool moved = false;
+
+	while (qe->resp.nkept && kept_test(qe, qe->resp.psn)) {
+		kept_flip(qe, qe->resp.psn);
+		qe->resp.nkept--;
+		moved = true;
+		if (qe->resp.kept_end && qe->resp.resid <= qe->pmtu) {
+			/* The WRITE's last packet: as execute() and
+			 * complete() for a WRITE without immediate. */
+			qe->resp.va += qe->resp.resid;
+			qe->resp.resid = 0;
+			qe->resp.in_msg = 0;
+			qe->resp.kept_end = false;
+			qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
+			qe->resp.psn = sv_psn_add(qe->resp.psn, 1);
+			break;
+		}
+		qe->resp.va += qe->pmtu;
+		qe->resp.resid -= qe->pmtu;
+		qe->resp.psn = sv_psn_add(qe->resp.psn, 1);
+	}
+	if (moved)
+		set_ack(qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID,
+			sv_psn_add(qe->resp.psn, SV_PSN_MASK));
+}
+
+/* After a packet in sequence: a requester that resends holes only is
+ * told of the next one at once (a new gap: one NAK per gap holds), unless
+ * the last NAK already asked for it.  To any other requester, which goes
+ * back N and is resending everything anyway, that NAK would only send it
+ * back again. */
+static void next_hole(struct sv_qp_engine *qe)
+{
+	if (!qe->resp.ahead)
+		return;
+	if (sv_psn_diff(qe->resp.hi_psn, qe->resp.psn) < 0) {
+		qe->resp.ahead = false; /* nothing seen beyond: no gap */
+		return;
+	}
+	if (!qe->resp.peer_sack || qe->resp.nak_sent ||
+	    sv_psn_diff(qe->resp.psn, qe->resp.nak_end) < 0)
+		return;
+	qe->resp.nak_sent = true;
+	SV_STAT(qe->eng, send_seq_nak);
+	set_ack(qe, SV_AETH_NAK_PSN_SEQ, qe->resp.psn);
+}
+
+/* PSNs missing from the expected one on: up to the first one kept, or
+ * through the newest seen; at least 1, at most SV_SACK_MAX. */
+static uint32_t hole(const struct sv_qp_engine *qe)
+{
+	uint32_t n = 0, psn = qe->resp.psn;
+
+	if (!qe->resp.ahead || sv_psn_diff(qe->resp.hi_psn, psn) < 0)
+		return 1;
+	while (n < SV_SACK_MAX && sv_psn_diff(psn, qe->resp.hi_psn) <= 0 &&
+	       !kept_test(qe, psn)) {
+		n++;
+		psn = sv_psn_add(psn, 1);
+	}
+	return n ? n : 1;
+}
+
+uint8_t sv_resp_sack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
+{
+	if (qe->type != IBV_QPT_RC || !sv_env_sack())
+		return 0;
+	/* A sequence NAK, or an ACK restating that the expected PSN is
+	 * missing: how much is.  Any other ACK: "I keep packets" (1). */
+	if (syndrome == SV_AETH_NAK_PSN_SEQ) {
+		uint32_t n = hole(qe);
+
+		qe->resp.nak_end = sv_psn_add(psn, n);
+		return (uint8_t)n;
+	}
+	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK &&
+	    sv_psn_add(psn, 1) == qe->resp.psn)
+		return (uint8_t)hole(qe);
+	return 1;
+}
+
 static void resp_error(struct resp_ctx *c, enum resp_state st)
 {
 	struct sv_qp_engine *qe = c->qe;
@@ -791,6 +967,10 @@ static void resp_error(struct resp_ctx *c, enum resp_state st)
 		/* IBA: one NAK per gap, then silence
 		 * until the expected PSN shows up. */
 		SV_STAT(qe->eng, out_of_seq_request);
+		if (sack_on(c)) {
+			note_ahead(qe, c->pkt->psn);
+			keep(c);
+		}
 		if (!qe->resp.nak_sent) {
 			qe->resp.nak_sent = true;
 			SV_STAT(qe->eng, send_seq_nak);
@@ -863,6 +1043,8 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		return;
 	if (state == IBV_QPS_RTR && !qe->comm_est)
 		sv_qp_comm_est(qe);
+	if (!c.uc && sv_env_sack())
+		qe->resp.peer_sack = sv_bth_resv7(pkt->hdr) != 0;
 	s = RESP_CHK_PSN;
 	while (s != RESP_DONE) {
 		if (s >= RESP_ERR_PSN_OUT_OF_SEQ) {
@@ -871,6 +1053,11 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		}
 		s = resp_states[s](&c);
 	}
+	if (atomic_load(&qe->state) == IBV_QPS_ERR)
+		return;
+	if (qe->resp.nkept)
+		kept_advance(qe);
+	next_hole(qe);
 }
 
 /* ---- replies --------------------------------------------------------------- */
@@ -1000,6 +1187,11 @@ void sv_resp_reset(struct sv_qp_engine *qe)
 	qe->resp.msn = 0;
 	qe->resp.inj_seen = false;
 	qe->resp.mute = false;
+	memset(qe->resp.kept, 0, sizeof(qe->resp.kept));
+	qe->resp.nkept = 0;
+	qe->resp.kept_end = false;
+	qe->resp.ahead = false;
+	qe->resp.peer_sack = false;
 	for (i = 0; i < SV_MAX_RD_ATOMIC; i++)
 		qe->resp.res[i].type = SV_RES_NONE;
 }

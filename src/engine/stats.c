@@ -77,7 +77,7 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 
 	fprintf(f,
 		"qp 0x%06x %s %s dest 0x%06x ports %u->%u pmtu %u win %u cwnd %u | req psn %u max %u idx %u "
-		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s | "
+		"rd_atomic %u%s | comp psn %u idx %u retry %u rnr %u%s%s srtt %lluus rttvar %lluus probe %lluus | "
 		"resp psn %u msn %u%s%s replies %u | sq head %u tail %u rq head %u tail %u | path=%s%s%s%s\n",
 		qe->qpn, sv_qp_type_name(qe->type),
 		sv_qp_state_name(atomic_load(&qe->state)), qe->dest_qpn,
@@ -86,7 +86,10 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		qe->req.blocked ? " BLOCKED" : "", qe->comp.psn, qe->comp.idx,
 		qe->comp.retry_left, qe->comp.rnr_left,
 		qe->comp.deadline ? " TIMER" : "",
-		qe->comp.rnr_until ? " RNR-WAIT" : "", qe->resp.psn,
+		qe->comp.rnr_until ? " RNR-WAIT" : "",
+		(unsigned long long)qe->comp.rtt.srtt / 1000,
+		(unsigned long long)qe->comp.rtt.rttvar / 1000,
+		(unsigned long long)qe->comp.probe_ns / 1000, qe->resp.psn,
 		qe->resp.msn, qe->resp.in_msg ? " IN-MSG" : "",
 		qe->resp.nak_sent ? " NAKED" : "",
 		qe->resp.reply_tail - qe->resp.reply_head,

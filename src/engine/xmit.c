@@ -13,6 +13,7 @@
 #include "engine/links.h"
 #include "engine/pcap.h"
 #include "engine/qpe.h"
+#include "engine/resp.h"
 #include "engine/stats.h"
 #include "engine/xrc.h"
 #include "proto/icrc.h"
@@ -145,6 +146,7 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 
 	sv_aeth_set_syndrome(aeth, syndrome);
 	sv_aeth_set_msn(aeth, qe->resp.msn);
+	sv_bth_set_resv7(b, sv_resp_sack(qe, syndrome, psn));
 	sv_tx_finish(qe, t);
 	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK)
 		SV_STAT(qe->eng, ack_sent);

@@ -390,6 +390,16 @@ SV_FIELDS(X)
 #define SV_AETH_NAK_INV_RD 0x64
 #define SV_AETH_CREDIT_INVALID 0x1f /* "no end-to-end credits" */
 
+/* ---- selective retransmission (a softverbs extension) -------------
+ * In the 7 reserved bits of the BTH (resv7: zero when sent, ignored when
+ * received, IBA; covered by the ICRC) of the ACKs and NAKs a softverbs
+ * responder sends.  On an ACK: nonzero says that this responder keeps
+ * out-of-order packets, and on a PSN sequence NAK, or an ACK restating
+ * where a responder waiting for a PSN is, it counts the PSNs missing from
+ * that PSN on (1..127).  A requester that knows it resends those only;
+ * any other peer ignores the bits and goes back N (docs/engine.md). */
+#define SV_SACK_MAX 0x7f
+
 /* ---- PSN arithmetic (24 bits, wrapping; IBA) ---------------------- */
 
 #define SV_PSN_MASK 0xffffffu

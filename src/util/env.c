@@ -167,6 +167,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "standard RoCE v2 (rxe, NICs): UDP 4791, any source "
 			"port (docs/interop.md)",
 	},
+	[SV_ENV_SACK] = {
+		.name = "SOFTVERBS_SACK",
+		.kind = SV_ENV_OFF,
+		.off = VAR(sack),
+		.values = "0",
+		.dflt = "on",
+		.what = "0: no selective retransmission (keep no out-of-order "
+			"packets, go back N)",
+	},
 };
 
 static void parse_dir(char *out, const char *s, const char *dflt)

@@ -38,6 +38,7 @@ struct sv_env {
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
 	int gso; /* SOFTVERBS_GSO */
+	int sack; /* SOFTVERBS_SACK */
 	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
@@ -63,6 +64,7 @@ enum sv_env_id {
 	SV_ENV_LOSS,
 	SV_ENV_GSO,
 	SV_ENV_ROCE,
+	SV_ENV_SACK,
 	SV_ENV_NVARS
 };
 
@@ -170,6 +172,11 @@ static inline int sv_env_loss(void)
 static inline int sv_env_gso(void)
 {
 	return sv_env(SV_ENV_GSO)->gso;
+}
+
+static inline int sv_env_sack(void)
+{
+	return sv_env(SV_ENV_SACK)->sack;
 }
 
 static inline const char *sv_env_fault(void)

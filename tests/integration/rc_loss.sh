@@ -4,7 +4,16 @@
 # stream of >= 256 MiB of mixed WRITE/SEND/READ between them (rc_loss),
 # verified byte-exact, under a timeout.  Skips (77) only when namespaces
 # cannot be created (not root / no ip netns).
+#
+#   rc_loss.sh [PERCENT [RATE [MIB]]]
+# PERCENT lost (default $SV_LOSS_PCT or 10); RATE, a bottleneck both ways
+# (tc tbf, e.g. 200mbit: the congestion window must back off to the
+# queue it overflows; default none); MIB moved (default $HX_LOSS_MB
+# or 256).
 set -u
+pct=${1:-${SV_LOSS_PCT:-10}}
+rate=${2:-}
+mb=${3:-${HX_LOSS_MB:-256}}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SV_INTEG_BIN:-$PWD}
 net=${SV_NET:-$here/../net}
@@ -15,10 +24,14 @@ trap sv_netns_cleanup EXIT
 
 a="svrc-$$-a" b="svrc-$$-b"
 sv_netns_pair "$a" "$b" 10.231.0.1/24 10.231.0.2/24 || { echo "veth setup failed"; exit 1; }
-sv_netns_udp_loss "$b" "${SV_LOSS_PCT:-10}" || { echo "nftables setup failed"; exit 1; }
+sv_netns_udp_loss "$b" "$pct" || { echo "nftables setup failed"; exit 1; }
+if [ -n "$rate" ]; then
+	sv_netns_rate "$a" "$rate" && sv_netns_rate "$b" "$rate" ||
+		{ echo "tc setup failed"; exit 1; }
+fi
 
 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.231.0.1 HX_ADDR_B=10.231.0.2 \
-	HX_LOSS_MB=${HX_LOSS_MB:-256} timeout -k 5 180 "$bin/rc_loss" stream
+	HX_LOSS_MB=$mb timeout -k 5 180 "$bin/rc_loss" stream
 rc=$?
 echo "nftables drop counters in $b:"
 sv_netns_loss_stats "$b"

@@ -70,6 +70,16 @@ table inet svloss {
 NFT
 }
 
+# A bottleneck: what ns sends on its veth leaves at most at rate (a token
+# bucket, tc tbf, e.g. 200mbit; what would wait more than 20 ms is dropped.
+# tbf rather than netem's rate: netem is not in every kernel).
+sv_netns_rate() {
+	local ns=$1 rate=$2
+	command -v tc >/dev/null || { echo "netns: tc not installed" >&2; return 1; }
+	ip netns exec "$ns" tc qdisc add dev sv0 root tbf rate "$rate" \
+		burst 16kb latency 20ms
+}
+
 # Print the drop counters of sv_netns_udp_loss (for the log).
 sv_netns_loss_stats() {
 	ip netns exec "$1" nft list table inet svloss 2>/dev/null | grep -E 'counter'
