@@ -36,8 +36,11 @@ bench/results; BENCH_QUICK=1: 1 repeat, MTU 1500 only, bench/results/quick).
 Needs root (ip netns, nftables); prints why and exits 0 otherwise.
 
 Environment: BENCH_QUICK, BENCH_REPEATS, BENCH_CPUS, BENCH_OUT as in
-bench.py; BENCH_NETNS_MTUS=1500,9000; BENCH_NETNS_LOSS=1,10;
-BENCH_NETNS_SHARE_RATE=500mbit (empty: no sharing run)."""
+bench.py; BENCH_NETNS_MTUS=1500,9000; BENCH_NETNS_LOSS=1,10 (0: none);
+BENCH_NETNS_SHARE_RATE=500mbit (empty: no sharing run);
+BENCH_NETNS_ONLY=series,... runs only those (e.g. ib_write_bw,iperf3 TCP).
+The namespaces' names carry this process's ID, so two runs (two
+worktrees) do not tear down each other's."""
 import csv
 import json
 import os
@@ -53,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench as B  # noqa: E402  (the suite's parsers and process helpers)
 
-NS = ("svbench-a", "svbench-b")
+NS = ("svbench-a-%d" % os.getpid(), "svbench-b-%d" % os.getpid())
 ADDR = ("10.233.0.1", "10.233.0.2")
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -196,8 +199,11 @@ class Netns:
         self.mtus = [int(m) for m in (env.get("BENCH_NETNS_MTUS") or
                      ("1500" if self.quick else "1500,9000")).split(",")]
         self.losses = [int(p) for p in
-                       (env.get("BENCH_NETNS_LOSS") or "1,10").split(",")]
+                       (env.get("BENCH_NETNS_LOSS") or "1,10").split(",")
+                       if int(p)]
         self.share_rate = env.get("BENCH_NETNS_SHARE_RATE", "500mbit")
+        only = env.get("BENCH_NETNS_ONLY")
+        self.only = set(only.split(",")) if only else None
         self.seconds = 2 if self.quick else 4  # -D / -t of bandwidth runs
         self.port = 21000
         self.rows = []
@@ -366,6 +372,8 @@ class Netns:
                                          fig.items()) or st), flush=True)
 
     def record(self, cond, name, size, rep, fn):
+        if self.only is not None and name not in self.only:
+            return
         tag = B.slug("%s %s %s r%d" % (cond, name, B.fmt_size(size), rep))
         t = time.monotonic()
         try:

@@ -25,6 +25,7 @@ python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py
 iproute2:/usr/sbin/ip
 nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
+ethtool:/usr/sbin/ethtool
 binutils:/usr/bin/objdump
 ucx-utils:/usr/bin/ucx_perftest
 libfabric-bin:/usr/bin/fi_pingpong

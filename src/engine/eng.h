@@ -65,6 +65,9 @@ struct sv_tx {
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
 	struct sv_qp_engine *qe; /* whose packet (fault injection) */
+	/* leaves as a datagram of its own (link.h): a request sent before,
+	 * or any packet of a QP whose congestion window is cut (loss) */
+	bool alone;
 };
 
 /* ---- per context ----------------------------------------------------------- */
@@ -120,7 +123,10 @@ struct sv_engine {
 	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
 	uint8_t *rxmem;
+	/* The same memory cut two ways: for sockets without UDP_GRO (and
+	 * multicast), and for those with it. */
 	struct sv_udp_rx rx[SV_RX_BATCH];
+	struct sv_udp_rx rx_gro[SV_RX_GRO_BATCH];
 	uint32_t rcvbuf; /* bytes of our receive buffers */
 
 	/* The counters (SV_STAT): in this context's slot of the stats

@@ -421,6 +421,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	struct sv_engine *eng;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	int i, err = ENOMEM;
+	size_t rxmem;
 
 	eng = calloc(1, sizeof(*eng));
 	if (!eng)
@@ -440,11 +441,23 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	sv_paths_engine_init(eng);
 	sv_statseg_engine_open(eng);
 	eng->tx = calloc(SV_TX_BATCH, sizeof(*eng->tx));
-	eng->rxmem = malloc((size_t)SV_RX_BATCH * SV_UDP_RXBUF);
+	rxmem = (size_t)SV_RX_BATCH * SV_UDP_RXBUF;
+	if (sv_env_gso() && rxmem < (size_t)SV_RX_GRO_BATCH * SV_UDP_GRO_BUF)
+		rxmem = (size_t)SV_RX_GRO_BATCH * SV_UDP_GRO_BUF;
+	eng->rxmem = malloc(rxmem);
 	if (!eng->tx || !eng->rxmem)
 		goto fail_free;
-	for (i = 0; i < SV_RX_BATCH; i++)
+	for (i = 0; i < SV_RX_BATCH; i++) {
 		eng->rx[i].buf = eng->rxmem + (size_t)i * SV_UDP_RXBUF;
+		eng->rx[i].size = SV_UDP_RXBUF;
+	}
+	/* NULL buffers (SOFTVERBS_GSO=0): no socket asks for UDP_GRO. */
+	for (i = 0;
+	     i < SV_RX_GRO_BATCH && rxmem >= (size_t)(i + 1) * SV_UDP_GRO_BUF;
+	     i++) {
+		eng->rx_gro[i].buf = eng->rxmem + (size_t)i * SV_UDP_GRO_BUF;
+		eng->rx_gro[i].size = SV_UDP_GRO_BUF;
+	}
 	eng->bellfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (eng->bellfd < 0 || eng->epfd < 0 ||

@@ -9,6 +9,10 @@
 
 #define SV_TX_BATCH 64 /* packets built before a sendmmsg */
 #define SV_RX_BATCH 64 /* datagrams per recvmmsg */
+/* Messages per recvmmsg on a socket with UDP_GRO: each may hold up to 64
+ * datagrams, in a buffer of SV_UDP_GRO_BUF; the engine's receive memory
+ * is sized for the larger of the two layouts (1 MiB). */
+#define SV_RX_GRO_BATCH 16
 #define SV_RX_BUDGET 512 /* datagrams per socket per pass */
 #define SV_REQ_BUDGET 128 /* packets per QP per requester run */
 #define SV_REPLY_BUDGET 128 /* read response packets per QP per run */

@@ -75,6 +75,12 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 	err = sv_link_udp.open(&s->udp, &port, &fd);
 	if (err)
 		return err;
+	/* Coalesced receives need the large buffers: fewer per call, each
+	 * holding up to 64 datagrams. */
+	if (eng->rx_gro[0].buf && sv_udp_gro(&s->udp)) {
+		s->udp.rx = eng->rx_gro;
+		s->udp.nrx = SV_RX_GRO_BATCH;
+	}
 	err = sv_engine_watch(eng, fd, s);
 	if (err) {
 		sv_link_udp.close(&s->udp);
@@ -487,6 +493,15 @@ void sv_links_of_qp(const struct sv_qp_engine *qe,
 	}
 }
 
+/* The UDP link counts its offloads in the socket: into the engine's stats. */
+static void udp_counts(struct sv_engine *eng, struct sv_sock *s)
+{
+	eng->stats->gso_sends += s->udp.gso_sends;
+	eng->stats->gso_pkts += s->udp.gso_pkts;
+	eng->stats->gro_pkts += s->udp.gro_pkts;
+	s->udp.gso_sends = s->udp.gso_pkts = s->udp.gro_pkts = 0;
+}
+
 /* ---- transmit ---------------------------------------------------------------- */
 
 /* Is p the ring of one of this engine's own sockets? */
@@ -535,6 +550,8 @@ void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 		}
 	}
 	eng->stats->shm_wakeups += bells;
+	if (link == &sv_link_udp)
+		udp_counts(eng, s);
 	if (link->wire)
 		eng->stats->send_err += lost;
 	else
@@ -580,6 +597,8 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 		if (!ops->cheap && (!udp || !rx_due(eng, s)))
 			continue;
 		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now);
+		if (ops == &sv_link_udp)
+			udp_counts(eng, s);
 	}
 }
 

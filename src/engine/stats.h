@@ -44,7 +44,7 @@
 	X(nak_rcvd, "error NAKs received")                                   \
 	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
 	X(drop_icrc, "dropped: bad ICRC")                                    \
-	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (not softverbs)") \
+	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (rxe, GSO)") \
 	X(roce_forwarded, "packets UDP 4791 took for another process's QP")  \
 	X(roce_takeover, "times this process took UDP 4791 over")            \
 	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
@@ -83,6 +83,9 @@
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(shm_other_user, "peers of another user: UDP, no fast path")      \
 	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \
+	X(gso_sends, "UDP sends of several packets (UDP_SEGMENT)")          \
+	X(gso_pkts, "packets those sends carried")                          \
+	X(gro_pkts, "packets received coalesced (UDP_GRO)")                 \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \

@@ -36,12 +36,18 @@
 #define SV_LINK_BATCH 64
 
 /* One packet to transmit: to dst (the peer's address and UDP port), from
- * the local address src (the source GID's; the ICRC covers it). */
+ * the local address src (the source GID's; the ICRC covers it).  buf is
+ * writable: the UDP link may redo the ICRC (udp.h). */
 struct sv_link_pkt {
-	const uint8_t *buf;
+	uint8_t *buf;
 	uint32_t len;
 	const struct sockaddr_in6 *dst;
 	const struct sv_ipaddr *src;
+	/* Never one segment of a larger send (udp.h): a resent request.  A
+	 * loss takes a whole send (a drop before segmentation, a full
+	 * socket buffer), and recovery that resends a flight as one send
+	 * can lose it all again and wait for a timeout. */
+	bool alone;
 };
 
 /* A received packet handed to the engine: buf[0..len) with the flow it

@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/icrc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* Socket buffers: a window of in-flight packets must fit in the peer's
@@ -61,11 +64,38 @@ int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
 		goto fail;
 	s->fd = fd;
 	s->port = ntohs(a.sin6_port);
+	s->gro = false;
+	s->gso = false;
+	s->gso_sends = s->gso_pkts = s->gro_pkts = 0;
+	if (sv_env_gso()) {
+		/* The option exists from Linux 4.18; whether the route's
+		 * device takes it is seen at the first send (sv_udp_send). */
+		int seg = 0;
+		socklen_t slen = sizeof(seg);
+
+		s->gso = !getsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &seg, &slen);
+		if (!s->gso)
+			sv_dbg("udp: no UDP_SEGMENT: %s", strerror(errno));
+	}
 	return 0;
 fail:
 	err = errno;
 	close(fd);
 	return err;
+}
+
+bool sv_udp_gro(struct sv_udp_sock *s)
+{
+	int on = 1;
+
+	if (!s->gro && sv_env_gso()) {
+		/* From Linux 5.0. */
+		s->gro = !setsockopt(s->fd, IPPROTO_UDP, UDP_GRO, &on,
+				     sizeof(on));
+		if (!s->gro)
+			sv_dbg("udp: no UDP_GRO: %s", strerror(errno));
+	}
+	return s->gro;
 }
 
 void sv_udp_close(struct sv_udp_sock *s)
@@ -99,9 +129,11 @@ int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
 /* ---- receive ----------------------------------------------------------- */
 
 #define SV_UDP_BATCH 64
+/* Control data of a message: its addresses, and its segment size (UDP_GRO
+ * received as an int, UDP_SEGMENT sent as a uint16_t). */
 #define SV_CMSG_SPACE                             \
 	(CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
-	 CMSG_SPACE(sizeof(struct in_pktinfo)))
+	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
 
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 {
@@ -115,7 +147,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		n = SV_UDP_BATCH;
 	for (i = 0; i < n; i++) {
 		iov[i].iov_base = rx[i].buf;
-		iov[i].iov_len = SV_UDP_RXBUF;
+		iov[i].iov_len = rx[i].size;
 		memset(&msgs[i], 0, sizeof(msgs[i]));
 		msgs[i].msg_hdr.msg_name = &from[i];
 		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
@@ -133,6 +165,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		struct sv_udp_rx *r = &rx[i];
 
 		r->len = msgs[i].msg_len;
+		r->seg = 0;
 		r->truncated = (m->msg_flags & MSG_TRUNC) != 0;
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&from[i], &r->flow.src,
 				      &r->flow.sport);
@@ -157,6 +190,13 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 				tmp.sin6_addr = pi.ipi6_addr;
 				sv_sockaddr_to_ipaddr((struct sockaddr *)&tmp,
 						      &r->flow.dst, NULL);
+			} else if (c->cmsg_level == IPPROTO_UDP &&
+				   c->cmsg_type == UDP_GRO) {
+				int seg;
+
+				memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+				if (seg > 0 && (uint32_t)seg < r->len)
+					r->seg = (uint32_t)seg;
 			}
 		}
 	}
@@ -165,71 +205,194 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 
 /* ---- send -------------------------------------------------------------- */
 
+static void set_src(struct msghdr *m, uint8_t *ctl, const struct sv_link_pkt *t)
+{
+	struct cmsghdr *c = (struct cmsghdr *)ctl;
+
+	if (!t->src || !t->src->family)
+		return;
+	/* The source address is part of the ICRC: say it. */
+	m->msg_control = ctl;
+	if (t->src->family == AF_INET) {
+		struct in_pktinfo pi;
+
+		memset(&pi, 0, sizeof(pi));
+		memcpy(&pi.ipi_spec_dst, t->src->addr, 4);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		m->msg_controllen = CMSG_SPACE(sizeof(pi));
+	} else {
+		struct in6_pktinfo pi;
+
+		memset(&pi, 0, sizeof(pi));
+		memcpy(&pi.ipi6_addr, t->src->addr, 16);
+		pi.ipi6_ifindex = t->dst->sin6_scope_id;
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		m->msg_controllen = CMSG_SPACE(sizeof(pi));
+	}
+}
+
+static void set_seg(struct msghdr *m, uint8_t *ctl, uint16_t seg)
+{
+	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
+
+	m->msg_control = ctl;
+	c->cmsg_level = IPPROTO_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	m->msg_controllen += CMSG_SPACE(sizeof(seg));
+}
+
+static bool same_dst(const struct sv_link_pkt *a, const struct sv_link_pkt *b)
+{
+	bool asrc = a->src && a->src->family, bsrc = b->src && b->src->family;
+
+	return a->dst->sin6_port == b->dst->sin6_port &&
+	       a->dst->sin6_scope_id == b->dst->sin6_scope_id &&
+	       !memcmp(&a->dst->sin6_addr, &b->dst->sin6_addr, 16) &&
+	       asrc == bsrc && (!asrc || sv_ipaddr_eq(a->src, b->src));
+}
+
+/* How many packets from tx[0] go as one UDP_SEGMENT send (at most max):
+ * the same destination and source, the same length but for the last, each
+ * its own buffer (fault injection's duplicates share one, and the segments
+ * get different ICRCs), none to go alone (link.h), within the kernel's
+ * limits. */
+static int gso_run(const struct sv_link_pkt *tx, int max)
+{
+	uint32_t bytes = tx[0].len;
+	int k;
+
+	if (max > SV_UDP_GSO_SEGS)
+		max = SV_UDP_GSO_SEGS;
+	if (tx[0].alone)
+		return 1;
+	for (k = 1; k < max; k++) {
+		const struct sv_link_pkt *t = &tx[k];
+
+		if (t->alone || t->len > tx[0].len ||
+		    bytes + t->len > SV_UDP_GSO_BYTES ||
+		    t->buf == tx[k - 1].buf || !same_dst(t, tx))
+			break;
+		bytes += t->len;
+		if (t->len < tx[0].len) {
+			k++;
+			break;
+		}
+	}
+	return k;
+}
+
+/* A run's ICRCs, for IPv4 IDs 0..n-1 instead of all 0 (the kernel numbers
+ * a send's segments from the send's own ID, which is 0 on an unconnected
+ * socket with DF: ip_select_ident_segs, inet_gso_segment), or back (undo). */
+static void gso_ids(const struct sv_link_pkt *tx, int n, bool undo)
+{
+	int k;
+
+	if (!tx[0].src || tx[0].src->family != AF_INET)
+		return; /* IPv6 has no ID */
+	for (k = 1; k < n; k++)
+		sv_icrc_move_ip_id(tx[k].buf, tx[k].len, undo ? (uint16_t)k : 0,
+				   undo ? 0 : (uint16_t)k);
+}
+
+/* The socket cannot segment (EIO: the device lacks checksum offload, or
+ * IPsec; EINVAL...): runs go as single datagrams from now on. */
+static void gso_off(struct sv_udp_sock *s, int err)
+{
+	s->gso = false;
+	sv_dbg("udp: port %u: UDP_SEGMENT refused (%s), one datagram per "
+	       "packet from now on",
+	       s->port, strerror(err));
+}
+
 int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 {
 	struct mmsghdr msgs[SV_UDP_BATCH];
 	struct iovec iov[SV_UDP_BATCH];
 	uint8_t ctl[SV_UDP_BATCH][SV_CMSG_SPACE] __attribute__((aligned(8)));
-	int i, done = 0, lost = 0;
+	int first[SV_UDP_BATCH], count[SV_UDP_BATCH];
+	int done = 0, lost = 0;
 
 	while (done < n) {
-		int batch = n - done, sent;
+		int nmsg = 0, used = 0, sent, i;
 
-		if (batch > SV_UDP_BATCH)
-			batch = SV_UDP_BATCH;
-		for (i = 0; i < batch; i++) {
-			const struct sv_link_pkt *t = &tx[done + i];
-			struct msghdr *m = &msgs[i].msg_hdr;
-			struct cmsghdr *c;
+		/* Messages of one packet each, or of a run with GSO, until
+		 * the iovecs (one per packet) are used up. */
+		while (done + used < n && used < SV_UDP_BATCH) {
+			const struct sv_link_pkt *t = &tx[done + used];
+			struct msghdr *m = &msgs[nmsg].msg_hdr;
+			int left = n - done - used, k = 1;
 
-			memset(&msgs[i], 0, sizeof(msgs[i]));
-			iov[i].iov_base = (void *)t->buf;
-			iov[i].iov_len = t->len;
+			if (s->gso)
+				k = gso_run(t, left < SV_UDP_BATCH - used ?
+						       left :
+						       SV_UDP_BATCH - used);
+
+			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
+			for (i = 0; i < k; i++) {
+				iov[used + i].iov_base = t[i].buf;
+				iov[used + i].iov_len = t[i].len;
+			}
 			m->msg_name = (void *)t->dst;
 			m->msg_namelen = sizeof(*t->dst);
-			m->msg_iov = &iov[i];
-			m->msg_iovlen = 1;
-			if (!t->src || !t->src->family)
-				continue;
-			/* The source address is part of the ICRC: say it. */
-			m->msg_control = ctl[i];
-			c = (struct cmsghdr *)ctl[i];
-			if (t->src->family == AF_INET) {
-				struct in_pktinfo pi;
+			m->msg_iov = &iov[used];
+			m->msg_iovlen = (size_t)k;
+			set_src(m, ctl[nmsg], t);
+			if (k > 1) {
+				set_seg(m, ctl[nmsg], (uint16_t)t->len);
+				gso_ids(t, k, false);
+			}
+			first[nmsg] = done + used;
+			count[nmsg] = k;
+			used += k;
+			nmsg++;
+		}
+		sent = sendmmsg(s->fd, msgs, (unsigned int)nmsg, 0);
+		if (sent < 0) {
+			int err = errno;
 
-				memset(&pi, 0, sizeof(pi));
-				memcpy(&pi.ipi_spec_dst, t->src->addr, 4);
-				c->cmsg_level = IPPROTO_IP;
-				c->cmsg_type = IP_PKTINFO;
-				c->cmsg_len = CMSG_LEN(sizeof(pi));
-				memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-				m->msg_controllen = CMSG_SPACE(sizeof(pi));
+			sent = 0;
+			if (err == EINTR) {
+				/* nothing sent: again */
+			} else if (count[0] > 1 &&
+				   (err == EIO || err == EINVAL ||
+				    err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+				/* Sent again, one by one (its ICRCs go back
+				 * to ID 0 below).  EINVAL may also be a run
+				 * longer than the path MTU, which would be
+				 * refused alone too (EMSGSIZE, DF). */
+				gso_off(s, err);
 			} else {
-				struct in6_pktinfo pi;
-
-				memset(&pi, 0, sizeof(pi));
-				memcpy(&pi.ipi6_addr, t->src->addr, 16);
-				pi.ipi6_ifindex = t->dst->sin6_scope_id;
-				c->cmsg_level = IPPROTO_IPV6;
-				c->cmsg_type = IPV6_PKTINFO;
-				c->cmsg_len = CMSG_LEN(sizeof(pi));
-				memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-				m->msg_controllen = CMSG_SPACE(sizeof(pi));
+				/* The first message was refused (a firewall,
+				 * no route, EMSGSIZE...): its packets are
+				 * lost; go on. */
+				sv_dbg("udp: send to port %u: %s",
+				       ntohs(tx[done].dst->sin6_port),
+				       strerror(err));
+				lost += count[0];
+				done += count[0];
 			}
 		}
-		sent = sendmmsg(s->fd, msgs, (unsigned int)batch, 0);
-		if (sent < 0) {
-			if (errno == EINTR)
-				continue;
-			/* The first datagram was refused (a firewall, no
-			 * route, EMSGSIZE...): it is lost; go on. */
-			sv_dbg("udp: send to port %u: %s",
-			       ntohs(tx[done].dst->sin6_port), strerror(errno));
-			lost++;
-			done++;
-			continue;
+		for (i = 0; i < sent; i++) {
+			done += count[i];
+			if (count[i] > 1) {
+				s->gso_sends++;
+				s->gso_pkts += (uint64_t)count[i];
+			}
 		}
-		done += sent;
+		/* Runs built but not sent: their ICRCs back to ID 0, as the
+		 * next round may cut them differently. */
+		for (i = sent; i < nmsg; i++)
+			if (count[i] > 1 && first[i] >= done)
+				gso_ids(&tx[first[i]], count[i], true);
 	}
 	return lost;
 }
@@ -269,10 +432,26 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 	while (got < budget) {
 		int i, n = sv_udp_recv(s, s->rx, (int)s->nrx);
 
-		for (i = 0; i < n; i++)
-			fn(arg, s->rx[i].buf, s->rx[i].len, s->rx[i].truncated,
-			   &s->rx[i].flow);
-		got += (unsigned int)n;
+		for (i = 0; i < n; i++) {
+			struct sv_udp_rx *r = &s->rx[i];
+			uint32_t off;
+
+			if (!r->seg || r->truncated) {
+				fn(arg, r->buf, r->len, r->truncated, &r->flow);
+				got++;
+				continue;
+			}
+			/* UDP_GRO: datagrams of one sender, back to back. */
+			for (off = 0; off < r->len; off += r->seg) {
+				uint32_t len = r->len - off;
+
+				fn(arg, r->buf + off,
+				   len < r->seg ? len : r->seg, false,
+				   &r->flow);
+				got++;
+				s->gro_pkts++;
+			}
+		}
 		if ((unsigned int)n < s->nrx)
 			break;
 	}

@@ -9,6 +9,14 @@
  * the destination IP of each received packet (IP_PKTINFO/IPV6_PKTINFO) and
  * the source IP of each sent packet are explicit, because the RoCE v2 ICRC
  * covers them.
+ *
+ * Segmentation offloads (SOFTVERBS_GSO=0 turns both off): consecutive
+ * packets of equal length to one destination leave as one send with
+ * UDP_SEGMENT, which the kernel (or the NIC) cuts into the same datagrams
+ * at the last moment, and a socket with UDP_GRO may receive several
+ * datagrams of one sender coalesced into one buffer, cut back here before
+ * the engine sees them.  The wire carries the packets it carried without
+ * them; only the IPv4 Identification differs (see sv_udp_send).
  */
 #ifndef SV_LINK_UDP_H
 #define SV_LINK_UDP_H
@@ -23,6 +31,15 @@
 /* Receive buffers are larger than any valid packet so an oversized
  * datagram is seen as such rather than silently truncated. */
 #define SV_UDP_RXBUF (SV_MAX_PKT + 256)
+/* A socket with UDP_GRO needs buffers for the largest coalesced receive
+ * (one IP datagram's worth): a smaller one would truncate it and lose
+ * every datagram after the cut. */
+#define SV_UDP_GRO_BUF 65536
+/* At most this many packets in one UDP_SEGMENT send (the kernel's
+ * UDP_MAX_SEGMENTS: 64 before Linux 6.9, 128 since), and at most this many
+ * bytes (one IP datagram, IPv6's header being the larger). */
+#define SV_UDP_GSO_SEGS 64
+#define SV_UDP_GSO_BYTES (65535 - 40 - 8)
 
 struct sv_udp_rx;
 
@@ -30,31 +47,47 @@ struct sv_udp_sock {
 	int fd;
 	uint16_t port; /* host order */
 	/* Where the link's receive puts a batch (the engine's buffers,
-	 * shared by its sockets): nrx datagrams of SV_UDP_RXBUF bytes. */
+	 * shared by its sockets): nrx of them, each with its size. */
 	struct sv_udp_rx *rx;
 	unsigned int nrx;
+	bool gso; /* sends runs with UDP_SEGMENT */
+	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
+	/* Counted here, collected by the engine (its stats, engine/stats.h):
+	 * UDP_SEGMENT sends and the packets they carried; packets received
+	 * coalesced. */
+	uint64_t gso_sends, gso_pkts, gro_pkts;
 };
 
-/* Open a socket with an ephemeral port.  0 or errno. */
+/* Open a socket with an ephemeral port (with UDP_SEGMENT sends when the
+ * kernel has them and SOFTVERBS_GSO allows).  0 or errno. */
 int sv_udp_open(struct sv_udp_sock *s);
+/* Ask for coalesced receives (UDP_GRO) where SOFTVERBS_GSO allows and
+ * the kernel has them; the caller then gives buffers of SV_UDP_GRO_BUF
+ * bytes.  Returns s->gro. */
+bool sv_udp_gro(struct sv_udp_sock *s);
 /* The same bound to a given port (0: ephemeral).  0 or errno. */
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
 void sv_udp_close(struct sv_udp_sock *s);
 
-/* One datagram of a receive batch. */
+/* One message of a receive batch: a datagram, or with UDP_GRO several of
+ * one sender, each seg bytes but the last (which may be shorter). */
 struct sv_udp_rx {
-	uint8_t *buf; /* caller-provided, SV_UDP_RXBUF bytes */
+	uint8_t *buf; /* caller-provided, size bytes */
+	uint32_t size;
 	uint32_t len;
+	uint32_t seg; /* 0: one datagram */
 	bool truncated;
 	struct sv_flow flow; /* src = sender, dst = us */
 };
 
-/* Receive up to n datagrams without blocking; returns the count (0 when
+/* Receive up to n messages without blocking; returns the count (0 when
  * none are waiting). */
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n);
 
-/* Send n datagrams (each to its dst, from its src).  Returns how many the kernel refused (each is lost,
- * like a packet dropped by the network; reliability is the transport's). */
+/* Send n datagrams (each to its dst, from its src).  Returns how many the
+ * kernel refused (each is lost, like a packet dropped by the network;
+ * reliability is the transport's).  With UDP_SEGMENT, a packet sent as
+ * the k-th segment of a send gets its ICRC redone for IPv4 ID k. */
 int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n);
 
 /* Which local address would the kernel use to reach dst?  0 or errno. */

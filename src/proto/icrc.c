@@ -93,6 +93,21 @@ void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len)
 #define ID_OFFSET (8 + 4) /* masked LRH, then the IPv4 ID at byte 4 */
 #define ID_BITS 16
 #define ID_CACHE 4
+/* Bytes an IPv4 packet's ICRC covers: the masked LRH, the IPv4 and UDP
+ * headers, then the packet without its ICRC. */
+#define V4_COVERED(len) (8 + 20 + 8 - SV_ICRC_BYTES + (len))
+
+/* Column i of M: what flipping ID bit i does to the CRC. */
+static uint32_t id_column(uint32_t covered, unsigned int i)
+{
+	static const uint8_t zero;
+	/* ID bit i: bits 15..8 in the first byte (network order). */
+	uint8_t v = (uint8_t)(1u << (i & 7));
+	uint32_t after = covered - ID_OFFSET - 1 - (i < 8);
+
+	return sv_crc32_shift(sv_crc32(0, &v, 1) ^ sv_crc32(0, &zero, 1),
+			      after);
+}
 
 struct id_basis {
 	uint32_t covered; /* bytes covered by the ICRC; 0: empty entry */
@@ -104,16 +119,10 @@ struct id_basis {
 
 static void basis_build(struct id_basis *b, uint32_t covered)
 {
-	static const uint8_t zero;
-
 	memset(b, 0, sizeof(*b));
 	b->covered = covered;
 	for (unsigned int i = 0; i < ID_BITS; i++) {
-		/* ID bit i: bits 15..8 in the first byte (network order). */
-		uint8_t v = (uint8_t)(1u << (i & 7));
-		uint32_t after = covered - ID_OFFSET - 1 - (i < 8);
-		uint32_t col = sv_crc32_shift(
-			sv_crc32(0, &v, 1) ^ sv_crc32(0, &zero, 1), after);
+		uint32_t col = id_column(covered, i);
 		uint16_t bits = (uint16_t)(1u << i);
 
 		for (unsigned int r = 0; r < b->rank; r++)
@@ -177,12 +186,56 @@ enum sv_icrc_match sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
 			*ip_id = 0;
 		return SV_ICRC_EXACT;
 	}
-	/* The masked LRH, the IPv4 and UDP headers, then the packet
-	 * without its ICRC. */
 	if (flow->src.family != AF_INET ||
-	    !solve_id(8 + 20 + 8 + len - SV_ICRC_BYTES, got ^ want, &id))
+	    !solve_id(V4_COVERED(len), got ^ want, &id))
 		return SV_ICRC_BAD;
 	if (ip_id)
 		*ip_id = id;
 	return SV_ICRC_SOLVED;
+}
+
+/* ---- the IPv4 ID of a sent segment ------------------------------------------
+ *
+ * A sender that learns a packet's ID late (a UDP_SEGMENT send numbers its
+ * segments) moves its ICRC by M (from ^ to), with M's columns for the
+ * packet's length kept in a small per-thread cache as above. */
+
+struct id_cols {
+	uint32_t covered; /* 0: empty entry */
+	uint32_t col[ID_BITS];
+};
+
+static const struct id_cols *id_cols_for(uint32_t covered)
+{
+	static _Thread_local struct id_cols cache[ID_CACHE];
+	static _Thread_local unsigned int next;
+	struct id_cols *c;
+	unsigned int i;
+
+	for (i = 0; i < ID_CACHE; i++)
+		if (cache[i].covered == covered)
+			return &cache[i];
+	c = &cache[next++ % ID_CACHE];
+	c->covered = covered;
+	for (i = 0; i < ID_BITS; i++)
+		c->col[i] = id_column(covered, i);
+	return c;
+}
+
+void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to)
+{
+	const struct id_cols *c;
+	uint16_t diff = from ^ to;
+	uint32_t crc, delta = 0;
+	unsigned int i;
+
+	if (!diff || len < SV_BTH_BYTES + SV_ICRC_BYTES)
+		return;
+	c = id_cols_for(V4_COVERED(len));
+	for (i = 0; i < ID_BITS; i++)
+		if (diff & (1u << i))
+			delta ^= c->col[i];
+	memcpy(&crc, pkt + len - SV_ICRC_BYTES, 4);
+	crc = htole32(le32toh(crc) ^ delta);
+	memcpy(pkt + len - SV_ICRC_BYTES, &crc, 4);
 }

@@ -20,6 +20,10 @@ uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
 uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
 		     const uint8_t *pkt, uint32_t len);
 void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
+/* An IPv4 packet whose ICRC holds for IPv4 ID `from` (sv_icrc_set: 0) gets
+ * the ICRC for ID `to`: a UDP_SEGMENT send's segments leave with IDs 0, 1,
+ * 2... (link/udp.c), and a NIC checks each one's ICRC with its own. */
+void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to);
 /* How a received packet's ICRC matched (SV_ICRC_BAD is 0: false). */
 enum sv_icrc_match {
 	SV_ICRC_BAD = 0,

@@ -149,6 +149,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "shorthand for SOFTVERBS_FAULT='drop=N%' (packets "
 			"sent)",
 	},
+	[SV_ENV_GSO] = {
+		.name = "SOFTVERBS_GSO",
+		.kind = SV_ENV_OFF,
+		.off = VAR(gso),
+		.values = "0",
+		.dflt = "on",
+		.what = "UDP: no segmentation offloads (UDP_SEGMENT sends, "
+			"UDP_GRO receives)",
+	},
 	[SV_ENV_ROCE] = {
 		.name = "SOFTVERBS_ROCE",
 		.kind = SV_ENV_TEXT,

@@ -37,6 +37,7 @@ struct sv_env {
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
 	int loss; /* SOFTVERBS_LOSS, percent */
+	int gso; /* SOFTVERBS_GSO */
 	int sack; /* SOFTVERBS_SACK */
 	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
@@ -61,6 +62,7 @@ enum sv_env_id {
 	SV_ENV_HELP, /* used by tests only */
 	SV_ENV_FAULT,
 	SV_ENV_LOSS,
+	SV_ENV_GSO,
 	SV_ENV_ROCE,
 	SV_ENV_SACK,
 	SV_ENV_NVARS
@@ -165,6 +167,11 @@ static inline int sv_env_help(void)
 static inline int sv_env_loss(void)
 {
 	return sv_env(SV_ENV_LOSS)->loss;
+}
+
+static inline int sv_env_gso(void)
+{
+	return sv_env(SV_ENV_GSO)->gso;
 }
 
 static inline int sv_env_sack(void)

@@ -23,8 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The capture needs the wire: no shared-memory fast path for this run.
-SOFTVERBS_FASTPATH=0 HX_PORTS_FILE=$tmp/ports HX_GO_FILE=$tmp/go timeout -k 5 60 "$bin/rc_ops" all_opcodes \
+# The capture needs the wire: no shared-memory fast path for this run,
+# and no UDP_SEGMENT sends, which lo carries unsegmented (README.md, live
+# capture; udp_gso.sh wire checks what a segmenting device sends).
+SOFTVERBS_FASTPATH=0 SOFTVERBS_GSO=0 HX_PORTS_FILE=$tmp/ports HX_GO_FILE=$tmp/go timeout -k 5 60 "$bin/rc_ops" all_opcodes \
 	>"$tmp/ops.log" 2>&1 &
 ops_pid=$!
 for _ in $(seq 400); do

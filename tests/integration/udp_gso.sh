@@ -1,0 +1,106 @@
+#!/bin/bash
+# UDP segmentation offloads between two network namespaces (issue #20):
+# an RC stream of mixed WRITE/SEND/READ (rc_loss, every byte verified)
+# across a veth pair, then each side's counters (SOFTVERBS_STATS=1).
+#   on:  runs left as UDP_SEGMENT sends (gso_sends, several packets each)
+#        and arrived coalesced (gro_pkts), and no ICRC failed
+#   off: SOFTVERBS_GSO=0: neither, and no ICRC failed
+#   wire: both veth ends without UDP segmentation offload, so the kernel
+#        cuts each send into its packets before the veth, as before a NIC
+#        without it: tshark on the veth sees packets of at most the MTU,
+#        IPv4 IDs counting up within a send, and every ICRC right over the
+#        real IP header (pcap_check.py's icrc_ok)
+# Skips (77) when namespaces cannot be created (not root / no ip netns),
+# and for wire without ethtool.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${SV_INTEG_BIN:-$PWD}
+net=${SV_NET:-$here/../net}
+source "$net/netns.sh"
+mode=${1:?usage: udp_gso.sh on|off}
+
+sv_netns_usable || exit 77
+if [ "$mode" = wire ]; then
+	command -v ethtool >/dev/null || { echo "ethtool not installed: skipped"; exit 77; }
+	command -v tshark >/dev/null || { echo "tshark not installed"; exit 1; }
+fi
+log=$(mktemp) cap=$(mktemp -d)
+ts_pid=
+trap '[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null; sv_netns_cleanup; rm -rf "$log" "$cap"' EXIT
+
+a="svgso-$$-a" b="svgso-$$-b"
+sv_netns_pair "$a" "$b" 10.232.0.1/24 10.232.0.2/24 || { echo "veth setup failed"; exit 1; }
+[ "$mode" = off ] && export SOFTVERBS_GSO=0
+if [ "$mode" = wire ]; then
+	for ns in "$a" "$b"; do
+		ip netns exec "$ns" ethtool -K sv0 tx-udp-segmentation off ||
+			{ echo "ethtool -K failed"; exit 1; }
+	done
+	ip netns exec "$a" tshark -i sv0 -f udp -w "$cap/cap.pcapng" >"$cap/tshark.log" 2>&1 &
+	ts_pid=$!
+	for _ in $(seq 200); do
+		grep -q "Capturing on" "$cap/tshark.log" && break
+		sleep 0.05
+	done
+	grep -q "Capturing on" "$cap/tshark.log" || { echo "FAIL: tshark did not start"; cat "$cap/tshark.log"; exit 1; }
+	HX_LOSS_MB=${HX_LOSS_MB:-4}
+fi
+
+SOFTVERBS_STATS=1 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.232.0.1 \
+	HX_ADDR_B=10.232.0.2 HX_LOSS_MB=${HX_LOSS_MB:-64} \
+	timeout -k 5 120 "$bin/rc_loss" stream >"$log" 2>&1
+rc=$?
+if [ -n "$ts_pid" ]; then
+	sleep 0.5
+	kill -INT "$ts_pid"
+	wait "$ts_pid"
+	ts_pid=
+fi
+cat "$log"
+[ $rc = 124 ] && echo "rc_loss: timed out"
+[ $rc = 0 ] || { echo "FAIL: rc_loss exited $rc"; exit 1; }
+
+# A counter summed over both sides' contexts.
+sum() { awk -v k="$1" '$1 == k { s += $2 } END { print s + 0 }' "$log"; }
+sends=$(sum gso_sends) pkts=$(sum gso_pkts) gro=$(sum gro_pkts)
+sent=$(sum sent_pkts) icrc=$(sum drop_icrc)
+echo "sent_pkts $sent gso_sends $sends gso_pkts $pkts gro_pkts $gro drop_icrc $icrc"
+[ "$sent" -gt 0 ] || { echo "FAIL: no stats printed"; exit 1; }
+[ "$icrc" = 0 ] || { echo "FAIL: $icrc packets failed their ICRC"; exit 1; }
+if [ "$mode" = wire ]; then
+	tshark -r "$cap/cap.pcapng" -F pcap -w "$cap/cap.pcap" 2>/dev/null ||
+		{ echo "FAIL: tshark cannot convert the capture"; exit 1; }
+	python3 - "$cap/cap.pcap" "$here" <<'PY' || exit 1
+import struct, sys
+sys.path.insert(0, sys.argv[2])
+from pcap_check import icrc_ok
+data = open(sys.argv[1], "rb").read()
+off, n, bad, big, counted = 24, 0, 0, 0, 0
+while off + 16 <= len(data):
+    incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+    rec = data[off + 16:off + 16 + incl]
+    off += 16 + incl
+    ip = rec[14:]
+    if rec[12:14] != b"\x08\x00" or ip[9] != 17:
+        continue
+    iplen = struct.unpack(">H", ip[2:4])[0]
+    n += 1
+    big += iplen > 1500
+    bad += not icrc_ok(ip[:iplen])
+    counted += struct.unpack(">H", ip[4:6])[0] > 0
+print("wire: %d RoCE packets, %d over 1500 bytes, %d bad ICRC, %d with "
+      "an IPv4 ID above 0" % (n, big, bad, counted))
+sys.exit(0 if n > 1000 and not big and not bad and counted else 1)
+PY
+fi
+if [ "$mode" != off ]; then
+	[ "$sends" -gt 0 ] || { echo "FAIL: no UDP_SEGMENT send"; exit 1; }
+	[ "$pkts" -ge $((2 * sends)) ] || { echo "FAIL: sends of one packet"; exit 1; }
+	# (cut before the veth, the packets arrive one by one)
+	[ "$mode" = wire ] || [ "$gro" -gt 0 ] ||
+		{ echo "FAIL: nothing received coalesced"; exit 1; }
+else
+	[ "$sends" = 0 ] && [ "$pkts" = 0 ] && [ "$gro" = 0 ] ||
+		{ echo "FAIL: offloads used with SOFTVERBS_GSO=0"; exit 1; }
+fi
+echo "udp_gso $mode: ok"
