@@ -37,8 +37,8 @@ static struct ibv_qp *create(struct ibv_context *ctx, struct ibv_pd *pd,
 	ia.send_cq = ia.recv_cq = cq;
 	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	ia.comp_mask = IBV_QP_INIT_ATTR_PD |
-		       (src ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0);
+	ia.comp_mask =
+		IBV_QP_INIT_ATTR_PD | (src ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0);
 	ia.pd = pd;
 	ia.create_flags = src ? IBV_QP_CREATE_SOURCE_QPN : 0;
 	ia.source_qpn = sqpn;
@@ -47,7 +47,8 @@ static struct ibv_qp *create(struct ibv_context *ctx, struct ibv_pd *pd,
 
 static void up(struct ibv_qp *qp)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
 				 .qkey = QKEY };
 
 	REQUIRE(!ibv_modify_qp(qp, &a,
@@ -68,8 +69,7 @@ static void post_recv(struct ud *u)
 	REQUIRE(!ibv_post_recv(u->qp, &wr, &bad));
 }
 
-static void send_to(struct ud *u, struct ibv_ah *ah, uint32_t qpn,
-		    uint8_t fill)
+static void send_to(struct ud *u, struct ibv_ah *ah, uint32_t qpn, uint8_t fill)
 {
 	struct ibv_sge sge = { (uintptr_t)u->buf[1], LEN, u->mr->lkey };
 	struct ibv_send_wr wr = { .sg_list = &sge,
