@@ -261,8 +261,11 @@ static struct sv_shm_peer *fwd_peer(struct sv_engine *eng, uint16_t port)
 		eng->roce_fwd[i].peer = NULL;
 	}
 	p = peer_get(eng, port, &reason);
-	if (!p)
+	if (!p) {
+		sv_dbg("roce: no ring to forward to on port %u: %s", port,
+		       reason);
 		return NULL;
+	}
 	i = eng->roce_fwd_next++ % SV_ROCE_FWD;
 	peer_put(eng->roce_fwd[i].peer);
 	eng->roce_fwd[i].port = port;

@@ -243,8 +243,8 @@ static uint64_t timeout_ns(uint8_t t)
 }
 
 /* Where the peer is (IP from the destination GID, port from the
- * destination QPN, or 4791 in standard mode) and which local address we send from (the source GID,
- * else whatever the routing table picks). */
+ * destination QPN, or 4791 in standard mode) and which local address we
+ * send from (the source GID, else whatever the routing table picks). */
 static void set_path(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;

@@ -72,7 +72,7 @@ srv_pid=
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
 	rm -rf "$tmp"
-	[ "$where" = netns ] && sv_netns_cleanup
+	[ "$where" != host ] && sv_netns_cleanup
 }
 trap cleanup EXIT
 

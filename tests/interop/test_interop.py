@@ -15,9 +15,10 @@
                                  ib_atomic_bw; both sides exit 0 with their
                                  figures, softverbs drops no ICRC
     test_interop.py sv_client    the same with softverbs as the clients
-    test_interop.py sv_shared    softverbs the servers, all at once: one
-                                 holds UDP 4791 and forwards to the
-                                 others, each exit hands it on
+    test_interop.py sv_shared    softverbs the servers, all at once, an
+                                 idle process holding UDP 4791 forwards
+                                 the pingpongs' packets to their rings,
+                                 then leaves: the SRQ server takes over
     test_interop.py cm_server    librdmacm in standard mode (IB CM MADs on
                                  QP1) serves rxe's rping -v -V and
                                  ucmatose: both sides exit 0, every ping's
@@ -138,6 +139,67 @@ def roce_packets(pcap):
         yield ip, udp, fr[14 + ihl + 8:14 + ihl + ulen]
 
 
+def start_tshark(vm, pcap):
+    """tshark writing the tap's packets to pcap, once it captures."""
+    tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
+                      "-w", pcap, stderr=subprocess.PIPE, text=True)
+    lines = []  # a warning about root, then "Capturing on 'tap0'"
+    while not lines or "Capturing on" not in lines[-1]:
+        lines.append(tshark.stderr.readline())
+        if not lines[-1]:
+            fail("tshark did not start: " + "".join(lines))
+    return tshark
+
+
+def stop_tshark(tshark):
+    # The guest is off, every packet is on the tap: give tshark the time
+    # to read the last ones from its socket before it stops (it once
+    # missed the last of 45 that peer.py had received).
+    time.sleep(1.5)
+    tshark.send_signal(signal.SIGINT)  # ends the file properly
+    tshark.wait(timeout=60)
+
+
+def check_sent(pcap):
+    """What softverbs sent rxe, as the tap carried it: every packet from
+    the host to UDP 4791 decodes as InfiniBand with nothing malformed,
+    has a plain IPv4 header (no options, DF, ID 0) and a right ICRC."""
+    flt = f"ip.src == {rig.HOST_ADDR} && udp.dstport == 4791"
+    rows = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", flt, "-T", "fields", "-e",
+         "frame.protocols"], capture_output=True, text=True,
+        check=True).stdout.splitlines()
+    # crtp off: tshark takes a 2-byte RDMA WRITE payload (ib_write_lat
+    # -s 2) for an ethertype and then for compressed RTP, and calls it
+    # malformed, in rxe's packets as in ours.
+    bad = subprocess.run(
+        ["tshark", "--disable-protocol", "crtp", "-r", pcap, "-Y",
+         f"({flt}) && (_ws.malformed || _ws.expert.severity >= error)"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    if not rows:
+        fail("tshark saw no packet from softverbs to UDP 4791")
+    if any(":infiniband" not in r for r in rows):
+        fail("softverbs' packets to 4791 not all decoded as InfiniBand")
+    if bad:
+        fail("tshark flags softverbs' packets:\n" + "\n".join(bad[:20]))
+    n = 0
+    for ip, udp, payload in roce_packets(pcap):
+        if ip[12:16] != bytes(map(int, rig.HOST_ADDR.split("."))):
+            continue
+        n += 1
+        if len(ip) != 20 or ip[0] != 0x45 or not ones_complement_ok(ip):
+            fail("softverbs sent an IPv4 header with options or a bad "
+                 "checksum")
+        if ip[4:6] != b"\0\0" or not ip[6] & 0x40:
+            fail("softverbs sent a packet without ID 0 and DF")
+        have = struct.unpack("<I", payload[-4:])[0]
+        if have != icrc(ip, udp, payload[:-4]):
+            fail(f"softverbs sent a wrong ICRC {have:#010x}")
+    print(f"interop: tshark: {n} packets from softverbs to UDP 4791, all "
+          f"InfiniBand, none malformed, plain IPv4 (ID 0, DF), every "
+          f"ICRC right")
+
+
 def capture(vectors=False):
     # Nothing answers: ud_pingpong waits for a reply and rc_pingpong
     # retransmits (rxe treats retry_cnt 7 as "forever") until killed.
@@ -148,13 +210,7 @@ def capture(vectors=False):
     with rig.VM(cmd) as vm:
         pcap = os.path.join(vm.tmp, "tap0.pcap")
         got = os.path.join(vm.tmp, "peer.txt")
-        tshark = vm.spawn("tshark", "-q", "-i", "tap0", "-F", "pcap",
-                          "-w", pcap, stderr=subprocess.PIPE, text=True)
-        lines = []  # a warning about root, then "Capturing on 'tap0'"
-        while not lines or "Capturing on" not in lines[-1]:
-            lines.append(tshark.stderr.readline())
-            if not lines[-1]:
-                fail("tshark did not start: " + "".join(lines))
+        tshark = start_tshark(vm, pcap)
         peer = vm.spawn(sys.executable, os.path.join(rig.HERE, "peer.py"),
                         "serve", rig.HOST_ADDR, got, stdout=subprocess.PIPE,
                         text=True)
@@ -162,12 +218,7 @@ def capture(vectors=False):
             fail("peer.py did not start")
         vm.start()
         status, out = vm.wait(BOOT_TIMEOUT)
-        # The guest is off, every packet is on the tap: give tshark the
-        # time to read the last ones from its socket before it stops (it
-        # once missed the last of 45 that peer.py had received).
-        time.sleep(1.5)
-        tshark.send_signal(signal.SIGINT)  # ends the file properly
-        tshark.wait(timeout=30)
+        stop_tshark(tshark)
     print(out or "", end="")
     if status is None:
         fail(f"no status from the guest within {BOOT_TIMEOUT} s", vm)
@@ -350,8 +401,9 @@ def test_verbs(sv_side):
     """Every TOOLS pair between softverbs on the host (standard mode) and
     rxe in the guest, in one boot: sv_side "server" (the guest's tools are
     clients), "client", or "shared": softverbs the servers, all started
-    at once, so that one holds UDP 4791 and forwards to the others, and
-    each exit hands the port to another.  Each pair must exit 0 on both
+    at once after an idle process that holds UDP 4791 and forwards the
+    pingpongs' packets into their rings; it leaves after the UD pair and
+    the SRQ pair's server takes the port over.  Each pair must exit 0 on both
     sides and print its figures; softverbs must have verified rxe's ICRCs
     (by solving for the IPv4 ID: icrc_id_solved) and dropped none."""
     guest = []
@@ -360,14 +412,10 @@ def test_verbs(sv_side):
         port = TOOL_PORT + i
         if sv_side in ("server", "shared"):
             # The host's server of this pair may not be up yet (the
-            # one before it still runs): again while refused.  Shared:
-            # the server of the pair before may just have left 4791,
-            # and its successor takes it within 200 ms; UC and UD lose
-            # what rxe sends meanwhile, so wait that out first.
+            # one before it still runs): again while refused.
             cmd = " ".join(tool_args(argv, "rxe0", "$GIDX", port,
                                      rig.HOST_ADDR))
             guest.append(
-                ("sleep 1; " if shared and i else "") +
                 f"n=0; while :; do timeout 120 {cmd} >{name}.txt 2>&1; "
                 f"s=$?; [ $s -eq 0 ] && break; "
                 f"grep -q \"Couldn't connect to\" {name}.txt || break; "
@@ -382,33 +430,53 @@ def test_verbs(sv_side):
     with rig.VM("; ".join(guest)) as vm:
         gidx = host_gid_index(vm)
         servers = {}
+        pcap = tshark = None
+        if sv_side == "server":
+            pcap = os.path.join(vm.tmp, "tap0.pcap")
+            tshark = start_tshark(vm, pcap)
         if shared:
+            # An idle holder of 4791 first (a standard-mode server on a
+            # port nobody connects to), then the nine servers: the
+            # pingpongs' engines exist from the start and get their
+            # packets through the holder; perftest makes its QPs when
+            # its client connects.
+            idle = vm.spawn(*softverbs_cmd(["ibv_rc_pingpong", "-g",
+                                            str(gidx), "-p", "18599"]),
+                            env=SV_ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+            while not subprocess.run(vm.in_ns("ss", "-Hlun",
+                                              "sport = :4791"),
+                                     capture_output=True,
+                                     text=True).stdout:
+                if idle.poll() is not None:
+                    fail("the idle holder of 4791 exited")
+                time.sleep(0.05)
             for i, (name, argv) in enumerate(TOOLS):
                 args = tool_args(argv, None, gidx, TOOL_PORT + i)
-                servers[name] = vm.spawn(*softverbs_cmd(args), env=SV_ENV,
-                                         stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT,
-                                         text=True)
-                # The first pair's server holds 4791 (the others wait
-                # for it): its exit after the first pair hands it on.
-                while not i and not subprocess.run(
-                        vm.in_ns("ss", "-Hlun", "sport = :4791"),
-                        capture_output=True, text=True).stdout:
-                    if servers[name].poll() is not None:
-                        fail("the first server exited: "
-                             + servers[name].communicate()[0])
-                    time.sleep(0.05)
+                # Into a file, kept with the run's folder on failure.
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          "w") as f:
+                    servers[name] = vm.spawn(*softverbs_cmd(args),
+                                             env=SV_ENV, stdout=f,
+                                             stderr=subprocess.STDOUT)
         vm.start()
         start = time.monotonic()
         for i, (name, argv) in enumerate(TOOLS):
             if shared:
                 try:
-                    hout = servers[name].communicate(
-                        timeout=max(5, BOOT_TIMEOUT * 3 -
-                                    (time.monotonic() - start)))[0]
-                    host[name] = (servers[name].returncode, hout)
+                    servers[name].wait(timeout=max(
+                        5, BOOT_TIMEOUT * 3 - (time.monotonic() - start)))
                 except subprocess.TimeoutExpired:
-                    host[name] = (None, "timed out")
+                    pass
+                with open(os.path.join(vm.tmp, f"host.{name}.txt"),
+                          errors="replace") as f:
+                    host[name] = (servers[name].poll(), f.read())
+                if name == "ud_pingpong":
+                    # The holder leaves before an RC pair (srq): UC
+                    # and UD would lose what rxe sends until the next
+                    # holder binds; RC retransmits it.  The srq server
+                    # is the one engine left waiting to take over.
+                    idle.kill()
                 continue
             port = TOOL_PORT + i
             # The first waits for the boot, the rest for one run each.
@@ -428,8 +496,12 @@ def test_verbs(sv_side):
                 host[name] = host_run(vm, args, deadline)
         status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
                                   (time.monotonic() - start)))
+        if tshark:
+            stop_tshark(tshark)
     out = out or ""
     print(out, end="")
+    if pcap:
+        check_sent(pcap)
     failed = []
     solved = dropped = 0
     for name, argv in TOOLS:
@@ -454,14 +526,15 @@ def test_verbs(sv_side):
     if dropped or not solved:
         fail(f"softverbs dropped {dropped} ICRCs, solved {solved}")
     if shared:
-        fwd = sum(stat(h, "roce_forwarded") for _, h in host.values())
-        ring = sum(stat(h, "shm_rx_pkts") for _, h in host.values())
-        took = sum(stat(h, "roce_takeover") for _, h in host.values())
-        print(f"interop: shared 4791: {fwd} packets forwarded, {ring} "
-              f"received through rings, {took} takeovers")
-        if not fwd or not ring or not took:
-            fail("the servers did not share 4791 (forwarded, received "
-                 "through rings and taken over)")
+        ring = {n: stat(host[n][1], "shm_rx_pkts")
+                for n in ("rc_pingpong", "uc_pingpong", "ud_pingpong")}
+        took = stat(host["srq_pingpong"][1], "roce_takeover")
+        print(f"interop: shared 4791: received through the holder's "
+              f"forwarding {ring}; srq_pingpong's server took the port "
+              f"over {took} time(s)")
+        if not all(ring.values()) or took != 1:
+            fail("the servers did not share 4791 (forwarded packets, "
+                 "then one takeover)")
     print("interop: PASS")
 
 
