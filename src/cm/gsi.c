@@ -96,9 +96,9 @@ int sv_gsi_start(void)
 	gsi.rcq = gsi.ch ? ibv_create_cq(sv_cm.verbs, GSI_NRECV, NULL, gsi.ch,
 					 0) :
 			   NULL;
-	gsi.scq = gsi.rcq ? ibv_create_cq(sv_cm.verbs, GSI_NSEND, NULL, NULL,
-					  0) :
-			    NULL;
+	gsi.scq = gsi.rcq ?
+			  ibv_create_cq(sv_cm.verbs, GSI_NSEND, NULL, NULL, 0) :
+			  NULL;
 	gsi.mr = gsi.scq ? ibv_reg_mr(gsi.pd, &gsi.rbuf,
 				      sizeof(gsi.rbuf) + sizeof(gsi.sbuf),
 				      IBV_ACCESS_LOCAL_WRITE) :

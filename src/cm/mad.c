@@ -114,10 +114,12 @@ int sv_mad_encode(const struct sv_mad *m, uint8_t *out)
 		put16(b + 54, m->dlid);
 		memcpy(b + 56, m->sgid, 16);
 		memcpy(b + 72, m->dgid, 16);
-		put32(b + 88, (m->flow_label & 0xfffff) << 12 | (m->rate & 0x3f));
+		put32(b + 88,
+		      (m->flow_label & 0xfffff) << 12 | (m->rate & 0x3f));
 		b[92] = m->tclass;
 		b[93] = m->hop_limit;
-		b[94] = (uint8_t)((m->sl & 0xf) << 4 | (m->subnet_local & 1) << 3);
+		b[94] = (uint8_t)((m->sl & 0xf) << 4 | (m->subnet_local & 1)
+							       << 3);
 		b[95] = (uint8_t)((m->ack_timeout & 0x1f) << 3);
 		break;
 	case SV_MAD_REP:

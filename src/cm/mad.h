@@ -51,7 +51,8 @@ enum sv_mad_attr {
 struct sv_mad {
 	uint16_t attr; /* enum sv_mad_attr */
 	uint64_t tid;
-	uint32_t local_comm, remote_comm; /* SIDR: local_comm is the request ID */
+	uint32_t local_comm,
+		remote_comm; /* SIDR: local_comm is the request ID */
 	uint64_t service_id; /* REQ, SIDR_REQ, SIDR_REP */
 	uint64_t ca_guid; /* REQ, REP */
 	uint32_t qkey; /* REQ, REP, SIDR_REP */

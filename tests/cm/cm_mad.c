@@ -68,10 +68,12 @@ static const uint8_t rxe_rtu[256] = {
 
 static void req_fields(void)
 {
-	static const uint8_t sgid[16] = { [10] = 0xff, [11] = 0xff, 10,
-					  99, 0, 2 };
-	static const uint8_t dgid[16] = { [10] = 0xff, [11] = 0xff, 10,
-					  99, 0, 1 };
+	static const uint8_t sgid[16] = {
+		[10] = 0xff, [11] = 0xff, 10, 99, 0, 2
+	};
+	static const uint8_t dgid[16] = {
+		[10] = 0xff, [11] = 0xff, 10, 99, 0, 1
+	};
 	struct sockaddr_storage src, dst;
 	struct sockaddr_in *s = (struct sockaddr_in *)&src,
 			   *d = (struct sockaddr_in *)&dst;
