@@ -20,9 +20,9 @@
                                  the pingpongs' packets to their rings,
                                  then leaves: the SRQ server takes over
     test_interop.py cm_server    librdmacm in standard mode (IB CM MADs on
-                                 QP1) serves rxe's rping -v -V and
-                                 ucmatose: both sides exit 0, every ping's
-                                 data shown on both
+                                 QP1) serves rxe's rping -v -V, ucmatose
+                                 and ib_write_bw -R: both sides exit 0,
+                                 every ping's data shown on both
     test_interop.py cm_client    the same with softverbs as the clients
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
@@ -538,7 +538,7 @@ def test_verbs(sv_side):
     print("interop: PASS")
 
 
-CM_PORT = 18700  # rping's; ucmatose's is CM_PORT + 1
+CM_PORT = 18700  # rping's; ucmatose's CM_PORT + 1, ib_write_bw's + 2
 RPING_COUNT = 10
 
 
@@ -552,12 +552,20 @@ def cm_tools(addr):
              ["rping", "-c", "-v", "-V", "-C", str(RPING_COUNT), "-a", addr,
               "-p", p]),
             ("ucmatose", ["ucmatose", "-b", addr, "-p", str(CM_PORT + 1)],
-             ["ucmatose", "-s", addr, "-p", str(CM_PORT + 1)])]
+             ["ucmatose", "-s", addr, "-p", str(CM_PORT + 1)]),
+            # perftest's connections through rdma_cm (two: its exchange
+            # and the test's QP); last, so that the guest's server has
+            # long been listening when softverbs is the client.
+            ("ib_write_bw",
+             ["ib_write_bw", "-R", "-n", "1000", "-p", str(CM_PORT + 2)],
+             ["ib_write_bw", "-R", "-n", "1000", "-p", str(CM_PORT + 2),
+              addr])]
 
 
 def cm_ok(name, out):
     """What each tool prints when it did its work: rping every ping's
-    data (the pattern rping -V compared), ucmatose a 0 status."""
+    data (the pattern rping -V compared), ucmatose a 0 status, perftest
+    its figures."""
     if name == "rping":
         # rping's 64-byte buffer: "rdma-ping-N: ", then 'A'..'z' from
         # the N-th on, cycling, up to the terminating NUL.
@@ -568,12 +576,14 @@ def cm_ok(name, out):
             if not re.search(re.escape(prefix + data) + "$", out, re.M):
                 return False
         return True
+    if name.startswith("ib_"):
+        return re.search(DONE["ib_"], out, re.M) is not None
     return "return status 0" in out
 
 
 def test_cm(sv_side):
     """librdmacm in standard mode against the kernel's rdma_cm (IB CM MADs
-    on QP1): rping and ucmatose between softverbs on the host and rxe in
+    on QP1): rping, ucmatose and ib_write_bw -R between softverbs on the host and rxe in
     the guest, softverbs the server of each pair (sv_side "server") or the
     client, one boot.  One softverbs process at a time (the CM runs where
     UDP 4791 is held), so the host side runs its tools one after the
@@ -591,7 +601,8 @@ def test_cm(sv_side):
                 f"echo '== {name}'; cat {name}.txt; echo \"{name} exit $s\"")
         else:
             cmd = " ".join(server)
-            guest.append(f"(timeout 150 {cmd} >{name}.txt 2>&1; "
+            # Up for the whole run: the host's clients come one by one.
+            guest.append(f"(timeout 400 {cmd} >{name}.txt 2>&1; "
                          f"echo $? >{name}.status) &")
     if sv_side == "client":
         # The servers in the background ("&" ends a command: no ";").
@@ -604,7 +615,7 @@ def test_cm(sv_side):
         start = time.monotonic()
         for name, server, client in tools:
             deadline = time.monotonic() + (BOOT_TIMEOUT if name == "rping"
-                                           else 120)
+                                           else 150)
             if sv_side == "server":
                 try:
                     r = subprocess.run(vm.in_ns(*softverbs_cmd(server)),
@@ -621,7 +632,7 @@ def test_cm(sv_side):
                 try:
                     r = subprocess.run(vm.in_ns(*softverbs_cmd(client)),
                                        env=SV_ENV, capture_output=True,
-                                       text=True, timeout=60)
+                                       text=True, timeout=90)
                     host[name] = (r.returncode, r.stdout + r.stderr)
                 except subprocess.TimeoutExpired:
                     host[name] = (None, "timed out")
@@ -629,7 +640,7 @@ def test_cm(sv_side):
                 if host[name][0] == 0 or time.monotonic() > deadline:
                     break
                 time.sleep(1)
-        status, out = vm.wait(max(30, BOOT_TIMEOUT * 2 -
+        status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
                                   (time.monotonic() - start)))
     out = out or ""
     print(out, end="")
