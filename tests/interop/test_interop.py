@@ -20,8 +20,9 @@
                                  the pingpongs' packets to their rings,
                                  then leaves: the SRQ server takes over
     test_interop.py cm_server    librdmacm in standard mode (IB CM MADs on
-                                 QP1) serves rxe's rping -v -V, ucmatose
-                                 and ib_write_bw -R: both sides exit 0,
+                                 QP1) serves rxe's rping -v -V, ucmatose,
+                                 udaddy (SIDR) and ib_write_bw -R: both
+                                 sides exit 0,
                                  every ping's data shown on both
     test_interop.py cm_client    the same with softverbs as the clients
     test_interop.py capture      rxe's packets cross the tap to the host:
@@ -553,6 +554,8 @@ def cm_tools(addr):
               "-p", p]),
             ("ucmatose", ["ucmatose", "-b", addr, "-p", str(CM_PORT + 1)],
              ["ucmatose", "-s", addr, "-p", str(CM_PORT + 1)]),
+            # UD ids: SIDR_REQ/SIDR_REP (udaddy's port is 7174, fixed).
+            ("udaddy", ["udaddy", "-b", addr], ["udaddy", "-s", addr]),
             # perftest's connections through rdma_cm (two: its exchange
             # and the test's QP); last, so that the guest's server has
             # long been listening when softverbs is the client.
@@ -564,8 +567,8 @@ def cm_tools(addr):
 
 def cm_ok(name, out):
     """What each tool prints when it did its work: rping every ping's
-    data (the pattern rping -V compared), ucmatose a 0 status, perftest
-    its figures."""
+    data (the pattern rping -V compared), ucmatose and udaddy a 0
+    status, perftest its figures."""
     if name == "rping":
         # rping's 64-byte buffer: "rdma-ping-N: ", then 'A'..'z' from
         # the N-th on, cycling, up to the terminating NUL.
@@ -583,7 +586,8 @@ def cm_ok(name, out):
 
 def test_cm(sv_side):
     """librdmacm in standard mode against the kernel's rdma_cm (IB CM MADs
-    on QP1): rping, ucmatose and ib_write_bw -R between softverbs on the host and rxe in
+    on QP1): rping, ucmatose, udaddy (SIDR) and ib_write_bw -R between
+    softverbs on the host and rxe in
     the guest, softverbs the server of each pair (sv_side "server") or the
     client, one boot.  One softverbs process at a time (the CM runs where
     UDP 4791 is held), so the host side runs its tools one after the
