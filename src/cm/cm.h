@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cm/mad.h"
 #include "cm/wire.h"
 #include "util/list.h"
 #include "util/lockorder.h"
@@ -61,6 +62,14 @@ static inline int sv_cm_err(int err)
  * could lose completions whose ACKs were already in its socket. */
 #define SV_CM_DREQ_GRACE_MS 5
 #define SV_CM_LINGER_MS 2000 /* orphan socket waits for the peer's EOF */
+/* Standard mode (IB CM MADs, unreliable): a REQ, REP or DREQ unanswered is
+ * sent again this often, up to SV_MAD_RETRIES times (what we advertise as
+ * max CM retries); the peer's MRA stops the resends for its service time.
+ * The CM response timeout we advertise, 4.096 us * 2^20 (about 4 s), is
+ * the kernel rdma_cm's. */
+#define SV_MAD_RESEND_MS 2000
+#define SV_MAD_RETRIES 15
+#define SV_MAD_CM_TIMEOUT 20
 
 /* Connection parameters the CM hands to the QP (rdma_init_qp_attr). */
 #define SV_CM_DEFAULT_ACK_TIMEOUT 17 /* 4.096 us * 2^17 = 0.5 s */
@@ -209,6 +218,17 @@ struct sv_cm_id {
 	struct ibv_qp_init_attr *ep_qp_attr;
 	void *connect_pdata;
 	size_t connect_len;
+	/* Standard mode: this connection speaks IB CM MADs on QP1 (gsi.c)
+	 * with the peer's CM at mad_peer, named by the two comm IDs (SIDR:
+	 * local_comm is the request ID).  mad_last is the last REQ, REP,
+	 * RTU or DREQ sent, for resends and duplicates. */
+	bool mad;
+	bool mad_mra; /* the peer's MRA: no resends, its service time */
+	int mad_retries;
+	uint32_t local_comm, remote_comm;
+	uint64_t tid;
+	struct sockaddr_storage mad_peer;
+	struct sv_mad mad_last;
 	/* ECE (rdma_set_local_ece / rdma_get_remote_ece) */
 	struct ibv_ece local_ece, remote_ece;
 };
@@ -349,6 +369,21 @@ void sv_conn_teardown(struct sv_cm_id *id);
 int sv_conn_establish(struct sv_cm_id *id);
 /* Private data limit for (port space, message type). */
 int sv_cm_pdata_max(enum rdma_port_space ps, int type);
+
+/* Standard mode: a MAD from QP1 at peer (gsi.c, lock held). */
+struct sv_mad;
+void sv_conn_mad(const struct sockaddr_storage *peer, const struct sv_mad *m);
+
+/* ---- gsi.c: IB CM MADs on QP1 (SOFTVERBS_ROCE=standard) --------------- */
+
+/* The progress thread's epoll handle of the GSI completion channel. */
+#define SV_GSI_HANDLE (UINT64_MAX - 1)
+bool sv_gsi_mode(void);
+/* Lock held.  0 or errno (EADDRINUSE: another process holds UDP 4791). */
+int sv_gsi_start(void);
+int sv_gsi_send(const struct sockaddr *peer, int gid_index,
+		const struct sv_mad *m);
+void sv_gsi_readable(void);
 
 /* ---- qp.c -------------------------------------------------------------- */
 

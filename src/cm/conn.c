@@ -117,10 +117,14 @@ static void sock_tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+static int mad_send(struct sv_cm_id *id, const struct sv_cm_wire *w);
+
 /* Send a message; on failure the caller sees errno (the loss itself is
  * reported when the socket's EOF/error is read). */
 static int id_send(struct sv_cm_id *id, const struct sv_cm_wire *m)
 {
+	if (id->mad)
+		return mad_send(id, m);
 	if (!id->sock || id->peer_gone)
 		return ECONNRESET;
 	return sv_sock_send(id->sock, m);
@@ -138,11 +142,25 @@ static void send_rej(struct sv_cm_id *id, int reason, const void *pdata,
 	id_send(id, &m);
 }
 
+/* Whether a REJ can reach the peer now (TCP: the connection is up). */
+static bool can_send(const struct sv_cm_id *id)
+{
+	return id->mad || (id->sock && !id->sock->connecting);
+}
+
+/* How long to wait for an answer: the whole wait over TCP, the resend
+ * interval with MADs (sv_conn_timer resends). */
+static uint64_t wait_ms(const struct sv_cm_id *id, uint64_t tcp_ms)
+{
+	return id->mad ? SV_MAD_RESEND_MS : tcp_ms;
+}
+
 static void drop_sock(struct sv_cm_id *id, bool linger)
 {
 	if (!id->sock)
 		return;
-	if (linger)
+	/* With MADs the socket only held the port: nothing to flush. */
+	if (linger && !id->mad)
 		sv_sock_orphan(id->sock);
 	else
 		sv_sock_close(id->sock);
@@ -294,13 +312,17 @@ static void bare_reject(struct sv_cm_sock *s, enum rdma_port_space ps, bool ud,
 	sv_sock_orphan(s);
 }
 
+static void req_deliver(struct sv_cm_id *ls, struct sv_cm_id *id,
+			const struct sv_cm_wire *m,
+			const struct sockaddr_storage *local_ss,
+			const struct sockaddr_storage *peer_ss);
+
 /* The first message on an accepted connection: a REQ for the listener. */
 static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 {
 	struct sv_cm_id *ls = s->listener, *id;
 	int want = is_ud(ls) ? SV_CM_MSG_SIDR_REQ : SV_CM_MSG_REQ;
 	struct sockaddr_storage local, peer;
-	struct sv_cm_event *e;
 
 	/* The IB service ID carries the port space: another space, or the
 	 * other kind of request, is a service nobody listens for. */
@@ -334,6 +356,20 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	s->deadline_ms = 0;
 	s->id = id;
 	id->sock = s;
+	req_deliver(ls, id, m, &local, &peer);
+}
+
+/* A new passive id for a request to listener ls: its addresses, the
+ * request's parameters, CONNECT_REQUEST on the listener's channel. */
+static void req_deliver(struct sv_cm_id *ls, struct sv_cm_id *id,
+			const struct sv_cm_wire *m,
+			const struct sockaddr_storage *local_ss,
+			const struct sockaddr_storage *peer_ss)
+{
+	int want = is_ud(ls) ? SV_CM_MSG_SIDR_REQ : SV_CM_MSG_REQ;
+	struct sockaddr_storage local = *local_ss, peer = *peer_ss;
+	struct sv_cm_event *e;
+
 	sv_cm_id_set_state(id, SV_CM_REQ_RCVD);
 	id->unborn = true;
 	id->tos = ls->tos;
@@ -360,6 +396,15 @@ static void req_received(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 	id->conn.remote_qpn = be32toh(m->qpn) & 0xffffff;
 	id->conn.remote_psn = be32toh(m->psn) & 0xffffff;
 	id->conn.local_psn = sv_cm_random24();
+	if (id->mad) {
+		/* The kernel's rdma_cm (rdma_init_qp_attr) gives its QP its
+		 * own sequence number as the receive PSN, the one its REQ or
+		 * REP carries, and sends from the PSN the other message
+		 * carries: with a RoCE peer the starting PSN of a message is
+		 * where its sender expects to receive. */
+		id->conn.local_psn = id->conn.remote_psn;
+		id->conn.remote_psn = sv_cm_random24();
+	}
 	/* Within what the device has (the event reports the raw values). */
 	id->conn.resp_res = m->initiator_depth < sv_cm.max_resp_res ?
 				    m->initiator_depth :
@@ -451,6 +496,14 @@ static void rep_received(struct sv_cm_id *id, const struct sv_cm_wire *m)
 	sv_cm_timer_clear(id);
 	id->conn.remote_qpn = be32toh(m->qpn) & 0xffffff;
 	id->conn.remote_psn = be32toh(m->psn) & 0xffffff;
+	/* As rdma_cm: the REP's PSN is where the peer receives, ours in the
+	 * REQ where we do (see req_deliver). */
+	if (id->mad) {
+		uint32_t rep_psn = id->conn.remote_psn;
+
+		id->conn.remote_psn = id->conn.local_psn;
+		id->conn.local_psn = rep_psn;
+	}
 	/* The REP's responder resources bound what we may have in flight,
 	 * its initiator depth what we must accept. */
 	id->conn.init_depth = m->responder_resources < sv_cm.max_init_depth ?
@@ -513,11 +566,60 @@ static void established(struct sv_cm_id *id)
 	sv_event_post(id, RDMA_CM_EVENT_ESTABLISHED, 0);
 }
 
+/* A message for an id in the state it is in: 1 when the id let go of
+ * its socket (closed, orphaned), 0 when it keeps it, -1 when the message
+ * has no place in that state. */
+static int id_msg(struct sv_cm_id *id, const struct sv_cm_wire *m)
+{
+	enum sv_cm_state st = id->state;
+
+	switch (m->type) {
+	case SV_CM_MSG_REP:
+		if (st != SV_CM_CONNECT || is_ud(id))
+			break;
+		rep_received(id, m);
+		return 0;
+	case SV_CM_MSG_SIDR_REP:
+		if (st != SV_CM_CONNECT || !is_ud(id))
+			break;
+		sidr_rep_received(id, m);
+		return 1;
+	case SV_CM_MSG_REJ:
+		if (st != SV_CM_CONNECT && st != SV_CM_REQ_RCVD &&
+		    st != SV_CM_REP_SENT && st != SV_CM_REP_RCVD)
+			break;
+		fail(id, RDMA_CM_EVENT_REJECTED, be16toh(m->reason), m,
+		     SV_IB_REJ_PDATA, false);
+		return 1;
+	case SV_CM_MSG_RTU:
+		if (st == SV_CM_ESTABLISHED)
+			return 0; /* rdma_notify(COMM_EST) came first */
+		if (st != SV_CM_REP_SENT)
+			break;
+		established(id);
+		return 0;
+	case SV_CM_MSG_DREQ:
+		if (st != SV_CM_ESTABLISHED && st != SV_CM_DREQ_SENT)
+			break;
+		dreq_received(id);
+		return 1;
+	case SV_CM_MSG_DREP:
+		if (st != SV_CM_DREQ_SENT)
+			break;
+		disconnected(id, 0, false);
+		return 1;
+	default:
+		break;
+	}
+	sv_cm_log("id %p: unexpected message %d in state %s", (void *)id,
+		  m->type, sv_cm_state_name(st));
+	return -1;
+}
+
 /* Returns true when the socket is no longer the id's (closed, orphaned). */
 static bool conn_msg(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 {
-	struct sv_cm_id *id = s->id;
-	enum sv_cm_state st;
+	int r;
 
 	if (!msg_valid(m)) {
 		conn_lost(s, EPROTO);
@@ -527,51 +629,12 @@ static bool conn_msg(struct sv_cm_sock *s, const struct sv_cm_wire *m)
 		req_received(s, m);
 		return true;
 	}
-	if (!id)
+	if (!s->id)
 		return false;
-	st = id->state;
-	switch (m->type) {
-	case SV_CM_MSG_REP:
-		if (st != SV_CM_CONNECT || is_ud(id))
-			break;
-		rep_received(id, m);
-		return false;
-	case SV_CM_MSG_SIDR_REP:
-		if (st != SV_CM_CONNECT || !is_ud(id))
-			break;
-		sidr_rep_received(id, m);
-		return true;
-	case SV_CM_MSG_REJ:
-		if (st != SV_CM_CONNECT && st != SV_CM_REQ_RCVD &&
-		    st != SV_CM_REP_SENT && st != SV_CM_REP_RCVD)
-			break;
-		fail(id, RDMA_CM_EVENT_REJECTED, be16toh(m->reason), m,
-		     SV_IB_REJ_PDATA, false);
-		return true;
-	case SV_CM_MSG_RTU:
-		if (st == SV_CM_ESTABLISHED)
-			return false; /* rdma_notify(COMM_EST) came first */
-		if (st != SV_CM_REP_SENT)
-			break;
-		established(id);
-		return false;
-	case SV_CM_MSG_DREQ:
-		if (st != SV_CM_ESTABLISHED && st != SV_CM_DREQ_SENT)
-			break;
-		dreq_received(id);
-		return true;
-	case SV_CM_MSG_DREP:
-		if (st != SV_CM_DREQ_SENT)
-			break;
-		disconnected(id, 0, false);
-		return true;
-	default:
-		break;
-	}
-	sv_cm_log("id %p: unexpected message %d in state %s", (void *)id,
-		  m->type, sv_cm_state_name(st));
-	conn_lost(s, EPROTO);
-	return true;
+	r = id_msg(s->id, m);
+	if (r < 0)
+		conn_lost(s, EPROTO);
+	return r != 0;
 }
 
 void sv_conn_readable(struct sv_cm_sock *s)
@@ -632,10 +695,22 @@ void sv_conn_writable(struct sv_cm_sock *s)
 
 void sv_conn_timer(struct sv_cm_id *id, enum sv_cm_timer t)
 {
+	/* MADs may be lost: the REQ, REP or DREQ waiting for its answer is
+	 * sent again, unless the peer's MRA asked us to wait. */
+	if (id->mad && !id->mad_mra && id->mad_retries < SV_MAD_RETRIES &&
+	    ((t == SV_TIMER_REP && id->state == SV_CM_CONNECT) ||
+	     (t == SV_TIMER_RTU && id->state == SV_CM_REP_SENT) ||
+	     (t == SV_TIMER_DREQ && id->state == SV_CM_DREQ_SENT))) {
+		id->mad_retries++;
+		sv_gsi_send((struct sockaddr *)&id->mad_peer, id->gid_index,
+			    &id->mad_last);
+		sv_cm_timer_set(id, t, SV_MAD_RESEND_MS);
+		return;
+	}
 	switch (id->state) {
 	case SV_CM_CONNECT:
 	case SV_CM_REP_SENT:
-		if (!is_ud(id) && id->sock && !id->sock->connecting)
+		if (!is_ud(id) && can_send(id))
 			send_rej(id, SV_REJ_TIMEOUT, NULL, 0);
 		fail(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0, true);
 		break;
@@ -678,11 +753,11 @@ void sv_conn_teardown(struct sv_cm_id *id)
 		drop_sock(id, false);
 		return;
 	}
-	if (!id->sock)
+	if (!id->sock && !id->mad)
 		return;
 	switch (id->state) {
 	case SV_CM_CONNECT:
-		if (!is_ud(id) && !id->sock->connecting)
+		if (!is_ud(id) && can_send(id))
 			send_rej(id, SV_REJ_TIMEOUT, NULL, 0);
 		break;
 	case SV_CM_REQ_RCVD:
@@ -790,6 +865,23 @@ SV_EXPORT int rdma_connect(struct rdma_cm_id *cmid,
 	id->connect_pdata = NULL;
 	id->connect_len = 0;
 
+	if (sv_gsi_mode()) {
+		/* Standard mode: the REQ goes to the peer's CM on QP1. */
+		ret = sv_gsi_start();
+		if (ret)
+			goto out;
+		id->mad = true;
+		id->local_comm = sv_cm_random24() << 8 | 1;
+		id->tid = (uint64_t)sv_cm_random24() << 32 | id->local_comm;
+		memcpy(&id->mad_peer, &cmid->route.addr.dst_storage,
+		       sizeof(id->mad_peer));
+		sv_cm_id_set_state(id, SV_CM_CONNECT);
+		sv_cm_timer_set(id, SV_TIMER_REP, SV_MAD_RESEND_MS);
+		if (id_send(id, &m))
+			fail(id, RDMA_CM_EVENT_UNREACHABLE, -EHOSTUNREACH, NULL,
+			     0, false);
+		goto out;
+	}
 	s = id->sock;
 	s->kind = SV_SOCK_CONN;
 	sv_cm_id_set_state(id, SV_CM_CONNECT);
@@ -877,7 +969,8 @@ SV_EXPORT int rdma_accept(struct rdma_cm_id *cmid,
 			(param && param->flow_control ? SV_CM_F_FLOW_CONTROL :
 							0) |
 			(id->conn.srq ? SV_CM_F_SRQ : 0);
-		m.psn = htobe32(id->conn.local_psn);
+		m.psn = htobe32(id->mad ? id->conn.remote_psn :
+					  id->conn.local_psn);
 	}
 	m.qpn = htobe32(id->conn.local_qpn);
 	msg_pdata(&m, NULL, 0, param ? param->private_data : NULL, plen);
@@ -894,7 +987,8 @@ SV_EXPORT int rdma_accept(struct rdma_cm_id *cmid,
 		drop_sock(id, true);
 	} else {
 		sv_cm_id_set_state(id, SV_CM_REP_SENT);
-		sv_cm_timer_set(id, SV_TIMER_RTU, SV_CM_RTU_TIMEOUT_MS);
+		sv_cm_timer_set(id, SV_TIMER_RTU,
+				wait_ms(id, SV_CM_RTU_TIMEOUT_MS));
 	}
 out:
 	sv_cm_unlock();
@@ -1007,7 +1101,7 @@ SV_EXPORT int rdma_disconnect(struct rdma_cm_id *cmid)
 		} else {
 			sv_cm_id_set_state(id, SV_CM_DREQ_SENT);
 			sv_cm_timer_set(id, SV_TIMER_DREQ,
-					SV_CM_DREQ_TIMEOUT_MS);
+					wait_ms(id, SV_CM_DREQ_TIMEOUT_MS));
 		}
 		wait = true;
 		break;
@@ -1023,7 +1117,7 @@ SV_EXPORT int rdma_disconnect(struct rdma_cm_id *cmid)
 	case SV_CM_REP_SENT:
 	case SV_CM_REP_RCVD:
 		/* Not connected yet: abandon the attempt, tell the peer. */
-		if (id->sock && !id->sock->connecting)
+		if (can_send(id))
 			send_rej(id, SV_REJ_CONSUMER_DEFINED, NULL, 0);
 		sv_cm_timer_clear(id);
 		sv_cm_id_set_state(id, SV_CM_FAILED);
@@ -1062,4 +1156,361 @@ SV_EXPORT int rdma_notify(struct rdma_cm_id *cmid, enum ibv_event_type event)
 	}
 	sv_cm_unlock();
 	return ret ? sv_cm_err(ret) : 0;
+}
+
+/* ---- standard mode: the messages as IB CM MADs on QP1 ------------------------------ */
+
+static const uint16_t mad_attr_of[SV_CM_MSG_MAX] = {
+	[SV_CM_MSG_REQ] = SV_MAD_REQ,
+	[SV_CM_MSG_REP] = SV_MAD_REP,
+	[SV_CM_MSG_RTU] = SV_MAD_RTU,
+	[SV_CM_MSG_REJ] = SV_MAD_REJ,
+	[SV_CM_MSG_DREQ] = SV_MAD_DREQ,
+	[SV_CM_MSG_DREP] = SV_MAD_DREP,
+	[SV_CM_MSG_SIDR_REQ] = SV_MAD_SIDR_REQ,
+	[SV_CM_MSG_SIDR_REP] = SV_MAD_SIDR_REP,
+};
+
+static int wire_type_of(uint16_t attr)
+{
+	for (int t = 1; t < SV_CM_MSG_MAX; t++)
+		if (mad_attr_of[t] == attr)
+			return t;
+	return 0;
+}
+
+/* The CA GUID our REQs and REPs carry: the device's node GUID.  The
+ * peer's CM keys connections by (comm ID, CA GUID) and (QPN, CA GUID). */
+static uint64_t ca_guid(void)
+{
+	static uint64_t guid;
+	struct ibv_device_attr a;
+
+	if (!guid && sv_cm.verbs && !ibv_query_device(sv_cm.verbs, &a))
+		guid = be64toh(a.node_guid);
+	return guid ? guid : 1;
+}
+
+static uint8_t port_mtu(void)
+{
+	struct ibv_port_attr pa;
+
+	if (sv_cm.verbs && !ibv_query_port(sv_cm.verbs, 1, &pa))
+		return (uint8_t)pa.active_mtu;
+	return IBV_MTU_1024;
+}
+
+/* Our message as the MAD of the same meaning. */
+static void wire_to_mad(const struct sv_cm_id *id, const struct sv_cm_wire *w,
+			struct sv_mad *m)
+{
+	const struct rdma_addr *ra = &id->id.route.addr;
+	unsigned int off = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->attr = mad_attr_of[w->type];
+	m->tid = id->tid;
+	m->local_comm = id->local_comm;
+	m->remote_comm = id->remote_comm;
+	m->ca_guid = ca_guid();
+	m->qpn = be32toh(w->qpn) & 0xffffff;
+	m->psn = be32toh(w->psn) & 0xffffff;
+	m->qkey = be32toh(w->qkey);
+	m->resp_res = w->responder_resources;
+	m->init_depth = w->initiator_depth;
+	m->flow_control = !!(w->flags & SV_CM_F_FLOW_CONTROL);
+	m->srq = !!(w->flags & SV_CM_F_SRQ);
+	m->retry_count = w->retry_count & 7;
+	m->rnr_retry = w->rnr_retry_count & 7;
+	switch (w->type) {
+	case SV_CM_MSG_REQ:
+	case SV_CM_MSG_SIDR_REQ:
+		m->service_id = SV_CMA_SERVICE_ID(id->id.ps,
+						  sv_cm_port_of(&ra->dst_addr));
+		m->pkey = 0xffff;
+		if (id->id.ps != RDMA_PS_IB) {
+			sv_cma_hdr_encode(m->pdata, &ra->src_addr,
+					  &ra->dst_addr);
+			off = SV_CMA_HDR_BYTES;
+		}
+		if (w->type == SV_CM_MSG_SIDR_REQ)
+			break;
+		m->transport = id->id.qp_type == IBV_QPT_UC ? 1 : 0;
+		m->remote_cm_timeout = m->local_cm_timeout = SV_MAD_CM_TIMEOUT;
+		m->max_cm_retries = SV_MAD_RETRIES;
+		m->mtu = port_mtu();
+		/* RoCE: no LIDs, the path is the GIDs (IP addresses). */
+		m->slid = m->dlid = SV_MAD_LID_PERMISSIVE;
+		memcpy(m->sgid, ra->addr.ibaddr.sgid.raw, 16);
+		memcpy(m->dgid, ra->addr.ibaddr.dgid.raw, 16);
+		m->tclass = id->tos;
+		m->hop_limit = SV_CM_HOP_LIMIT;
+		m->ack_timeout = id->ack_timeout_set ?
+					 id->ack_timeout :
+					 SV_CM_DEFAULT_ACK_TIMEOUT;
+		break;
+	case SV_CM_MSG_REJ:
+		m->reason = be16toh(w->reason);
+		m->msg = id->state == SV_CM_REQ_RCVD ? SV_MAD_MSG_REQ :
+			 id->state == SV_CM_REP_RCVD ? SV_MAD_MSG_REP :
+						       SV_MAD_MSG_OTHER;
+		break;
+	case SV_CM_MSG_REP:
+		m->target_ack_delay = SV_CM_DEFAULT_ACK_TIMEOUT;
+		break;
+	case SV_CM_MSG_DREQ:
+		m->qpn = id->conn.remote_qpn; /* the receiver's QP */
+		break;
+	case SV_CM_MSG_SIDR_REP:
+		m->local_comm = id->remote_comm; /* the request ID */
+		m->status = (uint8_t)be16toh(w->reason);
+		m->service_id = SV_CMA_SERVICE_ID(id->id.ps,
+						  sv_cm_port_of(&ra->src_addr));
+		break;
+	default:
+		break;
+	}
+	memcpy(m->pdata + off, w->pdata, w->pdata_len);
+	m->pdata_len = (uint8_t)(off + w->pdata_len);
+}
+
+/* A received MAD as our message; off: rdma_cm's header to skip. */
+static void mad_to_wire(const struct sv_mad *m, struct sv_cm_wire *w,
+			unsigned int off)
+{
+	msg_init(w, NULL, wire_type_of(m->attr));
+	w->port_space = htobe32((uint32_t)(m->service_id >> 16) & 0xffff);
+	w->qpn = htobe32(m->qpn);
+	w->psn = htobe32(m->psn);
+	w->qkey = htobe32(m->qkey);
+	w->responder_resources = m->resp_res;
+	w->initiator_depth = m->init_depth;
+	w->retry_count = m->retry_count;
+	w->rnr_retry_count = m->rnr_retry;
+	w->flags = (m->flow_control ? SV_CM_F_FLOW_CONTROL : 0) |
+		   (m->srq ? SV_CM_F_SRQ : 0);
+	w->reason = htobe16(m->attr == SV_MAD_SIDR_REP ? m->status : m->reason);
+	if (m->pdata_len > off) {
+		unsigned int n = m->pdata_len - off;
+
+		if (n > SV_CM_PDATA_MAX)
+			n = SV_CM_PDATA_MAX;
+		memcpy(w->pdata, m->pdata + off, n);
+		w->pdata_len = (uint8_t)n;
+	}
+}
+
+static int mad_send(struct sv_cm_id *id, const struct sv_cm_wire *w)
+{
+	struct sv_mad m;
+	int ret;
+
+	wire_to_mad(id, w, &m);
+	switch (w->type) {
+	case SV_CM_MSG_REQ:
+	case SV_CM_MSG_REP:
+	case SV_CM_MSG_RTU:
+	case SV_CM_MSG_DREQ:
+	case SV_CM_MSG_SIDR_REQ:
+		if (id->mad_last.attr != m.attr) {
+			id->mad_retries = 0;
+			id->mad_mra = false;
+		}
+		id->mad_last = m;
+		break;
+	default:
+		break;
+	}
+	ret = sv_gsi_send((struct sockaddr *)&id->mad_peer, id->gid_index, &m);
+	/* A MAD that found no send slot is lost like one lost on the wire:
+	 * the resend covers it. */
+	return ret == ENOBUFS ? 0 : ret;
+}
+
+static struct sv_cm_id *mad_find(uint32_t local_comm)
+{
+	struct list_node *it, *tmp;
+
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *id = list_entry(it, struct sv_cm_id, node);
+
+		if (id->mad && id->local_comm == local_comm && !id->destroying)
+			return id;
+	}
+	return NULL;
+}
+
+/* No id for a request: REJ (SIDR: a SIDR_REP with a status) without one. */
+static void mad_bare_reject(const struct sockaddr_storage *peer,
+			    const struct sockaddr *local,
+			    const struct sv_mad *q, int reason)
+{
+	struct sv_mad r;
+
+	memset(&r, 0, sizeof(r));
+	r.tid = q->tid;
+	if (q->attr == SV_MAD_SIDR_REQ) {
+		r.attr = SV_MAD_SIDR_REP;
+		r.local_comm = q->local_comm;
+		r.status = (uint8_t)reason;
+		r.service_id = q->service_id;
+	} else {
+		r.attr = SV_MAD_REJ;
+		r.remote_comm = q->local_comm;
+		r.msg = SV_MAD_MSG_REQ;
+		r.reason = (uint16_t)reason;
+	}
+	sv_gsi_send((const struct sockaddr *)peer,
+		    local ? sv_cm_gid_index(local) : 0, &r);
+}
+
+static bool addr_eq(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+static void mad_req(const struct sockaddr_storage *peer, const struct sv_mad *q)
+{
+	bool sidr = q->attr == SV_MAD_SIDR_REQ;
+	int ps = (int)(q->service_id >> 16) & 0xffff;
+	uint16_t port = (uint16_t)q->service_id;
+	struct sockaddr_storage src, dst;
+	struct sv_cm_id *ls = NULL, *id;
+	unsigned int off = 0;
+	struct list_node *it, *tmp;
+	struct sv_cm_wire w;
+	int no_service = sidr ? SV_SIDR_UNSUPPORTED : SV_REJ_INVALID_SERVICE_ID;
+
+	/* A request we have: its answer was lost, or ours is slow. */
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		id = list_entry(it, struct sv_cm_id, node);
+		if (!id->mad || id->remote_comm != q->local_comm ||
+		    !addr_eq((struct sockaddr *)&id->mad_peer,
+			     (const struct sockaddr *)peer))
+			continue;
+		if (id->state == SV_CM_REP_SENT)
+			sv_gsi_send((struct sockaddr *)&id->mad_peer,
+				    id->gid_index, &id->mad_last);
+		return;
+	}
+	/* rdma_cm's service IDs: 0x01 << 24 | port space << 16 | port. */
+	if (q->service_id >> 32 || ((q->service_id >> 24) & 0xff) != 1) {
+		mad_bare_reject(peer, NULL, q, no_service);
+		return;
+	}
+	memset(&src, 0, sizeof(src));
+	memset(&dst, 0, sizeof(dst));
+	if (ps != RDMA_PS_IB) {
+		if (sv_cma_hdr_decode(q->pdata, &src, &dst)) {
+			mad_bare_reject(peer, NULL, q, no_service);
+			return;
+		}
+		off = SV_CMA_HDR_BYTES;
+	} else {
+		/* No addresses in an RDMA_PS_IB request: the sender's. */
+		memcpy(&src, peer, sizeof(src));
+		memcpy(&dst, peer, sizeof(dst));
+	}
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *c = list_entry(it, struct sv_cm_id, node);
+		const struct sockaddr *b = &c->id.route.addr.src_addr;
+
+		if (c->state == SV_CM_LISTEN && (int)c->id.ps == ps &&
+		    sv_cm_port_of(b) == port && is_ud(c) == sidr &&
+		    (sv_cm_addr_any(b) || ps == RDMA_PS_IB ||
+		     addr_eq(b, (struct sockaddr *)&dst))) {
+			ls = c;
+			break;
+		}
+	}
+	if (!ls) {
+		mad_bare_reject(peer, (struct sockaddr *)&dst, q, no_service);
+		return;
+	}
+	if (ls->pending_reqs >= ls->backlog) {
+		mad_bare_reject(peer, (struct sockaddr *)&dst, q,
+				sidr ? SV_SIDR_REJECT : SV_REJ_NO_RESOURCES);
+		return;
+	}
+	if (ps == RDMA_PS_IB)
+		memcpy(&dst, &ls->id.route.addr.src_storage, sizeof(dst));
+	sv_cm_set_port((struct sockaddr *)&dst, port);
+	mad_to_wire(q, &w, off);
+	id = sv_id_alloc(ls->sync ? NULL : ls->id.channel, ls->id.context,
+			 ls->id.ps, ls->id.qp_type);
+	if (!id) {
+		mad_bare_reject(peer, (struct sockaddr *)&dst, q,
+				sidr ? SV_SIDR_REJECT : SV_REJ_NO_RESOURCES);
+		return;
+	}
+	id->mad = true;
+	id->remote_comm = q->local_comm;
+	id->local_comm = sv_cm_random24() << 8 | 2;
+	id->tid = q->tid;
+	memcpy(&id->mad_peer, peer, sizeof(id->mad_peer));
+	req_deliver(ls, id, &w, &dst, &src);
+}
+
+void sv_conn_mad(const struct sockaddr_storage *peer, const struct sv_mad *m)
+{
+	struct sv_cm_wire w;
+	struct sv_cm_id *id;
+
+	if (m->attr == SV_MAD_REQ || m->attr == SV_MAD_SIDR_REQ) {
+		mad_req(peer, m);
+		return;
+	}
+	/* Every other message names our ID: as the remote comm ID, or
+	 * (SIDR_REP) as the request ID. */
+	id = mad_find(m->attr == SV_MAD_SIDR_REP ? m->local_comm :
+						   m->remote_comm);
+	if (!id)
+		return; /* a stale or stray message */
+	switch (m->attr) {
+	case SV_MAD_MRA:
+		/* The peer took our message and needs longer to answer: no
+		 * more resends, wait its service time (4.096 us * 2^t). */
+		if ((id->state == SV_CM_CONNECT && m->msg == SV_MAD_MSG_REQ) ||
+		    (id->state == SV_CM_REP_SENT && m->msg == SV_MAD_MSG_REP)) {
+			id->mad_mra = true;
+			sv_cm_timer_set(
+				id, id->timer,
+				SV_MAD_RESEND_MS +
+					((4096ull << m->service_timeout) /
+					 1000000));
+		}
+		return;
+	case SV_MAD_REP:
+		if (id->state == SV_CM_ESTABLISHED &&
+		    id->mad_last.attr == SV_MAD_RTU) {
+			/* Our RTU was lost: the peer sent its REP again. */
+			sv_gsi_send((struct sockaddr *)&id->mad_peer,
+				    id->gid_index, &id->mad_last);
+			return;
+		}
+		if (id->state == SV_CM_CONNECT)
+			id->remote_comm = m->local_comm;
+		break;
+	case SV_MAD_DREQ:
+		if (id->state == SV_CM_DISCONNECTED) {
+			/* Our DREP was lost: answer again. */
+			struct sv_cm_wire r;
+
+			msg_init(&r, id, SV_CM_MSG_DREP);
+			mad_send(id, &r);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	mad_to_wire(m, &w, 0);
+	if (id_msg(id, &w) < 0)
+		return; /* duplicates and strays: MADs are datagrams */
 }

@@ -571,6 +571,10 @@ static void *progress_thread(void *arg)
 					(void)0; /* EAGAIN: already drained */
 				continue;
 			}
+			if (evs[i].data.u64 == SV_GSI_HANDLE) {
+				sv_gsi_readable();
+				continue;
+			}
 			s = sock_lookup(evs[i].data.u64);
 			if (s)
 				sock_event(s, evs[i].events);

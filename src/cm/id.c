@@ -462,6 +462,10 @@ SV_EXPORT int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 		ret = EINVAL;
 		goto out;
 	}
+	/* Standard mode: requests come as MADs on QP1 (the TCP listen
+	 * below only keeps the port the id's own). */
+	if (sv_gsi_mode() && (ret = sv_gsi_start()))
+		goto out;
 	if (listen(id->sock->fd, backlog)) {
 		ret = errno;
 		goto out;

@@ -100,6 +100,8 @@ struct sv_engine {
 		struct sv_shm_peer *peer;
 	} roce_fwd[SV_ROCE_FWD];
 	unsigned int roce_fwd_next; /* the entry to replace next */
+	/* The UD QP that answers for QP1 at 4791 (sv_engine_qp_gsi), or NULL. */
+	struct sv_qp_engine *gsi;
 	struct list_head qps;
 	struct list_head timed; /* QPs with a timer armed (sv_qp_timer_arm) */
 	struct list_head work;

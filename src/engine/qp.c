@@ -23,6 +23,7 @@
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "engine/xrc.h"
+#include "link/roce.h"
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
@@ -170,6 +171,8 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	sv_paths_qp_destroyed(qe);
 	qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 	qe->sock->used--;
+	if (eng->gsi == qe)
+		eng->gsi = NULL;
 	if (qe->on_work)
 		list_del(&qe->work_node);
 	if (qe->on_timed)
@@ -191,6 +194,33 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	free(qe->resp.wqe);
 	free(qe->resp.res);
 	free(qe);
+}
+
+int sv_engine_qp_gsi(struct sv_qp *qp)
+{
+	struct sv_qp_engine *qe = qp->eng;
+	struct sv_engine *eng = qe->eng;
+	int err = 0;
+
+	if (!sv_links_standard() || qp->type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+	if (!eng->roce)
+		err = EADDRINUSE;
+	else if (eng->gsi)
+		err = EBUSY;
+	else {
+		eng->gsi = qe;
+		qe->gsi = true;
+	}
+	sv_mutex_unlock(&eng->lock);
+	if (err == EADDRINUSE)
+		sv_err("SOFTVERBS_ROCE=standard: the IB CM needs UDP %u, which "
+		       "another process of this namespace holds: its QP1 "
+		       "packets are not forwarded between processes, so "
+		       "rdma_cm runs in the process holding it only",
+		       SV_ROCE_PORT);
+	return err;
 }
 
 int sv_engine_qp_state(struct sv_qp *qp)

@@ -127,6 +127,7 @@ struct sv_qp_engine {
 	bool state_dirty; /* qp->attr.qp_state lags state */
 	bool comm_est; /* IBV_EVENT_COMM_EST raised */
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
+	bool gsi; /* eng->gsi: sends as QP1 */
 
 	/* The paths' own state of the QP, kept here for them (src/paths);
 	 * the engine does not read it.  Message channels (paths/chan.c): */

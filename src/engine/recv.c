@@ -132,6 +132,15 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	}
 	/* The QPN names the socket (port) and the slot on it; what the
 	 * standard endpoint (UDP 4791) takes goes to that socket. */
+	if (s->roce && pkt.qpn == SV_QPN_GSI) {
+		/* QP1 at 4791: the IB CM's MADs, for the engine's GSI QP
+		 * (librdmacm's), in this process only. */
+		if (!(qe = eng->gsi)) {
+			SV_STAT(eng, drop_no_qp);
+			return drop(eng, buf, len, "no GSI QP");
+		}
+		goto found;
+	}
 	if (s->roce && !(s = sv_links_qpn_sock(eng, pkt.qpn))) {
 		if (sv_links_roce_forward(eng, pkt.qpn, buf, len, flow))
 			return; /* another engine's: in its ring */
@@ -142,6 +151,7 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		SV_STAT(eng, drop_no_qp);
 		return drop(eng, buf, len, "no such QP");
 	}
+found:
 	/* IBA: our only P_Key is the default full-member
 	 * key; a packet matches when the low 15 bits match. */
 	if ((sv_bth_pkey(pkt.hdr) & 0x7fff) != (SV_DEFAULT_PKEY & 0x7fff)) {

@@ -417,7 +417,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_deth_set_qkey(deth, (wqe->wr.ud.remote_qkey & 0x80000000u) ?
 				       qe->qkey :
 				       wqe->wr.ud.remote_qkey);
-	sv_deth_set_sqp(deth, qe->qpn);
+	sv_deth_set_sqp(deth, qe->gsi ? SV_QPN_GSI : qe->qpn);
 	if (imm)
 		memcpy(b + info->offset[SV_HDR_IMMDT], &wqe->imm_data, 4);
 	if (pay) {

@@ -48,6 +48,10 @@ bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b);
 /* IBA: multicast datagrams are addressed to QPN 0xffffff.  Its port,
  * 65535, is never allocated to a socket, so no QP ever has this number. */
 #define SV_QPN_MCAST 0xffffffu
+/* IBA: the General Services Interface QP (QP1), where the CM's MADs go,
+ * and its well-known Q_Key.  No socket has port 0, so no QP is given it. */
+#define SV_QPN_GSI 1u
+#define SV_GSI_QKEY 0x80010000u
 #define SV_SLOTS_PER_SOCK 256 /* QPs per UDP socket: the QPN's low byte */
 
 static inline uint32_t sv_qpn_make(uint16_t port, uint32_t slot)

@@ -34,6 +34,7 @@
 
 #include "core/xrc.h"
 #include "engine/engine.h"
+#include "proto/addr.h"
 #include "proto/wr.h"
 #include "util/lockorder.h"
 
@@ -591,8 +592,9 @@ static void sv_wr_abort(struct ibv_qp_ex *qpx)
 	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 /* The creation flags the kernel knows (others are EINVAL); softverbs
- * honours none of them: multicast loopback blocking, FCS scatter, VLAN
- * stripping, a source QPN and PCI padding have no meaning here. */
+ * honours one: a source QPN of 1 on UD (the GSI QP, standard mode only).
+ * Multicast loopback blocking, FCS scatter, VLAN stripping and PCI padding
+ * have no meaning here. */
 #define SV_QP_CREATE_FLAGS_KNOWN                                         \
 	(IBV_QP_CREATE_BLOCK_SELF_MCAST_LB | IBV_QP_CREATE_SCATTER_FCS | \
 	 IBV_QP_CREATE_CVLAN_STRIPPING | IBV_QP_CREATE_SOURCE_QPN |      \
@@ -658,6 +660,11 @@ static int check_create_ex(struct ibv_context *context,
 	if (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
 		if (a->create_flags & ~(uint32_t)SV_QP_CREATE_FLAGS_KNOWN)
 			return EINVAL;
+		/* A source QPN of 1 on a UD QP: librdmacm's GSI QP in
+		 * standard mode (sv_create_qp_ex); nothing else. */
+		if (a->create_flags == IBV_QP_CREATE_SOURCE_QPN &&
+		    a->qp_type == IBV_QPT_UD && a->source_qpn == SV_QPN_GSI)
+			return 0;
 		if (a->create_flags)
 			return EOPNOTSUPP;
 	}
@@ -765,6 +772,14 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 		a->qp_type == IBV_QPT_XRC_RECV ? to_sv_xrcd(a->xrcd) : NULL);
 	if (!ibqp)
 		return NULL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & IBV_QP_CREATE_SOURCE_QPN)) {
+		err = sv_engine_qp_gsi(to_sv_qp(ibqp));
+		if (err) {
+			ibv_destroy_qp(ibqp);
+			return sv_null_errno(err);
+		}
+	}
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return ibqp;
 	qp = to_sv_qp(ibqp);

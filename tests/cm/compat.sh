@@ -218,6 +218,33 @@ rping_netns)
 	rping_pair 10.233.0.2 "$a" "$b" 500 -V
 	rping_pair 10.233.0.2 "$a" "$b" 50 -V -S 65535
 	;;
+rping_netns_standard)
+	# SOFTVERBS_ROCE=standard: rdma_cm connects with IB CM MADs on QP1
+	# (UDP 4791), as with a RoCE peer.  The server's namespace drops
+	# every TCP packet, so the default mode's CM could not connect.
+	need rping
+	need nft
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.233.0.1/24 10.233.0.2/24 || { echo "netns setup failed"; exit 1; }
+	ip netns exec "$b" nft -f - <<-EOF || { echo "nft failed"; exit 1; }
+		table inet svcm {
+			chain in { type filter hook input priority 0; meta l4proto tcp drop; }
+		}
+	EOF
+	export SOFTVERBS_ROCE=standard
+	rping_pair 10.233.0.2 "$a" "$b" 100 -V
+	# The CM needs QP1, which only the holder of 4791 has: a second
+	# process of the namespace is refused, saying why.
+	start holder ip netns exec "$b" timeout 60 "$sv" run -- rping -s -a 10.233.0.2 -p 7175 -C 1
+	wait_listen 7175 "$b" || { show holder; exit 1; }
+	ip netns exec "$b" timeout 30 "$sv" run -- rping -s -a 10.233.0.2 -p 7176 -C 1 >"$tmp/second" 2>&1
+	show second
+	check "a second CM process: rdma_listen fails with EADDRINUSE" grep -q "rdma_listen: Address already in use" "$tmp/second"
+	check "with the line that says why" grep -q "the IB CM needs UDP 4791" "$tmp/second"
+	killgroup "$holder_pid"
+	;;
 rdma_server)
 	need rdma_server
 	port=$(free_port)

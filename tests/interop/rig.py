@@ -59,6 +59,9 @@ BINARIES = ["/usr/bin/ibv_devinfo", "/usr/bin/ibv_devices",
             "/usr/bin/rdma"]
 PROVIDER = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
 DRIVER = "/etc/libibverbs.d/rxe.driver"
+# Loaded by glibc with dlopen, so in no ldd: pthread_exit unwinds through
+# libgcc_s (rping's threads exit so, and abort without it).
+DLOPENED = ["/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"]
 
 
 class Skip(Exception):
@@ -199,11 +202,12 @@ def guest_path(path):
 
 def host_files():
     files = BINARIES + [PROVIDER]
-    missing = [f for f in files + [DRIVER] if not os.path.exists(f)]
+    missing = [f for f in files + [DRIVER] + DLOPENED
+               if not os.path.exists(f)]
     if missing:
         raise Skip("missing on the host (scripts/deps.sh test): "
                    + " ".join(missing))
-    return files + [DRIVER] + libraries(files)
+    return files + [DRIVER] + DLOPENED + libraries(files)
 
 
 def build():

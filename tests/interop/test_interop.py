@@ -19,6 +19,12 @@
                                  idle process holding UDP 4791 forwards
                                  the pingpongs' packets to their rings,
                                  then leaves: the SRQ server takes over
+    test_interop.py cm_server    librdmacm in standard mode (IB CM MADs on
+                                 QP1) serves rxe's rping -v -V, ucmatose,
+                                 udaddy (SIDR) and ib_write_bw -R: both
+                                 sides exit 0,
+                                 every ping's data shown on both
+    test_interop.py cm_client    the same with softverbs as the clients
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -533,6 +539,135 @@ def test_verbs(sv_side):
     print("interop: PASS")
 
 
+CM_PORT = 18700  # rping's; ucmatose's CM_PORT + 1, ib_write_bw's + 2
+RPING_COUNT = 10
+
+
+def cm_tools(addr):
+    """The librdmacm pairs (name, server argv, client argv): rping with
+    its data shown (-v: checked below) and validated (-V), ucmatose."""
+    p = str(CM_PORT)
+    return [("rping",
+             ["rping", "-s", "-v", "-V", "-C", str(RPING_COUNT), "-a", addr,
+              "-p", p],
+             ["rping", "-c", "-v", "-V", "-C", str(RPING_COUNT), "-a", addr,
+              "-p", p]),
+            ("ucmatose", ["ucmatose", "-b", addr, "-p", str(CM_PORT + 1)],
+             ["ucmatose", "-s", addr, "-p", str(CM_PORT + 1)]),
+            # UD ids: SIDR_REQ/SIDR_REP (udaddy's port is 7174, fixed).
+            ("udaddy", ["udaddy", "-b", addr], ["udaddy", "-s", addr]),
+            # perftest's connections through rdma_cm (two: its exchange
+            # and the test's QP); last, so that the guest's server has
+            # long been listening when softverbs is the client.
+            ("ib_write_bw",
+             ["ib_write_bw", "-R", "-n", "1000", "-p", str(CM_PORT + 2)],
+             ["ib_write_bw", "-R", "-n", "1000", "-p", str(CM_PORT + 2),
+              addr])]
+
+
+def cm_ok(name, out):
+    """What each tool prints when it did its work: rping every ping's
+    data (the pattern rping -V compared), ucmatose and udaddy a 0
+    status, perftest its figures."""
+    if name == "rping":
+        # rping's 64-byte buffer: "rdma-ping-N: ", then 'A'..'z' from
+        # the N-th on, cycling, up to the terminating NUL.
+        for i in range(RPING_COUNT):
+            prefix = f"rdma-ping-{i}: "
+            data = "".join(chr(65 + (i + j) % 58)
+                           for j in range(64 - len(prefix) - 1))
+            if not re.search(re.escape(prefix + data) + "$", out, re.M):
+                return False
+        return True
+    if name.startswith("ib_"):
+        return re.search(DONE["ib_"], out, re.M) is not None
+    return "return status 0" in out
+
+
+def test_cm(sv_side):
+    """librdmacm in standard mode against the kernel's rdma_cm (IB CM MADs
+    on QP1): rping, ucmatose, udaddy (SIDR) and ib_write_bw -R between
+    softverbs on the host and rxe in
+    the guest, softverbs the server of each pair (sv_side "server") or the
+    client, one boot.  One softverbs process at a time (the CM runs where
+    UDP 4791 is held), so the host side runs its tools one after the
+    other and the guest's clients try again while refused."""
+    addr = rig.HOST_ADDR if sv_side == "server" else rig.GUEST_ADDR
+    tools = cm_tools(addr)
+    guest = []
+    for name, server, client in tools:
+        if sv_side == "server":
+            cmd = " ".join(client)
+            guest.append(
+                f"n=0; while :; do timeout 60 {cmd} >{name}.txt 2>&1; "
+                f"s=$?; [ $s -eq 0 ] && break; n=$((n + 1)); "
+                f"[ $n -lt 100 ] || break; sleep 1; done; "
+                f"echo '== {name}'; cat {name}.txt; echo \"{name} exit $s\"")
+        else:
+            cmd = " ".join(server)
+            # Up for the whole run: the host's clients come one by one.
+            guest.append(f"(timeout 400 {cmd} >{name}.txt 2>&1; "
+                         f"echo $? >{name}.status) &")
+    if sv_side == "client":
+        # The servers in the background ("&" ends a command: no ";").
+        guest = [" ".join(guest) + " wait; " + "; ".join(
+            f"echo '== {n}'; cat {n}.txt; echo \"{n} exit $(cat {n}.status)\""
+            for n, _, _ in tools)]
+    host = {}
+    with rig.VM("; ".join(guest)) as vm:
+        vm.start()
+        start = time.monotonic()
+        for name, server, client in tools:
+            deadline = time.monotonic() + (BOOT_TIMEOUT if name == "rping"
+                                           else 150)
+            if sv_side == "server":
+                try:
+                    r = subprocess.run(vm.in_ns(*softverbs_cmd(server)),
+                                       env=SV_ENV, capture_output=True,
+                                       text=True,
+                                       timeout=deadline - time.monotonic())
+                    host[name] = (r.returncode, r.stdout + r.stderr)
+                except subprocess.TimeoutExpired:
+                    host[name] = (None, "timed out")
+                continue
+            # The guest's servers may not listen yet: its CM rejects
+            # (invalid service ID) and the tool exits non-zero.
+            while True:
+                try:
+                    r = subprocess.run(vm.in_ns(*softverbs_cmd(client)),
+                                       env=SV_ENV, capture_output=True,
+                                       text=True, timeout=90)
+                    host[name] = (r.returncode, r.stdout + r.stderr)
+                except subprocess.TimeoutExpired:
+                    host[name] = (None, "timed out")
+                    break
+                if host[name][0] == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+        status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
+                                  (time.monotonic() - start)))
+    out = out or ""
+    print(out, end="")
+    failed = []
+    for name, _, _ in tools:
+        hs, hout = host[name]
+        print(f"---- host {name} (softverbs {sv_side}): exit {hs}\n{hout}")
+        gm = re.search(rf"^== {name}\n(.*?)^{name} exit (\d+)$", out,
+                       re.S | re.M)
+        gs, gout = (int(gm.group(2)), gm.group(1)) if gm else (None, "")
+        print(f"interop: {name}: host exit {hs}, guest exit {gs}")
+        if hs != 0 or gs != 0 or not cm_ok(name, hout) or \
+                not cm_ok(name, gout):
+            failed.append(f"{name} (host exit {hs}, guest exit {gs})")
+        if stat(hout, "drop_icrc"):
+            failed.append(f"{name}: softverbs dropped ICRCs")
+    if status is None:
+        fail("no status from the guest in time", vm)
+    if failed:
+        fail("failed: " + ", ".join(failed), vm)
+    print("interop: PASS")
+
+
 def c_bytes(name, b):
     return f".{name} = \"" + "".join(f"\\x{x:02x}" for x in b) + "\", "
 
@@ -553,6 +688,8 @@ def main(argv):
             test_inject()
         elif what in ("sv_server", "sv_client", "sv_shared"):
             test_verbs(what[3:])
+        elif what in ("cm_server", "cm_client"):
+            test_cm(what[3:])
         elif what == "capture":
             capture("--vectors" in argv)
         else:

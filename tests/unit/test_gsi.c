@@ -1,0 +1,222 @@
+/*
+ * The GSI QP (engine/qp.c sv_engine_qp_gsi): with SOFTVERBS_ROCE=standard a
+ * UD QP created with IBV_QP_CREATE_SOURCE_QPN 1 takes what arrives at UDP
+ * 4791 for QPN 1 and sends with source QPN 1 (librdmacm's IB CM, src/cm/
+ * gsi.c); one per engine; any other source QPN, or QP type, is refused
+ * with EOPNOTSUPP, and so is the flag in the default mode (a child run).
+ * Bytes are compared end to end both ways over 127.0.0.1.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctx.h"
+
+#define QKEY 0x80010000u
+#define LEN 256
+
+struct ud {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t buf[2][40 + LEN];
+};
+
+static struct ibv_qp *create(struct ibv_context *ctx, struct ibv_pd *pd,
+			     struct ibv_cq *cq, enum ibv_qp_type t, bool src,
+			     uint32_t sqpn)
+{
+	struct ibv_qp_init_attr_ex ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = t;
+	ia.send_cq = ia.recv_cq = cq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.comp_mask =
+		IBV_QP_INIT_ATTR_PD | (src ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0);
+	ia.pd = pd;
+	ia.create_flags = src ? IBV_QP_CREATE_SOURCE_QPN : 0;
+	ia.source_qpn = sqpn;
+	return ibv_create_qp_ex(ctx, &ia);
+}
+
+static void up(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qkey = QKEY };
+
+	REQUIRE(!ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	REQUIRE(!ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RTS;
+	REQUIRE(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void post_recv(struct ud *u)
+{
+	struct ibv_sge sge = { (uintptr_t)u->buf[0], sizeof(u->buf[0]),
+			       u->mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	REQUIRE(!ibv_post_recv(u->qp, &wr, &bad));
+}
+
+static void send_to(struct ud *u, struct ibv_ah *ah, uint32_t qpn, uint8_t fill)
+{
+	struct ibv_sge sge = { (uintptr_t)u->buf[1], LEN, u->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	memset(u->buf[1], fill, LEN);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = QKEY;
+	REQUIRE(!ibv_post_send(u->qp, &wr, &bad));
+}
+
+/* The next completion of the given opcode class (send or receive). */
+static struct ibv_wc wait_wc(struct ibv_cq *cq, bool recv)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < 50000000; i++) {
+		if (ibv_poll_cq(cq, 1, &wc) == 1 &&
+		    (wc.opcode == IBV_WC_RECV) == recv)
+			return wc;
+		if (i > 1000)
+			usleep(100);
+	}
+	fprintf(stderr, "no completion\n");
+	exit(1);
+}
+
+static int loopback_gid(struct ibv_context *ctx)
+{
+	union ibv_gid want = { 0 }, g;
+
+	want.raw[10] = want.raw[11] = 0xff;
+	inet_pton(AF_INET, "127.0.0.1", &want.raw[12]);
+	for (int i = 0; i < 32; i++)
+		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(&g, &want, 16))
+			return i;
+	return -1;
+}
+
+static int default_mode(void)
+{
+	struct ibv_context *ctx = open_ctx();
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+
+	errno = 0;
+	CHECK(!create(ctx, pd, cq, IBV_QPT_UD, true, 1));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	return check_done();
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ud g, u;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	struct ibv_qp *q;
+	int gidx, st;
+	pid_t pid;
+
+	if (argc > 1 && !strcmp(argv[1], "default")) {
+		unsetenv("SOFTVERBS_ROCE");
+		return default_mode();
+	}
+	setenv("SOFTVERBS_ROCE", "standard", 1);
+	ctx = open_ctx();
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	memset(&g, 0, sizeof(g));
+	memset(&u, 0, sizeof(u));
+	g.cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	u.cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	REQUIRE(g.cq && u.cq);
+	g.qp = create(ctx, pd, g.cq, IBV_QPT_UD, true, 1);
+	if (!g.qp && errno == EADDRINUSE) {
+		printf("SKIP: UDP 4791 is held in this namespace\n");
+		return 77;
+	}
+	REQUIRE(g.qp);
+	/* One per engine; QP1 only; UD only. */
+	errno = 0;
+	CHECK(!create(ctx, pd, g.cq, IBV_QPT_UD, true, 1));
+	CHECK_EQ(errno, EBUSY);
+	errno = 0;
+	CHECK(!create(ctx, pd, g.cq, IBV_QPT_UD, true, 2));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	q = create(ctx, pd, g.cq, IBV_QPT_RC, true, 1);
+	CHECK(!q);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	u.qp = create(ctx, pd, u.cq, IBV_QPT_UD, false, 0);
+	REQUIRE(u.qp);
+	g.mr = ibv_reg_mr(pd, g.buf, sizeof(g.buf), IBV_ACCESS_LOCAL_WRITE);
+	u.mr = ibv_reg_mr(pd, u.buf, sizeof(u.buf), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(g.mr && u.mr);
+	up(g.qp);
+	up(u.qp);
+	gidx = loopback_gid(ctx);
+	REQUIRE(gidx >= 0);
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.sgid_index = (uint8_t)gidx;
+	aa.grh.hop_limit = 64;
+	REQUIRE(!ibv_query_gid(ctx, 1, gidx, &aa.grh.dgid));
+	ah = ibv_create_ah(pd, &aa);
+	REQUIRE(ah);
+
+	/* To QP1: the GSI QP takes it, from the sender's QPN. */
+	post_recv(&g);
+	send_to(&u, ah, 1, 0x5a);
+	CHECK_EQ(wait_wc(u.cq, false).status, IBV_WC_SUCCESS);
+	wc = wait_wc(g.cq, true);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 40 + LEN);
+	CHECK_EQ(wc.src_qp, u.qp->qp_num);
+	CHECK(!memcmp(g.buf[0] + 40, u.buf[1], LEN));
+
+	/* From the GSI QP: it sends as QP1. */
+	post_recv(&u);
+	send_to(&g, ah, u.qp->qp_num, 0xa5);
+	CHECK_EQ(wait_wc(g.cq, false).status, IBV_WC_SUCCESS);
+	wc = wait_wc(u.cq, true);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.src_qp, 1u);
+	CHECK(!memcmp(u.buf[0] + 40, g.buf[1], LEN));
+
+	/* Destroyed, it frees the engine's GSI slot. */
+	ibv_destroy_ah(ah);
+	CHECK(!ibv_destroy_qp(g.qp));
+	g.qp = create(ctx, pd, g.cq, IBV_QPT_UD, true, 1);
+	CHECK(g.qp);
+
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (!pid) {
+		execl("/proc/self/exe", argv[0], "default", (char *)NULL);
+		_exit(127);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return check_done();
+}
