@@ -134,6 +134,7 @@ struct comp_ctx {
 	 * N), for the log: why */
 	uint32_t retry_psn;
 	uint32_t sack_n;
+	bool free_retry; /* retry_cnt not spent */
 	const char *why;
 };
 
@@ -244,6 +245,10 @@ static bool ack_through(struct sv_qp_engine *qe, uint32_t psn)
 	}
 	if (sv_psn_diff(upto, qe->comp.psn) > 0)
 		qe->comp.psn = upto;
+	/* The responder took a packet first sent after the last resend:
+	 * it has answered the duplicates before it. */
+	if (sv_psn_diff(psn, qe->comp.dup_mark) >= 0)
+		qe->comp.dup_owed = 0;
 	/* Resending what was just acknowledged is pointless: skip ahead. */
 	if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
 		sv_req_goto(qe, qe->comp.psn, false);
@@ -470,14 +475,14 @@ static uint64_t retry_wait(struct sv_qp_engine *qe)
  * ERROR_RETRY state: sequence NAKs, implied NAKs, duplicate ACKs); none
  * left: the oldest WQE fails with IBV_WC_RETRY_EXC_ERR (IBA). */
 static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
-		  const char *why)
+		  bool free_retry, const char *why)
 {
 	if (sv_log_level >= SV_LOG_DBG) {
 		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn,
 		       why, psn, qe->comp.retry_left);
 		sv_qp_dump(qe, stderr);
 	}
-	if (!qe->comp.retry_left) {
+	if (!qe->comp.retry_left && !free_retry) {
 		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
 
 		SV_STAT(qe->eng, retry_exceeded_err);
@@ -487,7 +492,8 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
 			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
-	qe->comp.retry_left--;
+	if (!free_retry)
+		qe->comp.retry_left--;
 	if (sack_n && sv_req_resend(qe, psn, sack_n)) {
 		SV_STAT(qe->eng, sack_resend);
 		sv_cc_loss(qe, false, true);
@@ -515,7 +521,7 @@ void sv_comp_timer(struct sv_qp_engine *qe, uint64_t now)
 	if (qe->comp.backoff < 32)
 		qe->comp.backoff++;
 	sv_cc_loss(qe, true, false);
-	retry(qe, qe->comp.psn, 0, "timeout");
+	retry(qe, qe->comp.psn, 0, false, "timeout");
 	sv_work_add(qe, SV_WORK_REQ);
 }
 
@@ -605,23 +611,34 @@ static enum comp_state write_send(struct comp_ctx *c)
 
 /* A duplicate ACK for the PSN before the oldest one outstanding: the
  * responder still waits for it (its NAK or our resend was lost).  Resend
- * now rather than at the timeout, unless we just did (the duplicate then
- * answers packets sent before that rewind). */
+ * now rather than at the timeout, unless it answers one of our own
+ * resends (a responder answers each duplicate: rxe under a slow guest
+ * answered 128 resent packets with 128 such ACKs, each of which set off
+ * another resend of 128) or we just resent (it then answers packets sent
+ * before that). */
 static enum comp_state dup_ack(struct comp_ctx *c)
 {
 	struct sv_qp_engine *qe = c->qe;
 
-	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) > 0 &&
-	    sv_eng_now(qe->eng) - qe->comp.last_rewind > dupack_guard(qe))
+	if (sv_psn_diff(qe->req.max_psn, qe->comp.psn) <= 0)
+		return COMP_DONE;
+	if (qe->comp.dup_owed) {
+		qe->comp.dup_owed--;
+		SV_STAT(qe->eng, dup_ack_resent);
+		return COMP_DONE;
+	}
+	if (sv_eng_now(qe->eng) - qe->comp.last_rewind > dupack_guard(qe))
 		return COMP_FAST_RETRANSMIT;
 	return COMP_DONE;
 }
 
+/* Not a retry of IBA's (timeouts and NAKs are): retry_cnt stays. */
 static enum comp_state fast_retransmit(struct comp_ctx *c)
 {
 	SV_STAT(c->qe->eng, fast_retransmit);
 	SV_QSTAT(c->qe, retrans);
 	c->retry_psn = c->qe->comp.psn;
+	c->free_retry = true;
 	c->why = c->sack_n ? "duplicate ACK, selective" : "duplicate ACK";
 	return COMP_ERROR_RETRY;
 }
@@ -820,7 +837,7 @@ static enum comp_state implied_nak(struct comp_ctx *c)
 
 static enum comp_state error_retry(struct comp_ctx *c)
 {
-	retry(c->qe, c->retry_psn, c->sack_n, c->why);
+	retry(c->qe, c->retry_psn, c->sack_n, c->free_retry, c->why);
 	return COMP_DONE;
 }
 

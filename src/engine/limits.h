@@ -38,5 +38,8 @@
 #define SV_PROBE_MIN_NS (1000ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
 #define SV_PROBE_READ_NS (2ull * 1000 * 1000) /* ... for a READ response */
+/* Duplicate ACKs forgiven as answers to resends (qpe.h, dup_owed): at most
+ * two full windows of them. */
+#define SV_DUP_OWED_MAX (2u * SV_WINDOW_MAX)
 
 #endif

@@ -197,6 +197,15 @@ struct sv_qp_engine {
 		uint32_t retried_psn; /* implied-NAK retry already issued here */
 		bool retried;
 		uint64_t last_rewind; /* ns: duplicate ACKs older than this are stale */
+		/* Packets resent (rewinds, selective resends, probes) whose
+		 * answer may be a duplicate ACK: a responder answers every
+		 * duplicate it gets (IBA; rxe one ACK each).  Those ACKs say
+		 * nothing about loss, and are forgiven up to this many until
+		 * an ACK reaches dup_mark (the next PSN never sent at the
+		 * last resend: the responder is then past the resends).
+		 * At most SV_DUP_OWED_MAX. */
+		uint32_t dup_owed;
+		uint32_t dup_mark;
 		/* The peer's ACKs say it keeps out-of-order packets (wire.h,
 		 * SV_SACK_MAX): its NAKs name the holes to resend. */
 		bool sack_peer;

@@ -146,11 +146,15 @@ static void psn_sent(struct sv_qp_engine *qe, uint32_t n)
 /* The packet with PSN req.psn went out again.  Karn's rule, for
  * cumulative ACKs: the ACK of the PSN being timed could now answer either
  * copy of it, or have waited for the resend of an earlier PSN (a hole
- * being filled), so it gives no sample. */
+ * being filled), so it gives no sample.  If the responder had it, it
+ * answers with a duplicate ACK (comp.c, dup_ack), which is owed. */
 static void resent(struct sv_qp_engine *qe)
 {
 	SV_STAT(qe->eng, retrans_pkts);
 	sv_rtt_forget(&qe->comp.rtt_sent, qe->req.psn);
+	if (qe->comp.dup_owed < SV_DUP_OWED_MAX)
+		qe->comp.dup_owed++;
+	qe->comp.dup_mark = qe->req.max_psn;
 }
 
 /* Move req past a WQE: the next PSN is the one after its range. */

@@ -29,6 +29,7 @@
 	X(retry_rnr_exceeded_err, "RNR retry count exceeded")                \
 	X(implied_nak_retry, "retries for missing read/atomic responses")    \
 	X(fast_retransmit, "retries after a duplicate ACK")                  \
+	X(dup_ack_resent, "duplicate ACKs answering our own resends")        \
 	X(probe_retransmit, "early resends while waiting for an ACK")        \
 	X(probe_deferred, "probes not sent: the peer had not taken its ring") \
 	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
