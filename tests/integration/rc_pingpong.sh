@@ -87,8 +87,14 @@ for side in server client; do
 		echo "FAIL: $side printed no timestamp average"; fail=1; continue
 	fi
 	# One receive completion per iteration: cycles (ns) per completion
-	# within a factor of 2 of the wall-clock time per iteration.
-	awk -v a="$avg" -v u="$usec" 'BEGIN { r = a / (u * 1000); exit !(r > 0.5 && r < 2) }' ||
+	# against the wall-clock time per iteration.  The average is the
+	# span from the first receive completion to the last over their
+	# number, and ibv_rc_pingpong keeps up to rx_depth messages in flight:
+	# on a loaded host the receives bunch up at the end of the run and the
+	# span was 0.35 of it (CI rehearsal, 8128 ns against 23.09 us).  So
+	# at most 2x above (a clock in CPU cycles, not ns), and no more than
+	# 10x below (a clock in us).
+	awk -v a="$avg" -v u="$usec" 'BEGIN { r = a / (u * 1000); exit !(r > 0.1 && r < 2) }' ||
 		{ echo "FAIL: $side: $avg cycles per completion vs $usec usec/iter"; fail=1; }
 done
 [ $src = 0 ] || { echo "FAIL: server exit status $src"; fail=1; }
