@@ -122,6 +122,9 @@ static int default_mode(void)
 	errno = 0;
 	CHECK(!create(ctx, pd, cq, IBV_QPT_UD, true, 1));
 	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(ibv_close_device(ctx), 0);
 	return check_done();
 }
 
