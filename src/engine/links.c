@@ -196,10 +196,11 @@ static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
 
 /* One socket on 4791 per network namespace, elected by a lock
  * (link/roce.h), bound without SO_REUSEPORT (a reuseport group without a
- * router would hand each packet to a random member).  The first standard-mode engine there takes it and forwards
- * what belongs to other engines into their shm rings (roce_forward); the
- * others receive through their rings and try to take the port over
- * every SV_ROCE_RETRY_NS, so the endpoint outlives any one process.
+ * router would hand each packet to a random member).  The first
+ * standard-mode engine there takes it and forwards what belongs to other
+ * engines into their shm rings (roce_forward); the others receive through
+ * their rings and try to take the port over every SV_ROCE_RETRY_NS, so
+ * the endpoint outlives any one process.
  * Without rings (SOFTVERBS_FASTPATH=0, no registry) nothing could forward
  * to us: then a held port is a refusal, saying who holds it. */
 int sv_links_roce_open(struct sv_engine *eng)
