@@ -52,6 +52,7 @@ struct sv_sock {
 	/* The standard RoCE v2 endpoint (UDP 4791, links.c): owns no QP,
 	 * hands what it receives to the socket the destination QPN names. */
 	bool roce;
+	int roce_lock; /* roce: the namespace's lock (link/roce.h) */
 };
 
 /* ---- the transmit batch ----------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/device.h"
 #include "engine/eng.h"
@@ -176,7 +177,7 @@ static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
 	s->udp.nrx = SV_RX_BATCH;
 	s->ring.fd = -1;
 	s->roce = true;
-	err = sv_roce_open(&s->udp, holder, len);
+	err = sv_roce_open(&s->udp, &s->roce_lock, holder, len);
 	if (!err) {
 		err = sv_engine_watch(eng, s->udp.fd, s);
 		if (err)
@@ -193,12 +194,13 @@ static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
 	return 0;
 }
 
-/* One socket on 4791 per network namespace, bound without SO_REUSEPORT
- * (a reuseport group without a router would hand each packet to a random
- * member).  The first standard-mode engine there takes it and forwards
- * what belongs to other engines into their shm rings (roce_forward); the
- * others receive through their rings and try to take the port over
- * every SV_ROCE_RETRY_NS, so the endpoint outlives any one process.
+/* One socket on 4791 per network namespace, elected by a lock
+ * (link/roce.h), bound without SO_REUSEPORT (a reuseport group without a
+ * router would hand each packet to a random member).  The first
+ * standard-mode engine there takes it and forwards what belongs to other
+ * engines into their shm rings (roce_forward); the others receive through
+ * their rings and try to take the port over every SV_ROCE_RETRY_NS, so
+ * the endpoint outlives any one process.
  * Without rings (SOFTVERBS_FASTPATH=0, no registry) nothing could forward
  * to us: then a held port is a refusal, saying who holds it. */
 int sv_links_roce_open(struct sv_engine *eng)
@@ -330,6 +332,8 @@ void sv_links_sock_close(struct sv_sock *s)
 {
 	while (s->nlinks--)
 		s->link[s->nlinks].ops->close(s->link[s->nlinks].ep);
+	if (s->roce)
+		close(s->roce_lock); /* after the port: the next holder binds */
 }
 
 /* ---- paths ------------------------------------------------------------------- */

@@ -13,8 +13,22 @@
  * [::]:65535 with SO_REUSEADDR, so every context of every process on the
  * host has its own socket on that port and the kernel hands each of them
  * a copy of every datagram of the groups it joined.  IP_MULTICAST_ALL and
- * IPV6_MULTICAST_ALL are off, so a socket sees only its own groups.  A
- * group is joined on every interface that is up (loopback included: a
+ * IPV6_MULTICAST_ALL are off, so a socket sees only its own groups.
+ *
+ * Standard mode (SOFTVERBS_ROCE=standard) sends to UDP 4791 like every
+ * RoCE v2 device (req.c: sv_links_dport), so that rxe and NICs receive
+ * it, and receives there: each group of a context gets its own socket
+ * bound to (group address, 4791) with SO_REUSEADDR.  Bound to the group,
+ * it never matches a unicast datagram, which stays the namespace's 4791
+ * holder's (engine/links.c; its socket has SO_REUSEADDR so the two may
+ * share the port, and IP_MULTICAST_ALL off so it takes no group's
+ * datagrams: link/roce.h).  The kernel hands a multicast datagram to
+ * every socket bound to its group and port that joined the group, so every
+ * context of every process gets its copy with no forwarding, holder or
+ * not.  A socket of any other program bound to 4791 without SO_REUSEADDR
+ * (rxe's, in the kernel) makes the bind, and so the attach, fail.
+ *
+ * A group is joined on every interface that is up (loopback included: a
  * namespace with only lo works for IPv4-mapped groups), and joined again
  * on interfaces that come up later (the address monitor, netmon.c, calls
  * sv_mcast_refresh).  A received datagram is checked like any other
@@ -39,10 +53,12 @@
 #include "core/device.h"
 #include "engine/eng.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "engine/ud.h"
 #include "proto/icrc.h"
+#include "link/roce.h"
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
@@ -54,6 +70,7 @@ struct sv_mgroup {
 	struct list_node node;
 	union ibv_gid gid;
 	struct sv_ipaddr ip;
+	struct sv_udp_sock udp; /* standard mode's, else fd -1 */
 	struct sv_qp_engine **qps; /* attached QPs of this context */
 	uint32_t nqps, cap;
 	uint32_t ifs[SV_MCAST_MAX_IFS]; /* interfaces joined on */
@@ -61,18 +78,24 @@ struct sv_mgroup {
 };
 
 struct sv_mcast {
-	struct sv_udp_sock udp;
+	struct sv_udp_sock udp; /* on 65535, or fd -1 in standard mode */
 	struct list_head groups;
 };
 
 /* ---- the socket ------------------------------------------------------------ */
 
-static int mc_socket(struct sv_udp_sock *u)
+/* A socket on `port`, bound to the group's address or (group NULL) to
+ * the wildcard. */
+static int mc_socket(struct sv_udp_sock *u, uint16_t port,
+		     const struct sv_ipaddr *group)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
 				  .sin6_addr = IN6ADDR_ANY_INIT,
-				  .sin6_port = htons(SV_MCAST_PORT) };
+				  .sin6_port = htons(port) };
 	int fd, off = 0, on = 1, size = 4 << 20, err;
+
+	if (group)
+		sv_ipaddr_to_sin6(group, port, 0, &a);
 
 	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -94,7 +117,7 @@ static int mc_socket(struct sv_udp_sock *u)
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	u->fd = fd;
-	u->port = SV_MCAST_PORT;
+	u->port = port;
 	return 0;
 fail:
 	err = errno;
@@ -114,7 +137,10 @@ static struct sv_mcast *mc_get(struct sv_engine *eng, int *err)
 		return NULL;
 	}
 	list_head_init(&mc->groups);
-	*err = mc_socket(&mc->udp);
+	mc->udp.fd = -1;
+	if (sv_links_standard())
+		goto done; /* the groups have the sockets */
+	*err = mc_socket(&mc->udp, SV_MCAST_PORT, NULL);
 	if (!*err) {
 		*err = sv_engine_watch(eng, mc->udp.fd, mc);
 		if (*err)
@@ -126,6 +152,7 @@ static struct sv_mcast *mc_get(struct sv_engine *eng, int *err)
 		free(mc);
 		return NULL;
 	}
+done:
 	eng->mcast = mc;
 	return mc;
 }
@@ -136,7 +163,9 @@ static void mc_put(struct sv_engine *eng)
 
 	if (!mc || !list_empty(&mc->groups))
 		return;
-	sv_udp_close(&mc->udp); /* leaves every group, leaves the epoll set */
+	if (mc->udp.fd >= 0)
+		sv_udp_close(
+			&mc->udp); /* leaves its groups and the epoll set */
 	free(mc);
 	eng->mcast = NULL;
 }
@@ -146,6 +175,7 @@ static void mc_put(struct sv_engine *eng)
 static int join_op(struct sv_mcast *mc, struct sv_mgroup *g, uint32_t ifindex,
 		   bool join)
 {
+	int fd = g->udp.fd >= 0 ? g->udp.fd : mc->udp.fd;
 	struct group_req gr;
 	int level;
 
@@ -164,9 +194,8 @@ static int join_op(struct sv_mcast *mc, struct sv_mgroup *g, uint32_t ifindex,
 		memcpy(&in6->sin6_addr, g->ip.addr, 16);
 		level = IPPROTO_IPV6;
 	}
-	if (setsockopt(mc->udp.fd, level,
-		       join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP, &gr,
-		       sizeof(gr)))
+	if (setsockopt(fd, level, join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP,
+		       &gr, sizeof(gr)))
 		return errno;
 	return 0;
 }
@@ -246,6 +275,38 @@ void sv_mcast_refresh(struct sv_engine *eng)
 	sv_mutex_unlock(&eng->lock);
 }
 
+/* Standard mode: the group's own socket on (group address, 4791), in the
+ * engine's epoll set. */
+static int group_socket(struct sv_engine *eng, struct sv_mgroup *g)
+{
+	int err;
+
+	if (!sv_links_standard())
+		return 0;
+	err = mc_socket(&g->udp, SV_ROCE_PORT, &g->ip);
+	if (!err) {
+		err = sv_engine_watch(eng, g->udp.fd, eng->mcast);
+		if (err)
+			sv_udp_close(&g->udp);
+	}
+	if (err)
+		sv_warn("multicast: cannot bind UDP %u for a group: %s%s",
+			SV_ROCE_PORT, strerror(err),
+			err == EADDRINUSE ? " (a socket without SO_REUSEADDR "
+					    "holds the port: rxe's?)" :
+					    "");
+	return err;
+}
+
+/* Closing the socket leaves its memberships and the epoll set. */
+static void group_free(struct sv_mgroup *g)
+{
+	if (g->udp.fd >= 0)
+		sv_udp_close(&g->udp);
+	free(g->qps);
+	free(g);
+}
+
 static struct sv_mgroup *group_find(struct sv_mcast *mc,
 				    const union ibv_gid *gid)
 {
@@ -285,6 +346,12 @@ int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid)
 		g->gid = *gid;
 		sv_gid_to_sockaddr(gid, &ss);
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&ss, &g->ip, NULL);
+		g->udp.fd = -1;
+		err = group_socket(eng, g);
+		if (err) {
+			free(g);
+			goto out_put;
+		}
 		list_add_tail(&mc->groups, &g->node);
 		n = up_ifs(ifs, SV_MCAST_MAX_IFS);
 		group_sync(mc, g, ifs, n);
@@ -307,8 +374,7 @@ int sv_engine_mcast_attach(struct sv_qp *qp, const union ibv_gid *gid)
 		g->qps[g->nqps++] = qe;
 	} else if (!g->nqps) {
 		list_del(&g->node);
-		free(g->qps);
-		free(g);
+		group_free(g);
 	}
 out_put:
 	mc_put(eng);
@@ -336,8 +402,7 @@ void sv_engine_mcast_detach(struct sv_qp *qp, const union ibv_gid *gid)
 			for (i = 0; i < g->nifs; i++)
 				(void)join_op(eng->mcast, g, g->ifs[i], false);
 			list_del(&g->node);
-			free(g->qps);
-			free(g);
+			group_free(g);
 			mc_put(eng);
 		}
 	}
@@ -414,18 +479,36 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 	}
 }
 
-void sv_mcast_rx(struct sv_engine *eng)
+static void rx_sock(struct sv_engine *eng, struct sv_udp_sock *u)
 {
 	unsigned int budget = SV_RX_BUDGET;
 
-	while (eng->mcast && budget) {
-		int i, n = sv_udp_recv(&eng->mcast->udp, eng->rx, SV_RX_BATCH);
+	while (budget) {
+		int i, n = sv_udp_recv(u, eng->rx, SV_RX_BATCH);
 
 		for (i = 0; i < n; i++)
 			mc_rx_one(eng, &eng->rx[i]);
 		if (n < SV_RX_BATCH)
 			break;
 		budget -= (unsigned int)n < budget ? (unsigned int)n : budget;
+	}
+}
+
+void sv_mcast_rx(struct sv_engine *eng)
+{
+	struct list_node *it;
+
+	if (!eng->mcast)
+		return;
+	if (eng->mcast->udp.fd >= 0)
+		rx_sock(eng, &eng->mcast->udp);
+	/* Standard mode: delivery changes no group (mc_rx_one). */
+	for (it = eng->mcast->groups.n.next; it != &eng->mcast->groups.n;
+	     it = it->next) {
+		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
+
+		if (g->udp.fd >= 0)
+			rx_sock(eng, &g->udp);
 	}
 }
 
@@ -441,8 +524,7 @@ void sv_mcast_close(struct sv_engine *eng)
 		struct sv_mgroup *g = list_entry(it, struct sv_mgroup, node);
 
 		list_del(it);
-		free(g->qps);
-		free(g);
+		group_free(g);
 	}
 	mc_put(eng);
 }

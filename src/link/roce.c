@@ -3,14 +3,18 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-/* The inode of a socket bound to local port `port` in one of the
- * kernel's /proc/net/udp tables of this namespace: 1 found (*inode, 0 for
- * a kernel socket such as rxe's), 0 not there. */
+/* The inode of a socket bound to local port `port` and the wildcard
+ * address (the holder; multicast receivers bind their group's address)
+ * in one of the kernel's /proc/net/udp tables of this namespace: 1 found
+ * (*inode, 0 for a kernel socket such as rxe's), 0 not there. */
 static int port_inode(const char *table, uint16_t port, unsigned long *inode)
 {
 	char line[512];
@@ -22,12 +26,16 @@ static int port_inode(const char *table, uint16_t port, unsigned long *inode)
 	while (!found && fgets(line, sizeof(line), f)) {
 		unsigned int lport;
 		unsigned long ino;
-		char *colon = strchr(line, ':');
+		char *addr = strchr(line, ':'), *colon;
 
 		/* "sl: local_addr:port rem_addr:port st tx:rx tr:when
 		 * retrnsmt uid timeout inode" */
-		if (!colon || !(colon = strchr(colon + 1, ':')))
+		if (!addr || !(colon = strchr(addr + 1, ':')))
 			continue;
+		addr += strspn(addr + 1, " ") + 1;
+		if (addr == colon ||
+		    strspn(addr, "0") != (size_t)(colon - addr))
+			continue; /* not the wildcard address */
 		if (sscanf(colon + 1, "%x %*s %*x %*s %*s %*x %*u %*u %lu",
 			   &lport, &ino) == 2 &&
 		    lport == port) {
@@ -114,10 +122,40 @@ static void holder(char *why, size_t whylen)
 			 inode);
 }
 
-int sv_roce_open(struct sv_udp_sock *s, char *why, size_t whylen)
+/* The namespace's lock (roce.h): an abstract AF_UNIX name, which the
+ * kernel keeps per network namespace and frees when its last descriptor
+ * closes, however the process ends.  The fd, or -errno. */
+static int roce_lock(void)
 {
-	int err = sv_udp_open_port(s, SV_ROCE_PORT);
+	static const char name[] = "\0softverbs-roce-4791";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
 
+	if (fd < 0)
+		return -errno;
+	memcpy(a.sun_path, name, sizeof(name) - 1);
+	if (!bind(fd, (struct sockaddr *)&a,
+		  (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			      sizeof(name) - 1)))
+		return fd;
+	err = errno;
+	close(fd);
+	return -err;
+}
+
+int sv_roce_open(struct sv_udp_sock *s, int *lock, char *why, size_t whylen)
+{
+	int fd = roce_lock(), err;
+
+	if (fd < 0) {
+		err = -fd;
+	} else {
+		err = sv_udp_open_shared(s, SV_ROCE_PORT);
+		if (err)
+			close(fd);
+		else
+			*lock = fd;
+	}
 	if (err == EADDRINUSE)
 		holder(why, whylen);
 	else if (err)

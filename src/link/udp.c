@@ -31,7 +31,7 @@ int sv_udp_open(struct sv_udp_sock *s)
 	return sv_udp_open_port(s, 0);
 }
 
-int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
+static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
 				  .sin6_port = htons(port),
@@ -59,6 +59,16 @@ int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
 		goto fail;
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, SV_UDP_BUFSZ);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, SV_UDP_BUFSZ);
+	/* Shared (udp.h): beside sockets bound to multicast groups on the
+	 * same port, and none of their datagrams (both options default to
+	 * on; IPV6_MULTICAST_ALL needs Linux 4.20). */
+	if (shared &&
+	    (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	     setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof(off))))
+		goto fail;
+	if (shared)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &off,
+				 sizeof(off));
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
 	    getsockname(fd, (struct sockaddr *)&a, &alen))
 		goto fail;
@@ -82,6 +92,16 @@ fail:
 	err = errno;
 	close(fd);
 	return err;
+}
+
+int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
+{
+	return open_bound(s, port, false);
+}
+
+int sv_udp_open_shared(struct sv_udp_sock *s, uint16_t port)
+{
+	return open_bound(s, port, true);
 }
 
 bool sv_udp_gro(struct sv_udp_sock *s)

@@ -67,6 +67,11 @@ int sv_udp_open(struct sv_udp_sock *s);
 bool sv_udp_gro(struct sv_udp_sock *s);
 /* The same bound to a given port (0: ephemeral).  0 or errno. */
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
+/* The same with SO_REUSEADDR, so that sockets bound to a multicast group
+ * on that port (engine/mcast.c) may join it, and with IP_MULTICAST_ALL
+ * and IPV6_MULTICAST_ALL off, so that it gets none of their datagrams.
+ * Any other socket on the port still makes the bind fail. */
+int sv_udp_open_shared(struct sv_udp_sock *s, uint16_t port);
 void sv_udp_close(struct sv_udp_sock *s);
 
 /* One message of a receive batch: a datagram, or with UDP_GRO several of

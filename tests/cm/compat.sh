@@ -421,7 +421,7 @@ mckey)
 	check "mckey sender exit 0" [ "$crc" = 0 ]
 	check "mckey receiver exit 0 (all datagrams received)" [ "$src" = 0 ]
 	;;
-mckey_netns)
+mckey_netns | mckey_netns_standard)
 	# A multicast group across two network namespaces: the sender in A,
 	# receivers in B (r1 waits for N datagrams, r2 for N+1) and one in A
 	# beside the sender (the kernel's multicast loopback).  r1 and the
@@ -430,6 +430,10 @@ mckey_netns)
 	# "req ... idx"); r2 must still be waiting for its N+1th when the
 	# others are done (nothing counted twice, no phantom completion); and
 	# B's veth must have seen exactly N UDP datagrams to the group.
+	# mckey_netns_standard: the same in SOFTVERBS_ROCE=standard, where
+	# the datagrams go to UDP 4791 as a RoCE device sends them (else
+	# 65535), and r1 and r2 are two processes of B of which only one holds
+	# 4791 for unicast; each must still get its own copy.
 	need mckey
 	command -v nft >/dev/null || { echo "SKIP: nft not installed"; exit 77; }
 	command -v stdbuf >/dev/null || { echo "SKIP: no stdbuf"; exit 77; }
@@ -438,27 +442,37 @@ mckey_netns)
 	ud_ok || { echo "SKIP: the device does not deliver UD datagrams"; exit 77; }
 	a="svcmA$$" b="svcmB$$"
 	sv_netns_pair "$a" "$b" 10.236.0.1/24 10.236.0.2/24 || exit 1
-	group=239.9.9.7 n=25
+	group=239.9.9.7 n=25 dport=65535
+	if [ "$case_name" = mckey_netns_standard ]; then
+		export SOFTVERBS_ROCE=standard
+		dport=4791
+	fi
 	ip netns exec "$b" nft -f - <<NFT || exit 1
 table inet svmckey {
 	chain pre {
 		type filter hook prerouting priority 0; policy accept;
-		iifname "sv0" ip daddr $group meta l4proto udp counter
+		iifname "sv0" ip daddr $group udp dport $dport counter
 	}
 }
 NFT
 	# Receivers: line-buffered, so "joined" shows before they exit.
 	mck=(env SOFTVERBS_STATS=1 timeout 60 "$sv" run -- stdbuf -oL mckey -m "$group")
-	start r1 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C "$n"
-	start r2 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C $((n + 1))
-	start ra ip netns exec "$a" "${mck[@]}" -b 10.236.0.1 -C "$n"
-	for r in r1 r2 ra; do
+	joined() {
 		for i in $(seq 1 200); do
-			grep -q "^mckey: joined dgid" "$tmp/$r" && break
+			grep -q "^mckey: joined dgid" "$tmp/$1" && return 0
 			sleep 0.05
 		done
-		grep -q "^mckey: joined dgid" "$tmp/$r" || { show "$r"; echo "FAILED: $r did not join"; exit 1; }
-	done
+		show "$1"
+		echo "FAILED: $1 did not join"
+		exit 1
+	}
+	# r1 first: in standard mode it holds B's 4791, r2 is forwarded.
+	start r1 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C "$n"
+	joined r1
+	start r2 ip netns exec "$b" "${mck[@]}" -b 10.236.0.2 -C $((n + 1))
+	start ra ip netns exec "$a" "${mck[@]}" -b 10.236.0.1 -C "$n"
+	joined r2
+	joined ra
 	# The sender waits 3 s after its own join, then sends N datagrams.
 	ip netns exec "$a" env SOFTVERBS_STATS=1 timeout 60 "$sv" run -- \
 		mckey -m "$group" -b 10.236.0.1 -s -C "$n" >"$tmp/sender" 2>&1
@@ -468,6 +482,17 @@ NFT
 	finish ra 20
 	rarc=$?
 	sleep 1 # r2 had as long as r1 to see an extra datagram
+	# Standard mode: r1, the holder, has left; r2 takes B's 4791 over
+	# (within 200 ms) beside its own socket on the group's address.
+	took=0
+	if [ "$dport" = 4791 ]; then
+		for i in $(seq 1 100); do
+			ip netns exec "$b" ss -Hlunp "sport = :4791" >"$tmp/ss"
+			grep -Eq '(\*|\[::\]):4791 .*"mckey"' "$tmp/ss" && took=1 && break
+			sleep 0.05
+		done
+		cat "$tmp/ss"
+	fi
 	r2alive=0
 	kill -0 "$r2_pid" 2>/dev/null && r2alive=1
 	killgroup "$r2_pid"
@@ -482,7 +507,7 @@ NFT
 	echo "sender sent $sent, B's veth saw $seen, r1 consumed $(got r1), ra consumed $(got ra)"
 	check "mckey sender exit 0" [ "$src" = 0 ]
 	check "the sender's requester sent $n datagrams" [ "$sent" = "$n" ]
-	check "B's veth saw exactly $n datagrams to $group" [ "$seen" = "$n" ]
+	check "B's veth saw exactly $n datagrams to $group port $dport" [ "$seen" = "$n" ]
 	check "receiver r1 (B) exit 0" [ "$r1rc" = 0 ]
 	check "receiver r1 (B) completed" grep -q "^data transfers complete" "$tmp/r1"
 	check "receiver r1 (B) consumed $n receives" [ "$(got r1)" = "$n" ]
@@ -491,6 +516,9 @@ NFT
 	check "receiver r2 (B, $((n + 1)) expected) is still waiting" [ "$r2alive" = 1 ]
 	check "receiver r2 was polling, not complete" grep -q "^receiving data transfers" "$tmp/r2"
 	check "receiver r2 did not complete" absent "^data transfers complete" "$tmp/r2"
+	if [ "$dport" = 4791 ]; then
+		check "r2 took B's UDP 4791 over from r1 beside its group socket" [ "$took" = 1 ]
+	fi
 	;;
 rdma_xserver_netns)
 	# rdma_xserver in B, rdma_xclient in A, RC (XRC: see rdma_xserver).

@@ -25,6 +25,9 @@
                                  sides exit 0,
                                  every ping's data shown on both
     test_interop.py cm_client    the same with softverbs as the clients
+    test_interop.py mckey_sender    rdma_cm multicast: softverbs' mckey
+                                 sends, rxe's receives every datagram
+    test_interop.py mckey_receiver  the same the other way
     test_interop.py capture      rxe's packets cross the tap to the host:
                                  tshark decodes RoCE v2 with nothing
                                  malformed, every ICRC checks (zlib's CRC-32
@@ -676,6 +679,142 @@ def test_cm(sv_side):
     print("interop: PASS")
 
 
+MC_GROUP = "239.7.7.7"  # mckey's group in the rig
+MC_COUNT = 20  # datagrams sent, and awaited by the receiver (-C)
+RXE_COUNTERS = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+
+
+def mc_wire(pcap):
+    """The datagrams the tap carried to (MC_GROUP, 4791), by source."""
+    rows = subprocess.run(
+        ["tshark", "-r", pcap, "-Y",
+         f"ip.dst == {MC_GROUP} && udp.dstport == 4791", "-T", "fields",
+         "-e", "ip.src", "-e", "infiniband.bth.destqp",
+         "-e", "infiniband.deth.q_key"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    return [r.split("\t") for r in rows]
+
+
+def test_mckey(sv_side):
+    """rdma_cm multicast (mckey) between softverbs on the host (standard
+    mode) and the kernel's rdma_cm over rxe in the guest, one boot:
+    sv_side "sender" (softverbs sends MC_COUNT datagrams to MC_GROUP, rxe's
+    mckey waits for as many) or "receiver" (the reverse).  Both exit 0,
+    the receiver having completed MC_COUNT receives (mckey -C; softverbs'
+    consumed receive WQEs, SOFTVERBS_STATS "rq head"; rxe's hw_counters
+    rdma_recvs or rdma_sends say MC_COUNT); the tap carried
+    exactly MC_COUNT datagrams to (MC_GROUP, 4791), QPN 0xffffff, Q_Key
+    RDMA_UDP_QKEY, and softverbs' passed check_sent; both joins report
+    the same address handle (mckey's "joined dgid" line)."""
+    recv_args = ["mckey", "-m", MC_GROUP, "-C", str(MC_COUNT)]
+    send_args = recv_args + ["-s"]
+    counters = (f"for f in {RXE_COUNTERS}/*; do "
+                f"echo \"rxe $(basename $f) $(cat $f)\"; done")
+    gcmd = " ".join((recv_args if sv_side == "sender" else send_args) +
+                    ["-b", "$ADDR"])
+    if sv_side == "sender":
+        # "joined" once the kernel's rdma_cm has joined the group on the
+        # NIC (its IGMP membership): the host's sender then starts, and
+        # itself waits 3 s after its join before it sends.
+        igmp = "%08X" % struct.unpack(
+            "<I", bytes(map(int, MC_GROUP.split("."))))[0]
+        guest = (f"(timeout 200 {gcmd} >mckey.txt 2>&1; "
+                 f"echo $? >mckey.status) & "
+                 f"n=0; until grep -q {igmp} /proc/net/igmp; do "
+                 f"n=$((n + 1)); [ $n -lt 600 ] || break; sleep 0.1; done; "
+                 f"touch joined; wait; ")
+    else:
+        # The host's receiver has joined when "go" appears.
+        guest = (f"n=0; until [ -e go ]; do n=$((n + 1)); "
+                 f"[ $n -lt 1500 ] || break; sleep 0.1; done; "
+                 f"timeout 120 {gcmd} >mckey.txt 2>&1; "
+                 f"echo $? >mckey.status; ")
+    guest += (f"echo '== mckey'; cat mckey.txt; "
+              f"echo \"mckey exit $(cat mckey.status)\"; {counters}")
+    with rig.VM(guest) as vm:
+        pcap = os.path.join(vm.tmp, "tap0.pcap")
+        tshark = start_tshark(vm, pcap)
+        vm.start()
+        hargs = ["stdbuf", "-oL"] + \
+            (send_args if sv_side == "sender" else recv_args) + \
+            ["-b", rig.HOST_ADDR]
+        hout_path = os.path.join(vm.tmp, "host.mckey.txt")
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        if sv_side == "sender":
+            while not os.path.exists(os.path.join(vm.share, "joined")):
+                if time.monotonic() > deadline or vm.qemu.poll() is not None:
+                    fail("the guest's mckey did not join", vm)
+                time.sleep(0.2)
+        with open(hout_path, "w") as f:
+            host = vm.spawn(*softverbs_cmd(hargs), env=SV_ENV, stdout=f,
+                            stderr=subprocess.STDOUT)
+        if sv_side == "receiver":
+            while True:
+                with open(hout_path, errors="replace") as f:
+                    if "mckey: joined dgid" in f.read():
+                        break
+                if time.monotonic() > deadline or host.poll() is not None:
+                    fail("softverbs' mckey did not join", vm)
+                time.sleep(0.1)
+            open(os.path.join(vm.share, "go"), "w").close()
+        try:
+            hs = host.wait(timeout=max(30, deadline + 120 -
+                                       time.monotonic()))
+        except subprocess.TimeoutExpired:
+            host.kill()
+            hs = None
+        status, out = vm.wait(max(30, deadline + 180 - time.monotonic()))
+        stop_tshark(tshark)
+    out = out or ""
+    with open(hout_path, errors="replace") as f:
+        hout = f.read()
+    print(out, end="")
+    print(f"---- host mckey (softverbs {sv_side}): exit {hs}\n{hout}")
+    if status is None:
+        fail("no status from the guest in time", vm)
+    gm = re.search(r"^== mckey\n(.*?)^mckey exit (\d+)$", out, re.S | re.M)
+    gs, gout = (int(gm.group(2)), gm.group(1)) if gm else (None, "")
+    failed = []
+    if hs != 0 or gs != 0:
+        failed.append(f"mckey exit: host {hs}, guest {gs}")
+    rout = gout if sv_side == "sender" else hout
+    if not re.search(r"^data transfers complete", rout, re.M):
+        failed.append("the receiver did not complete its receives")
+    if sv_side == "receiver":
+        got = re.findall(r"destroying qp .* UD .* rq head (\d+) ", hout)
+        print(f"interop: softverbs' receiver consumed {got} receive WQEs")
+        if got != [str(MC_COUNT)]:
+            failed.append(f"softverbs consumed {got} receives, not "
+                          f"{MC_COUNT}")
+    if stat(hout, "drop_icrc"):
+        failed.append("softverbs dropped ICRCs")
+    # rxe's own count: nothing else crosses its port in this boot.
+    rxe = dict(re.findall(r"^rxe (\w+) (\d+)$", out, re.M))
+    key = "rdma_recvs" if sv_side == "sender" else "rdma_sends"
+    print(f"interop: rxe {key} {rxe.get(key)}")
+    if rxe.get(key) != str(MC_COUNT):
+        failed.append(f"rxe's {key} is {rxe.get(key)}, not {MC_COUNT}")
+    joins = [re.findall(r"^mckey: joined dgid: .*$", o, re.M)
+             for o in (hout, gout)]
+    print(f"interop: joins: softverbs {joins[0]}, rxe {joins[1]}")
+    if not joins[0] or joins[0] != joins[1]:
+        failed.append("the joins' address handles differ")
+    wire = mc_wire(pcap)
+    src = rig.HOST_ADDR if sv_side == "sender" else rig.GUEST_ADDR
+    print(f"interop: the tap carried {len(wire)} datagrams to "
+          f"({MC_GROUP}, 4791): {sorted(set(map(tuple, wire)))}")
+    if len(wire) != MC_COUNT or \
+            any(w[0] != src or int(w[1], 0) != 0xFFFFFF or
+                int(w[2], 0) != 0x01234567 for w in wire):
+        failed.append(f"not {MC_COUNT} datagrams from {src} to QPN "
+                      f"0xffffff with Q_Key 0x01234567 on the tap")
+    if sv_side == "sender":
+        check_sent(pcap)
+    if failed:
+        fail("failed: " + "; ".join(failed), vm)
+    print("interop: PASS")
+
+
 def c_bytes(name, b):
     return f".{name} = \"" + "".join(f"\\x{x:02x}" for x in b) + "\", "
 
@@ -698,6 +837,8 @@ def main(argv):
             test_verbs(what[3:])
         elif what in ("cm_server", "cm_client"):
             test_cm(what[3:])
+        elif what in ("mckey_sender", "mckey_receiver"):
+            test_mckey(what[6:])
         elif what == "capture":
             capture("--vectors" in argv)
         else:
