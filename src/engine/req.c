@@ -295,9 +295,15 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 }
 
 /* A READ WQE remembers how far it has been requested (in atomic_result,
- * unused by READs and zeroed by post_send; kept across rewinds).  The
- * responder answers a duplicate READ only inside PSNs it has already
- * seen, so a retry never asks beyond that extent; past it, chunks are
+ * unused by READs and zeroed by post_send; kept across rewinds).  A
+ * responder answers a duplicate READ only inside the one request it
+ * executed (rxe drops any other silently, IBA lets it), and we cannot
+ * know which of our sends of a chunk that was.  So every send of a
+ * chunk ends where its first did, at rd_end: a retry asks for the whole
+ * rest of it whatever the window (a shorter retry the responder took as
+ * new would make the next full one unanswerable: interop.loss saw rxe
+ * execute a one-packet retry of a five-packet chunk, then drop its
+ * five-packet resend until retry_cnt ran out); past rd_end, chunks are
  * new requests. */
 #define rd_end atomic_result
 
@@ -311,6 +317,7 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	uint64_t rest;
 	struct sv_tx *t;
 	uint8_t *b, *h;
+	bool retry;
 
 	/* Resending (after going back): ask again from this PSN on. */
 	if (wqe_off(qe, wqe) < wqe->sent)
@@ -331,10 +338,10 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		room = max;
 	if (!room || !*budget)
 		return false;
-	rest = (wqe->rd_end > wqe->sent ? wqe->rd_end : wqe->length) -
-	       wqe->sent;
+	retry = wqe->rd_end > wqe->sent;
+	rest = (retry ? wqe->rd_end : wqe->length) - wqe->sent;
 	pkts = npkts(rest, qe->pmtu);
-	if (pkts > room)
+	if (pkts > room && !retry)
 		pkts = room;
 	len = rest < (uint64_t)pkts * qe->pmtu ? (uint32_t)rest :
 						 pkts * qe->pmtu;

@@ -701,6 +701,13 @@ static enum resp_state duplicate(struct resp_ctx *c)
 				     sv_reth_va(h), len,
 				     IBV_ACCESS_REMOTE_READ))
 				return RESP_DONE;
+			/* Answered here, but rxe (and IBA lets any
+			 * responder) drops such a READ: our requester
+			 * never sends one (req.c, rd_end), and rc_loss
+			 * checks that it stays so. */
+			if (sv_psn_diff(end, sv_psn_add(res->psn, res->npkts)) >
+			    0)
+				SV_STAT(qe->eng, dup_read_beyond);
 			if (sv_psn_diff(end, qe->resp.psn) > 0) {
 				res->npkts =
 					(uint32_t)sv_psn_diff(end, res->psn);

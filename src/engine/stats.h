@@ -19,6 +19,7 @@
 	X(rcvd_pkts, "packets received")                                     \
 	X(send_err, "packets the kernel refused to send")                    \
 	X(duplicate_request, "duplicate requests answered")                  \
+	X(dup_read_beyond, "duplicate READs reaching past the one repeated") \
 	X(out_of_seq_request, "requests after a PSN gap")                    \
 	X(rcvd_seq_err, "sequence error NAKs received")                      \
 	X(send_seq_nak, "sequence error NAKs sent")                          \

@@ -30,10 +30,21 @@ if [ -n "$rate" ]; then
 		{ echo "tc setup failed"; exit 1; }
 fi
 
+# The counters (SOFTVERBS_STATS=1, on stderr at exit) go to a file too:
+# no READ the requester resends may reach past the request it repeats,
+# which rxe would never answer (engine/req.c, rd_end).
+out=$(mktemp)
 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.231.0.1 HX_ADDR_B=10.231.0.2 \
-	HX_LOSS_MB=$mb timeout -k 5 180 "$bin/rc_loss" stream
-rc=$?
+	HX_LOSS_MB=$mb SOFTVERBS_STATS=1 timeout -k 5 180 "$bin/rc_loss" stream \
+	2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
 echo "nftables drop counters in $b:"
 sv_netns_loss_stats "$b"
 [ $rc = 124 ] && echo "rc_loss: timed out"
+beyond=$(awk '$1 == "dup_read_beyond" { n += $2 } END { print n + 0 }' "$out")
+rm -f "$out"
+if [ "$beyond" != 0 ]; then
+	echo "rc_loss: $beyond resent READs reached past the request they repeat"
+	[ $rc = 0 ] && rc=1
+fi
 exit $rc
