@@ -48,6 +48,7 @@
 #include "engine/eng.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/qpe.h"
 #include "engine/req.h"
 #include "engine/sgl.h"
@@ -568,7 +569,7 @@ static enum comp_state check_ack(struct comp_ctx *c)
 	c->syn = syn;
 	/* Reserved bits (IBA: ignored) unless both ends are softverbs with
 	 * selective retransmission on (wire.h, SV_SACK_MAX). */
-	if (sack && c->pkt->opcode == SV_OP_RC_ACKNOWLEDGE && sv_env_sack()) {
+	if (sack && c->pkt->opcode == SV_OP_RC_ACKNOWLEDGE && sv_links_sack()) {
 		c->qe->comp.sack_peer = true;
 		c->sack_n = sack;
 	}

@@ -23,6 +23,11 @@ void sv_links_engine_close(struct sv_engine *eng);
  * sockets, or forwarded into the owning engine's shm ring.  Otherwise the
  * peer's port is the one its QPN names (proto/addr.h). */
 bool sv_links_standard(void);
+/* Selective retransmission (softverbs' own, in the BTH's reserved bits:
+ * wire.h, SV_SACK_MAX): on unless SOFTVERBS_SACK=0, and never in standard
+ * mode, whose peers are rxe or NICs and get plain BTHs (reserved bits 0,
+ * as IBA has them sent). */
+bool sv_links_sack(void);
 /* With the engine's first QP: bind 4791, or note that another engine
  * holds it and try again now and then (sv_links_roce_timer).  0 or errno
  * (EADDRINUSE when the port is held and no ring can receive for us, said

@@ -258,7 +258,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		}
 		/* Tell a softverbs responder we resend holes only (wire.h,
 		 * SV_SACK_MAX; reserved bits to anyone else). */
-		if (rc && sv_env_sack())
+		if (rc && sv_links_sack())
 			sv_bth_set_resv7(b, 1);
 		/* IBA: Solicited Event on the last packet only. */
 		if (last && (wqe->send_flags & IBV_SEND_SOLICITED) &&

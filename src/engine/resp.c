@@ -37,6 +37,7 @@
 #include "engine/inject.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/sgl.h"
@@ -828,7 +829,7 @@ static void kept_flip(struct sv_qp_engine *qe, uint32_t psn)
 
 static bool sack_on(const struct resp_ctx *c)
 {
-	return !c->uc && sv_env_sack();
+	return !c->uc && sv_links_sack();
 }
 
 /* The newest PSN seen ahead of the expected one. */
@@ -949,7 +950,7 @@ static uint32_t hole(const struct sv_qp_engine *qe)
 
 uint8_t sv_resp_sack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 {
-	if (qe->type != IBV_QPT_RC || !sv_env_sack())
+	if (qe->type != IBV_QPT_RC || !sv_links_sack())
 		return 0;
 	/* A sequence NAK, or an ACK restating that the expected PSN is
 	 * missing: how much is.  Any other ACK: "I keep packets" (1). */
@@ -1050,7 +1051,7 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		return;
 	if (state == IBV_QPS_RTR && !qe->comm_est)
 		sv_qp_comm_est(qe);
-	if (!c.uc && sv_env_sack())
+	if (!c.uc && sv_links_sack())
 		qe->resp.peer_sack = sv_bth_resv7(pkt->hdr) != 0;
 	s = RESP_CHK_PSN;
 	while (s != RESP_DONE) {

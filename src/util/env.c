@@ -172,7 +172,7 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.kind = SV_ENV_OFF,
 		.off = VAR(sack),
 		.values = "0",
-		.dflt = "on",
+		.dflt = "on (off in standard mode)",
 		.what = "0: no selective retransmission (keep no out-of-order "
 			"packets, go back N)",
 	},

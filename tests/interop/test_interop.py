@@ -210,12 +210,19 @@ def check_sent(pcap):
                  f"{pid} after {prev_id} (0, or one more than the last)")
         segs += pid != 0
         prev_id = pid
+        # BTH byte 8: AckReq and 7 reserved bits, sent as 0 (IBA); softverbs'
+        # own selective retransmission flag lives there, never in
+        # standard mode.
+        if payload[8] & 0x7f:
+            fail(f"softverbs set the BTH's reserved bits "
+                 f"({payload[8] & 0x7f:#x}) in a packet to rxe")
         have = struct.unpack("<I", payload[-4:])[0]
         if have != icrc(ip, udp, payload[:-4]):
             fail(f"softverbs sent a wrong ICRC {have:#010x}")
     print(f"interop: tshark: {n} packets from softverbs to UDP 4791, all "
           f"InfiniBand, none malformed, plain IPv4 with DF (ID 0, or the "
-          f"next ID in a segmented send: {segs} such), every ICRC right")
+          f"next ID in a segmented send: {segs} such), reserved BTH bits "
+          f"0, every ICRC right")
 
 
 def capture(vectors=False):
