@@ -4,7 +4,9 @@
  * either blocked in sigsuspend() (pause) or spinning in its own code on a
  * byte of its buffer that the requester finally sets with an RDMA WRITE.
  */
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -233,61 +235,100 @@ static void write_pingpong_b(int fd)
  * looking for a moment after serving one (SV_SERVE_SPIN_NS), so A rarely
  * has to wake it: its doorbells to a sleeping B (shm_wakeups) stay
  * under one per atomic, where each used to need one.  Every result is
- * checked.
+ * checked.  How many stay under depends on B's thread getting a core
+ * during the spin.  The scheduler may put it on the core where A's
+ * thread busy-polls (2 runs in 10 here, on the code of a week ago too,
+ * all rounds then ringing every atomic), so A and B (with the threads
+ * they start) are pinned to cores 0 and 1, as the benchmarks pin their
+ * pairs.  On a host whose cores are both busy (a build beside the test) a
+ * round can still need a doorbell for every atomic, so such a round is
+ * tried again, up to STREAM_ROUNDS; the old code rings every one in every
+ * round.  With one core the spin cannot help: nothing to assert.
  */
 #define ATOMICS 1000
+#define STREAM_ROUNDS 3
+
+/* This thread, and the threads it starts after, on core `cpu`: false
+ * when the host has no such core. */
+static bool pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return false;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
 
 static void atomic_stream_a(int fd)
 {
-	struct hx_ep ep;
-	struct hx_opts o = hx_opts_default();
-	uint64_t *res;
-	unsigned long long bells;
-	int i;
+	unsigned long long bells = ATOMICS;
+	bool pinned = pin_to(0);
+	int round;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
-	hx_ep_open(&ep, &o, fd);
-	hx_ep_connect(&ep);
-	res = (uint64_t *)(void *)ep.buf;
-	for (i = 0; i < ATOMICS; i++) {
-		if (hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
-				   IBV_SEND_SIGNALED, (uint64_t)i, res,
-				   ep.mr->lkey, ep.peer.addr + 4096,
-				   ep.peer.rkey, 1, 0) ||
-		    !HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
-			       IBV_WC_FETCH_ADD, 8))
-			break;
-		if (*res != (uint64_t)i) {
-			CHECK_EQ(*res, i);
-			break;
+	for (round = 0; round < STREAM_ROUNDS && bells >= ATOMICS; round++) {
+		struct hx_ep ep;
+		struct hx_opts o = hx_opts_default();
+		uint64_t *res;
+		int i;
+
+		hx_ep_open(&ep, &o, fd);
+		hx_ep_connect(&ep);
+		res = (uint64_t *)(void *)ep.buf;
+		for (i = 0; i < ATOMICS; i++) {
+			if (hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					   IBV_SEND_SIGNALED, (uint64_t)i, res,
+					   ep.mr->lkey, ep.peer.addr + 4096,
+					   ep.peer.rkey, 1, 0) ||
+			    !HX_EXPECT(ep.scq, NULL, (uint64_t)i,
+				       IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8))
+				break;
+			if (*res != (uint64_t)i) {
+				CHECK_EQ(*res, i);
+				break;
+			}
 		}
+		CHECK_EQ(i, ATOMICS);
+		hx_sync(fd);
+		bells = hx_ep_close_counter(&ep, "shm_wakeups");
+		hx_log("round %d: %d atomics: shm_wakeups %llu", round + 1,
+		       ATOMICS, bells);
+		/* Another round (1) or done (0): B follows. */
+		hx_send_u64(fd, round + 1 < STREAM_ROUNDS && bells >= ATOMICS);
 	}
-	CHECK_EQ(i, ATOMICS);
-	hx_sync(fd);
-	bells = hx_ep_close_counter(&ep, "shm_wakeups");
-	hx_log("%d atomics: shm_wakeups %llu", ATOMICS, bells);
 	/* Fewer than one a message: on a quiet host a handful, on a loaded
 	 * one (the requester descheduled past the spin) more, but never
 	 * every one, as before. */
-	CHECK(bells < ATOMICS);
+	if (pinned)
+		CHECK(bells < ATOMICS);
+	else
+		hx_log("one core (or no affinity): doorbells not checked");
 }
 
 static void atomic_stream_b(int fd)
 {
-	struct hx_ep ep;
-	struct hx_opts o = hx_opts_default();
+	uint64_t again = 1;
 
-	hx_ep_open(&ep, &o, fd);
-	hx_ep_connect(&ep);
-	hx_sync(fd); /* passive until A is done */
-	CHECK_EQ(*(uint64_t *)(void *)(ep.buf + 4096), ATOMICS);
-	CHECK_EQ(hx_ep_close(&ep), 0);
+	(void)pin_to(1);
+	while (again) {
+		struct hx_ep ep;
+		struct hx_opts o = hx_opts_default();
+
+		hx_ep_open(&ep, &o, fd);
+		hx_ep_connect(&ep);
+		hx_sync(fd); /* passive until A is done */
+		CHECK_EQ(*(uint64_t *)(void *)(ep.buf + 4096), ATOMICS);
+		CHECK_EQ(hx_ep_close(&ep), 0);
+		again = hx_recv_u64(fd);
+	}
 }
 
 static const struct hx_case cases[] = { HX_CASE(paused, 20),
 					HX_CASE(spinning, 25),
 					HX_CASE(write_pingpong, 60),
-					HX_CASE(atomic_stream, 30),
+					HX_CASE(atomic_stream, 60),
 					{ 0 } };
 
 HX_MAIN(cases)
