@@ -68,6 +68,8 @@ static inline int sv_cm_err(int err)
  * The CM response timeout we advertise, 4.096 us * 2^20 (about 4 s), is
  * the kernel rdma_cm's. */
 #define SV_MAD_RESEND_MS 2000
+/* At exit: how long the DREQs of connections left up may take to leave. */
+#define SV_MAD_EXIT_DRAIN_MS 100
 #define SV_MAD_RETRIES 15
 #define SV_MAD_CM_TIMEOUT 20
 
@@ -372,7 +374,8 @@ int sv_cm_pdata_max(enum rdma_port_space ps, int type);
 
 /* Standard mode: a MAD from QP1 at peer (gsi.c, lock held). */
 struct sv_mad;
-void sv_conn_mad(const struct sockaddr_storage *peer, const struct sv_mad *m);
+void sv_conn_mad(const struct sockaddr_storage *peer,
+		 const struct sockaddr_storage *local, const struct sv_mad *m);
 
 /* ---- gsi.c: IB CM MADs on QP1 (SOFTVERBS_ROCE=standard) --------------- */
 
@@ -384,6 +387,8 @@ int sv_gsi_start(void);
 int sv_gsi_send(const struct sockaddr *peer, int gid_index,
 		const struct sv_mad *m);
 void sv_gsi_readable(void);
+/* Wait at most ms for the MADs posted so far to leave (process exit). */
+void sv_gsi_drain(int ms);
 
 /* ---- qp.c -------------------------------------------------------------- */
 

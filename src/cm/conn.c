@@ -1457,7 +1457,57 @@ static void mad_req(const struct sockaddr_storage *peer, const struct sv_mad *q)
 	req_deliver(ls, id, &w, &dst, &src);
 }
 
-void sv_conn_mad(const struct sockaddr_storage *peer, const struct sv_mad *m)
+/* A process that exits with connections still up: the kernel's rdma_cm
+ * destroys its ids when its file closes, each connected one sending a
+ * DREQ, and a peer counts on it (rxe's ib_atomic_lat -R client, whose
+ * server exits without disconnecting, resent its own DREQ to nobody for
+ * ~100 s).  Here the library's destructor does it for the MAD
+ * connections (the TCP ones close with the process), and waits a
+ * moment for the DREQs to leave; an unanswered DREQ is the peer's to
+ * time out, as on hardware.  Skipped if another thread holds the CM. */
+__attribute__((destructor)) static void mad_exit_dreqs(void)
+{
+	struct list_node *it, *tmp;
+	bool sent = false;
+
+	if (!sv_gsi_mode() || sv_mutex_trylock(&sv_cm.lock, SV_LOCK_CM))
+		return;
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *id = list_entry(it, struct sv_cm_id, node);
+		struct sv_cm_wire m;
+
+		if (!id->mad || id->destroying || is_ud(id) ||
+		    id->state != SV_CM_ESTABLISHED)
+			continue;
+		msg_init(&m, id, SV_CM_MSG_DREQ);
+		sent |= mad_send(id, &m) == 0;
+	}
+	if (sent)
+		sv_gsi_drain(SV_MAD_EXIT_DRAIN_MS);
+	sv_cm_unlock();
+}
+
+/* A DREQ for a connection we do not know (it ended here, or this
+ * process is a later one on the port): a DREP anyway, as the kernel's CM
+ * answers, so that the peer's disconnect completes at once instead of
+ * after all its resends. */
+static void mad_stray_drep(const struct sockaddr_storage *peer,
+			   const struct sockaddr_storage *local,
+			   const struct sv_mad *q)
+{
+	struct sv_mad r;
+
+	memset(&r, 0, sizeof(r));
+	r.attr = SV_MAD_DREP;
+	r.tid = q->tid;
+	r.local_comm = q->remote_comm;
+	r.remote_comm = q->local_comm;
+	sv_gsi_send((const struct sockaddr *)peer,
+		    sv_cm_gid_index((const struct sockaddr *)local), &r);
+}
+
+void sv_conn_mad(const struct sockaddr_storage *peer,
+		 const struct sockaddr_storage *local, const struct sv_mad *m)
 {
 	struct sv_cm_wire w;
 	struct sv_cm_id *id;
@@ -1470,8 +1520,11 @@ void sv_conn_mad(const struct sockaddr_storage *peer, const struct sv_mad *m)
 	 * (SIDR_REP) as the request ID. */
 	id = mad_find(m->attr == SV_MAD_SIDR_REP ? m->local_comm :
 						   m->remote_comm);
-	if (!id)
+	if (!id) {
+		if (m->attr == SV_MAD_DREQ)
+			mad_stray_drep(peer, local, m);
 		return; /* a stale or stray message */
+	}
 	switch (m->attr) {
 	case SV_MAD_MRA:
 		/* The peer took our message and needs longer to answer: no

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #include "cm/mad.h"
 #include "util/env.h"
@@ -224,22 +225,48 @@ int sv_gsi_send(const struct sockaddr *peer, int gid_index,
 	return 0;
 }
 
-/* The sender's address, from the GRH area of a UD receive (RoCE v2: an
- * IPv4 header in its second half, or the IPv6 header). */
-static void grh_source(const uint8_t *grh, struct sockaddr_storage *ss)
+void sv_gsi_drain(int ms)
 {
-	memset(ss, 0, sizeof(*ss));
+	struct timespec nap = { 0, 1000 * 1000 };
+
+	if (!gsi.up)
+		return;
+	for (int i = 0; i < ms; i++) {
+		bool busy = false;
+
+		(void)send_slot(); /* reaps the completed sends */
+		for (unsigned int s = 0; s < GSI_NSEND; s++)
+			busy |= gsi.busy[s];
+		if (!busy)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* The sender's and the receiver's addresses, from the GRH area of a UD
+ * receive (RoCE v2: an IPv4 header in its second half, or the IPv6
+ * header). */
+static void grh_addrs(const uint8_t *grh, struct sockaddr_storage *src,
+		      struct sockaddr_storage *dst)
+{
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
 	if (grh[20] >> 4 == 4) {
-		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		struct sockaddr_in *s = (struct sockaddr_in *)src;
+		struct sockaddr_in *d = (struct sockaddr_in *)dst;
 
-		s->sin_family = AF_INET;
+		s->sin_family = d->sin_family = AF_INET;
 		memcpy(&s->sin_addr, grh + 20 + 12, 4);
+		memcpy(&d->sin_addr, grh + 20 + 16, 4);
 	} else {
-		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)src;
+		struct sockaddr_in6 *d = (struct sockaddr_in6 *)dst;
 
-		s->sin6_family = AF_INET6;
+		s->sin6_family = d->sin6_family = AF_INET6;
 		memcpy(&s->sin6_addr, grh + 8, 16);
-		sv_cm_addr_unmap(ss);
+		memcpy(&d->sin6_addr, grh + 24, 16);
+		sv_cm_addr_unmap(src);
+		sv_cm_addr_unmap(dst);
 	}
 }
 
@@ -258,7 +285,7 @@ void sv_gsi_readable(void)
 	while ((n = ibv_poll_cq(gsi.rcq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			unsigned int s = (unsigned int)wc[i].wr_id;
-			struct sockaddr_storage peer;
+			struct sockaddr_storage peer, local;
 			struct sv_mad m;
 			int err;
 
@@ -266,14 +293,14 @@ void sv_gsi_readable(void)
 				continue;
 			if (wc[i].status == IBV_WC_SUCCESS &&
 			    wc[i].byte_len >= GSI_GRH) {
-				grh_source(gsi.rbuf[s], &peer);
+				grh_addrs(gsi.rbuf[s], &peer, &local);
 				err = sv_mad_decode(&m, gsi.rbuf[s] + GSI_GRH,
 						    wc[i].byte_len - GSI_GRH);
 				if (err)
 					sv_cm_log("GSI: MAD dropped: %s",
 						  strerror(err));
 				else
-					sv_conn_mad(&peer, &m);
+					sv_conn_mad(&peer, &local, &m);
 			}
 			post_recv(s);
 		}
