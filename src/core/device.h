@@ -30,11 +30,13 @@ void sv_port_attr(struct ibv_port_attr *attr);
 enum ibv_mtu sv_port_scan_mtu(void);
 enum ibv_mtu sv_port_active_mtu(void);
 
-/* The address monitor (engine/netmon.c) keeps the cache honest: it
+/* The address monitor (engine/netmon.c) keeps the cache honest: its
  * subscribed netlink socket `fd` tells of the host's address and link
- * changes (-1: nobody watches, every read scans afresh), and it calls
- * sv_gid_cache_changed before it reads each message from that socket. */
+ * changes (-1: nobody watches, every read scans afresh), and it brackets
+ * each read of a message from that socket with sv_gid_cache_recv_begin
+ * and sv_gid_cache_recv_end. */
 void sv_gid_cache_watch(int fd);
-void sv_gid_cache_changed(void);
+void sv_gid_cache_recv_begin(void);
+void sv_gid_cache_recv_end(void);
 
 #endif

@@ -7,14 +7,19 @@
  * seconds there.  The cache holds one snapshot while the address monitor
  * (engine/netmon.c) watches the host's addresses through netlink:
  *
- *   - a reader reads the generation, then asks the monitor's socket
- *     whether a message waits (a poll that returns at once); a snapshot
- *     taken at this generation with nothing waiting is current;
- *   - the monitor bumps the generation before it reads each message.
+ *   - the generation is a sequence count: the monitor makes it odd
+ *     before it reads a message from its socket and even again after;
+ *   - a reader reads an even generation, asks the monitor's socket
+ *     whether a message waits (a poll that returns at once) and reads the
+ *     generation again; if nothing waited and the generation stayed, a
+ *     snapshot taken at that generation is current.
  *
  * The kernel queues its netlink message before the call that changed an
  * address returns, so after `ip addr add` a reader either sees the
- * message waiting or the generation moved on: never the old snapshot.
+ * message waiting, or the monitor reading it (odd), or the generation
+ * moved on: never the old snapshot.  (Bumping only before the read was
+ * not enough: a reader could store a scan at the generation of a read
+ * still to come, which then took the message away unseen.)
  * That keeps the table exactly as fresh as a scan, and the monitor's
  * 20 ms settling (its events) out of it.  Without a monitor (it could not
  * subscribe, or a child after fork) every read scans.
@@ -51,22 +56,30 @@ void sv_gid_cache_watch(int fd)
 	atomic_fetch_add(&gids.gen, 1);
 }
 
-void sv_gid_cache_changed(void)
+void sv_gid_cache_recv_begin(void)
 {
 	atomic_fetch_add(&gids.gen, 1);
 }
 
-/* May a snapshot of generation *gen be used or stored?  Not while a
- * message waits in the monitor's socket (or an error: lost messages). */
+void sv_gid_cache_recv_end(void)
+{
+	atomic_fetch_add(&gids.gen, 1);
+}
+
+/* May a snapshot of generation *gen be used or stored?  Not while the
+ * monitor reads a message, nor while one waits in its socket (or an
+ * error: lost messages). */
 static bool quiet(uint64_t *gen)
 {
 	int fd = atomic_load(&gids.fd);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	*gen = atomic_load(&gids.gen);
-	if (fd < 0)
+	if (fd < 0 || (*gen & 1))
 		return false;
-	return poll(&p, 1, 0) == 0;
+	if (poll(&p, 1, 0) != 0)
+		return false;
+	return atomic_load(&gids.gen) == *gen;
 }
 
 /* The current snapshot: the cached one, or a scan (stored when quiet). */

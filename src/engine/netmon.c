@@ -137,12 +137,13 @@ static void *netmon_main(void *arg)
 			for (;;) {
 				ssize_t r;
 
-				/* Before the message leaves the socket:
-				 * core/gids.c's cache reads the two in the
-				 * other order. */
-				sv_gid_cache_changed();
+				/* Bracketed for core/gids.c's cache: a
+				 * message leaving the socket is seen there
+				 * as a generation that moves. */
+				sv_gid_cache_recv_begin();
 				r = recv(nm.nlfd, buf, sizeof(buf),
 					 MSG_DONTWAIT);
+				sv_gid_cache_recv_end();
 
 				if (r > 0 || (r < 0 && errno == ENOBUFS)) {
 					got = true;
