@@ -69,6 +69,7 @@ struct sv_tx {
 	/* leaves as a datagram of its own (link.h): a request sent before,
 	 * or any packet of a QP whose congestion window is cut (loss) */
 	bool alone;
+	bool ack; /* a positive ACK: a poll may hold it back (xmit.c) */
 };
 
 /* ---- per context ----------------------------------------------------------- */
@@ -85,6 +86,7 @@ struct sv_engine {
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
+	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
 	uint64_t spin_until; /* thread only: no sleep before (SV_SERVE_SPIN_NS) */
 
 	struct list_head socks;
@@ -125,6 +127,9 @@ struct sv_engine {
 	_Atomic(struct sv_sock *) quiet;
 	struct sv_tx *tx; /* SV_TX_BATCH */
 	unsigned int ntx;
+	unsigned int tx_held; /* tx[0, tx_held): ACKs held back (xmit.c) */
+	uint64_t tx_held_at; /* ns they were */
+	unsigned int pass_recvs; /* receive completions of this pass */
 	uint8_t *rxmem;
 	/* The same memory cut two ways: for sockets without UDP_GRO (and
 	 * multicast), and for those with it. */

@@ -191,8 +191,8 @@ static void set_quiet(struct sv_engine *eng)
 	struct list_node *first = eng->socks.n.next;
 	struct sv_sock *q = NULL;
 
-	if (list_empty(&eng->work) && !eng->mcast && first != &eng->socks.n &&
-	    first->next == &eng->socks.n) {
+	if (list_empty(&eng->work) && !eng->mcast && !eng->ntx &&
+	    first != &eng->socks.n && first->next == &eng->socks.n) {
 		struct sv_sock *s = list_entry(first, struct sv_sock, node);
 
 		if (s->ring.hdr && !s->udp_qps)
@@ -265,11 +265,41 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
 	eng->now_ok = false; /* whoever takes the lock next reads afresh */
 }
 
+/* A pass that completed receives while the application busy-polls keeps
+ * its ACKs back (xmit.c, sv_tx_hold_acks) for the next pass of anyone:
+ * the application's next verb, most likely (its answer), or the thread's,
+ * which wakes for any datagram and at the latest SV_ACK_HOLD_NS later.
+ * Only while the thread is awake or naps no longer than that (it does
+ * while passes want to hold, progress_main): ringing it would cost more
+ * than the hold saves.  On a core the application spins on, the scheduler
+ * may run the thread milliseconds late; if the application makes no call
+ * meanwhile, the requester's probe (SV_PROBE_MIN_NS or later, no retry
+ * spent) meets the ACK (counter ack_held_late). */
+static bool hold_acks(struct sv_engine *eng)
+{
+	uint64_t now, wake;
+
+	if (!eng->pass_recvs)
+		return false;
+	eng->pass_recvs = 0;
+	now = sv_now_ns();
+	if (!sv_app_polls(eng, now))
+		return false;
+	eng->hold_tried = now;
+	wake = atomic_load(&eng->sleep_until);
+	if (wake > now + SV_ACK_HOLD_NS || !sv_tx_hold_acks(eng, now))
+		return false;
+	/* The thread reads the deadline again after it says it sleeps. */
+	sv_timer_note(eng, now + SV_ACK_HOLD_NS);
+	return true;
+}
+
 /* timers: whether to check them.  Checking late is harmless (the thread
  * also wakes up for the earliest one); a pass that skips them saves the
  * clock read, which costs more than the rest of an empty pass. */
 static void pass(struct sv_engine *eng, bool rx, bool timers)
 {
+	eng->pass_recvs = 0;
 	take_kicks(eng);
 	if (rx)
 		sv_links_rx(eng);
@@ -284,7 +314,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 	}
 	if (eng->held)
 		sv_inject_release(eng, true);
-	if (eng->ntx)
+	if (eng->ntx && !hold_acks(eng))
 		sv_tx_flush(eng);
 	set_quiet(eng);
 }
@@ -295,6 +325,26 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 static uint64_t wire_rcvd(const struct sv_engine *eng)
 {
 	return eng->stats->rcvd_pkts - eng->stats->shm_rx_pkts;
+}
+
+/* epoll_wait until `until` (ns, UINT64_MAX: no end) to the timer's
+ * precision, not to the millisecond: a nap of SV_ACK_HOLD_NS must not
+ * become 1 ms. */
+static int wait_events(struct sv_engine *eng, struct epoll_event *ev, int max,
+		       uint64_t now, uint64_t until)
+{
+	uint64_t d = until > now ? until - now : 0;
+	struct timespec ts = { .tv_sec = (time_t)(d / 1000000000),
+			       .tv_nsec = (long)(d % 1000000000) };
+	int n;
+
+	if (until == UINT64_MAX)
+		return epoll_wait(eng->epfd, ev, max, -1);
+	n = epoll_pwait2(eng->epfd, ev, max, &ts, NULL);
+	if (n < 0 && errno == ENOSYS) /* before Linux 5.11 */
+		n = epoll_wait(eng->epfd, ev, max,
+			       (int)((d + 999999) / 1000000));
+	return n;
 }
 
 static void *progress_main(void *arg)
@@ -321,6 +371,11 @@ static void *progress_main(void *arg)
 		 * watchdogs (path.h). */
 		eng->nap = false;
 		until = sv_paths_next_wake(eng, now, until, busy);
+		/* Passes hold ACKs back for the application's answer only
+		 * while we nap no longer than they may wait (hold_acks). */
+		if (busy && now - eng->hold_tried < SV_HINT_HOLD_NS &&
+		    until > now + SV_ACK_HOLD_NS)
+			until = now + SV_ACK_HOLD_NS;
 		/* The live counters' snapshot: every 100 ms while busy, and
 		 * before a sleep with no end (an idle or hung process then
 		 * shows its QPs as they are). */
@@ -346,7 +401,7 @@ static void *progress_main(void *arg)
 		/* Spinning: the pass below reads every link anyway. */
 		n = timeout == 0 && now < eng->spin_until ?
 			    0 :
-			    epoll_wait(eng->epfd, ev, 8, timeout);
+			    wait_events(eng, ev, 8, now, until);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
 			if (ev[i].data.ptr == NULL)
@@ -494,6 +549,8 @@ void sv_engine_close(struct sv_context *ctx)
 		bell_ring(eng);
 		pthread_join(eng->thread, NULL);
 	}
+	if (eng->ntx)
+		sv_tx_flush(eng); /* held ACKs */
 	if (sv_env_stats())
 		sv_engine_stats_dump(ctx, stderr);
 	sv_links_engine_close(eng);

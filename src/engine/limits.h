@@ -35,6 +35,10 @@
  * finished exchange costs no CPU to speak of. */
 #define SV_SERVE_SPIN_NS (50ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
+/* ACKs held back for the application's answer (engine.c hold_acks) leave
+ * at the latest this much later: well before a requester's probe
+ * (SV_PROBE_MIN_NS), which would resend. */
+#define SV_ACK_HOLD_NS (200ull * 1000)
 #define SV_PROBE_MIN_NS (1000ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
 #define SV_PROBE_READ_NS (2ull * 1000 * 1000) /* ... for a READ response */

@@ -161,6 +161,8 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	eng = qe->eng;
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
+	if (eng->ntx)
+		sv_tx_flush(eng); /* held ACKs: the QP's among them */
 	if (sv_env_stats()) {
 		fprintf(stderr, "softverbs: destroying ");
 		sv_qp_dump(qe, stderr);

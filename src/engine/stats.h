@@ -42,6 +42,8 @@
 	X(rdma_sends, "SEND messages received")                              \
 	X(rdma_recvs, "receive WQEs completed")                              \
 	X(ack_sent, "ACKs sent")                                             \
+	X(ack_held, "ACKs held back to leave after the answer")             \
+	X(ack_held_late, "held ACKs sent later than SV_ACK_HOLD_NS twice")  \
 	X(nak_sent, "error NAKs sent")                                       \
 	X(nak_rcvd, "error NAKs received")                                   \
 	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \

@@ -54,6 +54,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	 * no later packet to see the gap by: the probe or the timer would
 	 * have to find it (10% loss between namespaces: 2 MiB/s that way,
 	 * 40 with these alone; 1%: 700, as loss-free runs, send in runs). */
+	t->ack = false;
 	t->alone = qe->cwnd * 4 < qe->window ||
 		   ((info->mask & SV_M_REQ) &&
 		    sv_psn_diff(psn, qe->req.max_psn) < 0);
@@ -95,6 +96,36 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	SV_STAT(eng, sent_pkts);
 }
 
+/* A pass that completed receives may keep its ACKs back for the next pass
+ * (engine.c, hold_acks): the application usually answers at once, posting
+ * its reply or its next receive, and that pass sends the held ACKs after
+ * its own packets, in the same sendmmsg.  Sent at once, an ACK cost the
+ * answer a trip of its own through the UDP stack (~1.5 us between
+ * namespaces, a quarter of ib_send_lat's one way).  Only positive ACKs on
+ * a wire link, and only once: the next pass sends them.  True when held. */
+bool sv_tx_hold_acks(struct sv_engine *eng, uint64_t now)
+{
+	unsigned int i;
+
+	if (eng->tx_held || !eng->ntx)
+		return false;
+	for (i = 0; i < eng->ntx; i++)
+		if (!eng->tx[i].ack || !eng->tx[i].link->wire)
+			return false;
+	eng->tx_held = eng->ntx;
+	eng->tx_held_at = now;
+	eng->stats->ack_held += eng->ntx;
+	return true;
+}
+
+/* The i-th packet to leave: the held ACKs last. */
+static struct sv_tx *tx_at(struct sv_engine *eng, unsigned int i)
+{
+	unsigned int fresh = eng->ntx - eng->tx_held;
+
+	return &eng->tx[i < fresh ? eng->tx_held + i : i - fresh];
+}
+
 /* Runs of packets for the same socket, link and peer: a run goes into one
  * peer's ring at once, or is one sendmmsg. */
 void sv_tx_flush(struct sv_engine *eng)
@@ -107,14 +138,15 @@ void sv_tx_flush(struct sv_engine *eng)
 	eng->held_gen++;
 
 	while (i < eng->ntx) {
-		struct sv_tx *first = &eng->tx[i];
+		struct sv_tx *first = tx_at(eng, i);
 		unsigned int n = 0, k = 0;
 
-		for (; i + k < eng->ntx && eng->tx[i + k].sock == first->sock &&
-		       eng->tx[i + k].link == first->link &&
-		       eng->tx[i + k].peer == first->peer;
+		for (; i + k < eng->ntx &&
+		       tx_at(eng, i + k)->sock == first->sock &&
+		       tx_at(eng, i + k)->link == first->link &&
+		       tx_at(eng, i + k)->peer == first->peer;
 		     k++) {
-			struct sv_tx *t = &eng->tx[i + k];
+			struct sv_tx *t = tx_at(eng, i + k);
 			unsigned int copies =
 				inject ? sv_inject_tx(eng, t, t->qe->qpn) : 1;
 
@@ -132,7 +164,12 @@ void sv_tx_flush(struct sv_engine *eng)
 				    batch, n);
 		i += k;
 	}
+	/* Held past their time: the thread ran late (a core shared with
+	 * a spinning application, the scheduler's slice). */
+	if (eng->tx_held && sv_now_ns() - eng->tx_held_at > 2 * SV_ACK_HOLD_NS)
+		SV_STAT(eng, ack_held_late);
 	eng->ntx = 0;
+	eng->tx_held = 0;
 	if (eng->held)
 		sv_inject_release(eng, false);
 }
@@ -147,7 +184,8 @@ void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn)
 	sv_aeth_set_syndrome(aeth, syndrome);
 	sv_aeth_set_msn(aeth, qe->resp.msn);
 	sv_bth_set_resv7(b, sv_resp_sack(qe, syndrome, psn));
+	t->ack = (syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK;
 	sv_tx_finish(qe, t);
-	if ((syndrome & SV_AETH_TYPE_MASK) == SV_AETH_ACK)
+	if (t->ack)
 		SV_STAT(qe->eng, ack_sent);
 }

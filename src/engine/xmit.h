@@ -5,6 +5,7 @@
 #ifndef SV_ENGINE_XMIT_H
 #define SV_ENGINE_XMIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/qpe.h"
@@ -14,6 +15,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 		   uint32_t psn, uint32_t paylen);
 void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t);
 void sv_tx_flush(struct sv_engine *eng);
+bool sv_tx_hold_acks(struct sv_engine *eng, uint64_t now);
 void sv_send_ack(struct sv_qp_engine *qe, uint8_t syndrome, uint32_t psn);
 
 #endif

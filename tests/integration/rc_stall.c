@@ -248,6 +248,65 @@ static void unsig_pingpong_b(int fd)
 		CHECK_EQ(dups, 0);
 }
 
+/* ---- held_ack: the receiver pauses after each receive ----------------
+ * Over UDP a pass that completes a receive while the application
+ * busy-polls holds its ACK back for the application's answer (engine.c,
+ * hold_acks).  Here A busy-polls for B's signaled SEND, then pauses 20 ms
+ * without a verb: the thread must send the held ACK within
+ * SV_ACK_HOLD_NS.  Left for A's next verb, B's SEND would complete only
+ * through its probe (at least 1 ms later, a resend): B's probe_retransmit
+ * counts them.  B waits 3 ms before each SEND so that A polls (and the
+ * thread naps short) when it comes; A's ack_held shows the holds. */
+#define HA_ROUNDS 40
+
+static void held_ack_a(int fd)
+{
+	struct hx_ep ep;
+	unsigned long long held;
+	int r;
+
+	pp_open(&ep, fd);
+	for (r = 0; r < HA_ROUNDS; r++)
+		REQUIRE(hx_post_recv(&ep, r, ep.buf + RECV_OFF + r * 8192, 8192,
+				     ep.mr->lkey) == 0);
+	hx_sync(fd);
+	for (r = 0; r < HA_ROUNDS; r++) {
+		if (!HX_EXPECT(ep.rcq, NULL, r, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       PP_LEN))
+			break;
+		HX_CHECK_PATTERN(ep.buf + RECV_OFF + r * 8192, PP_LEN,
+				 7000 + r);
+		usleep(20000); /* the application does something else */
+		hx_sync(fd);
+	}
+	held = hx_ep_close_counter(&ep, "ack_held");
+	hx_log("%d SENDs received, 20 ms pause after each: ACKs held back %llu",
+	       HA_ROUNDS, held);
+}
+
+static void held_ack_b(int fd)
+{
+	unsigned long long probes;
+	struct hx_ep ep;
+	int r;
+
+	pp_open(&ep, fd);
+	hx_sync(fd);
+	for (r = 0; r < HA_ROUNDS; r++) {
+		usleep(3000);
+		hx_fill(ep.buf, PP_LEN, 7000 + r);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, r,
+					 ep.buf, PP_LEN, ep.mr->lkey, 0, 0, 0),
+			    0);
+		HX_EXPECT(ep.scq, NULL, r, IBV_WC_SUCCESS, IBV_WC_SEND, PP_LEN);
+		hx_sync(fd);
+	}
+	probes = close_resends(&ep);
+	hx_log("%d signaled SENDs: probe_retransmit+fast_retransmit %llu",
+	       HA_ROUNDS, probes);
+	CHECK(probes <= HA_ROUNDS / 10);
+}
+
 /* ---- stopped_peer: the probe waits while the peer's ring holds ours ---
  * A SEND to a peer stopped (SIGSTOP) for 20 ms sits in the peer's ring,
  * unread.  Over UDP the probe resends it every time its timer fires (at
@@ -305,11 +364,9 @@ static void stopped_peer_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(unsig_read, 60),
-	HX_CASE(unsig_small_read, 60),
-	HX_CASE(unsig_pingpong, 60),
-	HX_CASE(stopped_peer, 60),
-	{ 0 },
+	HX_CASE(unsig_read, 60),     HX_CASE(unsig_small_read, 60),
+	HX_CASE(unsig_pingpong, 60), HX_CASE(stopped_peer, 60),
+	HX_CASE(held_ack, 60),	     { 0 },
 };
 
 HX_MAIN(cases)
