@@ -16,6 +16,12 @@ At each MTU (1500 and 9000), every repeat runs, one after the other:
   ping-pong at 16 B, non-blocking (--nonblocked: both spin on recvfrom)
   and blocking (both sleep in recvfrom).
 
+First, what many connections cost (bench/setup_cost.c, in one process,
+on the shm path and on UDP, SOFTVERBS_FASTPATH=0): 10,000 RC QPs, each
+with a CQ of its own, connected in pairs (INIT->RTR per QP), the resident
+memory they add per QP, and 10,000 more CQs created and destroyed (the
+reap).
+
 Then, at MTU 1500, under 1% and 10% random UDP loss (nftables in the
 client's namespace, both directions): ib_write_bw 1 MiB and iperf3 (TCP
 loss is dropped with the same rule's rate, on TCP).
@@ -59,6 +65,14 @@ import bench as B  # noqa: E402  (the suite's parsers and process helpers)
 NS = ("svbench-a-%d" % os.getpid(), "svbench-b-%d" % os.getpid())
 ADDR = ("10.233.0.1", "10.233.0.2")
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+SETUP_QPS = 10000
+# Issue #20's targets for many connections: (setup_cost key, what, limit,
+# unit).
+SETUP_TARGETS = [
+    ("rtr_us", "RTR per QP, 10,000 RC QPs", 20, "us"),
+    ("rss_per_qp_kib", "memory per idle connected QP", 32, "KiB"),
+    ("cq_reap_ms", "10,000 CQs reaped", 100, "ms"),
+]
 
 
 def sh(*cmd, check=True, **kw):
@@ -196,6 +210,8 @@ class Netns:
         self.raw = os.path.join(self.out, "raw-netns")
         self.softverbs = os.path.join(os.path.abspath(build), "bin",
                                       "softverbs")
+        self.setup_cost = os.path.join(os.path.abspath(build), "bench",
+                                       "setup_cost")
         self.mtus = [int(m) for m in (env.get("BENCH_NETNS_MTUS") or
                      ("1500" if self.quick else "1500,9000")).split(",")]
         self.losses = [int(p) for p in
@@ -314,6 +330,26 @@ class Netns:
              "-t", "2"] + mode, port, proto="udp", server_exits=False)
         return B.parse_sockperf(out)
 
+    def setup(self, tag, path):
+        """bench/setup_cost with SETUP_QPS QPs and as many CQs, on the shm
+        path or UDP, pinned to the server's core: its key=value line."""
+        env = dict(os.environ)
+        if path == "udp":
+            env["SOFTVERBS_FASTPATH"] = "0"
+        cmd = ["taskset", "-c", self.cpus[0], self.softverbs, "run", "--",
+               self.setup_cost, str(SETUP_QPS), str(SETUP_QPS)]
+        log = os.path.join(self.raw, tag + ".txt")
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                             timeout=120)
+        with open(log, "w") as f:
+            f.write(" ".join(cmd) + "\n" + res.stdout + res.stderr)
+        if res.returncode:
+            raise B.RunError("setup_cost: " + B.tail(log))
+        kv = dict(w.split("=", 1) for w in res.stdout.split() if "=" in w)
+        return {k: float(kv[k]) for k in ("rtr_us", "rss_per_qp_kib",
+                                          "cq_reap_ms", "poll_empty_ns")
+                if k in kv}
+
     def share(self, cond, rep, gids):
         """ib_write_bw 1 MiB and an iperf3 TCP stream started together
         through the bottleneck: two rows, each one's MiB/s while both ran,
@@ -389,6 +425,10 @@ class Netns:
 
     def run(self):
         os.makedirs(self.raw, exist_ok=True)
+        for rep in range(1, self.repeats + 1):
+            for path in ("shm", "udp"):
+                self.record("setup " + path, "setup_cost", 0, rep,
+                            lambda tag, p=path: self.setup(tag, p))
         setup()
         try:
             for mtu in self.mtus:
@@ -457,6 +497,16 @@ class Netns:
         met)."""
         rows = []
 
+        def at_most(what, a, limit, unit):
+            rows.append((what, a, None, None, "<= %g %s" % (limit, unit),
+                         a is not None and a[0] <= limit))
+        for path in ("shm", "udp"):
+            cond = "setup " + path
+            for metric, what, limit, unit in SETUP_TARGETS:
+                at_most("%s: %s" % (cond, what),
+                        self.figure(cond, "setup_cost", 0, metric),
+                        limit, unit)
+
         def add(what, a, b, want, higher):
             if a is None or b is None or not b[0]:
                 rows.append((what, a, b, None, want, False))
@@ -498,6 +548,8 @@ class Netns:
 
     def write(self):
         units = {"bw": "MiB/s", "rate": "Mmsg/s", "lat": "us",
+                 "rtr_us": "us", "rss_per_qp_kib": "KiB", "cq_reap_ms": "ms",
+                 "poll_empty_ns": "ns",
                  "lat_avg": "us", "cpu_gib": "CPU s/GiB",
                  "share": "of the sum"}
         with open(os.path.join(self.out, "netns.csv"), "w", newline="") as f:

@@ -1,11 +1,11 @@
 #!/bin/bash
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
-# Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu, and
-# with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/, then runs
-# bench/bench.py, which runs perftest through softverbs and every anchor and
-# writes bench/results/, and bench/netns.py, softverbs' UDP path between two
-# network namespaces against iperf3 and sockperf on the same veth
-# (bench/results/netns.md).
+# Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu,
+# setup_cost, and with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/,
+# then runs bench/bench.py, which runs perftest through softverbs and every
+# anchor and writes bench/results/, and bench/netns.py, softverbs' UDP path
+# between two network namespaces against iperf3 and sockperf on the same
+# veth, and what 10,000 connections cost (bench/results/netns.md).
 # BENCH_QUICK=1 runs a small subset to check the pipeline (bench/results/quick/);
 # the other knobs are described at the top of bench/bench.py.
 set -euo pipefail
@@ -22,11 +22,11 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 mkdir -p "$build/bench"
-for prog in memcpy_bw pvm_bw idle_cpu; do
-	# idle_cpu is a verbs program: rdma-core's headers, linked against our
-	# library (it runs through `softverbs run` anyway).
+for prog in memcpy_bw pvm_bw idle_cpu setup_cost; do
+	# idle_cpu and setup_cost are verbs programs: rdma-core's headers,
+	# linked against our library (they run through `softverbs run` anyway).
 	libs=""
-	[ "$prog" = idle_cpu ] && libs="-L$build/lib -libverbs"
+	case $prog in idle_cpu | setup_cost) libs="-L$build/lib -libverbs" ;; esac
 	if [ ! -x "$build/bench/$prog" ] || [ "$here/$prog.c" -nt "$build/bench/$prog" ]; then
 		# shellcheck disable=SC2086
 		${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$build/bench/$prog" "$here/$prog.c" $libs

@@ -88,6 +88,22 @@ class Targets(unittest.TestCase):
         t = self.targets(runner([f]))
         self.assertFalse(t["mtu 1500: ib_write_bw 1 MiB / iperf3 TCP"][5])
 
+    def test_setup_targets_are_limits(self):
+        f = figures(1000, 900)
+        f[("setup shm", "setup_cost", 0)] = {
+            "rtr_us": 3.0, "rss_per_qp_kib": 30.3, "cq_reap_ms": 4.0}
+        f[("setup udp", "setup_cost", 0)] = {
+            "rtr_us": 25.0, "rss_per_qp_kib": 29.8}
+        t = self.targets(runner([f]))
+        self.assertTrue(t["setup shm: RTR per QP, 10,000 RC QPs"][5])
+        self.assertTrue(t["setup shm: memory per idle connected QP"][5])
+        self.assertTrue(t["setup shm: 10,000 CQs reaped"][5])
+        self.assertEqual(t["setup shm: 10,000 CQs reaped"][4], "<= 100 ms")
+        self.assertFalse(t["setup udp: RTR per QP, 10,000 RC QPs"][5])
+        self.assertTrue(t["setup udp: memory per idle connected QP"][5])
+        # Not measured (the run failed): not met.
+        self.assertFalse(t["setup udp: 10,000 CQs reaped"][5])
+
 
 if __name__ == "__main__":
     unittest.main()
