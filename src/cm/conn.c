@@ -30,6 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 int sv_cm_pdata_max(enum rdma_port_space ps, int type)
 {
 	int hdr = ps == RDMA_PS_IB ? 0 : SV_CMA_HDR_LEN;
@@ -702,6 +704,8 @@ void sv_conn_timer(struct sv_cm_id *id, enum sv_cm_timer t)
 	     (t == SV_TIMER_RTU && id->state == SV_CM_REP_SENT) ||
 	     (t == SV_TIMER_DREQ && id->state == SV_CM_DREQ_SENT))) {
 		id->mad_retries++;
+		sv_dbg("cm: no answer in %d ms: MAD sent again (%d of %d)",
+		       SV_MAD_RESEND_MS, id->mad_retries, SV_MAD_RETRIES);
 		sv_gsi_send((struct sockaddr *)&id->mad_peer, id->gid_index,
 			    &id->mad_last);
 		sv_cm_timer_set(id, t, SV_MAD_RESEND_MS);

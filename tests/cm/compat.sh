@@ -245,6 +245,48 @@ rping_netns_standard)
 	check "with the line that says why" grep -q "the IB CM needs UDP 4791" "$tmp/second"
 	killgroup "$holder_pid"
 	;;
+rping_netns_standard_loss)
+	# The IB CM under loss: in the server's namespace nftables drops every
+	# other REQ, REP and RTU (MADs to QP1: the CM class, each attribute
+	# counted on its own, offsets in bits from the UDP header), the first
+	# of each among them, which the CM must send again (a REQ or REP when
+	# no answer came in 2 s; an RTU when its REP comes again), and 10% of
+	# the pings' RC packets, which the engine resends; and all TCP, so that
+	# no other CM could connect.  DREQs and DREPs pass: rping's client
+	# destroys its id right after rdma_disconnect, and a lost DREQ is then
+	# resent by nobody (the kernel's CM too cancels it), leaving the server
+	# waiting.  rping -V checks every ping's bytes.
+	need rping
+	need nft
+	. "$here/../net/netns.sh"
+	sv_netns_usable || { echo "SKIP: no network namespaces here"; exit 77; }
+	a="svcmA$$" b="svcmB$$"
+	sv_netns_pair "$a" "$b" 10.233.0.1/24 10.233.0.2/24 || { echo "netns setup failed"; exit 1; }
+	cm="udp dport 4791 @th,104,24 1 @th,232,8 0x07 @th,352,16"
+	ip netns exec "$b" nft -f - <<-EOF || { echo "nft failed"; exit 1; }
+		table inet svcm {
+			counter mads {}
+			counter data {}
+			chain lose {
+				$cm 0x0010 numgen inc mod 2 0 counter name "mads" drop
+				$cm 0x0013 numgen inc mod 2 0 counter name "mads" drop
+				$cm 0x0014 numgen inc mod 2 0 counter name "mads" drop
+				udp dport 4791 @th,104,24 != 1 numgen random mod 100 < 10 counter name "data" drop
+			}
+			chain in { type filter hook input priority 0;
+				meta l4proto tcp drop; jump lose; }
+			chain out { type filter hook output priority 0; jump lose; }
+		}
+	EOF
+	export SOFTVERBS_ROCE=standard SOFTVERBS_LOG=3
+	rping_pair 10.233.0.2 "$a" "$b" 20 -V
+	resent=$(cat "$tmp/client.err" "$tmp/server.err" | grep -c 'MAD sent again')
+	dropped=$(ip netns exec "$b" nft list counter inet svcm mads | grep -o 'packets [0-9]*' | cut -d' ' -f2)
+	echo "CM MADs dropped: $dropped, sent again after 2 s: $resent"
+	# The first of each kind at least (more when a resend meets its turn).
+	check "REQs, REPs and RTUs were dropped" [ "$dropped" -ge 3 ]
+	check "the REQ and the REP were sent again" [ "$resent" -ge 2 ]
+	;;
 rdma_server)
 	need rdma_server
 	port=$(free_port)
