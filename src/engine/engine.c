@@ -279,16 +279,21 @@ static bool hold_acks(struct sv_engine *eng)
 {
 	uint64_t now, wake;
 
+	/* Only a batch of wire ACKs: the shm path pays nothing, not even
+	 * the clock read, nor the thread's short naps. */
 	if (!eng->pass_recvs)
 		return false;
 	eng->pass_recvs = 0;
+	if (!sv_tx_acks_only(eng))
+		return false;
 	now = sv_now_ns();
 	if (!sv_app_polls(eng, now))
 		return false;
 	eng->hold_tried = now;
 	wake = atomic_load(&eng->sleep_until);
-	if (wake > now + SV_ACK_HOLD_NS || !sv_tx_hold_acks(eng, now))
+	if (wake > now + SV_ACK_HOLD_NS)
 		return false;
+	sv_tx_hold_acks(eng, now);
 	/* The thread reads the deadline again after it says it sleeps. */
 	sv_timer_note(eng, now + SV_ACK_HOLD_NS);
 	return true;

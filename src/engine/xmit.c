@@ -102,8 +102,9 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
  * its own packets, in the same sendmmsg.  Sent at once, an ACK cost the
  * answer a trip of its own through the UDP stack (~1.5 us between
  * namespaces, a quarter of ib_send_lat's one way).  Only positive ACKs on
- * a wire link, and only once: the next pass sends them.  True when held. */
-bool sv_tx_hold_acks(struct sv_engine *eng, uint64_t now)
+ * a wire link, and only once: the next pass sends them.  Whether the batch
+ * is such ACKs only: */
+bool sv_tx_acks_only(const struct sv_engine *eng)
 {
 	unsigned int i;
 
@@ -112,10 +113,15 @@ bool sv_tx_hold_acks(struct sv_engine *eng, uint64_t now)
 	for (i = 0; i < eng->ntx; i++)
 		if (!eng->tx[i].ack || !eng->tx[i].link->wire)
 			return false;
+	return true;
+}
+
+/* Hold them (sv_tx_acks_only said so). */
+void sv_tx_hold_acks(struct sv_engine *eng, uint64_t now)
+{
 	eng->tx_held = eng->ntx;
 	eng->tx_held_at = now;
 	eng->stats->ack_held += eng->ntx;
-	return true;
 }
 
 /* The i-th packet to leave: the held ACKs last. */
