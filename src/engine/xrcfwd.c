@@ -39,6 +39,7 @@
 #include "core/cq.h"
 #include "core/xrc.h"
 #include "util/lockorder.h"
+#include "util/unixdg.h"
 #include "util/log.h"
 
 #define FWD_MAGIC 0x53565846u /* "SVXF" */
@@ -94,52 +95,8 @@ static socklen_t fwd_name(struct sockaddr_un *sa, uint16_t port)
 static bool fwd_recv(int fd, void *buf, size_t size, size_t min, ssize_t *got,
 		     struct sockaddr_un *from, socklen_t *fromlen, pid_t *pid)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(struct ucred))];
-	} ctl;
-	struct iovec iov = { .iov_base = buf, .iov_len = size };
-	struct msghdr m = {
-		.msg_name = from,
-		.msg_namelen = from ? sizeof(*from) : 0,
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.b,
-		.msg_controllen = sizeof(ctl.b),
-	};
-	struct cmsghdr *c;
-	bool mine = false;
-
-	*got = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (*got < 0)
-		return false;
-	if (fromlen)
-		*fromlen = m.msg_namelen;
-	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		struct ucred cr;
-
-		if (c->cmsg_level != SOL_SOCKET ||
-		    c->cmsg_type != SCM_CREDENTIALS)
-			continue;
-		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		mine = cr.uid == geteuid();
-		if (pid)
-			*pid = cr.pid;
-	}
-	return mine && !(m.msg_flags & MSG_TRUNC) && (size_t)*got >= min &&
-	       *(const uint32_t *)buf == FWD_MAGIC;
-}
-
-static int fwd_socket(void)
-{
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd >= 0 &&
-	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
+	return sv_unixdg_recv_mine(fd, buf, size, got, from, fromlen, pid) &&
+	       (size_t)*got >= min && *(const uint32_t *)buf == FWD_MAGIC;
 }
 
 /* The asking side's socket (one per process, under its lock). */
@@ -359,7 +316,7 @@ static void *server_start(uint16_t port)
 		return NULL;
 	sv->port = port;
 	sv->pid = getpid();
-	sv->fd = fwd_socket();
+	sv->fd = sv_unixdg_socket();
 	/* The name taken already (by another user: our port is ours, so
 	 * the name should be free): these SRQs are served to no one, and
 	 * requests for them find nothing. */
@@ -455,7 +412,7 @@ static void ask(struct sv_qp *qp, struct fwd_req *rq, const uint8_t *payload,
 	if (cl.fd < 0) {
 		struct sockaddr_un any = { .sun_family = AF_UNIX };
 
-		cl.fd = fwd_socket();
+		cl.fd = sv_unixdg_socket();
 		/* An address of our own (autobind) for the answers. */
 		if (cl.fd >= 0 &&
 		    bind(cl.fd, (struct sockaddr *)&any, sizeof(sa_family_t))) {
