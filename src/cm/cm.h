@@ -140,6 +140,7 @@ enum sv_sock_kind {
 	SV_SOCK_BOUND, /* bound port, nothing else yet */
 	SV_SOCK_LISTEN, /* rdma_listen */
 	SV_SOCK_CONN, /* connected (or connecting) CM connection */
+	SV_SOCK_MAD, /* standard mode: MADs forwarded to us (gsi.c) */
 };
 
 #define SV_CM_WBUF (8 * sizeof(struct sv_cm_wire))
@@ -231,6 +232,10 @@ struct sv_cm_id {
 	uint64_t tid;
 	struct sockaddr_storage mad_peer;
 	struct sv_mad mad_last;
+	/* A listener's name for its service's REQs (gsi.c), shared by the
+	 * listeners of one service in this process. */
+	struct sv_cm_sock *mad_svc;
+	uint64_t mad_service;
 	/* ECE (rdma_set_local_ece / rdma_get_remote_ece) */
 	struct ibv_ece local_ece, remote_ece;
 };
@@ -382,11 +387,19 @@ void sv_conn_mad(const struct sockaddr_storage *peer,
 /* The progress thread's epoll handle of the GSI completion channel. */
 #define SV_GSI_HANDLE (UINT64_MAX - 1)
 bool sv_gsi_mode(void);
-/* Lock held.  0 or errno (EADDRINUSE: another process holds UDP 4791). */
+/* Lock held.  0 or errno. */
 int sv_gsi_start(void);
 int sv_gsi_send(const struct sockaddr *peer, int gid_index,
 		const struct sv_mad *m);
 void sv_gsi_readable(void);
+/* A SV_SOCK_MAD socket has datagrams. */
+void sv_gsi_sock_readable(struct sv_cm_sock *s);
+/* The endpoint number in our comm IDs (proto/mad.h); after sv_gsi_start. */
+uint16_t sv_gsi_endpoint(void);
+/* A listener takes the REQs of its service (0 or errno: EADDRINUSE when
+ * another process of the namespace listens there), and gives them up. */
+int sv_gsi_listen(struct sv_cm_id *id);
+void sv_gsi_unlisten(struct sv_cm_id *id);
 /* Wait at most ms for the MADs posted so far to leave (process exit). */
 void sv_gsi_drain(int ms);
 

@@ -743,6 +743,7 @@ void sv_conn_teardown(struct sv_cm_id *id)
 
 	sv_cm_timer_clear(id);
 	if (id->state == SV_CM_LISTEN) {
+		sv_gsi_unlisten(id);
 		/* Requests in flight meet no listener any more. */
 		list_for_each_safe (&sv_cm.socks, it, tmp) {
 			struct sv_cm_sock *s =
@@ -781,6 +782,38 @@ void sv_conn_teardown(struct sv_cm_id *id)
 		break;
 	}
 	drop_sock(id, true);
+}
+
+/* The MAD connection whose comm ID (SIDR: request ID) is ours. */
+static struct sv_cm_id *mad_find(uint32_t local_comm)
+{
+	struct list_node *it, *tmp;
+
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *id = list_entry(it, struct sv_cm_id, node);
+
+		if (id->mad && id->local_comm == local_comm && !id->destroying)
+			return id;
+	}
+	return NULL;
+}
+
+/* A new comm ID: our endpoint in the high half, so that the holder of
+ * 4791 sends the answers here (proto/mad.h); a counter in the low half,
+ * past the IDs still in use.  After sv_gsi_start; 0 when all are. */
+static uint32_t mad_comm_new(void)
+{
+	static uint16_t next;
+	uint32_t c;
+
+	if (!next)
+		next = (uint16_t)sv_cm_random24();
+	for (unsigned int i = 0; i <= UINT16_MAX; i++) {
+		c = SV_CM_COMM_ID(sv_gsi_endpoint(), next++);
+		if ((uint16_t)c && !mad_find(c))
+			return c;
+	}
+	return 0; /* 65535 connections of ours in setup or up */
 }
 
 /* ---- API ------------------------------------------------------------------------- */
@@ -874,8 +907,12 @@ SV_EXPORT int rdma_connect(struct rdma_cm_id *cmid,
 		ret = sv_gsi_start();
 		if (ret)
 			goto out;
+		id->local_comm = mad_comm_new();
+		if (!id->local_comm) {
+			ret = ENOMEM; /* as the kernel's ID allocation */
+			goto out;
+		}
 		id->mad = true;
-		id->local_comm = sv_cm_random24() << 8 | 1;
 		id->tid = (uint64_t)sv_cm_random24() << 32 | id->local_comm;
 		memcpy(&id->mad_peer, &cmid->route.addr.dst_storage,
 		       sizeof(id->mad_peer));
@@ -1331,19 +1368,6 @@ static int mad_send(struct sv_cm_id *id, const struct sv_cm_wire *w)
 	return ret == ENOBUFS ? 0 : ret;
 }
 
-static struct sv_cm_id *mad_find(uint32_t local_comm)
-{
-	struct list_node *it, *tmp;
-
-	list_for_each_safe (&sv_cm.ids, it, tmp) {
-		struct sv_cm_id *id = list_entry(it, struct sv_cm_id, node);
-
-		if (id->mad && id->local_comm == local_comm && !id->destroying)
-			return id;
-	}
-	return NULL;
-}
-
 /* No id for a request: REJ (SIDR: a SIDR_REP with a status) without one. */
 static void mad_bare_reject(const struct sockaddr_storage *peer,
 			    const struct sockaddr *local,
@@ -1389,6 +1413,7 @@ static void mad_req(const struct sockaddr_storage *peer, const struct sv_mad *q)
 	unsigned int off = 0;
 	struct list_node *it, *tmp;
 	struct sv_cm_wire w;
+	uint32_t comm;
 	int no_service = sidr ? SV_SIDR_UNSUPPORTED : SV_REJ_INVALID_SERVICE_ID;
 
 	/* A request we have: its answer was lost, or ours is slow. */
@@ -1446,8 +1471,10 @@ static void mad_req(const struct sockaddr_storage *peer, const struct sv_mad *q)
 		memcpy(&dst, &ls->id.route.addr.src_storage, sizeof(dst));
 	sv_cm_set_port((struct sockaddr *)&dst, port);
 	mad_to_wire(q, &w, off);
-	id = sv_id_alloc(ls->sync ? NULL : ls->id.channel, ls->id.context,
-			 ls->id.ps, ls->id.qp_type);
+	comm = mad_comm_new();
+	id = comm ? sv_id_alloc(ls->sync ? NULL : ls->id.channel,
+				ls->id.context, ls->id.ps, ls->id.qp_type) :
+		    NULL;
 	if (!id) {
 		mad_bare_reject(peer, (struct sockaddr *)&dst, q,
 				sidr ? SV_SIDR_REJECT : SV_REJ_NO_RESOURCES);
@@ -1455,7 +1482,7 @@ static void mad_req(const struct sockaddr_storage *peer, const struct sv_mad *q)
 	}
 	id->mad = true;
 	id->remote_comm = q->local_comm;
-	id->local_comm = sv_cm_random24() << 8 | 2;
+	id->local_comm = comm;
 	id->tid = q->tid;
 	memcpy(&id->mad_peer, peer, sizeof(id->mad_peer));
 	req_deliver(ls, id, &w, &dst, &src);

@@ -436,6 +436,10 @@ static void sock_linger_event(struct sv_cm_sock *s, uint32_t events)
 
 static void sock_event(struct sv_cm_sock *s, uint32_t events)
 {
+	if (s->kind == SV_SOCK_MAD) {
+		sv_gsi_sock_readable(s);
+		return;
+	}
 	if (s->linger) {
 		sock_linger_event(s, events);
 		return;

@@ -2,15 +2,17 @@
  * The GSI endpoint of librdmacm in standard mode (SOFTVERBS_ROCE=standard):
  * IB CM MADs travel as UD SENDs between QP1s at UDP 4791, as a RoCE peer's
  * kernel CM sends them.  The CM's device context gets one UD QP created
- * with IBV_QP_CREATE_SOURCE_QPN 1 (the engine then sends it as QP1 and
- * hands it what arrives for QP1), Q_Key 0x80010000, receives posted from
- * a ring of 296-byte slots (GRH area + MAD); its completion channel is in
- * the progress thread's epoll.  Everything here runs with sv_cm.lock held.
+ * with IBV_QP_CREATE_SOURCE_QPN 1 (the engine then sends it as QP1),
+ * Q_Key 0x80010000, receives posted from a ring of 296-byte slots (GRH
+ * area + MAD); its completion channel is in the progress thread's epoll.
+ * Everything here runs with sv_cm.lock held.
  *
- * Only the process whose engine holds UDP 4791 can have it: QP1 packets
- * name no process (the holder cannot forward them by QPN as it does
- * other packets), so elsewhere sv_gsi_start fails with EADDRINUSE and the
- * engine says why.
+ * One engine of the namespace holds UDP 4791 and takes every MAD to QP1;
+ * it sends each on to the CM the MAD names (engine/gsifwd.c), through the
+ * abstract Unix names a CM binds (proto/mad.h): at start, its endpoint
+ * number, the high half of every comm ID it hands out; at rdma_listen,
+ * the listener's service ID.  What no name claims reaches the holder's
+ * GSI QP, whose CM answers as for a request nobody listens for.
  */
 #include "cm/cm.h"
 
@@ -19,9 +21,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cm/mad.h"
 #include "util/env.h"
+#include "util/log.h"
+#include "util/unixdg.h"
 
 #define GSI_QPN 1
 #define GSI_QKEY 0x80010000u
@@ -42,6 +47,8 @@ static struct {
 	struct ibv_ah *ah[GSI_NSEND]; /* of the send in the slot */
 	bool busy[GSI_NSEND];
 	unsigned int next;
+	struct sv_cm_sock *ep; /* our endpoint's name (proto/mad.h) */
+	uint16_t endpoint;
 } gsi;
 
 bool sv_gsi_mode(void)
@@ -62,6 +69,8 @@ static int post_recv(unsigned int i)
 
 static void gsi_free(void)
 {
+	if (gsi.ep)
+		sv_sock_close(gsi.ep);
 	if (gsi.qp)
 		ibv_destroy_qp(gsi.qp);
 	if (gsi.mr)
@@ -75,6 +84,60 @@ static void gsi_free(void)
 	if (gsi.pd)
 		ibv_dealloc_pd(gsi.pd);
 	memset(&gsi, 0, sizeof(gsi));
+}
+
+/* A new SV_SOCK_MAD socket bound to route r's name; NULL with errno. */
+static struct sv_cm_sock *route_bind(const struct sv_cm_route *r)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sv_cm_route_name(&sa, geteuid(), r);
+	struct sv_cm_sock *s;
+	int fd = sv_unixdg_socket(), err;
+
+	if (fd < 0)
+		return NULL;
+	if (bind(fd, (struct sockaddr *)&sa, len)) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	s = sv_sock_new(fd, SV_SOCK_MAD);
+	if (!s) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sv_sock_want(s, EPOLLIN);
+	return s;
+}
+
+/* Our endpoint number: the first free one from a random start (a
+ * namespace's CMs rarely number more than a few). */
+static int endpoint_bind(void)
+{
+	uint16_t first = (uint16_t)sv_cm_random24();
+
+	for (unsigned int i = 0; i <= UINT16_MAX; i++) {
+		struct sv_cm_route r = { SV_CM_ROUTE_ENDPOINT,
+					 (uint16_t)(first + i) };
+
+		if (!r.key)
+			continue; /* comm ID 0 means "none" in a REJ */
+		gsi.ep = route_bind(&r);
+		if (gsi.ep) {
+			gsi.endpoint = (uint16_t)r.key;
+			return 0;
+		}
+		if (errno != EADDRINUSE)
+			return errno;
+	}
+	return EADDRINUSE;
+}
+
+uint16_t sv_gsi_endpoint(void)
+{
+	return gsi.endpoint;
 }
 
 int sv_gsi_start(void)
@@ -140,6 +203,8 @@ int sv_gsi_start(void)
 			goto fail;
 	if (ibv_req_notify_cq(gsi.rcq, 0) ||
 	    epoll_ctl(sv_cm.epfd, EPOLL_CTL_ADD, gsi.ch->fd, &ev))
+		goto fail;
+	if ((errno = endpoint_bind()))
 		goto fail;
 	gsi.up = true;
 	return 0;
@@ -270,6 +335,23 @@ static void grh_addrs(const uint8_t *grh, struct sockaddr_storage *src,
 	}
 }
 
+/* A received MAD behind its GRH area, from the GSI QP or forwarded. */
+static void mad_received(const uint8_t *slot, size_t len)
+{
+	struct sockaddr_storage peer, local;
+	struct sv_mad m;
+	int err;
+
+	if (len < GSI_GRH)
+		return;
+	grh_addrs(slot, &peer, &local);
+	err = sv_mad_decode(&m, slot + GSI_GRH, len - GSI_GRH);
+	if (err)
+		sv_cm_log("GSI: MAD dropped: %s", strerror(err));
+	else
+		sv_conn_mad(&peer, &local, &m);
+}
+
 void sv_gsi_readable(void)
 {
 	struct ibv_cq *cq;
@@ -285,24 +367,89 @@ void sv_gsi_readable(void)
 	while ((n = ibv_poll_cq(gsi.rcq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			unsigned int s = (unsigned int)wc[i].wr_id;
-			struct sockaddr_storage peer, local;
-			struct sv_mad m;
-			int err;
 
 			if (s >= GSI_NRECV)
 				continue;
-			if (wc[i].status == IBV_WC_SUCCESS &&
-			    wc[i].byte_len >= GSI_GRH) {
-				grh_addrs(gsi.rbuf[s], &peer, &local);
-				err = sv_mad_decode(&m, gsi.rbuf[s] + GSI_GRH,
-						    wc[i].byte_len - GSI_GRH);
-				if (err)
-					sv_cm_log("GSI: MAD dropped: %s",
-						  strerror(err));
-				else
-					sv_conn_mad(&peer, &local, &m);
-			}
+			if (wc[i].status == IBV_WC_SUCCESS)
+				mad_received(gsi.rbuf[s], wc[i].byte_len);
 			post_recv(s);
 		}
 	}
+}
+
+void sv_gsi_sock_readable(struct sv_cm_sock *s)
+{
+	/* One more byte than a MAD's datagram: a longer one is cut, and
+	 * dropped as such. */
+	uint8_t buf[SV_CM_ROUTE_DGRAM + 1];
+
+	for (unsigned int i = 0; i < GSI_NRECV; i++) {
+		ssize_t got;
+		pid_t pid = 0;
+		bool mine = sv_unixdg_recv_mine(s->fd, buf, sizeof(buf), &got,
+						NULL, NULL, &pid);
+
+		if (got < 0)
+			return; /* drained */
+		if (!mine || got != SV_CM_ROUTE_DGRAM) {
+			/* Not a holder of our user's: anyone may send to an
+			 * abstract name (docs/security.md). */
+			sv_cm_log("GSI: a forwarded datagram of %zd bytes from "
+				  "pid %d dropped: not one MAD from a process "
+				  "of our user",
+				  got, (int)pid);
+			continue;
+		}
+		mad_received(buf, (size_t)got);
+	}
+}
+
+int sv_gsi_listen(struct sv_cm_id *id)
+{
+	uint64_t svc = SV_CMA_SERVICE_ID(
+		id->id.ps, sv_cm_port_of(&id->id.route.addr.src_addr));
+	struct sv_cm_route r = { SV_CM_ROUTE_SERVICE, svc };
+	struct list_node *it, *tmp;
+	int err;
+
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *c = list_entry(it, struct sv_cm_id, node);
+
+		if (c != id && c->mad_svc && c->mad_service == svc) {
+			id->mad_svc = c->mad_svc; /* another of ours */
+			id->mad_service = svc;
+			return 0;
+		}
+	}
+	id->mad_svc = route_bind(&r);
+	if (!id->mad_svc) {
+		err = errno;
+		if (err == EADDRINUSE)
+			sv_err("SOFTVERBS_ROCE=standard: rdma_listen on port "
+			       "%u: another process of this network namespace "
+			       "takes the IB CM's requests for it (service ID "
+			       "0x%016llx)",
+			       (unsigned int)(uint16_t)svc,
+			       (unsigned long long)svc);
+		return err;
+	}
+	id->mad_service = svc;
+	return 0;
+}
+
+void sv_gsi_unlisten(struct sv_cm_id *id)
+{
+	struct list_node *it, *tmp;
+	struct sv_cm_sock *s = id->mad_svc;
+
+	if (!s)
+		return;
+	id->mad_svc = NULL;
+	list_for_each_safe (&sv_cm.ids, it, tmp) {
+		struct sv_cm_id *c = list_entry(it, struct sv_cm_id, node);
+
+		if (c->mad_svc == s)
+			return; /* still another listener's */
+	}
+	sv_sock_close(s);
 }

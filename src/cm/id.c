@@ -464,10 +464,12 @@ SV_EXPORT int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	}
 	/* Standard mode: requests come as MADs on QP1 (the TCP listen
 	 * below only keeps the port the id's own). */
-	if (sv_gsi_mode() && (ret = sv_gsi_start()))
+	if (sv_gsi_mode() &&
+	    ((ret = sv_gsi_start()) || (ret = sv_gsi_listen(id))))
 		goto out;
 	if (listen(id->sock->fd, backlog)) {
 		ret = errno;
+		sv_gsi_unlisten(id);
 		goto out;
 	}
 	id->backlog = backlog;

@@ -16,24 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SV_MAD_SIZE 256
-#define SV_MAD_HDR 24
+#include "proto/mad.h"
+
 #define SV_MAD_BASE_VERSION 1
-#define SV_MAD_CLASS_CM 0x07
 #define SV_MAD_CM_CLASS_VERSION 2
 #define SV_MAD_METHOD_SEND 0x03
-
-enum sv_mad_attr {
-	SV_MAD_REQ = 0x0010,
-	SV_MAD_MRA = 0x0011,
-	SV_MAD_REJ = 0x0012,
-	SV_MAD_REP = 0x0013,
-	SV_MAD_RTU = 0x0014,
-	SV_MAD_DREQ = 0x0015,
-	SV_MAD_DREP = 0x0016,
-	SV_MAD_SIDR_REQ = 0x0017,
-	SV_MAD_SIDR_REP = 0x0018,
-};
 
 /* REJ's and MRA's "message rejected/MRAed" field. */
 #define SV_MAD_MSG_REQ 0

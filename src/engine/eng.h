@@ -103,6 +103,9 @@ struct sv_engine {
 		struct sv_shm_peer *peer;
 	} roce_fwd[SV_ROCE_FWD];
 	unsigned int roce_fwd_next; /* the entry to replace next */
+	/* The socket that sends QP1's CM MADs on to their CMs (gsifwd.c),
+	 * plus one; 0: none yet. */
+	int mad_fd;
 	/* The UD QP that answers for QP1 at 4791 (sv_engine_qp_gsi), or NULL. */
 	struct sv_qp_engine *gsi;
 	struct list_head qps;

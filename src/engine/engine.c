@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/gsifwd.h"
 #include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
@@ -559,6 +560,7 @@ void sv_engine_close(struct sv_context *ctx)
 	if (sv_env_stats())
 		sv_engine_stats_dump(ctx, stderr);
 	sv_links_engine_close(eng);
+	sv_gsi_forward_close(eng);
 	list_for_each_safe (&eng->socks, it, tmp) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 

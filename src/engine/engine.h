@@ -22,10 +22,10 @@ void sv_engine_close(struct sv_context *ctx);
 int sv_engine_qp_create(struct sv_qp *qp);
 void sv_engine_qp_destroy(struct sv_qp *qp);
 /* Make a new UD QP this engine's GSI QP (IBV_QP_CREATE_SOURCE_QPN 1,
- * librdmacm's IB CM in standard mode): it sends with source QPN 1 and takes
- * what arrives at UDP 4791 for QPN 1.  0, EOPNOTSUPP (not standard mode),
- * EADDRINUSE (another process holds 4791: QP1 packets cannot be told apart
- * per process, so they are not forwarded) or EBUSY (one already). */
+ * librdmacm's IB CM in standard mode): it sends with source QPN 1 and,
+ * while the engine holds UDP 4791, takes what arrives there for QPN 1
+ * and no CM's name claims (engine/gsifwd.h).  0, EOPNOTSUPP (not
+ * standard mode) or EBUSY (one already). */
 int sv_engine_qp_gsi(struct sv_qp *qp);
 
 /* Called by ibv_modify_qp after a successful change, with the state lock

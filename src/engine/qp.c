@@ -23,7 +23,6 @@
 #include "engine/stats.h"
 #include "engine/xmit.h"
 #include "engine/xrc.h"
-#include "link/roce.h"
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
@@ -206,22 +205,16 @@ int sv_engine_qp_gsi(struct sv_qp *qp)
 
 	if (!sv_links_standard() || qp->type != IBV_QPT_UD)
 		return EOPNOTSUPP;
+	/* Any engine may send as QP1; what arrives for QP1 reaches it when
+	 * it holds 4791 and no CM's name claims the MAD (gsifwd.c). */
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-	if (!eng->roce)
-		err = EADDRINUSE;
-	else if (eng->gsi)
+	if (eng->gsi)
 		err = EBUSY;
 	else {
 		eng->gsi = qe;
 		qe->gsi = true;
 	}
 	sv_mutex_unlock(&eng->lock);
-	if (err == EADDRINUSE)
-		sv_err("SOFTVERBS_ROCE=standard: the IB CM needs UDP %u, which "
-		       "another process of this namespace holds: its QP1 "
-		       "packets are not forwarded between processes, so "
-		       "rdma_cm runs in the process holding it only",
-		       SV_ROCE_PORT);
 	return err;
 }
 

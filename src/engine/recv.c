@@ -10,6 +10,7 @@
 
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/gsifwd.h"
 #include "engine/inject.h"
 #include "engine/limits.h"
 #include "engine/links.h"
@@ -133,8 +134,11 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	/* The QPN names the socket (port) and the slot on it; what the
 	 * standard endpoint (UDP 4791) takes goes to that socket. */
 	if (s->roce && pkt.qpn == SV_QPN_GSI) {
-		/* QP1 at 4791: the IB CM's MADs, for the engine's GSI QP
-		 * (librdmacm's), in this process only. */
+		/* QP1 at 4791: the IB CM's MADs, for the CM they name in
+		 * whichever process (gsifwd.c); what no CM serves goes to
+		 * the engine's GSI QP. */
+		if (sv_gsi_forward(eng, &pkt, flow))
+			return;
 		if (!(qe = eng->gsi)) {
 			SV_STAT(eng, drop_no_qp);
 			return drop(eng, buf, len, "no GSI QP");

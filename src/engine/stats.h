@@ -50,6 +50,8 @@
 	X(drop_icrc, "dropped: bad ICRC")                                    \
 	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (rxe, GSO)") \
 	X(roce_forwarded, "packets UDP 4791 took for another process's QP")  \
+	X(mad_forwarded, "CM MADs UDP 4791 took, sent to the CM they name")   \
+	X(mad_fwd_lost, "CM MADs lost: their CM's socket was full")          \
 	X(roce_takeover, "times this process took UDP 4791 over")            \
 	X(drop_no_qp, "dropped: no QP at the destination QPN")               \
 	X(drop_qp_state, "dropped: QP not in a receiving state")             \

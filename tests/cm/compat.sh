@@ -238,15 +238,56 @@ rping_netns_standard)
 	EOF
 	export SOFTVERBS_ROCE=standard
 	rping_pair 10.233.0.2 "$a" "$b" 100 -V
-	# The CM needs QP1, which only the holder of 4791 has: a second
-	# process of the namespace is refused, saying why.
-	start holder ip netns exec "$b" timeout 60 "$sv" run -- rping -s -a 10.233.0.2 -p 7175 -C 1
-	wait_listen 7175 "$b" || { show holder; exit 1; }
-	ip netns exec "$b" timeout 30 "$sv" run -- rping -s -a 10.233.0.2 -p 7176 -C 1 >"$tmp/second" 2>&1
-	show second
-	check "a second CM process: rdma_listen fails with EADDRINUSE" grep -q "rdma_listen: Address already in use" "$tmp/second"
-	check "with the line that says why" grep -q "the IB CM needs UDP 4791" "$tmp/second"
-	killgroup "$holder_pid"
+	# The CM in processes that do not hold 4791: in each namespace an
+	# idle pingpong server (no CM) holds it, and sends every MAD on to
+	# the CM its service ID or comm ID names (engine/gsifwd.c).  Two
+	# rping pairs at once (REQs to two listeners, answers to two
+	# clients' endpoints) and udaddy (SIDR_REQ and SIDR_REP).
+	idle_holder() { # ns addr
+		local gid
+		gid=$(ip netns exec "$1" "$sv" run -- ibv_devinfo -v |
+			sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$2, RoCE v2/\1/p" | head -n1)
+		start "idle$3" ip netns exec "$1" timeout 120 "$sv" run -- ibv_rc_pingpong -g "$gid" -p 18599
+		for _ in $(seq 200); do
+			ip netns exec "$1" ss -Hlunp "sport = :4791" | grep -q "pid=" && return 0
+			sleep 0.05
+		done
+		echo "no idle holder of 4791 in $1"
+		return 1
+	}
+	idle_holder "$a" 10.233.0.1 a || exit 1
+	idle_holder "$b" 10.233.0.2 b || exit 1
+	holders=$(ip netns exec "$a" ss -Hlunp "sport = :4791"; ip netns exec "$b" ss -Hlunp "sport = :4791")
+	echo "$holders" | cut -c1-150
+	check "ibv_rc_pingpong holds 4791 in both namespaces" [ "$(echo "$holders" | grep -c '"ibv_rc_pingpong"')" = 2 ]
+	for p in 7175 7176; do
+		start "s$p" ip netns exec "$b" timeout 120 "$sv" run -- rping -s -a 10.233.0.2 -p $p -v -V -C 20
+	done
+	wait_listen 7175 "$b" && wait_listen 7176 "$b" || { show s7175; show s7176; exit 1; }
+	for p in 7175 7176; do
+		start "c$p" ip netns exec "$a" timeout 120 "$sv" run -- rping -c -a 10.233.0.2 -p $p -v -V -C 20
+	done
+	for p in 7175 7176; do
+		finish "c$p" 100
+		crc=$?
+		finish "s$p" 30
+		src=$?
+		show "c$p" 2
+		check "rping on port $p, neither side holding 4791: client exit 0" rping_exit_ok "c$p" "$crc"
+		check "rping on port $p: server exit 0" rping_exit_ok "s$p" "$src"
+		check "rping on port $p: 20 pings checked" [ "$(count "c$p" '^ping data: rdma-ping-')" = 20 ]
+	done
+	check "the server was told who holds 4791" grep -q "UDP 4791 is held by pid" "$tmp/s7175.err"
+	start udserver ip netns exec "$b" timeout 60 "$sv" run -- udaddy
+	wait_listen 7174 "$b" || { show udserver; exit 1; }
+	ip netns exec "$a" timeout 60 "$sv" run -- udaddy -s 10.233.0.2 >"$tmp/udclient" 2>&1
+	crc=$?
+	finish udserver 20
+	src=$?
+	show udclient 4
+	check "udaddy (SIDR), neither side holding 4791: client exit 0" [ "$crc" = 0 ]
+	check "udaddy: server exit 0" [ "$src" = 0 ]
+	check "udaddy: the client's datagrams went" grep -q "^data transfers complete" "$tmp/udclient"
 	;;
 rping_netns_standard_loss)
 	# The IB CM under loss: in the server's namespace nftables drops every

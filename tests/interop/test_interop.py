@@ -509,6 +509,24 @@ def check_loss(counters, host_outs):
         fail("softverbs shows no recovery from the dropped packets")
 
 
+def idle_holder(vm, gidx):
+    """A standard-mode process that holds UDP 4791 in the host's
+    namespace and does nothing else (a pingpong server on a port nobody
+    connects to): every other softverbs process gets its packets, and its
+    CM its MADs, through it."""
+    idle = vm.spawn(*softverbs_cmd(["ibv_rc_pingpong", "-g", str(gidx),
+                                    "-p", "18599"]),
+                    env=SV_ENV, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
+    while "ibv_rc_pingpong" not in subprocess.run(
+            vm.in_ns("ss", "-Hlunp", "sport = :4791"), capture_output=True,
+            text=True).stdout:
+        if idle.poll() is not None:
+            fail("the idle holder of 4791 exited")
+        time.sleep(0.05)
+    return idle
+
+
 def test_verbs(sv_side):
     """Every TOOLS pair between softverbs on the host (standard mode) and
     rxe in the guest, in one boot: sv_side "server" (the guest's tools are
@@ -567,17 +585,7 @@ def test_verbs(sv_side):
             # pingpongs' engines exist from the start and get their
             # packets through the holder; perftest makes its QPs when
             # its client connects.
-            idle = vm.spawn(*softverbs_cmd(["ibv_rc_pingpong", "-g",
-                                            str(gidx), "-p", "18599"]),
-                            env=SV_ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-            while not subprocess.run(vm.in_ns("ss", "-Hlun",
-                                              "sport = :4791"),
-                                     capture_output=True,
-                                     text=True).stdout:
-                if idle.poll() is not None:
-                    fail("the idle holder of 4791 exited")
-                time.sleep(0.05)
+            idle = idle_holder(vm, gidx)
             for i, (name, argv, _) in enumerate(pairs):
                 args = tool_args(argv, None, gidx, TOOL_PORT + i)
                 # Into a file, kept with the run's folder on failure.
@@ -788,11 +796,13 @@ def test_cm(sv_side):
     """librdmacm in standard mode against the kernel's rdma_cm (IB CM MADs
     on QP1): rping, ucmatose, udaddy (SIDR), ib_write_bw -R and CM_PERF
     between softverbs on the host and rxe in the guest, softverbs the
-    server of each pair (sv_side "server") or the client, one boot.  One
-    softverbs process at a time (the CM runs where UDP 4791 is held), so
-    the host side runs its tools one after the other and the guest's
-    clients try again while refused.  softverbs the client, perftest's
-    tools run with LATE_LISTEN_RULES on the tap."""
+    server of each pair (sv_side "server") or the client, one boot.  The
+    host side runs its tools one after the other and the guest's clients
+    try again while refused (or, softverbs the server, while their REQs
+    go unanswered).  softverbs the server, an idle process holds UDP 4791
+    (idle_holder) and sends each MAD on to the CM it names in the tool's
+    process; softverbs the client, the tools hold it themselves, and
+    perftest's run with LATE_LISTEN_RULES on the tap."""
     addr = rig.HOST_ADDR if sv_side == "server" else rig.GUEST_ADDR
     tools = cm_tools(addr) + cm_perf_tools(addr)
     guest = []
@@ -817,6 +827,8 @@ def test_cm(sv_side):
     host = {}
     late_listen = None  # the REJs dropped, once the rules are loaded
     with rig.VM("; ".join(guest)) as vm:
+        if sv_side == "server":
+            idle_holder(vm, host_gid_index(vm))
         vm.start()
         start = time.monotonic()
         for name, server, client in tools:
@@ -873,6 +885,11 @@ def test_cm(sv_side):
             failed.append(f"{name} (host exit {hs}, guest exit {gs})")
         if stat(hout, "drop_icrc"):
             failed.append(f"{name}: softverbs dropped ICRCs")
+        if sv_side == "server" and \
+                "UDP 4791 is held by pid" not in hout:
+            # Its MADs came through the idle holder, or the test
+            # proves less than it says.
+            failed.append(f"{name}: held 4791 itself")
     if status is None:
         fail("no status from the guest in time", vm)
     if failed:
