@@ -15,6 +15,9 @@
 #define SV_RX_GRO_BATCH 16
 #define SV_RX_BUDGET 512 /* datagrams per socket per pass */
 #define SV_REQ_BUDGET 128 /* packets per QP per requester run */
+/* Requester runs a UD QP gets at its destroy for what was posted before
+ * (qp.c): SV_UD_DESTROY_RUNS * SV_REQ_BUDGET datagrams at most. */
+#define SV_UD_DESTROY_RUNS 64
 #define SV_REPLY_BUDGET 128 /* read response packets per QP per run */
 #define SV_WINDOW_MAX 256 /* un-ACKed packets in flight per QP */
 #define SV_WINDOW_MIN 8

@@ -160,6 +160,16 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 	eng = qe->eng;
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
+	/* Datagrams posted before the destroy leave first, as from an HCA,
+	 * which fetches a WQE within microseconds of its doorbell: mckey's
+	 * sender posts unsignaled sends and destroys its QP at once, and
+	 * on a busy host our thread may not have run in between.  (The
+	 * requester stops by itself where the queue or a budget ends.) */
+	if (qe->type == IBV_QPT_UD)
+		for (int i = 0;
+		     i < SV_UD_DESTROY_RUNS && qe->req.idx != sv_sq_tail(qe);
+		     i++)
+			sv_req_run(qe);
 	if (eng->ntx)
 		sv_tx_flush(eng); /* held ACKs: the QP's among them */
 	if (sv_env_stats()) {
