@@ -182,7 +182,13 @@ int main(int argc, char **argv)
 		}
 	}
 	CHECK_EQ(lost, 0);
-	ibv_destroy_ah(ah);
-	ibv_destroy_qp(r);
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(ibv_destroy_qp(r), 0);
+	CHECK_EQ(ibv_dereg_mr(smr), 0);
+	CHECK_EQ(ibv_dereg_mr(rmr), 0);
+	CHECK_EQ(ibv_destroy_cq(scq), 0);
+	CHECK_EQ(ibv_destroy_cq(rcq), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(ibv_close_device(ctx), 0);
 	return check_done();
 }
