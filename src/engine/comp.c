@@ -776,6 +776,7 @@ static enum comp_state do_read(struct comp_ctx *c)
 			return COMP_ERR_LOC_PROT;
 	}
 	w->read_done += want;
+	sv_req_read_answered(qe, w);
 	resp_used(c);
 	if (w->read_done == w->length && (w->length || (pkt->mask & SV_M_END)))
 		return COMP_COMP_WQE;
@@ -806,6 +807,7 @@ static enum comp_state comp_wqe(struct comp_ctx *c)
 {
 	c->w->state = SV_WQE_DONE;
 	c->qe->req.rd_atomic--;
+	c->qe->req.rd_reqs--; /* the ATOMIC, or the READ's last chunk */
 	sv_comp_retire(c->qe);
 	return COMP_UPDATE_COMP;
 }

@@ -98,6 +98,8 @@ void sv_qp_flush(struct sv_qp_engine *qe)
 	}
 	qe->req.idx = tail;
 	qe->req.rd_atomic = 0;
+	qe->req.rd_reqs = 0;
+	qe->req.rd_n = 0;
 
 	memset(&wc, 0, sizeof(wc));
 	wc.status = IBV_WC_WR_FLUSH_ERR;

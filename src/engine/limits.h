@@ -15,6 +15,10 @@
 #define SV_RX_GRO_BATCH 16
 #define SV_RX_BUDGET 512 /* datagrams per socket per pass */
 #define SV_REQ_BUDGET 128 /* packets per QP per requester run */
+/* READ chunks followed by another of their WQE that one QP may have
+ * requested and not yet had answered in full (req.c send_read): a
+ * window holds two chunks. */
+#define SV_RD_CHUNKS 4
 /* Requester runs a UD QP gets at its destroy for what was posted before
  * (qp.c): SV_UD_DESTROY_RUNS * SV_REQ_BUDGET datagrams at most. */
 #define SV_UD_DESTROY_RUNS 64

@@ -168,6 +168,19 @@ struct sv_qp_engine {
 		uint32_t max_psn; /* next PSN never sent */
 		uint32_t idx; /* the WQE holding req.psn */
 		uint32_t rd_atomic; /* READ/ATOMIC WQEs started, not done */
+		/* Requests the responder holds a resource for (IBA: at most
+		 * max_rd_atomic): READ chunks not yet answered in full, and
+		 * ATOMICs not yet answered. */
+		uint32_t rd_reqs;
+		/* Those READ chunks that a later chunk of their WQE
+		 * followed, oldest first: where each ends, so that a resend
+		 * asks for exactly the rest of one (req.c send_read); a
+		 * WQE's last chunk ends where it was requested to. */
+		struct {
+			const struct sv_send_wqe *wqe;
+			uint64_t end;
+		} rd[SV_RD_CHUNKS];
+		uint32_t rd_head, rd_n;
 		uint32_t since_ackreq;
 		bool local_done; /* a local operation is ready to retire */
 		bool blocked; /* a WQE failed locally: send nothing more */

@@ -16,9 +16,8 @@
  *   write for READ/ATOMIC results: IBV_WC_LOC_PROT_ERR when bad).
  * An ACTIVE WQE sends packets while the window of un-ACKed PSNs has room.
  * READs are requested in chunks (each chunk is an ordinary READ request
- * with its own VA and length, IBA), the next chunk once the
- * previous one's responses are in, so a huge READ cannot flood the
- * requester's socket with responses.
+ * with its own VA and length, IBA), inside the congestion window, so a
+ * huge READ cannot flood the requester's socket with responses.
  *
  * How much is in flight is limited by a congestion window (cwnd, AIMD
  * with slow start as in TCP NewReno, halved once per loss episode: comp.c)
@@ -299,31 +298,59 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
  * responder answers a duplicate READ only inside the one request it
  * executed (rxe drops any other silently, IBA lets it), and we cannot
  * know which of our sends of a chunk that was.  So every send of a
- * chunk ends where its first did, at rd_end: a retry asks for the whole
- * rest of it whatever the window (a shorter retry the responder took as
- * new would make the next full one unanswerable: interop.loss saw rxe
- * execute a one-packet retry of a five-packet chunk, then drop its
- * five-packet resend until retry_cnt ran out); past rd_end, chunks are
- * new requests. */
+ * chunk ends where its first did (recorded in req.rd until it is
+ * answered): a retry asks for the whole rest of it whatever the window
+ * (a shorter retry the responder took as new would make the next full
+ * one unanswerable: interop.loss saw rxe execute a one-packet retry of
+ * a five-packet chunk, then drop its five-packet resend until retry_cnt
+ * ran out); past rd_end, chunks are new requests. */
 #define rd_end atomic_result
 
-/* One chunk of an RDMA READ (as many packets as the congestion window
- * allows, at most half a window); true when the whole WQE is requested.
- * The next chunk goes out once this one's responses are all in. */
+/* Where the chunk of wqe holding byte `from` ends, if a later chunk
+ * followed it and it is not yet answered in full (0: none such). */
+static uint64_t chunk_end(const struct sv_qp_engine *qe,
+			  const struct sv_send_wqe *wqe, uint64_t from)
+{
+	for (uint32_t i = 0; i < qe->req.rd_n; i++) {
+		uint32_t k = (qe->req.rd_head + i) % SV_RD_CHUNKS;
+
+		if (qe->req.rd[k].wqe == wqe && qe->req.rd[k].end > from)
+			return qe->req.rd[k].end;
+	}
+	return 0;
+}
+
+void sv_req_read_answered(struct sv_qp_engine *qe, const struct sv_send_wqe *w)
+{
+	while (qe->req.rd_n && qe->req.rd[qe->req.rd_head].wqe == w &&
+	       w->read_done >= qe->req.rd[qe->req.rd_head].end) {
+		qe->req.rd_head = (qe->req.rd_head + 1) % SV_RD_CHUNKS;
+		qe->req.rd_n--;
+		qe->req.rd_reqs--;
+	}
+}
+
+/* One chunk of an RDMA READ; true when the whole WQE is requested.
+ * A new chunk is as many packets as the congestion window has room
+ * for, at most half a window, and goes once there is room for half the
+ * window (or for the rest) and the responder has a resource for it, so
+ * that two chunks are in flight while the window is open: one chunk at
+ * a time waited a round trip per chunk (MTU 1500 between namespaces,
+ * 128 KiB chunks: ib_read_bw 1 MiB at half its 64 KiB rate).  A resend
+ * asks for the rest of the chunk it falls in, as recorded. */
 static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		      unsigned int *budget)
 {
 	uint32_t max = qe->window / 2 ? qe->window / 2 : 1, room, pkts, len;
-	uint64_t rest;
+	uint32_t max_rd = qe->max_rd_atomic ? qe->max_rd_atomic : 1;
+	uint64_t end;
 	struct sv_tx *t;
 	uint8_t *b, *h;
-	bool retry;
+	bool fresh, prev_done = false;
 
 	/* Resending (after going back): ask again from this PSN on. */
 	if (wqe_off(qe, wqe) < wqe->sent)
 		wqe->sent = wqe_off(qe, wqe);
-	if (wqe->sent > wqe->read_done)
-		return false; /* the previous chunk's responses are not all in */
 	if (wqe->sent < wqe->read_done) {
 		/* Responses to an earlier request went further than the
 		 * one we made since: go on from there. */
@@ -338,13 +365,35 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		room = max;
 	if (!room || !*budget)
 		return false;
-	retry = wqe->rd_end > wqe->sent;
-	rest = (retry ? wqe->rd_end : wqe->length) - wqe->sent;
-	pkts = npkts(rest, qe->pmtu);
-	if (pkts > room && !retry)
-		pkts = room;
-	len = rest < (uint64_t)pkts * qe->pmtu ? (uint32_t)rest :
-						 pkts * qe->pmtu;
+	fresh = wqe->sent >= wqe->rd_end;
+	if (fresh) {
+		uint32_t rest = npkts(wqe->length - wqe->sent, qe->pmtu);
+		uint32_t want = qe->cwnd / 2 ? qe->cwnd / 2 : 1;
+
+		if (want > max)
+			want = max;
+		if (want > rest)
+			want = rest;
+		/* A chunk after the first: the one before it is answered,
+		 * and its resource free with this request, or is recorded
+		 * until it is. */
+		prev_done = wqe->sent && wqe->read_done >= wqe->sent;
+		if (qe->req.rd_reqs - prev_done >= max_rd || room < want ||
+		    (wqe->sent && !prev_done && qe->req.rd_n == SV_RD_CHUNKS))
+			return false;
+		pkts = room < rest ? room : rest;
+		end = wqe->sent + (uint64_t)pkts * qe->pmtu;
+		if (end > wqe->length)
+			end = wqe->length;
+	} else {
+		/* Whatever the window: a responder answers a duplicate READ
+		 * only inside the one request it executed (rxe drops any
+		 * other silently, IBA lets it). */
+		end = chunk_end(qe, wqe, wqe->sent);
+		if (!end)
+			end = wqe->rd_end;
+	}
+	len = (uint32_t)(end - wqe->sent);
 	t = sv_tx_get(qe->eng);
 	b = sv_tx_hdr(qe, t, SV_OP_RC_RDMA_READ_REQUEST, qe->req.psn, 0);
 	h = b + sv_opinfo[SV_OP_RC_RDMA_READ_REQUEST].offset[SV_HDR_RETH];
@@ -356,7 +405,16 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	if (sv_psn_diff(qe->req.psn, qe->req.max_psn) < 0)
 		resent(qe);
 	psn_sent(qe, npkts(len, qe->pmtu));
-	wqe->sent += len;
+	if (fresh && wqe->sent && !prev_done) {
+		uint32_t k = (qe->req.rd_head + qe->req.rd_n) % SV_RD_CHUNKS;
+
+		qe->req.rd[k].wqe = wqe;
+		qe->req.rd[k].end = wqe->sent;
+		qe->req.rd_n++;
+	}
+	if (fresh && !prev_done)
+		qe->req.rd_reqs++;
+	wqe->sent = end;
 	if (wqe->sent > wqe->rd_end)
 		wqe->rd_end = wqe->sent;
 	(*budget)--;
@@ -490,7 +548,7 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		return false;
 	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->req.rd_atomic)
 		return false;
-	if (rdat && qe->req.rd_atomic >= max_rd)
+	if (rdat && qe->req.rd_reqs >= max_rd)
 		return false;
 	if (sv_wr_is(wqe->opcode, SV_WR_LOCAL))
 		return run_local_op(qe, wqe);
@@ -514,6 +572,8 @@ static bool start_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	wqe->state = SV_WQE_ACTIVE;
 	if (rdat)
 		qe->req.rd_atomic++;
+	if (rdat && wqe->opcode != IBV_WR_RDMA_READ)
+		qe->req.rd_reqs++; /* READs count their chunks (send_read) */
 	return true;
 }
 

@@ -13,6 +13,9 @@ void sv_req_run(struct sv_qp_engine *qe);
 void sv_req_rewind(struct sv_qp_engine *qe, uint32_t psn);
 void sv_req_goto(struct sv_qp_engine *qe, uint32_t psn, bool rewind);
 void sv_req_probe(struct sv_qp_engine *qe);
+/* A READ response was taken (w->read_done moved): the chunks it
+ * completes free their responder resources. */
+void sv_req_read_answered(struct sv_qp_engine *qe, const struct sv_send_wqe *w);
 /* Resend the n PSNs from psn already sent, without moving the requester
  * (selective retransmission); false: a READ or ATOMIC is among them, go
  * back N instead. */
