@@ -209,18 +209,6 @@ static struct ibv_wc wait_wc(struct ibv_cq *cq, bool recv)
 	exit(1);
 }
 
-static int loopback_gid(struct ibv_context *ctx)
-{
-	union ibv_gid want = { 0 }, g;
-
-	want.raw[10] = want.raw[11] = 0xff;
-	inet_pton(AF_INET, "127.0.0.1", &want.raw[12]);
-	for (int i = 0; i < 32; i++)
-		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(&g, &want, 16))
-			return i;
-	return -1;
-}
-
 static int default_mode(void)
 {
 	struct ibv_context *ctx = open_ctx();

@@ -54,18 +54,6 @@ static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 	return qp;
 }
 
-static int loopback_gid(struct ibv_context *ctx)
-{
-	union ibv_gid want = { 0 }, g;
-
-	want.raw[10] = want.raw[11] = 0xff;
-	inet_pton(AF_INET, "127.0.0.1", &want.raw[12]);
-	for (int i = 0; i < 32; i++)
-		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(&g, &want, 16))
-			return i;
-	return -1;
-}
-
 static struct {
 	struct sv_engine *eng;
 	atomic_int phase; /* 1: lock held; 2: posted, destroying */
