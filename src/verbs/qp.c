@@ -246,7 +246,7 @@ static void mask_names(int mask, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (unsigned int b = 0; b < 32 && n < len; b++) {
-		if (!(mask & (1 << b)))
+		if (!(mask & (1u << b)))
 			continue;
 		if (b < sizeof(names) / sizeof(names[0]))
 			n += (size_t)snprintf(buf + n, len - n, "%sIBV_QP_%s",
