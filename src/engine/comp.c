@@ -164,7 +164,10 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 		bool sig;
 
 		if (w->state == SV_WQE_ERROR) {
-			sv_complete_send(qe, (enum ibv_wc_status)w->status);
+			/* The QP is in ERR before its error completion can
+			 * be polled (ibv_query_qp right after it says so);
+			 * the flush completes this WQE with its status, then
+			 * the rest with FLUSH_ERR. */
 			sv_qp_to_error(qe, SV_ERR_NO_EVENT);
 			return;
 		}

@@ -734,6 +734,8 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 {
 	struct sv_qp_engine *qe = c->qe;
 	const struct resp_error *e = &resp_errors[st];
+	struct ibv_wc wc;
+	bool had_wqe;
 
 	if (sv_env_trace())
 		sv_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
@@ -780,9 +782,11 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		 * program may exit as soon as it sees it (sv_qp_to_error). */
 		sv_tx_flush(qe->eng);
 	}
-	if (qe->resp.have_wqe) {
-		struct ibv_wc wc;
-
+	/* The QP is in ERR before the receive's error completion can be
+	 * polled (ibv_query_qp right after it says so); the flush of the
+	 * rest comes after it (a work item of this pass). */
+	had_wqe = qe->resp.have_wqe;
+	if (had_wqe) {
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = qe->resp.wqe->wr_id;
 		wc.status = e->wc;
@@ -792,9 +796,10 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		wc.src_qp = qe->dest_qpn;
 		wc.vendor_err = e->wc;
 		qe->resp.have_wqe = false;
-		sv_push_recv_cqe(qe, &wc, false);
 	}
 	sv_qp_to_error(qe, e->event);
+	if (had_wqe)
+		sv_push_recv_cqe(qe, &wc, false);
 }
 
 /* ---- out-of-order packets (selective retransmission) ---------------------
