@@ -25,6 +25,9 @@
 #define SV_REPLY_BUDGET 128 /* read response packets per QP per run */
 #define SV_WINDOW_MAX 256 /* un-ACKed packets in flight per QP */
 #define SV_WINDOW_MIN 8
+/* Most packets a round trip adds to the congestion window on its way back
+ * to where it was cut (comp.c, cc_acked: BIC's binary search). */
+#define SV_CC_MAX_INC 16
 /* Floor of the IBA ACK timer.  A software peer can be descheduled for
  * tens of milliseconds on a loaded host; the timer decides when to give
  * up (retry_cnt), so it must not fire for that.  Fast recovery from loss

@@ -309,6 +309,7 @@ static void set_window(struct sv_qp_engine *qe)
 	qe->cwnd = qe->ssthresh = qe->window;
 	qe->cwnd_acc = 0;
 	qe->cc_recovering = false;
+	qe->cc_wmax = 0;
 }
 
 /* IBA 10.3.1: entering Reset empties both work queues without

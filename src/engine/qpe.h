@@ -114,6 +114,7 @@ struct sv_qp_engine {
 	 * loss (cc_recover) is acknowledged (comp.c, sv_cc_loss). */
 	bool cc_recovering;
 	uint32_t cc_recover;
+	uint32_t cc_wmax; /* the window before the last cut (0: none) */
 	uint32_t qkey;
 	uint32_t access; /* qp_access_flags */
 	uint8_t min_rnr_timer;
