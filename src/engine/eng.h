@@ -83,7 +83,14 @@ struct sv_engine {
 	atomic_bool stop;
 	int epfd; /* sockets + doorbell */
 	int bellfd; /* eventfd */
+	int bell_epfd; /* the doorbell alone: the thread's naps (engine.c) */
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
+	/* The application's last pass (poll hint) read every wire socket:
+	 * the thread may nap without the sockets while such passes carry
+	 * a stream (engine.c, app_does_it). */
+	atomic_bool app_reads_all;
+	uint64_t rx_seen; /* thread only: wire datagrams (sent + received) at its last look */
+	uint64_t nap_ns; /* thread only: its current nap, 0: it watches */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
@@ -178,6 +185,7 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the progress thread runs this pass */
+	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */
 	bool nap, napped;

@@ -45,6 +45,14 @@
  * finished exchange costs no CPU to speak of. */
 #define SV_SERVE_SPIN_NS (50ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
+/* While a stream of datagrams goes through the wire sockets (at least
+ * SV_NAP_PKTS sent and received between two looks of the thread) and the
+ * application busy-polls, its passes reading every wire socket, the
+ * thread naps without the sockets (engine.c app_does_it): from
+ * SV_NAP_MIN_NS, doubling up to SV_NAP_MAX_NS. */
+#define SV_NAP_PKTS 32
+#define SV_NAP_MIN_NS (50ull * 1000)
+#define SV_NAP_MAX_NS (400ull * 1000)
 /* ACKs held back for the application's answer (engine.c hold_acks) leave
  * at the latest this much later: well before a requester's probe
  * (SV_PROBE_MIN_NS), which would resend. */

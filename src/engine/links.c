@@ -603,8 +603,12 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 		const struct sv_link_ops *ops = s->link[i].ops;
 		struct rx_ctx c = { eng, s, ops->wire };
 
-		if (!ops->cheap && (!udp || !rx_due(eng, s)))
+		if (!ops->cheap && !udp)
+			continue; /* nothing there (the epoll look) */
+		if (!ops->cheap && !rx_due(eng, s)) {
+			eng->rx_skipped = true;
 			continue;
+		}
 		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now);
 		if (ops == &sv_link_udp)
 			udp_counts(eng, s);
@@ -621,6 +625,7 @@ void sv_links_rx(struct sv_engine *eng)
 	struct list_node *it;
 	int n, i;
 
+	eng->rx_skipped = false;
 	if (eng->nsocks <= SV_RX_SCAN_SOCKS) {
 		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
 			sock_rx(eng, list_entry(it, struct sv_sock, node),

@@ -89,6 +89,7 @@
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(shm_other_user, "peers of another user: UDP, no fast path")      \
 	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \
+	X(thread_naps, "thread naps without the sockets (the app polls do it)") \
 	X(gso_sends, "UDP sends of several packets (UDP_SEGMENT)")          \
 	X(gso_pkts, "packets those sends carried")                          \
 	X(gro_pkts, "packets received coalesced (UDP_GRO)")                 \
