@@ -14,7 +14,11 @@ At each MTU (1500 and 9000), every repeat runs, one after the other:
   ib_write_lat at 8 B; the client's CPU per GiB in ib_write_bw 1 MiB;
   iperf3 TCP, one stream (and its client's CPU per GiB); sockperf UDP
   ping-pong at 16 B, non-blocking (--nonblocked: both spin on recvfrom)
-  and blocking (both sleep in recvfrom).
+  and blocking (both sleep in recvfrom); and bench/udp_floor.c, what the
+  kernel alone charges ib_send_lat's exchange: one datagram each way on
+  a plain socket (sockperf's), on softverbs' socket setup, and on that
+  setup with each answer carrying its ACK in the same send, as an RC
+  SEND whose completion is awaited must (no RDMA work at all).
 
 First, what many connections cost (bench/setup_cost.c, in one process,
 on the shm path and on UDP, SOFTVERBS_FASTPATH=0): 10,000 RC QPs, each
@@ -66,6 +70,11 @@ NS = ("svbench-a-%d" % os.getpid(), "svbench-b-%d" % os.getpid())
 ADDR = ("10.233.0.1", "10.233.0.2")
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 SETUP_QPS = 10000
+# bench/udp_floor's modes and their series: the kernel's part of a one-way
+# trip of ib_send_lat over UDP.
+FLOORS = (("plain", "udp_floor: plain socket"),
+          ("one", "udp_floor: softverbs' socket"),
+          ("ack", "udp_floor: softverbs' socket, answer + ACK"))
 # Issue #20's targets for many connections: (setup_cost key, what, limit,
 # unit).
 SETUP_TARGETS = [
@@ -212,6 +221,8 @@ class Netns:
                                       "softverbs")
         self.setup_cost = os.path.join(os.path.abspath(build), "bench",
                                        "setup_cost")
+        self.udp_floor = os.path.join(os.path.abspath(build), "bench",
+                                      "udp_floor")
         self.mtus = [int(m) for m in (env.get("BENCH_NETNS_MTUS") or
                      ("1500" if self.quick else "1500,9000")).split(",")]
         self.losses = [int(p) for p in
@@ -329,6 +340,18 @@ class Netns:
             ["sockperf", "pp", "-i", ADDR[0], "-p", str(port), "-m", "16",
              "-t", "2"] + mode, port, proto="udp", server_exits=False)
         return B.parse_sockperf(out)
+
+    def floor(self, tag, mode):
+        """bench/udp_floor MODE: its one-way median (lat)."""
+        port = self.next_port()
+        out, _ = self.pair(
+            tag, [self.udp_floor, mode, "server", str(port)],
+            [self.udp_floor, mode, "client", str(port), ADDR[0]], port,
+            proto="udp", server_exits=False)
+        kv = B.parse_kv(out, "median_us")
+        if not kv:
+            raise B.RunError("no udp_floor median")
+        return {"lat": float(kv["median_us"])}
 
     def setup(self, tag, path):
         """bench/setup_cost with SETUP_QPS QPs and as many CQs, on the shm
@@ -480,6 +503,9 @@ class Netns:
                     lambda tag: self.sockperf(tag, True))
         self.record(cond, "sockperf UDP blocking", 16, rep,
                     lambda tag: self.sockperf(tag, False))
+        for mode, name in FLOORS:
+            self.record(cond, name, 0, rep,
+                        lambda tag, m=mode: self.floor(tag, m))
 
     # ---- results ---------------------------------------------------------
 
@@ -583,6 +609,25 @@ class Netns:
                 ("%s %.1fx" % (">=" if "lat" not in what and "CPU" not in
                                what else "<=", want)),
                 "yes" if met else "**no**"))
+        md += ["", "## ib_send_lat's floor in the kernel", "",
+               "bench/udp_floor.c: the same exchange with no RDMA work, "
+               "both sides busy-polling, against sockperf's non-blocking "
+               "ping-pong in the same run. perftest's latency tests signal "
+               "every send, and an RC completion needs its ACK, so each "
+               "answer carries one (softverbs sends both in one "
+               "UDP_SEGMENT send): the last row is what the kernel alone "
+               "charges an IBA-conformant exchange over UDP.", "",
+               "| condition | series | one-way | / sockperf non-blocking |",
+               "|---|---|---|---|"]
+        for mtu in self.mtus:
+            cond = "mtu %d" % mtu
+            sp = self.figure(cond, "sockperf UDP non-blocking", 16, "lat")
+            for name in ["ib_send_lat"] + [n for _, n in FLOORS]:
+                f = self.figure(cond, name, 8 if name == "ib_send_lat"
+                                else 0, "lat")
+                md.append("| %s | %s | %s | %s |" % (
+                    cond, name, cell(f, " us"),
+                    "%.2f" % (f[0] / sp[0]) if f and sp and sp[0] else "-"))
         md += ["", "## Every figure", "",
                "| condition | series | size | metric | median (min-max) |",
                "|---|---|---|---|---|"]
