@@ -23,6 +23,7 @@ rdmacm-utils:/usr/bin/rping
 perftest:/usr/bin/ib_write_bw
 python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py
 iproute2:/usr/sbin/ip
+iputils-ping:/usr/bin/ping
 nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
 ethtool:/usr/sbin/ethtool

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,7 +83,8 @@ def check_prerequisites():
         raise Skip("needs root (ip netns, a tap device, dpkg -x of modules)")
     if not os.path.exists("/dev/net/tun"):
         raise Skip("no /dev/net/tun")
-    for tool in ("qemu-system-x86_64", "cpio", "apt-get", "dpkg", "ip"):
+    for tool in ("qemu-system-x86_64", "cpio", "apt-get", "dpkg", "ip",
+                 "ping"):
         if not shutil.which(tool):
             raise Skip(f"no {tool} (scripts/deps.sh test installs it)")
 
@@ -399,12 +401,69 @@ class VM:
         with open(self.console, errors="replace") as f:
             return f.read()
 
+    def kill_all(self):
+        """qemu and every process in the namespace (the host's tools)."""
+        if self.qemu and self.qemu.poll() is None:
+            self.qemu.kill()
+        pids = subprocess.run(["ip", "netns", "pids", self.ns],
+                              capture_output=True, text=True).stdout
+        for pid in pids.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
     def __exit__(self, *exc):
         for proc in [self.qemu] + self.helpers:
             if proc and proc.poll() is None:
                 proc.kill()
                 proc.wait()
         sh("ip", "netns", "del", self.ns, check=False)
+
+
+class TxWatch(threading.Thread):
+    """Pings the guest every second once it has answered; when it has not
+    answered for STALL_SECS, its network is wedged: `stalled` is set, and
+    qemu and every process in the namespace are killed, so the run ends
+    at once instead of waiting out each tool's timeout.
+
+    Why: under interop.loss the guest kernel (Debian 12's 6.1 under TCG)
+    now and then stops transmitting altogether, one run in five to ten.
+    Its eth0 still receives (the echo requests are counted) but sends
+    nothing more, not even the echo replies; qemu's TX ring is idle (the
+    monitor's virtio-queue-status: every descriptor the guest made
+    available is used and signalled), so nothing reaches qemu; rxe then
+    warns at the QP's destroy that its skbs were never freed
+    (rxe_pool.c __rxe_cleanup).  No packet of ours can stop a kernel
+    from answering ICMP, and a wedged guest leaves nothing to test: the
+    caller boots again (docs/interop.md, "The rig")."""
+
+    STALL_SECS = 20
+
+    def __init__(self, vm):
+        super().__init__(daemon=True)
+        self.vm = vm
+        self.stalled = False
+        self.done = threading.Event()
+
+    def run(self):
+        last = None  # when the guest last answered
+        while not self.done.wait(1):
+            ok = subprocess.run(
+                self.vm.in_ns("ping", "-c", "1", "-W", "1", GUEST_ADDR),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode == 0
+            now = time.monotonic()
+            if self.vm.qemu.poll() is not None:
+                return  # the guest's command is over: it powered off
+            if ok:
+                last = now
+            elif last is not None and now - last > self.STALL_SECS:
+                self.stalled = True
+                self.vm.kill_all()
+                return
+
+    def stop(self):
+        self.done.set()
+        self.join()
 
 
 def main(argv):

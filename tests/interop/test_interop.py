@@ -411,10 +411,10 @@ def host_gid_index(vm):
     return int(m.group(1))
 
 
-def host_run(vm, args, deadline):
+def host_run(vm, args, deadline, watch=None):
     """Run a softverbs tool in the namespace, again while it could not
-    connect (its peer in the guest not listening yet) until deadline:
-    (exit status, output)."""
+    connect (its peer in the guest not listening yet) until deadline or
+    a wedged guest (watch: rig.TxWatch): (exit status, output)."""
     while True:
         left = max(5, deadline - time.monotonic())
         try:
@@ -427,7 +427,7 @@ def host_run(vm, args, deadline):
             out = ((e.stdout or b"") + (e.stderr or b"")).decode(
                 errors="replace")
         if status == 0 or "Couldn't connect to" not in out or \
-                time.monotonic() > deadline:
+                time.monotonic() > deadline or (watch and watch.stalled):
             return status, out
         time.sleep(0.5)
 
@@ -555,7 +555,7 @@ def idle_holder(vm, gidx):
     return idle
 
 
-def test_verbs(sv_side):
+def test_verbs(sv_side, again=True):
     """Every TOOLS pair between softverbs on the host (standard mode) and
     rxe in the guest, in one boot: sv_side "server" (the guest's tools are
     clients), "client", or "shared": softverbs the servers, all started
@@ -566,7 +566,8 @@ def test_verbs(sv_side):
     a share of the tap's RoCE packets (check_loss).  Each pair must exit
     0 on both sides and print its figures; softverbs must have verified
     rxe's ICRCs (by solving for the IPv4 ID: icrc_id_solved) and dropped
-    none."""
+    none.  A guest whose network wedges (rig.TxWatch) is booted once
+    more (again)."""
     guest = []
     shared = sv_side == "shared"
     loss = sv_side == "loss"
@@ -623,8 +624,12 @@ def test_verbs(sv_side):
                                              env=SV_ENV, stdout=f,
                                              stderr=subprocess.STDOUT)
         vm.start()
+        watch = rig.TxWatch(vm)
+        watch.start()
         start = time.monotonic()
         for i, (name, argv, side) in enumerate(pairs):
+            if watch.stalled:
+                break
             if shared:
                 try:
                     servers[name].wait(timeout=max(
@@ -658,13 +663,23 @@ def test_verbs(sv_side):
                 except subprocess.TimeoutExpired:
                     host[name] = (None, "timed out")
             else:
-                host[name] = host_run(vm, args, deadline)
+                host[name] = host_run(vm, args, deadline, watch)
         status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
                                   (time.monotonic() - start)))
-        if tshark:
+        watch.stop()
+        if tshark and not watch.stalled:
             stop_tshark(tshark)
         if nft:
             dropped_pkts = loss_counters(vm)
+    if watch.stalled:
+        why = (f"the guest sent nothing, not even ICMP echo replies, for "
+               f"{rig.TxWatch.STALL_SECS} s: its network is wedged "
+               f"(rig.TxWatch), pairs done: {len(host)} of {len(pairs)}")
+        if not again:
+            fail(why + ", on both boots", vm)
+        print(f"interop: {why}; once more on a fresh boot")
+        print("---- guest console ----\n" + vm.console_text()[-3000:])
+        return test_verbs(sv_side, again=False)
     out = out or ""
     # The verdict of each pair first, then the transcripts: a CI report
     # that shows only the head of a failed test's output still says
