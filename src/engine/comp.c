@@ -291,11 +291,10 @@ static void cc_acked(struct sv_qp_engine *qe, uint32_t n)
 		/* Below the window of the last cut, half the way back to it
 		 * per round trip (at most SV_CC_MAX_INC packets), as BIC-TCP
 		 * searches for it; at or above it, one packet (Reno).  Toward
-		 * a softverbs peer only (its ACKs say so, sack_peer): the
-		 * interop tests' rxe runs in a TCG guest whose virtio TX
-		 * queue stalled in one interop.loss run of five with the
-		 * faster climb (once before without it), so other peers keep
-		 * Reno's until that is understood (docs/engine.md). */
+		 * a softverbs peer only (its ACKs say so, sack_peer): other
+		 * peers keep Reno's until interop.loss has shown the climb
+		 * toward rxe (its guest's network wedged in one run of five
+		 * with it; that wedge comes without it too, docs/engine.md). */
 		uint32_t inc = qe->comp.sack_peer && qe->cc_wmax > qe->cwnd ?
 				       (qe->cc_wmax - qe->cwnd) / 2 :
 				       1;
