@@ -52,6 +52,9 @@ struct sv_udp_sock {
 	unsigned int nrx;
 	bool gso; /* sends runs with UDP_SEGMENT */
 	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
+	/* The last receive found the socket empty: the next asks for one
+	 * datagram only (udp.c udp_receive). */
+	bool rx_dry;
 	/* Counted here, collected by the engine (its stats, engine/stats.h):
 	 * UDP_SEGMENT sends and the packets they carried; packets received
 	 * coalesced. */
