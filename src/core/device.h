@@ -38,5 +38,13 @@ enum ibv_mtu sv_port_active_mtu(void);
 void sv_gid_cache_watch(int fd);
 void sv_gid_cache_recv_begin(void);
 void sv_gid_cache_recv_end(void);
+/* For caches of what the kernel decides from the host's addresses and
+ * routes (link/udp.c: the source address it picks): a generation that
+ * moves with every message the monitor reads (its socket also hears of
+ * routes), or 0 when nobody watches or a message is being read (then
+ * cache nothing).  One atomic load: unlike the GID table's check it does
+ * not ask whether a message waits, so a change is seen once the monitor
+ * reads it, microseconds to milliseconds later. */
+uint64_t sv_net_gen(void);
 
 #endif

@@ -66,6 +66,15 @@ void sv_gid_cache_recv_end(void)
 	atomic_fetch_add(&gids.gen, 1);
 }
 
+uint64_t sv_net_gen(void)
+{
+	uint64_t gen = atomic_load(&gids.gen);
+
+	if (atomic_load(&gids.fd) < 0 || (gen & 1))
+		return 0;
+	return gen;
+}
+
 /* May a snapshot of generation *gen be used or stored?  Not while the
  * monitor reads a message, nor while one waits in its socket (or an
  * error: lost messages). */

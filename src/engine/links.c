@@ -508,7 +508,10 @@ static void udp_counts(struct sv_engine *eng, struct sv_sock *s)
 	eng->stats->gso_sends += s->udp.gso_sends;
 	eng->stats->gso_pkts += s->udp.gso_pkts;
 	eng->stats->gro_pkts += s->udp.gro_pkts;
+	eng->stats->src_said += s->udp.src_said;
+	eng->stats->src_lookups += s->udp.src_lookups;
 	s->udp.gso_sends = s->udp.gso_pkts = s->udp.gro_pkts = 0;
+	s->udp.src_said = s->udp.src_lookups = 0;
 }
 
 /* ---- transmit ---------------------------------------------------------------- */

@@ -4,7 +4,10 @@
  * softverbs0's GID table is the host's IP addresses and its one port is
  * up while there is at least one (core/device.c).  One thread per process
  * listens on an rtnetlink socket (RTMGRP_LINK, RTMGRP_IPV4_IFADDR,
- * RTMGRP_IPV6_IFADDR) and, after each burst of messages, takes a fresh
+ * RTMGRP_IPV6_IFADDR, and the routes, RTMGRP_IPV4_ROUTE and
+ * RTMGRP_IPV6_ROUTE, for link/udp.c's cache of the kernel's source
+ * addresses: core/device.h sv_net_gen) and, after each burst of messages,
+ * takes a fresh
  * snapshot of the GID table and compares it with the previous one:
  *   - the port went from no address to some: IBV_EVENT_PORT_ACTIVE;
  *   - from some to none (every interface down or without addresses):
@@ -169,7 +172,9 @@ static int start(void)
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
 				  .nl_groups = RTMGRP_LINK |
 					       RTMGRP_IPV4_IFADDR |
-					       RTMGRP_IPV6_IFADDR };
+					       RTMGRP_IPV6_IFADDR |
+					       RTMGRP_IPV4_ROUTE |
+					       RTMGRP_IPV6_ROUTE };
 	sigset_t all, old;
 	int err;
 

@@ -93,6 +93,8 @@
 	X(gso_sends, "UDP sends of several packets (UDP_SEGMENT)")          \
 	X(gso_pkts, "packets those sends carried")                          \
 	X(gro_pkts, "packets received coalesced (UDP_GRO)")                 \
+	X(src_said, "UDP sends that named their source address")          \
+	X(src_lookups, "route lookups: would the kernel pick it anyway?")  \
 	X(direct_write, "RDMA WRITEs placed with one copy (direct.c)")       \
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \

@@ -6,8 +6,10 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "proto/icrc.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -225,12 +227,72 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 
 /* ---- send -------------------------------------------------------------- */
 
-static void set_src(struct msghdr *m, uint8_t *ctl, const struct sv_link_pkt *t)
+/* A lookup of the kernel's source per this long at most, per socket:
+ * packets to more destinations than the cache holds name their source
+ * rather than cost a route lookup each. */
+#define SV_UDP_SRC_LOOKUP_NS (1000ull * 1000)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Must this packet name its source address?  The ICRC covers it, so it
+ * must be the one the engine computed with; but saying so (IP_PKTINFO)
+ * costs the kernel a lookup of that address on every send: 0.15-0.2 us of
+ * ib_send_lat's 8-byte one-way trip between two network namespaces.
+ * Where the kernel's own choice for the destination is that address
+ * (the usual case: the GID is the address of the interface the route
+ * leaves by), the packet says nothing.  The choice is looked up once per
+ * destination and source (a connect(), sv_udp_route_src) and kept while
+ * the host's addresses and routes stay as they were (sv_net_gen: the
+ * address monitor hears of every change).  Between a change and the
+ * monitor reading it a packet may leave from the new source with an
+ * ICRC over the old: its receiver drops it, and it is resent as a lost
+ * one, with its source said.  Link-local destinations keep saying it
+ * (the interface goes with it), and so does everything while nobody
+ * watches. */
+static bool said_src(struct sv_udp_sock *s, const struct sv_link_pkt *t)
+{
+	const struct in6_addr *d = &t->dst->sin6_addr;
+	uint64_t gen = sv_net_gen(), now;
+	struct sv_udp_src *e;
+	struct sv_ipaddr dst, kern;
+	uint32_t h;
+
+	if (!gen || t->dst->sin6_scope_id)
+		return true;
+	h = (uint32_t)d->s6_addr[15] * 31u + d->s6_addr[14] +
+	    t->src->addr[t->src->family == AF_INET ? 3 : 15] * 7u;
+	e = &s->srcs[h % SV_UDP_SRC_CACHE];
+	if (e->gen == gen && !memcmp(&e->dst, d, sizeof(*d)) &&
+	    sv_ipaddr_eq(&e->src, t->src))
+		return !e->implied;
+	now = mono_ns();
+	if (s->src_looked_ns && now - s->src_looked_ns < SV_UDP_SRC_LOOKUP_NS)
+		return true;
+	s->src_looked_ns = now;
+	s->src_lookups++;
+	sv_sockaddr_to_ipaddr((const struct sockaddr *)t->dst, &dst, NULL);
+	e->gen = gen;
+	e->dst = *d;
+	e->src = *t->src;
+	e->implied =
+		!sv_udp_route_src(&dst, &kern) && sv_ipaddr_eq(&kern, t->src);
+	return !e->implied;
+}
+
+static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
+		    const struct sv_link_pkt *t)
 {
 	struct cmsghdr *c = (struct cmsghdr *)ctl;
 
-	if (!t->src || !t->src->family)
+	if (!t->src || !t->src->family || !said_src(s, t))
 		return;
+	s->src_said++;
 	/* The source address is part of the ICRC: say it. */
 	m->msg_control = ctl;
 	if (t->src->family == AF_INET) {
@@ -365,7 +427,7 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 			m->msg_namelen = sizeof(*t->dst);
 			m->msg_iov = &iov[used];
 			m->msg_iovlen = (size_t)k;
-			set_src(m, ctl[nmsg], t);
+			set_src(s, m, ctl[nmsg], t);
 			if (k > 1) {
 				set_seg(m, ctl[nmsg], (uint16_t)t->len);
 				gso_ids(t, k, false);

@@ -6,9 +6,10 @@
  * address with an ephemeral port, so IPv4-mapped and IPv6 GIDs both work,
  * and the kernel's port allocation makes QPNs unique on the host with no
  * registry.  Packets are received and sent in batches (recvmmsg/sendmmsg);
- * the destination IP of each received packet (IP_PKTINFO/IPV6_PKTINFO) and
- * the source IP of each sent packet are explicit, because the RoCE v2 ICRC
- * covers them.
+ * the destination IP of each received packet is read (IP_PKTINFO/
+ * IPV6_PKTINFO) and the source IP of each sent packet is the one its ICRC
+ * was computed with, since the RoCE v2 ICRC covers both: named in the send
+ * where the kernel would pick another (udp.c said_src).
  *
  * Segmentation offloads (SOFTVERBS_GSO=0 turns both off): consecutive
  * packets of equal length to one destination leave as one send with
@@ -43,6 +44,16 @@
 
 struct sv_udp_rx;
 
+/* Would the kernel pick this source address for this destination anyway?
+ * (udp.c said_src) */
+#define SV_UDP_SRC_CACHE 16
+struct sv_udp_src {
+	uint64_t gen; /* core/device.h sv_net_gen when looked up; 0: empty */
+	struct in6_addr dst;
+	struct sv_ipaddr src;
+	bool implied;
+};
+
 struct sv_udp_sock {
 	int fd;
 	uint16_t port; /* host order */
@@ -59,6 +70,11 @@ struct sv_udp_sock {
 	 * UDP_SEGMENT sends and the packets they carried; packets received
 	 * coalesced. */
 	uint64_t gso_sends, gso_pkts, gro_pkts;
+	/* Sends that named their source address (IP_PKTINFO), and route
+	 * lookups made to know whether they must. */
+	uint64_t src_said, src_lookups;
+	struct sv_udp_src srcs[SV_UDP_SRC_CACHE];
+	uint64_t src_looked_ns; /* the last lookup (they are rate-limited) */
 };
 
 /* Open a socket with an ephemeral port (with UDP_SEGMENT sends when the

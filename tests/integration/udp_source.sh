@@ -1,0 +1,133 @@
+#!/bin/bash
+# The source address of a UDP send (link/udp.c said_src): a packet names it
+# (IP_PKTINFO) unless the kernel would pick that address anyway, which is
+# looked up per destination and kept while the host's addresses and routes
+# stay as they were.  Unmodified Debian ibv_rc_pingpong (-c: the bytes
+# checked), server in namespace A (10.231.7.1/24 and a second address
+# 10.231.7.11/24 on the same veth), client in B (10.231.7.2/24), each
+# through build/bin/softverbs run with SOFTVERBS_STATS=1:
+#   implied  A's GID is 10.231.7.1, the kernel's choice towards B: no send
+#            of A's names its source (no src_said), one lookup at least
+#   said     A's GID is 10.231.7.11, not the kernel's choice: A's sends
+#            name it (src_said), else B would drop them (wrong peer, ICRC)
+#   moved    A's GID is 10.231.7.1, and mid-run the route to B is changed
+#            to leave from 10.231.7.11: the address monitor hears of it,
+#            A looks again and names its source from then on (src_said);
+#            a packet sent in between may be dropped and resent, but the
+#            run completes with every byte checked
+# Every case: both exit 0, "N bytes in" and "N iters in" on both sides;
+# implied and said: no packet dropped as bad ICRC or from the wrong peer.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${SV_BUILD:-$(cd "$here/../../build" && pwd)}
+net=${SV_NET:-$here/../net}
+pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
+run=("$build/bin/softverbs" run --)
+[ -x "$build/bin/softverbs" ] || { echo "no $build/bin/softverbs"; exit 1; }
+source "$net/netns.sh"
+source "$net/port.sh"
+sv_netns_usable || exit 77
+
+a="svsrc-$$-a" b="svsrc-$$-b"
+tmp=$(mktemp -d /tmp/sv-src.XXXXXX)
+srv_pid=
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$tmp"
+	sv_netns_cleanup
+}
+trap cleanup EXIT
+sv_netns_pair "$a" "$b" 10.231.7.1/24 10.231.7.2/24 || { echo "veth setup failed"; exit 1; }
+ip -n "$a" addr add 10.231.7.11/24 dev sv0 || { echo "second address failed"; exit 1; }
+export SOFTVERBS_STATS=1
+
+gid_of() { # ip ns
+	ip netns exec "$2" "${run[@]}" ibv_devinfo -v |
+		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$1, RoCE v2/\1/p" | head -n1
+}
+stat_of() { # counter file: its value, 0 when not printed
+	local v
+	v=$(sed -n "s/^ *$1 \+\([0-9]\+\) .*/\1/p" "$2" | head -n1)
+	echo "${v:-0}"
+}
+
+fail=0
+size=4096
+# pair CASE SERVER_IP ITERS: one ibv_rc_pingpong pair; for "moved", the
+# route changes once the server has sent for a while.
+pair() {
+	local name=$1 sip=$2 iters=$3 sgid cgid port crc src want line side
+	sgid=$(gid_of "$sip" "$a") cgid=$(gid_of 10.231.7.2 "$b")
+	[ -n "$sgid" ] && [ -n "$cgid" ] || { echo "FAIL: $name: no GID for $sip / 10.231.7.2"; fail=1; return; }
+	port=$(sv_free_port ip netns exec "$a") || { fail=1; return; }
+	ip netns exec "$a" timeout -k 5 60 "${run[@]}" "$pp" -c -g "$sgid" -p "$port" -n "$iters" \
+		>"$tmp/$name.server" 2>&1 &
+	srv_pid=$!
+	for _ in $(seq 200); do
+		ip netns exec "$a" ss -Hltn "sport = :$port" | grep -q . && break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ "$name" = moved ]; then
+		(
+			# Once the exchange runs (the TCP handshake of the
+			# pingpong's setup is done when the listener is gone).
+			for _ in $(seq 200); do
+				ip netns exec "$a" ss -Hltn "sport = :$port" | grep -q . || break
+				sleep 0.05
+			done
+			sleep 0.5
+			ip -n "$a" route change 10.231.7.0/24 dev sv0 proto kernel scope link src 10.231.7.11
+			ip -n "$a" route get 10.231.7.2 >"$tmp/route"
+		) &
+	fi
+	ip netns exec "$b" timeout -k 5 60 "${run[@]}" "$pp" -c -g "$cgid" -p "$port" -n "$iters" 10.231.7.1 \
+		>"$tmp/$name.client" 2>&1
+	crc=$?
+	wait "$srv_pid"
+	src=$?
+	srv_pid=
+	wait
+	echo "--- $name: server (GID $sgid, $sip; exit $src) ---"; cat "$tmp/$name.server"
+	echo "--- $name: client (GID $cgid; exit $crc) ---"; cat "$tmp/$name.client"
+	[ $src = 0 ] || { echo "FAIL: $name: server exit status $src"; fail=1; }
+	[ $crc = 0 ] || { echo "FAIL: $name: client exit status $crc"; fail=1; }
+	want=$((size * iters * 2))
+	for side in server client; do
+		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$name.$side")
+		[ "${line%% *}" = "$want" ] || { echo "FAIL: $name: $side moved '${line%% *}' bytes, expected $want"; fail=1; }
+		grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$name.$side" ||
+			{ echo "FAIL: $name: $side has no '$iters iters in' line"; fail=1; }
+	done
+}
+no_drops() { # case
+	local side
+	for side in server client; do
+		if grep -E "^ +(drop_(icrc|wrong_peer|malformed)|send_err) +[1-9]" "$tmp/$1.$side"; then
+			echo "FAIL: $1: $side dropped packets"; fail=1
+		fi
+	done
+}
+
+pair implied 10.231.7.1 2000
+no_drops implied
+said=$(stat_of src_said "$tmp/implied.server") looked=$(stat_of src_lookups "$tmp/implied.server")
+echo "implied: server src_said $said, src_lookups $looked"
+[ "$said" = 0 ] || { echo "FAIL: implied: the server named its source $said times"; fail=1; }
+[ "$looked" -ge 1 ] || { echo "FAIL: implied: the server made no route lookup"; fail=1; }
+
+pair said 10.231.7.11 2000
+no_drops said
+said=$(stat_of src_said "$tmp/said.server")
+echo "said: server src_said $said"
+[ "$said" -ge 2000 ] || { echo "FAIL: said: the server named its source $said times, expected every send (2000 at least)"; fail=1; }
+
+pair moved 10.231.7.1 100000
+echo "route after the change: $(cat "$tmp/route" 2>/dev/null)"
+grep -q "src 10.231.7.11" "$tmp/route" 2>/dev/null || { echo "FAIL: moved: the route did not change (the run ended first?)"; fail=1; }
+said=$(stat_of src_said "$tmp/moved.server")
+echo "moved: server src_said $said"
+[ "$said" -ge 1 ] || { echo "FAIL: moved: the server never named its source after the route changed"; fail=1; }
+
+[ $fail = 0 ] && echo "PASS: udp_source: implied, said, moved"
+exit $fail
