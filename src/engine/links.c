@@ -612,6 +612,8 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 			eng->rx_skipped = true;
 			continue;
 		}
+		if (ops == &sv_link_udp)
+			s->udp.rx_poller = !eng->in_thread;
 		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now);
 		if (ops == &sv_link_udp)
 			udp_counts(eng, s);

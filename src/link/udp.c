@@ -505,13 +505,15 @@ static unsigned int udp_transmit(void *ep, void *peer,
 	return (unsigned int)sv_udp_send(ep, pkt, (int)n);
 }
 
-/* After a receive that found the socket empty, the next asks for one
- * datagram: recvmmsg goes on to the next slot after each datagram until
- * one finds nothing, and in a ping-pong (a busy poller waiting for each
- * answer) that second look, 0.15-0.2 us between two network namespaces,
- * is on the round trip.  A datagram taken that way ends this receive
- * (the rest waits for the next pass, which asks for a full batch), so a
- * stream pays one small receive after each time it drains the socket. */
+/* After a receive that found the socket empty, a busy poller's next asks
+ * for one datagram: recvmmsg goes on to the next slot after each datagram
+ * until one finds nothing, and in a ping-pong (a busy poller waiting for
+ * each answer) that second look, 0.15-0.2 us between two network
+ * namespaces, is on the round trip.  A datagram taken that way ends this
+ * receive (the rest waits for the next pass, which asks for a full
+ * batch).  The progress thread always asks for a full batch: epoll woke
+ * it because datagrams wait, and a stream it receives would otherwise
+ * pay a pass more after each time it drains the socket. */
 static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 				unsigned int budget, uint64_t now)
 {
@@ -519,7 +521,7 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 	unsigned int got = 0;
 
 	while (got < budget) {
-		unsigned int want = s->rx_dry ? 1 : s->nrx;
+		unsigned int want = s->rx_dry && s->rx_poller ? 1 : s->nrx;
 		int i, n = sv_udp_recv(s, s->rx, (int)want);
 
 		for (i = 0; i < n; i++) {

@@ -64,8 +64,10 @@ struct sv_udp_sock {
 	bool gso; /* sends runs with UDP_SEGMENT */
 	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
 	/* The last receive found the socket empty: the next asks for one
-	 * datagram only (udp.c udp_receive). */
-	bool rx_dry;
+	 * datagram only, if it is a busy poller's (rx_poller, set by the
+	 * engine before each receive: the progress thread, woken by the
+	 * datagrams, takes a full batch at once; udp.c udp_receive). */
+	bool rx_dry, rx_poller;
 	/* Counted here, collected by the engine (its stats, engine/stats.h):
 	 * UDP_SEGMENT sends and the packets they carried; packets received
 	 * coalesced. */
