@@ -9,20 +9,22 @@
 
 #include "proto/wire.h"
 
-uint32_t sv_ip_header(uint8_t *ip, const struct sv_flow *flow, uint32_t udplen,
-		      uint8_t ttl)
+static void ip4_header(uint8_t ip[20], const struct sv_flow *flow,
+		       uint32_t udplen, uint8_t ttl)
 {
-	if (flow->src.family == AF_INET) {
-		memset(ip, 0, 20);
-		ip[0] = 0x45; /* version 4, IHL 5: no options */
-		sv_store_be16(ip + 2, 20 + udplen); /* total length */
-		sv_store_be16(ip + 6, 0x4000); /* ID 0; DF, offset 0 */
-		ip[8] = ttl;
-		ip[9] = IPPROTO_UDP;
-		memcpy(ip + 12, flow->src.addr, 4);
-		memcpy(ip + 16, flow->dst.addr, 4);
-		return 20;
-	}
+	memset(ip, 0, 20);
+	ip[0] = 0x45; /* version 4, IHL 5: no options */
+	sv_store_be16(ip + 2, 20 + udplen); /* total length */
+	sv_store_be16(ip + 6, 0x4000); /* ID 0; DF, offset 0 */
+	ip[8] = ttl;
+	ip[9] = IPPROTO_UDP;
+	memcpy(ip + 12, flow->src.addr, 4);
+	memcpy(ip + 16, flow->dst.addr, 4);
+}
+
+static void ip6_header(uint8_t ip[40], const struct sv_flow *flow,
+		       uint32_t udplen, uint8_t ttl)
+{
 	memset(ip, 0, 40);
 	ip[0] = 0x60; /* version 6, traffic class and flow label 0 */
 	sv_store_be16(ip + 4, udplen); /* payload length */
@@ -30,6 +32,16 @@ uint32_t sv_ip_header(uint8_t *ip, const struct sv_flow *flow, uint32_t udplen,
 	ip[7] = ttl; /* hop limit */
 	memcpy(ip + 8, flow->src.addr, 16);
 	memcpy(ip + 24, flow->dst.addr, 16);
+}
+
+uint32_t sv_ip_header(uint8_t *ip, const struct sv_flow *flow, uint32_t udplen,
+		      uint8_t ttl)
+{
+	if (flow->src.family == AF_INET) {
+		ip4_header(ip, flow, udplen, ttl);
+		return 20;
+	}
+	ip6_header(ip, flow, udplen, ttl);
 	return 40;
 }
 
@@ -51,11 +63,13 @@ void sv_grh_build(uint8_t grh[SV_GRH_BYTES], const struct sv_flow *flow,
 	if (flow->src.family == AF_INET) {
 		uint8_t *ip = grh + 20;
 
+		/* The IPv4 header alone (gcc -O3 would see the IPv6 one
+		 * written past the GRH through sv_ip_header). */
 		memset(grh, 0, 20);
-		sv_ip_header(ip, flow, udplen, SV_IP_TTL);
+		ip4_header(ip, flow, udplen, SV_IP_TTL);
 		sv_store_be16(ip + 10, sv_ip_checksum(ip, 20));
 	} else {
-		sv_ip_header(grh, flow, udplen, SV_IP_TTL);
+		ip6_header(grh, flow, udplen, SV_IP_TTL);
 	}
 }
 
