@@ -22,5 +22,10 @@ uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len);
 uint32_t sv_crc32_shift(uint32_t diff, size_t nzeros);
 /* Does sv_crc32 use carry-less multiplies on this CPU? */
 bool sv_crc32_accelerated(void);
+/* Let sv_crc32 fold 256 bytes at a time with 512-bit carry-less
+ * multiplies (VPCLMULQDQ, AVX-512) where the CPU has them (on, the
+ * default) or not (the unit test checks both); returns whether it now
+ * does. */
+bool sv_crc32_wide(bool on);
 
 #endif

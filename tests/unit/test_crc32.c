@@ -4,7 +4,8 @@
  * from random starting values (a chained CRC), over random bytes; and a
  * buffer split at random points chains to the one-call value.  Also the
  * check value of the CRC-32 catalogue ("123456789" -> 0xcbf43926).  On a
- * CPU without PCLMULQDQ both sides are zlib and the test says so.
+ * CPU without PCLMULQDQ both sides are zlib and the test says so; on one
+ * with VPCLMULQDQ the checks run with the 512-bit fold and without it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,17 +39,10 @@ static void one(size_t off, size_t len, uint32_t start)
 			off, len, start, want, got);
 }
 
-int main(void)
+static void checks(void)
 {
-	size_t i, len, off;
+	size_t len, off;
 	int k;
-
-	printf("carry-less multiply: %s\n",
-	       sv_crc32_accelerated() ? "yes" : "no (both sides are zlib)");
-	for (i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)rnd();
-	CHECK_EQ(sv_crc32(0, "123456789", 9), 0xcbf43926u);
-	CHECK_EQ(sv_crc32(0, buf, 0), 0u);
 
 	for (len = 0; len <= 1100; len++)
 		for (off = 0; off < 16; off++)
@@ -72,6 +66,28 @@ int main(void)
 			fprintf(stderr, "split %zu of %zu: 0x%08x != 0x%08x\n",
 				cut, n, part, whole);
 	}
+}
+
+int main(void)
+{
+	size_t i;
+	int wide;
+
+	printf("carry-less multiply: %s\n",
+	       sv_crc32_accelerated() ? "yes" : "no (both sides are zlib)");
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	CHECK_EQ(sv_crc32(0, "123456789", 9), 0xcbf43926u);
+	CHECK_EQ(sv_crc32(0, buf, 0), 0u);
+
+	/* Both folds where the CPU has the wide one (VPCLMULQDQ): 16 lanes
+	 * of 512 bits from 256 bytes on, and the four 128-bit lanes. */
+	for (wide = 1; wide >= 0; wide--) {
+		printf("512-bit fold: %s\n",
+		       sv_crc32_wide(wide) ? "yes" : "no");
+		checks();
+	}
+	sv_crc32_wide(true);
 	CHECK_EQ(mismatches, 0);
 	return check_done();
 }
