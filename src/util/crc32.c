@@ -195,35 +195,40 @@ four_lanes:
 	return (uint32_t)_mm_extract_epi32(x0, 1);
 }
 
-static bool have_clmul(void)
+/* What the CPU has, found once (every thread finds the same). */
+enum { CPU_CLMUL = 1, CPU_WIDE = 2 };
+
+static int cpu_has(void)
 {
-	static _Atomic int have = -1; /* every thread finds the same */
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	static _Atomic int has = -1;
+	int h = atomic_load_explicit(&has, memory_order_relaxed);
 
 	if (h < 0) {
 		__builtin_cpu_init();
-		h = __builtin_cpu_supports("pclmul") &&
-		    __builtin_cpu_supports("sse4.1");
-		atomic_store_explicit(&have, h, memory_order_relaxed);
+		h = 0;
+		if (__builtin_cpu_supports("pclmul") &&
+		    __builtin_cpu_supports("sse4.1"))
+			h |= CPU_CLMUL;
+		if (__builtin_cpu_supports("vpclmulqdq") &&
+		    __builtin_cpu_supports("avx512f") &&
+		    __builtin_cpu_supports("avx512vl"))
+			h |= CPU_WIDE;
+		atomic_store_explicit(&has, h, memory_order_relaxed);
 	}
 	return h;
+}
+
+static bool have_clmul(void)
+{
+	return cpu_has() & CPU_CLMUL;
 }
 
 static _Atomic bool wide_off; /* sv_crc32_wide(false): tests */
 
 static bool have_vpclmul(void)
 {
-	static _Atomic int have = -1;
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("vpclmulqdq") &&
-		    __builtin_cpu_supports("avx512f") &&
-		    __builtin_cpu_supports("avx512vl");
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	return h && !atomic_load_explicit(&wide_off, memory_order_relaxed);
+	return (cpu_has() & CPU_WIDE) &&
+	       !atomic_load_explicit(&wide_off, memory_order_relaxed);
 }
 #endif
 
