@@ -13,6 +13,11 @@
 /* zlib's crc32(crc, buf, len): start with crc 0, chain by passing the
  * previous result. */
 uint32_t sv_crc32(uint32_t crc, const void *buf, size_t len);
+/* sv_crc32 of len >= 16 bytes of which the first 16 are read from head
+ * instead of buf: the ICRC covers a packet with a few header bits masked,
+ * and this spares copying it (proto/icrc.c). */
+uint32_t sv_crc32_head(uint32_t crc, const uint8_t head[16], const void *buf,
+		       size_t len);
 /* The same through zlib only (the fallback; the unit test's reference). */
 uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len);
 /* The CRC-32 of a message followed by n zero bytes, from the message's
