@@ -412,13 +412,15 @@ static void pkt_decide(unsigned int dir, uint32_t qpn, struct pkt_verdict *v)
  * header's length) and would count a malformed packet instead.  A packet
  * through shared memory has no ICRC (link.h) but a zero in its place: a
  * nonzero one stands for a bad ICRC, which the receiver checks there
- * (recv.c). */
+ * (recv.c).  One whose ICRC was left to the UDP checksum (wire.h) gets
+ * the same nonzero one, which the receiver then checks and refuses. */
 static void corrupt(uint8_t *buf, uint32_t len, uint64_t draw, bool shm)
 {
 	uint32_t body = len - SV_ICRC_BYTES;
+	bool unchecked = shm || sv_icrc_left_to_udp(buf, len);
 
 	buf[2 + draw % (body - 2)] ^= (uint8_t)(1u << ((draw >> 32) % 8));
-	if (shm)
+	if (unchecked)
 		memset(buf + body, 0xff, SV_ICRC_BYTES);
 }
 

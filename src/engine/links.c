@@ -139,6 +139,11 @@ bool sv_links_sack(void)
 	return sv_env_sack() && !sv_links_standard();
 }
 
+bool sv_links_skip_icrc(void)
+{
+	return sv_env_skip_icrc() && !sv_links_standard();
+}
+
 uint16_t sv_links_dport(uint32_t qpn)
 {
 	return sv_links_standard() ? SV_ROCE_PORT : sv_qpn_port(qpn);

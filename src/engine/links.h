@@ -28,6 +28,10 @@ bool sv_links_standard(void);
  * mode, whose peers are rxe or NICs and get plain BTHs (reserved bits 0,
  * as IBA has them sent). */
 bool sv_links_sack(void);
+/* An ICRC left to the UDP checksum (softverbs' own: wire.h,
+ * SV_BTH_ICRC_BY_UDP): offered and accepted unless SOFTVERBS_SKIP_ICRC=0,
+ * and never in standard mode, for the same reason. */
+bool sv_links_skip_icrc(void);
 /* With the engine's first QP: bind 4791, or note that another engine
  * holds it and try again now and then (sv_links_roce_timer).  0 or errno
  * (EADDRINUSE when the port is held and no ring can receive for us, said

@@ -331,6 +331,7 @@ static void reset_queues(struct sv_qp_engine *qe)
 	memset(&qe->comp, 0, sizeof(qe->comp));
 	sv_resp_reset(qe);
 	qe->sqd_pending = false;
+	qe->peer_skips_icrc = false;
 	qe->comm_est = false;
 	qe->last_wqe_sent = false;
 }

@@ -127,6 +127,9 @@ struct sv_qp_engine {
 	bool sqd_pending; /* drained event still to raise */
 	bool state_dirty; /* qp->attr.qp_state lags state */
 	bool comm_est; /* IBV_EVENT_COMM_EST raised */
+	/* The connected peer's packets carry SV_BTH_ICRC_BY_UDP (wire.h):
+	 * ours to it leave the ICRC to the UDP checksum (xmit.c). */
+	bool peer_skips_icrc;
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
 	bool gsi; /* eng->gsi: sends as QP1 */
 

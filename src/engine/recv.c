@@ -119,7 +119,11 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		SV_STAT(eng, drop_icrc);
 		return drop(eng, buf, len, "bad ICRC (corrupted on purpose)");
 	}
-	if (!shm) {
+	if (!shm && sv_links_skip_icrc() && sv_icrc_left_to_udp(buf, len)) {
+		/* A softverbs peer left it to the UDP checksum (wire.h,
+		 * SV_BTH_ICRC_BY_UDP), which the kernel verified. */
+		SV_STAT(eng, icrc_left_rx);
+	} else if (!shm) {
 		enum sv_icrc_match m =
 			flow->dst.family ? sv_icrc_check(flow, buf, len, NULL) :
 					   SV_ICRC_BAD;
@@ -194,6 +198,12 @@ found:
 	}
 	if (!shm && qe->shm)
 		sv_links_rx_udp_seen(qe);
+	/* The connected peer takes packets whose ICRC is left to the UDP
+	 * checksum (wire.h): ours to it may be so from now on. */
+	if (!shm && (qe->type == IBV_QPT_RC || qe->type == IBV_QPT_UC) &&
+	    (sv_bth_resv6a(pkt.hdr) & SV_BTH_ICRC_BY_UDP) &&
+	    sv_links_skip_icrc())
+		qe->peer_skips_icrc = true;
 	SV_QSTAT(qe, rx_pkts);
 	SV_QSTAT_ADD(qe, rx_bytes, len);
 	if (sv_env_trace())

@@ -49,6 +49,9 @@
 	X(drop_malformed, "dropped: malformed (length, opcode, version)")    \
 	X(drop_icrc, "dropped: bad ICRC")                                    \
 	X(icrc_id_solved, "ICRCs matched with a solved IPv4 ID (rxe, GSO)") \
+	X(icrc_left_tx, "packets sent with the ICRC left to the UDP checksum") \
+	X(icrc_left_rx,                                                    \
+	  "packets received with the ICRC left to the UDP checksum")      \
 	X(roce_forwarded, "packets UDP 4791 took for another process's QP")  \
 	X(mad_forwarded, "CM MADs UDP 4791 took, sent to the CM they name")   \
 	X(mad_fwd_lost, "CM MADs lost: their CM's socket was full")          \

@@ -373,7 +373,8 @@ static int gso_run(const struct sv_link_pkt *tx, int max)
 
 /* A run's ICRCs, for IPv4 IDs 0..n-1 instead of all 0 (the kernel numbers
  * a send's segments from the send's own ID, which is 0 on an unconnected
- * socket with DF: ip_select_ident_segs, inet_gso_segment), or back (undo). */
+ * socket with DF: ip_select_ident_segs, inet_gso_segment), or back (undo).
+ * An ICRC left to the UDP checksum (zero: proto/wire.h) stays as it is. */
 static void gso_ids(const struct sv_link_pkt *tx, int n, bool undo)
 {
 	int k;
@@ -381,8 +382,10 @@ static void gso_ids(const struct sv_link_pkt *tx, int n, bool undo)
 	if (!tx[0].src || tx[0].src->family != AF_INET)
 		return; /* IPv6 has no ID */
 	for (k = 1; k < n; k++)
-		sv_icrc_move_ip_id(tx[k].buf, tx[k].len, undo ? (uint16_t)k : 0,
-				   undo ? 0 : (uint16_t)k);
+		if (!sv_icrc_left_to_udp(tx[k].buf, tx[k].len))
+			sv_icrc_move_ip_id(tx[k].buf, tx[k].len,
+					   undo ? (uint16_t)k : 0,
+					   undo ? 0 : (uint16_t)k);
 }
 
 /* The socket cannot segment (EIO: the device lacks checksum offload, or

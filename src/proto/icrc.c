@@ -132,6 +132,15 @@ void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len)
 	memcpy(pkt + len - SV_ICRC_BYTES, &crc, 4);
 }
 
+bool sv_icrc_left_to_udp(const uint8_t *pkt, uint32_t len)
+{
+	static const uint8_t zero[SV_ICRC_BYTES];
+
+	return len >= SV_BTH_BYTES + SV_ICRC_BYTES &&
+	       (sv_bth_resv6a(pkt) & SV_BTH_ICRC_BY_UDP) &&
+	       !memcmp(pkt + len - SV_ICRC_BYTES, zero, SV_ICRC_BYTES);
+}
+
 /* ---- an unknown IPv4 ID ----------------------------------------------------
  *
  * With every other covered byte known, the ICRC is an affine function of

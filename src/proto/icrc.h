@@ -24,6 +24,10 @@ void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
  * the ICRC for ID `to`: a UDP_SEGMENT send's segments leave with IDs 0, 1,
  * 2... (link/udp.c), and a NIC checks each one's ICRC with its own. */
 void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to);
+/* A packet whose sender left its check to the UDP checksum (wire.h,
+ * SV_BTH_ICRC_BY_UDP): the bit in its BTH and a zero ICRC.  Whether to
+ * accept one is the receiver's choice (engine/recv.c). */
+bool sv_icrc_left_to_udp(const uint8_t *pkt, uint32_t len);
 /* How a received packet's ICRC matched (SV_ICRC_BAD is 0: false). */
 enum sv_icrc_match {
 	SV_ICRC_BAD = 0,

@@ -400,6 +400,17 @@ SV_FIELDS(X)
  * any other peer ignores the bits and goes back N (docs/engine.md). */
 #define SV_SACK_MAX 0x7f
 
+/* ---- an ICRC left to the UDP checksum (a softverbs extension) -----
+ * In resv6a (BTH byte 4 with FECN and BECN: zero when sent, ignored when
+ * received, IBA; masked out of the ICRC) of every packet a softverbs
+ * endpoint sends outside standard mode: this bit says that it accepts a
+ * packet carrying the bit and a zero ICRC, whose sender left the check
+ * to the UDP checksum (which the kernel computes on every send and
+ * verifies on every receive).  A sender leaves it so only to a peer
+ * whose packets carried the bit (proto/icrc.h, engine/recv.c); to any
+ * other it computes the ICRC. */
+#define SV_BTH_ICRC_BY_UDP 0x01u
+
 /* ---- PSN arithmetic (24 bits, wrapping; IBA) ---------------------- */
 
 #define SV_PSN_MASK 0xffffffu

@@ -176,6 +176,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "0: no selective retransmission (keep no out-of-order "
 			"packets, go back N)",
 	},
+	[SV_ENV_SKIP_ICRC] = {
+		.name = "SOFTVERBS_SKIP_ICRC",
+		.kind = SV_ENV_OFF,
+		.off = VAR(skip_icrc),
+		.values = "0",
+		.dflt = "on (off in standard mode)",
+		.what = "0: every UDP packet carries its ICRC (none left to the "
+			"UDP checksum)",
+	},
 };
 
 static void parse_dir(char *out, const char *s, const char *dflt)

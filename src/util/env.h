@@ -39,6 +39,7 @@ struct sv_env {
 	int loss; /* SOFTVERBS_LOSS, percent */
 	int gso; /* SOFTVERBS_GSO */
 	int sack; /* SOFTVERBS_SACK */
+	int skip_icrc; /* SOFTVERBS_SKIP_ICRC */
 	char fault[SV_ENV_FILE_MAX]; /* SOFTVERBS_FAULT, "": none */
 	char sysfs_path[SV_ENV_PATH_MAX]; /* SYSFS_PATH */
 	char log_file[SV_ENV_FILE_MAX]; /* VERBS_LOG_FILE, "": stderr */
@@ -65,6 +66,7 @@ enum sv_env_id {
 	SV_ENV_GSO,
 	SV_ENV_ROCE,
 	SV_ENV_SACK,
+	SV_ENV_SKIP_ICRC,
 	SV_ENV_NVARS
 };
 
@@ -177,6 +179,11 @@ static inline int sv_env_gso(void)
 static inline int sv_env_sack(void)
 {
 	return sv_env(SV_ENV_SACK)->sack;
+}
+
+static inline int sv_env_skip_icrc(void)
+{
+	return sv_env(SV_ENV_SKIP_ICRC)->skip_icrc;
 }
 
 static inline const char *sv_env_fault(void)

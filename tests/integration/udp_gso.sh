@@ -9,7 +9,8 @@
 #        cuts each send into its packets before the veth, as before a NIC
 #        without it: tshark on the veth sees packets of at most the MTU,
 #        IPv4 IDs counting up within a send, and every ICRC right over the
-#        real IP header (pcap_check.py's icrc_ok)
+#        real IP header (pcap_check.py's icrc_ok; SOFTVERBS_SKIP_ICRC=0, so
+#        that none is left to the UDP checksum: icrc_udp.sh tests that)
 # Skips (77) when namespaces cannot be created (not root / no ip netns),
 # and for wire without ethtool.
 set -u
@@ -44,6 +45,7 @@ if [ "$mode" = wire ]; then
 	done
 	grep -q "Capturing on" "$cap/tshark.log" || { echo "FAIL: tshark did not start"; cat "$cap/tshark.log"; exit 1; }
 	HX_LOSS_MB=${HX_LOSS_MB:-4}
+	export SOFTVERBS_SKIP_ICRC=0
 fi
 
 SOFTVERBS_STATS=1 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.232.0.1 \
