@@ -91,6 +91,7 @@ struct sv_engine {
 	atomic_bool app_reads_all;
 	uint64_t rx_seen; /* thread only: wire datagrams (sent + received) at its last look */
 	uint64_t nap_ns; /* thread only: its current nap, 0: it watches */
+	bool socks_out; /* thread only: socks taken out of epfd (a nap) */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
