@@ -35,6 +35,8 @@ run=("$build/bin/softverbs" run --)
 [ -x "$build/bin/softverbs" ] || { echo "no $build/bin/softverbs"; exit 1; }
 source "$net/netns.sh"
 source "$net/port.sh"
+SV_RUN=("${run[@]}")
+source "$net/pingpong.sh"
 sv_netns_usable || exit 77
 
 a="svicrc-$$-a" b="svicrc-$$-b"
@@ -54,22 +56,12 @@ for ns in "$a" "$b"; do
 done
 export SOFTVERBS_STATS=1
 
-gid_of() { # ip ns
-	ip netns exec "$2" "${run[@]}" ibv_devinfo -v |
-		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$1, RoCE v2/\1/p" | head -n1
-}
-stat_of() { # counter file: its value, 0 when not printed
-	local v
-	v=$(sed -n "s/^ *$1 \+\([0-9]\+\) .*/\1/p" "$2" | head -n1)
-	echo "${v:-0}"
-}
-
 fail=0
 size=4096 iters=500
 # pair CASE SERVER_ENV CLIENT_ENV: one ibv_rc_pingpong pair, captured.
 pair() {
-	local name=$1 senv=$2 cenv=$3 sgid cgid port crc src want line side
-	sgid=$(gid_of 10.231.8.1 "$a") cgid=$(gid_of 10.231.8.2 "$b")
+	local name=$1 senv=$2 cenv=$3 sgid cgid port crc src
+	sgid=$(sv_pp_gid 10.231.8.1 "$a") cgid=$(sv_pp_gid 10.231.8.2 "$b")
 	[ -n "$sgid" ] && [ -n "$cgid" ] || { echo "FAIL: $name: no GIDs"; fail=1; return; }
 	port=$(sv_free_port ip netns exec "$a") || { fail=1; return; }
 	ip netns exec "$a" tshark -i sv0 -f udp -w "$tmp/$name.pcapng" >"$tmp/$name.tshark" 2>&1 &
@@ -101,22 +93,9 @@ pair() {
 	echo "--- $name: client ($cenv; exit $crc) ---"; cat "$tmp/$name.client"
 	[ $src = 0 ] || { echo "FAIL: $name: server exit status $src"; fail=1; }
 	[ $crc = 0 ] || { echo "FAIL: $name: client exit status $crc"; fail=1; }
-	want=$((size * iters * 2))
-	for side in server client; do
-		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$name.$side")
-		[ "${line%% *}" = "$want" ] || { echo "FAIL: $name: $side moved '${line%% *}' bytes, expected $want"; fail=1; }
-		grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$name.$side" ||
-			{ echo "FAIL: $name: $side has no '$iters iters in' line"; fail=1; }
-	done
+	sv_pp_check "$name" "$tmp/$name" $size $iters || fail=1
 }
-no_drops() { # case
-	local side
-	for side in server client; do
-		if grep -E "^ +(drop_(icrc|wrong_peer|malformed)|send_err) +[1-9]" "$tmp/$1.$side"; then
-			echo "FAIL: $1: $side dropped packets"; fail=1
-		fi
-	done
-}
+
 # wire CASE: per direction, "marked left right bad" over the capture's
 # RoCE packets (marked: the mark set; left: marked with a zero ICRC;
 # right: an ICRC right over the real IP and UDP headers; bad: neither).
@@ -124,20 +103,11 @@ wire() {
 	tshark -r "$tmp/$1.pcapng" -F pcap -w "$tmp/$1.pcap" 2>/dev/null ||
 		{ echo "FAIL: $1: tshark cannot convert the capture"; fail=1; return; }
 	python3 - "$tmp/$1.pcap" "$here" <<'PY'
-import struct, sys
+import sys
 sys.path.insert(0, sys.argv[2])
-from pcap_check import icrc_ok
-data = open(sys.argv[1], "rb").read()
-off = 24
+from pcap_check import icrc_ok, ipv4_udp
 count = {d: [0, 0, 0, 0] for d in ("server", "client")}
-while off + 16 <= len(data):
-    incl = struct.unpack("<I", data[off + 8:off + 12])[0]
-    rec = data[off + 16:off + 16 + incl]
-    off += 16 + incl
-    ip = rec[14:]
-    if rec[12:14] != b"\x08\x00" or ip[9] != 17:
-        continue
-    ip = ip[:struct.unpack(">H", ip[2:4])[0]]
+for ip in ipv4_udp(sys.argv[1]):
     bth = ip[28:]
     c = count["server" if ip[12:16] == bytes([10, 231, 8, 1]) else "client"]
     marked = bth[4] & 1
@@ -152,9 +122,9 @@ PY
 }
 
 pair agreed "" ""
-no_drops agreed
+sv_pp_no_drops agreed "$tmp/agreed" || fail=1
 for side in server client; do
-	tx=$(stat_of icrc_left_tx "$tmp/agreed.$side") rx=$(stat_of icrc_left_rx "$tmp/agreed.$side")
+	tx=$(sv_pp_stat icrc_left_tx "$tmp/agreed.$side") rx=$(sv_pp_stat icrc_left_rx "$tmp/agreed.$side")
 	echo "agreed: $side icrc_left_tx $tx icrc_left_rx $rx"
 	[ "$tx" -ge $iters ] && [ "$rx" -ge $iters ] ||
 		{ echo "FAIL: agreed: $side left fewer than $iters ICRCs to the UDP checksum, or took fewer"; fail=1; }
@@ -179,9 +149,9 @@ echo "agreed: tshark: $total UDP packets, $roce decoded as RoCE, $warned malform
 	{ echo "FAIL: agreed: tshark does not decode every packet cleanly"; fail=1; }
 
 pair refused "SOFTVERBS_SKIP_ICRC=0" ""
-no_drops refused
+sv_pp_no_drops refused "$tmp/refused" || fail=1
 for side in server client; do
-	tx=$(stat_of icrc_left_tx "$tmp/refused.$side")
+	tx=$(sv_pp_stat icrc_left_tx "$tmp/refused.$side")
 	echo "refused: $side icrc_left_tx $tx"
 	[ "$tx" = 0 ] || { echo "FAIL: refused: the $side left $tx ICRCs to the UDP checksum"; fail=1; }
 done
@@ -194,8 +164,8 @@ while read -r dir marked left right bad; do
 done <"$tmp/refused.wire"
 
 pair corrupt "" "SOFTVERBS_FAULT=corrupt=2%;seed=3"
-flipped=$(stat_of fault_corrupt "$tmp/corrupt.client") tx=$(stat_of icrc_left_tx "$tmp/corrupt.client")
-dropped=$(stat_of drop_icrc "$tmp/corrupt.server")
+flipped=$(sv_pp_stat fault_corrupt "$tmp/corrupt.client") tx=$(sv_pp_stat icrc_left_tx "$tmp/corrupt.client")
+dropped=$(sv_pp_stat drop_icrc "$tmp/corrupt.server")
 echo "corrupt: client fault_corrupt $flipped icrc_left_tx $tx, server drop_icrc $dropped"
 [ "$flipped" -ge 1 ] && [ "$tx" -ge $iters ] || { echo "FAIL: corrupt: nothing corrupted, or no ICRC left to the checksum"; fail=1; }
 [ "$dropped" = "$flipped" ] || { echo "FAIL: corrupt: the server refused $dropped of $flipped corrupted packets"; fail=1; }

@@ -66,6 +66,15 @@ def pcap_records(path):
     return linktype, recs, off
 
 
+def ipv4_udp(path):
+    """The IPv4 UDP datagrams (from the IP header, cut to its total
+    length) of a classic pcap file of Ethernet frames."""
+    for rec in pcap_records(path)[1]:
+        ip = rec[14:]
+        if rec[12:14] == b"\x08\x00" and len(ip) >= 20 and ip[9] == 17:
+            yield ip[:struct.unpack(">H", ip[2:4])[0]]
+
+
 def icrc_ok(pkt):
     """The RoCE v2 ICRC of a raw IPv4/IPv6 datagram, as IBA A17.3.3 says."""
     ver = pkt[0] >> 4

@@ -75,20 +75,13 @@ if [ "$mode" = wire ]; then
 	python3 - "$cap/cap.pcap" "$here" <<'PY' || exit 1
 import struct, sys
 sys.path.insert(0, sys.argv[2])
-from pcap_check import icrc_ok
-data = open(sys.argv[1], "rb").read()
-off, n, bad, big, counted = 24, 0, 0, 0, 0
-while off + 16 <= len(data):
-    incl = struct.unpack("<I", data[off + 8:off + 12])[0]
-    rec = data[off + 16:off + 16 + incl]
-    off += 16 + incl
-    ip = rec[14:]
-    if rec[12:14] != b"\x08\x00" or ip[9] != 17:
-        continue
-    iplen = struct.unpack(">H", ip[2:4])[0]
+from pcap_check import icrc_ok, ipv4_udp
+n, bad, big, counted = 0, 0, 0, 0
+for ip in ipv4_udp(sys.argv[1]):
+    iplen = len(ip)
     n += 1
     big += iplen > 1500
-    bad += not icrc_ok(ip[:iplen])
+    bad += not icrc_ok(ip)
     counted += struct.unpack(">H", ip[4:6])[0] > 0
 print("wire: %d RoCE packets, %d over 1500 bytes, %d bad ICRC, %d with "
       "an IPv4 ID above 0" % (n, big, bad, counted))

@@ -26,6 +26,8 @@ run=("$build/bin/softverbs" run --)
 [ -x "$build/bin/softverbs" ] || { echo "no $build/bin/softverbs"; exit 1; }
 source "$net/netns.sh"
 source "$net/port.sh"
+SV_RUN=("${run[@]}")
+source "$net/pingpong.sh"
 sv_netns_usable || exit 77
 
 a="svsrc-$$-a" b="svsrc-$$-b"
@@ -41,23 +43,13 @@ sv_netns_pair "$a" "$b" 10.231.7.1/24 10.231.7.2/24 || { echo "veth setup failed
 ip -n "$a" addr add 10.231.7.11/24 dev sv0 || { echo "second address failed"; exit 1; }
 export SOFTVERBS_STATS=1
 
-gid_of() { # ip ns
-	ip netns exec "$2" "${run[@]}" ibv_devinfo -v |
-		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$1, RoCE v2/\1/p" | head -n1
-}
-stat_of() { # counter file: its value, 0 when not printed
-	local v
-	v=$(sed -n "s/^ *$1 \+\([0-9]\+\) .*/\1/p" "$2" | head -n1)
-	echo "${v:-0}"
-}
-
 fail=0
 size=4096
 # pair CASE SERVER_IP ITERS: one ibv_rc_pingpong pair; for "moved", the
 # route changes once the server has sent for a while.
 pair() {
-	local name=$1 sip=$2 iters=$3 sgid cgid port crc src want line side
-	sgid=$(gid_of "$sip" "$a") cgid=$(gid_of 10.231.7.2 "$b")
+	local name=$1 sip=$2 iters=$3 sgid cgid port crc src
+	sgid=$(sv_pp_gid "$sip" "$a") cgid=$(sv_pp_gid 10.231.7.2 "$b")
 	[ -n "$sgid" ] && [ -n "$cgid" ] || { echo "FAIL: $name: no GID for $sip / 10.231.7.2"; fail=1; return; }
 	port=$(sv_free_port ip netns exec "$a") || { fail=1; return; }
 	ip netns exec "$a" timeout -k 5 60 "${run[@]}" "$pp" -c -g "$sgid" -p "$port" -n "$iters" \
@@ -92,40 +84,26 @@ pair() {
 	echo "--- $name: client (GID $cgid; exit $crc) ---"; cat "$tmp/$name.client"
 	[ $src = 0 ] || { echo "FAIL: $name: server exit status $src"; fail=1; }
 	[ $crc = 0 ] || { echo "FAIL: $name: client exit status $crc"; fail=1; }
-	want=$((size * iters * 2))
-	for side in server client; do
-		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds' "$tmp/$name.$side")
-		[ "${line%% *}" = "$want" ] || { echo "FAIL: $name: $side moved '${line%% *}' bytes, expected $want"; fail=1; }
-		grep -qE "^$iters iters in [0-9.]+ seconds" "$tmp/$name.$side" ||
-			{ echo "FAIL: $name: $side has no '$iters iters in' line"; fail=1; }
-	done
-}
-no_drops() { # case
-	local side
-	for side in server client; do
-		if grep -E "^ +(drop_(icrc|wrong_peer|malformed)|send_err) +[1-9]" "$tmp/$1.$side"; then
-			echo "FAIL: $1: $side dropped packets"; fail=1
-		fi
-	done
+	sv_pp_check "$name" "$tmp/$name" $size "$iters" || fail=1
 }
 
 pair implied 10.231.7.1 2000
-no_drops implied
-said=$(stat_of src_said "$tmp/implied.server") looked=$(stat_of src_lookups "$tmp/implied.server")
+sv_pp_no_drops implied "$tmp/implied" || fail=1
+said=$(sv_pp_stat src_said "$tmp/implied.server") looked=$(sv_pp_stat src_lookups "$tmp/implied.server")
 echo "implied: server src_said $said, src_lookups $looked"
 [ "$said" = 0 ] || { echo "FAIL: implied: the server named its source $said times"; fail=1; }
 [ "$looked" -ge 1 ] || { echo "FAIL: implied: the server made no route lookup"; fail=1; }
 
 pair said 10.231.7.11 2000
-no_drops said
-said=$(stat_of src_said "$tmp/said.server")
+sv_pp_no_drops said "$tmp/said" || fail=1
+said=$(sv_pp_stat src_said "$tmp/said.server")
 echo "said: server src_said $said"
 [ "$said" -ge 2000 ] || { echo "FAIL: said: the server named its source $said times, expected every send (2000 at least)"; fail=1; }
 
 pair moved 10.231.7.1 100000
 echo "route after the change: $(cat "$tmp/route" 2>/dev/null)"
 grep -q "src 10.231.7.11" "$tmp/route" 2>/dev/null || { echo "FAIL: moved: the route did not change (the run ended first?)"; fail=1; }
-said=$(stat_of src_said "$tmp/moved.server")
+said=$(sv_pp_stat src_said "$tmp/moved.server")
 echo "moved: server src_said $said"
 [ "$said" -ge 1 ] || { echo "FAIL: moved: the server never named its source after the route changed"; fail=1; }
 
