@@ -16,12 +16,100 @@
 #include "proto/icrc.h"
 
 #include <endian.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "proto/ip.h"
 #include "proto/wire.h"
 #include "util/crc32.h"
+
+/* ---- the thread's caches --------------------------------------------------
+ *
+ * Three small tables per thread (what each holds is said where it is
+ * used), in one block on the heap, freed when the thread exits: in
+ * static TLS (the library has some, initial-exec) ~1.3 KiB of tables did
+ * not fit the room glibc keeps for libraries loaded later by dlopen, with
+ * ASan (pyverbs under python3, UCX: "cannot allocate memory in static TLS
+ * block").  Only the pointer is thread-local. */
+
+#define PSEUDO_CACHE 8
+
+_Static_assert(sizeof(struct sv_flow) == 2 * (2 + 16) + 2 + 2,
+	       "struct sv_flow has padding: compare it field by field");
+
+/* The CRC of what precedes the BTH (the headers a flow implies, below). */
+struct pseudo_entry {
+	struct sv_flow flow; /* no padding: compared whole */
+	uint32_t len; /* 0: empty entry */
+	uint32_t crc;
+};
+
+#define ID_OFFSET (8 + 4) /* masked LRH, then the IPv4 ID at byte 4 */
+#define ID_BITS 16
+#define ID_CACHE 4
+/* Bytes an IPv4 packet's ICRC covers: the masked LRH, the IPv4 and UDP
+ * headers, then the packet without its ICRC. */
+#define V4_COVERED(len) (8 + 20 + 8 - SV_ICRC_BYTES + (len))
+
+/* A length's columns of M reduced (an unknown IPv4 ID, below). */
+struct id_basis {
+	uint32_t covered; /* bytes covered by the ICRC; 0: empty entry */
+	uint32_t row[ID_BITS]; /* reduced rows of M */
+	uint32_t pivot[ID_BITS]; /* each row's leading bit */
+	uint16_t bits[ID_BITS]; /* the ID bits each row combines */
+	unsigned int rank;
+};
+
+/* A length's columns of M (the IPv4 ID of a sent segment, below). */
+struct id_cols {
+	uint32_t covered; /* 0: empty entry */
+	uint32_t col[ID_BITS];
+};
+
+struct icrc_cache {
+	struct pseudo_entry pseudo[PSEUDO_CACHE];
+	struct id_basis basis[ID_CACHE];
+	struct id_cols cols[ID_CACHE];
+	unsigned int pseudo_next, basis_next, cols_next;
+};
+
+static __thread struct icrc_cache *tls_cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool cache_keyed;
+
+/* At thread exit; an ICRC computed after it (another key's destructor)
+ * allocates again. */
+static void cache_free(void *p)
+{
+	tls_cache = NULL;
+	free(p);
+}
+
+static void cache_key_make(void)
+{
+	cache_keyed = !pthread_key_create(&cache_key, cache_free);
+}
+
+/* NULL without memory: nothing is cached then. */
+static struct icrc_cache *thread_cache(void)
+{
+	struct icrc_cache *c = tls_cache;
+
+	if (c)
+		return c;
+	pthread_once(&cache_once, cache_key_make);
+	if (!cache_keyed || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	if (pthread_setspecific(cache_key, c)) {
+		free(c);
+		return NULL;
+	}
+	tls_cache = c;
+	return c;
+}
 
 /* The covered bytes from the BTH on: the packet without its ICRC, BTH byte
  * 4 (FECN, BECN, resv6a) read as all ones, continuing the CRC of what
@@ -80,28 +168,16 @@ uint32_t sv_icrc_raw(const uint8_t *ip, uint32_t iplen, const uint8_t *udp,
  * is kept in a small per-thread cache (building the headers and folding
  * them was a third of a 1 KiB packet's ICRC). */
 
-#define PSEUDO_CACHE 8
-
-_Static_assert(sizeof(struct sv_flow) == 2 * (2 + 16) + 2 + 2,
-	       "struct sv_flow has padding: compare it field by field");
-
-struct pseudo_entry {
-	struct sv_flow flow; /* no padding: compared whole */
-	uint32_t len; /* 0: empty entry */
-	uint32_t crc;
-};
-
 static uint32_t flow_pseudo_crc(const struct sv_flow *flow, uint32_t len)
 {
-	static _Thread_local struct pseudo_entry cache[PSEUDO_CACHE];
-	static _Thread_local unsigned int next;
+	struct icrc_cache *c = thread_cache();
 	struct pseudo_entry *e;
 	uint8_t ip[40], udp[8];
-	uint32_t udplen = 8 + len;
+	uint32_t udplen = 8 + len, crc;
 	unsigned int i;
 
-	for (i = 0; i < PSEUDO_CACHE; i++) {
-		e = &cache[i];
+	for (i = 0; c && i < PSEUDO_CACHE; i++) {
+		e = &c->pseudo[i];
 		if (e->len == len && e->flow.sport == flow->sport &&
 		    !memcmp(&e->flow, flow, sizeof(*flow)))
 			return e->crc;
@@ -110,11 +186,14 @@ static uint32_t flow_pseudo_crc(const struct sv_flow *flow, uint32_t len)
 	sv_store_be16(udp + 2, flow->dport);
 	sv_store_be16(udp + 4, udplen);
 	sv_store_be16(udp + 6, 0);
-	e = &cache[next++ % PSEUDO_CACHE];
-	e->flow = *flow;
-	e->len = len;
-	e->crc = pseudo_header_crc(ip, sv_ip_header(ip, flow, udplen, 0), udp);
-	return e->crc;
+	crc = pseudo_header_crc(ip, sv_ip_header(ip, flow, udplen, 0), udp);
+	if (c) {
+		e = &c->pseudo[c->pseudo_next++ % PSEUDO_CACHE];
+		e->flow = *flow;
+		e->len = len;
+		e->crc = crc;
+	}
+	return crc;
 }
 
 uint32_t sv_icrc_compute(const struct sv_flow *flow, const uint8_t *pkt,
@@ -153,13 +232,6 @@ bool sv_icrc_left_to_udp(const uint8_t *pkt, uint32_t len)
  * bits it combines).  The CRC-32 polynomial detects every burst of up to
  * 32 bits, so the 16 columns are independent and a match is one ID. */
 
-#define ID_OFFSET (8 + 4) /* masked LRH, then the IPv4 ID at byte 4 */
-#define ID_BITS 16
-#define ID_CACHE 4
-/* Bytes an IPv4 packet's ICRC covers: the masked LRH, the IPv4 and UDP
- * headers, then the packet without its ICRC. */
-#define V4_COVERED(len) (8 + 20 + 8 - SV_ICRC_BYTES + (len))
-
 /* Column i of M: what flipping ID bit i does to the CRC. */
 static uint32_t id_column(uint32_t covered, unsigned int i)
 {
@@ -171,14 +243,6 @@ static uint32_t id_column(uint32_t covered, unsigned int i)
 	return sv_crc32_shift(sv_crc32(0, &v, 1) ^ sv_crc32(0, &zero, 1),
 			      after);
 }
-
-struct id_basis {
-	uint32_t covered; /* bytes covered by the ICRC; 0: empty entry */
-	uint32_t row[ID_BITS]; /* reduced rows of M */
-	uint32_t pivot[ID_BITS]; /* each row's leading bit */
-	uint16_t bits[ID_BITS]; /* the ID bits each row combines */
-	unsigned int rank;
-};
 
 static void basis_build(struct id_basis *b, uint32_t covered)
 {
@@ -202,24 +266,28 @@ static void basis_build(struct id_basis *b, uint32_t covered)
 	}
 }
 
-static const struct id_basis *basis_for(uint32_t covered)
+/* From the thread's cache, or built in *scratch without one. */
+static const struct id_basis *basis_for(uint32_t covered,
+					struct id_basis *scratch)
 {
-	static _Thread_local struct id_basis cache[ID_CACHE];
-	static _Thread_local unsigned int next;
+	struct icrc_cache *c = thread_cache();
+	struct id_basis *b = scratch;
 	unsigned int i;
 
-	for (i = 0; i < ID_CACHE; i++)
-		if (cache[i].covered == covered)
-			return &cache[i];
-	i = next++ % ID_CACHE;
-	basis_build(&cache[i], covered);
-	return &cache[i];
+	for (i = 0; c && i < ID_CACHE; i++)
+		if (c->basis[i].covered == covered)
+			return &c->basis[i];
+	if (c)
+		b = &c->basis[c->basis_next++ % ID_CACHE];
+	basis_build(b, covered);
+	return b;
 }
 
 /* The ID whose ICRC is `want`, given the ICRC with ID 0: false if none. */
 static bool solve_id(uint32_t covered, uint32_t diff, uint16_t *id)
 {
-	const struct id_basis *b = basis_for(covered);
+	struct id_basis scratch;
+	const struct id_basis *b = basis_for(covered, &scratch);
 	uint16_t bits = 0;
 
 	for (unsigned int r = 0; r < b->rank; r++)
@@ -263,22 +331,19 @@ enum sv_icrc_match sv_icrc_check(const struct sv_flow *flow, const uint8_t *pkt,
  * segments) moves its ICRC by M (from ^ to), with M's columns for the
  * packet's length kept in a small per-thread cache as above. */
 
-struct id_cols {
-	uint32_t covered; /* 0: empty entry */
-	uint32_t col[ID_BITS];
-};
-
-static const struct id_cols *id_cols_for(uint32_t covered)
+/* From the thread's cache, or computed in *scratch without one. */
+static const struct id_cols *id_cols_for(uint32_t covered,
+					 struct id_cols *scratch)
 {
-	static _Thread_local struct id_cols cache[ID_CACHE];
-	static _Thread_local unsigned int next;
-	struct id_cols *c;
+	struct icrc_cache *cache = thread_cache();
+	struct id_cols *c = scratch;
 	unsigned int i;
 
-	for (i = 0; i < ID_CACHE; i++)
-		if (cache[i].covered == covered)
-			return &cache[i];
-	c = &cache[next++ % ID_CACHE];
+	for (i = 0; cache && i < ID_CACHE; i++)
+		if (cache->cols[i].covered == covered)
+			return &cache->cols[i];
+	if (cache)
+		c = &cache->cols[cache->cols_next++ % ID_CACHE];
 	c->covered = covered;
 	for (i = 0; i < ID_BITS; i++)
 		c->col[i] = id_column(covered, i);
@@ -287,6 +352,7 @@ static const struct id_cols *id_cols_for(uint32_t covered)
 
 void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to)
 {
+	struct id_cols scratch;
 	const struct id_cols *c;
 	uint16_t diff = from ^ to;
 	uint32_t crc, delta = 0;
@@ -294,7 +360,7 @@ void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to)
 
 	if (!diff || len < SV_BTH_BYTES + SV_ICRC_BYTES)
 		return;
-	c = id_cols_for(V4_COVERED(len));
+	c = id_cols_for(V4_COVERED(len), &scratch);
 	for (i = 0; i < ID_BITS; i++)
 		if (diff & (1u << i))
 			delta ^= c->col[i];
