@@ -48,7 +48,7 @@ size=4096
 # pair CASE SERVER_IP ITERS: one ibv_rc_pingpong pair; for "moved", the
 # route changes once the server has sent for a while.
 pair() {
-	local name=$1 sip=$2 iters=$3 sgid cgid port crc src
+	local name=$1 sip=$2 iters=$3 sgid cgid port crc src t0=$SECONDS
 	sgid=$(sv_pp_gid "$sip" "$a") cgid=$(sv_pp_gid 10.231.7.2 "$b")
 	[ -n "$sgid" ] && [ -n "$cgid" ] || { echo "FAIL: $name: no GID for $sip / 10.231.7.2"; fail=1; return; }
 	port=$(sv_free_port ip netns exec "$a") || { fail=1; return; }
@@ -71,6 +71,7 @@ pair() {
 			sleep 0.5
 			ip -n "$a" route change 10.231.7.0/24 dev sv0 proto kernel scope link src 10.231.7.11
 			ip -n "$a" route get 10.231.7.2 >"$tmp/route"
+			echo "$((SECONDS - t0))" >"$tmp/route.at"
 		) &
 	fi
 	ip netns exec "$b" timeout -k 5 60 "${run[@]}" "$pp" -c -g "$cgid" -p "$port" -n "$iters" 10.231.7.1 \
@@ -78,6 +79,7 @@ pair() {
 	crc=$?
 	wait "$srv_pid"
 	src=$?
+	echo "$((SECONDS - t0))" >"$tmp/$name.end"
 	srv_pid=
 	wait
 	echo "--- $name: server (GID $sgid, $sip; exit $src) ---"; cat "$tmp/$name.server"
@@ -100,8 +102,12 @@ said=$(sv_pp_stat src_said "$tmp/said.server")
 echo "said: server src_said $said"
 [ "$said" -ge 2000 ] || { echo "FAIL: said: the server named its source $said times, expected every send (2000 at least)"; fail=1; }
 
-pair moved 10.231.7.1 100000
+# 300,000 round trips (about 4.5 s here): the route changes half a second
+# after the exchange starts, well inside the run (100,000 took 1.5 s, and
+# one CI run saw the change come after the end: no src_said).
+pair moved 10.231.7.1 300000
 echo "route after the change: $(cat "$tmp/route" 2>/dev/null)"
+echo "moved: the route changed at $(cat "$tmp/route.at" 2>/dev/null) s, the server ended at $(cat "$tmp/moved.end") s (from the pair's start)"
 grep -q "src 10.231.7.11" "$tmp/route" 2>/dev/null || { echo "FAIL: moved: the route did not change (the run ended first?)"; fail=1; }
 said=$(sv_pp_stat src_said "$tmp/moved.server")
 echo "moved: server src_said $said"
