@@ -849,7 +849,7 @@ def cm_ok(name, out, client):
     return "return status 0" in out
 
 
-def test_cm(sv_side):
+def test_cm(sv_side, again=True):
     """librdmacm in standard mode against the kernel's rdma_cm (IB CM MADs
     on QP1): rping, ucmatose, udaddy (SIDR), ib_write_bw -R and CM_PERF
     between softverbs on the host and rxe in the guest, softverbs the
@@ -859,7 +859,9 @@ def test_cm(sv_side):
     go unanswered).  softverbs the server, an idle process holds UDP 4791
     (idle_holder) and sends each MAD on to the CM it names in the tool's
     process; softverbs the client, the tools hold it themselves, and
-    perftest's run with LATE_LISTEN_RULES on the tap."""
+    perftest's run with LATE_LISTEN_RULES on the tap.  A guest whose
+    network wedges (rig.TxWatch: seen here too, 8 s after a boot) is
+    booted once more (again)."""
     addr = rig.HOST_ADDR if sv_side == "server" else rig.GUEST_ADDR
     tools = cm_tools(addr) + cm_perf_tools(addr)
     guest = []
@@ -887,8 +889,12 @@ def test_cm(sv_side):
         if sv_side == "server":
             idle_holder(vm, host_gid_index(vm))
         vm.start()
+        watch = rig.TxWatch(vm)
+        watch.start()
         start = time.monotonic()
         for name, server, client in tools:
+            if watch.stalled:
+                break
             if sv_side == "client" and late_listen is None and \
                     name.startswith("ib_"):
                 start_late_listen(vm)
@@ -916,13 +922,24 @@ def test_cm(sv_side):
                 except subprocess.TimeoutExpired:
                     host[name] = (None, "timed out")
                     break
-                if host[name][0] == 0 or time.monotonic() > deadline:
+                if host[name][0] == 0 or time.monotonic() > deadline or \
+                        watch.stalled:
                     break
                 time.sleep(1)
         status, out = vm.wait(max(30, BOOT_TIMEOUT * 3 -
                                   (time.monotonic() - start)))
+        watch.stop()
         if late_listen is not None:
             late_listen = late_listen_dropped(vm)
+    if watch.stalled:
+        why = (f"the guest sent nothing, not even ICMP echo replies, for "
+               f"{rig.TxWatch.STALL_SECS} s: its network is wedged "
+               f"(rig.TxWatch), tools done: {len(host)} of {len(tools)}")
+        if not again:
+            fail(why + ", on both boots", vm)
+        print(f"interop: {why}; once more on a fresh boot")
+        print("---- guest console ----\n" + vm.console_text()[-3000:])
+        return test_cm(sv_side, again=False)
     out = out or ""
     # Verdicts first, transcripts after (as test_verbs).
     if late_listen is not None:
