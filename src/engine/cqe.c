@@ -54,6 +54,7 @@ int sv_complete_send(struct sv_qp_engine *qe, enum ibv_wc_status status)
 	atomic_store_explicit(&qe->qp->sq.head, qe->comp.idx,
 			      memory_order_release);
 	err = sv_cq_push(qe->qp->scq, &wc, false);
+	qe->eng->cqes++;
 	if (err == ENOSPC)
 		cq_overrun(qe->eng, qe->qp->scq);
 	return err;
@@ -69,6 +70,7 @@ int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 		return sv_xrcfwd_complete(qe, wc, solicited);
 	err = sv_cq_push(qe->qp->rcq, wc, solicited);
 	qe->eng->pass_recvs++;
+	qe->eng->cqes++;
 	if (err == ENOSPC)
 		cq_overrun(qe->eng, qe->qp->rcq);
 	return err;

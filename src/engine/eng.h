@@ -90,6 +90,14 @@ struct sv_engine {
 	 * a stream (engine.c, app_does_it). */
 	atomic_bool app_reads_all;
 	uint64_t rx_seen; /* thread only: wire datagrams (sent + received) at its last look */
+	/* Whether the application's own passes carry a ping-pong (engine.c,
+	 * app_loops): completions made so far (cqe.c); since the thread's
+	 * last look, the application's passes that made some, and requests
+	 * received that change memory without a completion (recv.c).  Under
+	 * the engine lock. */
+	uint64_t cqes;
+	unsigned int app_cqe_passes, mem_reqs;
+	bool loop_nap; /* thread only: its last look said "ping-pong" */
 	uint64_t nap_ns; /* thread only: its current nap, 0: it watches */
 	bool socks_out; /* thread only: socks taken out of epfd (a nap) */
 	_Atomic uint64_t next_deadline; /* ns of the earliest timer, 0 none */

@@ -51,6 +51,11 @@
  * thread naps without the sockets (engine.c app_does_it): from
  * SV_NAP_MIN_NS, doubling up to SV_NAP_MAX_NS. */
 #define SV_NAP_PKTS 32
+/* The thread also naps without the sockets while the application's own
+ * passes carry a ping-pong (engine.c app_loops): at least SV_LOOP_PASSES
+ * of them made completions, and no request came that changes memory
+ * without one. */
+#define SV_LOOP_PASSES 4
 #define SV_NAP_MIN_NS (50ull * 1000)
 #define SV_NAP_MAX_NS (400ull * 1000)
 /* ACKs held back for the application's answer (engine.c hold_acks) leave

@@ -212,8 +212,14 @@ found:
 		sv_pcap_engine_pkt(qe, false, flow, buf, len);
 	if (want == SV_M_XRC)
 		sv_xrc_rx(qe, &pkt, flow);
-	else if (pkt.mask & SV_M_REQ)
+	else if (pkt.mask & SV_M_REQ) {
+		/* What a target may wait for spinning on its memory, not
+		 * polling: the thread must watch for it (engine.c,
+		 * app_loops). */
+		if ((pkt.mask & (SV_M_WRITE | SV_M_ATOMIC)) &&
+		    !(pkt.mask & SV_M_IMMDT))
+			eng->mem_reqs++;
 		sv_resp_rx(qe, &pkt, flow);
-	else
+	} else
 		sv_comp_rx(qe, &pkt);
 }

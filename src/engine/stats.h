@@ -114,7 +114,8 @@
 	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
-	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")
+	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
+	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong")
 /* clang-format on */
 
 struct sv_stats {
