@@ -111,6 +111,30 @@ static void paused_b(int fd)
 
 /* ---- target spinning in its own code ------------------------------------ */
 
+/* The doorbell: one byte at 3 MiB, which A's RDMA WRITE (wr_id) sets in
+ * B's buffer while B spins on it without calling the library. */
+static void bell_ring(struct hx_ep *ep, uint64_t wr_id)
+{
+	ep->buf[3 * LEN] = 1;
+	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
+				 wr_id, ep->buf + 3 * LEN, 1, ep->mr->lkey,
+				 ep->peer.addr + 3 * LEN, ep->peer.rkey, 0),
+		    0);
+	HX_EXPECT(ep->scq, NULL, wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+}
+
+/* B's side: spins (no library call: the progress thread must take the
+ * WRITE) for up to 15 s. */
+static void bell_wait(struct hx_ep *ep)
+{
+	volatile uint8_t *bell = ep->buf + 3 * LEN;
+	uint64_t end = hx_now_ms() + 15000;
+
+	while (!*bell && hx_now_ms() < end)
+		;
+	CHECK_EQ(*bell, 1);
+}
+
 static void spinning_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
@@ -121,13 +145,7 @@ static void spinning_a(int fd)
 	hx_ep_connect(&ep);
 	hx_sync(fd);
 	one_sided_ops(&ep);
-	/* The doorbell: one byte at 3 MiB tells B to look. */
-	ep.buf[3 * LEN] = 1;
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 4,
-				 ep.buf + 3 * LEN, 1, ep.mr->lkey,
-				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0),
-		    0);
-	HX_EXPECT(ep.scq, NULL, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+	bell_ring(&ep, 4); /* tells B to look */
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -135,17 +153,10 @@ static void spinning_a(int fd)
 static void spinning_b(int fd)
 {
 	struct hx_ep ep;
-	volatile uint8_t *bell;
-	uint64_t end;
-	unsigned long spins = 0;
 
 	target_prepare(&ep, fd);
-	bell = ep.buf + 3 * LEN;
 	hx_sync(fd);
-	end = hx_now_ms() + 15000;
-	while (!*bell && hx_now_ms() < end)
-		spins++;
-	CHECK_EQ(*bell, 1);
+	bell_wait(&ep);
 	target_check(&ep);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -385,13 +396,7 @@ static void stream_then_spin_a(int fd)
 	}
 	while (done >= 0 && done < STREAM_MSGS)
 		done = stream_reap(&ep);
-	ep.buf[3 * LEN] = 1;
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
-				 STREAM_MSGS, ep.buf + 3 * LEN, 1, ep.mr->lkey,
-				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0),
-		    0);
-	HX_EXPECT(ep.scq, NULL, STREAM_MSGS, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
-		  -1);
+	bell_ring(&ep, STREAM_MSGS);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -400,7 +405,6 @@ static void stream_then_spin_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	volatile uint8_t *bell;
 	unsigned long long naps;
 	uint64_t end;
 	int got = 0, posted = 0;
@@ -440,12 +444,7 @@ static void stream_then_spin_b(int fd)
 		}
 	}
 	CHECK_EQ(got, STREAM_MSGS);
-	/* Now no library call: the thread must take the WRITE. */
-	bell = ep.buf + 3 * LEN;
-	end = hx_now_ms() + 10000;
-	while (!*bell && hx_now_ms() < end)
-		;
-	CHECK_EQ(*bell, 1);
+	bell_wait(&ep);
 	hx_sync(fd);
 	naps = hx_ep_close_counter(&ep, "thread_naps");
 	hx_log("%d SENDs of %d bytes received by polls: thread_naps %llu",
@@ -521,13 +520,7 @@ static void send_pingpong_then_spin_a(int fd)
 	hx_ep_connect(&ep);
 	send_pingpong(&ep, fd, true);
 	hx_sync(fd); /* B is spinning now */
-	ep.buf[3 * LEN] = 1;
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
-				 PP_TRIPS, ep.buf + 3 * LEN, 1, ep.mr->lkey,
-				 ep.peer.addr + 3 * LEN, ep.peer.rkey, 0),
-		    0);
-	HX_EXPECT(ep.scq, NULL, PP_TRIPS, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
-		  -1);
+	bell_ring(&ep, PP_TRIPS);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
@@ -536,9 +529,7 @@ static void send_pingpong_then_spin_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	volatile uint8_t *bell;
 	unsigned long long naps;
-	uint64_t end;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
 	o.buf_len = 4 * LEN;
@@ -546,13 +537,8 @@ static void send_pingpong_then_spin_b(int fd)
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	send_pingpong(&ep, fd, false);
-	/* Now no library call: the thread must take the WRITE. */
 	hx_sync(fd);
-	bell = ep.buf + 3 * LEN;
-	end = hx_now_ms() + 10000;
-	while (!*bell && hx_now_ms() < end)
-		;
-	CHECK_EQ(*bell, 1);
+	bell_wait(&ep);
 	hx_sync(fd);
 	naps = hx_ep_close_counter(&ep, "thread_naps_loop");
 	hx_log("%d SEND round trips carried by polls: thread_naps_loop %llu",
