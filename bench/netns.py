@@ -14,7 +14,13 @@ At each MTU (1500 and 9000), every repeat runs, one after the other:
   ib_write_lat at 8 B; the client's CPU per GiB in ib_write_bw 1 MiB;
   iperf3 TCP, one stream (and its client's CPU per GiB); sockperf UDP
   ping-pong at 16 B, non-blocking (--nonblocked: both spin on recvfrom)
-  and blocking (both sleep in recvfrom); and bench/udp_floor.c, what the
+  and blocking (both sleep in recvfrom), and blocking once more with a
+  busy loop sharing each side's core (ib_write_lat's two sides spin on
+  their memory, so softverbs' threads are woken on busy cores, where
+  sockperf's blocking ends sleep on idle ones: this row is what such
+  wake-ups cost on the host, a figure beside the target, not its
+  anchor); and
+  bench/udp_floor.c, what the
   kernel alone charges ib_send_lat's exchange: one datagram each way on
   a plain socket (sockperf's), on softverbs' socket setup, and on that
   setup with each answer carrying its ACK in the same send, as an RC
@@ -72,6 +78,12 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 SETUP_QPS = 10000
 # bench/udp_floor's modes and their series: the kernel's part of a one-way
 # trip of ib_send_lat over UDP.
+# sockperf's blocking ping-pong with a busy loop on the server's core.
+BUSY_BLOCKING = "sockperf UDP blocking (cores busy)"
+# Runs "$0" "$@" beside a busy loop on its core (the pinning is
+# inherited), and stops the loop when it ends.
+BESIDE_LOOP = ["sh", "-c", '(while :; do :; done) & loop=$!; "$0" "$@"; '
+               'status=$?; kill $loop; exit $status']
 FLOORS = (("plain", "udp_floor: plain socket"),
           ("one", "udp_floor: softverbs' socket"),
           ("ack", "udp_floor: softverbs' socket, answer + ACK"))
@@ -332,13 +344,17 @@ class Netns:
             fig["cpu_gib"] = c[0] / (fig["bw"] * MiB * c[1] / GiB)
         return fig
 
-    def sockperf(self, tag, spin):
+    def sockperf(self, tag, spin, busy=False):
+        """busy: a shell loop shares each side's core (BESIDE_LOOP)."""
         port = self.next_port()
         mode = ["--nonblocked"] if spin else []
-        out, _ = self.pair(
-            tag, ["sockperf", "sr", "-i", ADDR[0], "-p", str(port)] + mode,
-            ["sockperf", "pp", "-i", ADDR[0], "-p", str(port), "-m", "16",
-             "-t", "2"] + mode, port, proto="udp", server_exits=False)
+        server = ["sockperf", "sr", "-i", ADDR[0], "-p", str(port)] + mode
+        client = ["sockperf", "pp", "-i", ADDR[0], "-p", str(port), "-m",
+                  "16", "-t", "2"] + mode
+        if busy:
+            server, client = BESIDE_LOOP + server, BESIDE_LOOP + client
+        out, _ = self.pair(tag, server, client, port, proto="udp",
+                           server_exits=False)
         return B.parse_sockperf(out)
 
     def floor(self, tag, mode):
@@ -503,6 +519,8 @@ class Netns:
                     lambda tag: self.sockperf(tag, True))
         self.record(cond, "sockperf UDP blocking", 16, rep,
                     lambda tag: self.sockperf(tag, False))
+        self.record(cond, BUSY_BLOCKING, 16, rep,
+                    lambda tag: self.sockperf(tag, False, busy=True))
         for mode, name in FLOORS:
             self.record(cond, name, 0, rep,
                         lambda tag, m=mode: self.floor(tag, m))
@@ -628,6 +646,31 @@ class Netns:
                 md.append("| %s | %s | %s | %s |" % (
                     cond, name, cell(f, " us"),
                     "%.2f" % (f[0] / sp[0]) if f and sp and sp[0] else "-"))
+        md += ["", "## ib_write_lat's wake-up on a busy core", "",
+               "Each side of ib_write_lat spins on its own memory, so the "
+               "WRITE that ends each wait is received by softverbs' "
+               "progress thread, woken on a core that side keeps busy; "
+               "sockperf's blocking ends sleep on idle ones. The last row "
+               "runs sockperf's blocking ping-pong with a busy loop "
+               "sharing each side's core: what such wake-ups cost on "
+               "this host.", "",
+               "| condition | series | one-way | / sockperf blocking "
+               "| / the same, cores busy |",
+               "|---|---|---|---|---|"]
+
+        def ratio(f, g):
+            return "%.2f" % (f[0] / g[0]) if f and g and g[0] else "-"
+        for mtu in self.mtus:
+            cond = "mtu %d" % mtu
+            sb = self.figure(cond, "sockperf UDP blocking", 16, "lat")
+            busy = self.figure(cond, BUSY_BLOCKING, 16, "lat")
+            for name, size in (("ib_write_lat", 8),
+                               ("sockperf UDP blocking", 16),
+                               (BUSY_BLOCKING, 16)):
+                f = self.figure(cond, name, size, "lat")
+                md.append("| %s | %s | %s | %s | %s |" % (
+                    cond, name, cell(f, " us"), ratio(f, sb),
+                    ratio(f, busy)))
         md += ["", "## Every figure", "",
                "| condition | series | size | metric | median (min-max) |",
                "|---|---|---|---|---|"]
