@@ -51,6 +51,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/env.h"
@@ -648,21 +649,93 @@ static int write_file(const char *path, const char *text)
 	return 0;
 }
 
-/* A new user namespace in which our uid and gid are themselves. */
+/*
+ * A new user namespace in which our uid and gid are themselves.
+ *
+ * A child makes it and the parent, still outside, writes the child's maps
+ * and then joins: the ids written are the parent's real ones (inside an
+ * unmapped namespace geteuid() is already the overflow id), and when the
+ * kernel refuses any step the caller is still where it was, so the
+ * command runs under its own uid without the files, never as another one.
+ */
 static int new_userns(void)
 {
-	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int go[2], made[2], nsfd = -1, ret = -1;
+	char path[64], map[64], c = 0;
+	pid_t pid;
 
-	if (unshare(CLONE_NEWUSER))
-		return failed("unshare(CLONE_NEWUSER): %s", strerror(errno));
+	if (pipe2(go, O_CLOEXEC))
+		return failed("pipe: %s", strerror(errno));
+	if (pipe2(made, O_CLOEXEC)) {
+		failed("pipe: %s", strerror(errno));
+		goto close_go;
+	}
+	pid = fork();
+	if (pid < 0) {
+		failed("fork: %s", strerror(errno));
+		goto close_made;
+	}
+	if (pid == 0) {
+		/* The child only holds the namespace until the parent is in. */
+		close(go[1]);
+		close(made[0]);
+		c = unshare(CLONE_NEWUSER) ? (char)errno : 0;
+		(void)!write(made[1], &c, 1);
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(made[1]);
+	made[1] = -1;
+	if (read(made[0], &c, 1) != 1) {
+		failed("the namespace's maker died");
+		goto reap;
+	}
+	if (c) {
+		errno = c;
+		failed("unshare(CLONE_NEWUSER): %s", strerror(errno));
+		goto reap;
+	}
 	/* An unprivileged gid_map needs setgroups denied first. */
-	if (write_file("/proc/self/setgroups", "deny"))
-		return -1;
-	snprintf(map, sizeof(map), "%u %u 1", geteuid(), geteuid());
-	if (write_file("/proc/self/uid_map", map))
-		return -1;
-	snprintf(map, sizeof(map), "%u %u 1", getegid(), getegid());
-	return write_file("/proc/self/gid_map", map);
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	if (write_file(path, "deny"))
+		goto reap;
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)uid, (unsigned)uid);
+	if (write_file(path, map))
+		goto reap;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)gid, (unsigned)gid);
+	if (write_file(path, map))
+		goto reap;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0) {
+		failed("open %s: %s", path, strerror(errno));
+		goto reap;
+	}
+	/* The owner has every capability in the namespace, setns included. */
+	if (setns(nsfd, CLONE_NEWUSER))
+		failed("setns into the new user namespace: %s",
+		       strerror(errno));
+	else
+		ret = 0;
+	close(nsfd);
+reap:
+	close(go[1]); /* lets the child go */
+	go[1] = -1;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+close_made:
+	if (made[1] >= 0)
+		close(made[1]);
+	close(made[0]);
+close_go:
+	if (go[1] >= 0)
+		close(go[1]);
+	close(go[0]);
+	return ret;
 }
 
 /* NSFD is a user namespace this user made for softverbs and owns, a child

@@ -8,13 +8,15 @@
 #                            /sys/class otherwise unchanged, the paths
 #                            absent outside while a run is alive,
 #                            --no-sysfs and SOFTVERBS_SYSFS=0
-#   presence.sh SV user      the same as an ordinary user (nobody through
-#                            setpriv when root): uid, gid unchanged and no
-#                            capabilities inside; two runs share one user
-#                            namespace; a nested run adds nothing
-#   presence.sh SV shm       two ordinary users' runs of ibv_rc_pingpong
-#                            still take the shared-memory path (as
-#                            integration.fastpath.shm checks: path=shm)
+#   presence.sh SV user      the same as an ordinary user (a useradd user,
+#                            tests/users.sh, when root): uid, gid unchanged
+#                            (`id -u` prints the caller's), no capabilities
+#                            inside; two runs share one user namespace; a
+#                            nested run adds nothing; UCX lists rc_verbs
+#   presence.sh SV shm       two runs of one ordinary user's ibv_rc_pingpong
+#                            take the shared-memory path (as
+#                            integration.fastpath.shm checks: path=shm), and
+#                            `softverbs stats PID` shows the server's QP
 #   presence.sh SV fallback  namespaces refused for real (root only): in a
 #                            user namespace with max_user_namespaces 0 and
 #                            no capabilities left, run prints one line
@@ -26,9 +28,11 @@
 . "$(dirname "$0")/lib.sh"
 mode=${1:-view}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../users.sh"
 dump=$here/presence_dump.sh
 tmp=$(mktemp -d /tmp/sv-presence.XXXXXX)
 chmod 755 "$tmp"
+mkdir -m 1777 "$tmp/pub" # where a test user's process may write
 bg=
 trap 'rm -f "$out" "$err"; [ -n "$bg" ] && kill $bg 2>/dev/null; rm -rf "$tmp"' EXIT
 
@@ -132,11 +136,14 @@ view)
 user)
 	as=()
 	if [ "$(id -u)" = 0 ]; then
-		command -v setpriv >/dev/null || skip "no setpriv"
-		as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_as 1
+		as=("${SV_AS[@]}")
 	fi
 	uid=$("${as[@]}" id -u) gid=$("${as[@]}" id -g)
 	[ "$uid" != 0 ] || fail "not an ordinary user"
+	run_ok 30 "${as[@]}" "$SV" run -- id -u
+	hasline "$uid" "id -u inside prints the caller's uid"
 	run_ok 30 "${as[@]}" "$SV" run -- "$dump" "$devname" "$ibdev"
 	check_view "$uid" "$gid"
 	has '^capeff 0000000000000000$' "no capabilities after exec"
@@ -157,22 +164,37 @@ user)
 	wait $bg 2>/dev/null || true
 	bg=
 	echo "user namespaces: first run $first, with a live peer $(cat "$tmp/ns1")"
+	if command -v ucx_info >/dev/null; then
+		run_ok 60 "${as[@]}" "$SV" run -- ucx_info -d
+		has "Memory domain: $ibdev\$" "UCX's memory domain for our device, as the user"
+		has "Transport: rc_verbs\$" "UCX's rc_verbs, as the user"
+	fi
 	;;
 shm)
 	pp=$(command -v ibv_rc_pingpong) || skip "ibv_rc_pingpong not installed (ibverbs-utils)"
 	as=()
-	[ "$(id -u)" = 0 ] && as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	if [ "$(id -u)" = 0 ]; then
+		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_as 1
+		as=("${SV_AS[@]}")
+	fi
 	. "$here/../net/port.sh"
 	port=$(sv_free_port) || exit 1
 	iters=200
 	"${as[@]}" timeout -k 5 60 env SOFTVERBS_STATS=1 "$SV" run -- \
-		sh -c 'readlink /proc/self/ns/user; exec "$@"' - "$pp" -g 0 -p "$port" -c -s 20000 -n $iters >"$tmp/server" 2>&1 &
+		sh -c 'readlink /proc/self/ns/user; echo $$ >"$0"; exec "$@"' "$tmp/pub/server.pid" "$pp" -g 0 -p "$port" -c -s 20000 -n $iters >"$tmp/server" 2>&1 &
 	bg=$!
 	for _ in $(seq 200); do
 		ss -Hltn "sport = :$port" | grep -q . && break
 		kill -0 $bg 2>/dev/null || break
 		sleep 0.05
 	done
+	# The server made its QP before it listens: another run of the same
+	# user finds it in `softverbs stats PID`.
+	spid=$(cat "$tmp/pub/server.pid" 2>/dev/null || true)
+	run_ok 30 "${as[@]}" "$SV" run -- "$SV" stats "$spid"
+	has "^pid $spid \\(ibv_rc_pingpong\\) running" "softverbs stats PID from another run of the user"
+	has '^    qp 0x[0-9a-f]+ RC ' "the server's QP in softverbs stats"
 	crc=0 src=0
 	timeout -k 5 55 "${as[@]}" env SOFTVERBS_STATS=1 "$SV" run -- \
 		sh -c 'readlink /proc/self/ns/user; exec "$@"' - "$pp" -g 0 -p "$port" -c -s 20000 -n $iters localhost >"$tmp/client" 2>&1 || crc=$?

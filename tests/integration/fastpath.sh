@@ -6,25 +6,34 @@
 #                        shm_tx_pkts/shm_rx_pkts > 0, no UDP data packets
 #   fastpath.sh udp      SOFTVERBS_FASTPATH=0 on both: "path=udp (disabled
 #                        by SOFTVERBS_FASTPATH=0)", UDP counters, no shm ones
-#   fastpath.sh nobody   the client runs as nobody (setpriv; root only, else
-#                        77): neither side attaches to the other's process
-#                        (no fast path between users, docs/security.md:
-#                        root could, and did before issue #17), both send
-#                        through UDP and say why; the run completes
+#   fastpath.sh users    the server runs as one ordinary user, the client as
+#                        another (useradd users, tests/users.sh; root only,
+#                        else 77): neither side attaches to the other's
+#                        process (no fast path between users,
+#                        docs/security.md), both send through UDP and say
+#                        why; the run completes
+#   fastpath.sh root     root's server, an ordinary user's client: the same
+#                        (root could attach, and did before issue #17)
 set -u
 mode=${1:-shm}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
 pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
 size=20000 iters=300
 
-srv_env=(env SOFTVERBS_STATS=1) cli_env=(env SOFTVERBS_STATS=1) cli_pre=()
+srv_env=(env SOFTVERBS_STATS=1) cli_env=(env SOFTVERBS_STATS=1) srv_pre=() cli_pre=()
 case $mode in
 shm) ;;
 udp) srv_env+=(SOFTVERBS_FASTPATH=0) cli_env+=(SOFTVERBS_FASTPATH=0) ;;
-nobody)
-	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (setpriv to nobody)"; exit 77; }
-	command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
-	cli_pre=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+users | root)
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to act as two users)"; exit 77; }
+	. "$(dirname "$0")/../users.sh"
+	sv_users_ready || { echo "SKIP: no test users (useradd, setpriv)"; exit 77; }
+	sv_as 2
+	cli_pre=("${SV_AS[@]}")
+	if [ "$mode" = users ]; then
+		sv_as 1
+		srv_pre=("${SV_AS[@]}")
+	fi
 	;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
@@ -42,7 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-timeout -k 5 60 "${srv_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
+timeout -k 5 60 "${srv_pre[@]}" "${srv_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
 	>"$tmp/server" 2>&1 &
 srv_pid=$!
 for _ in $(seq 200); do
@@ -95,23 +104,17 @@ udp)
 		[ "$(counter $side sent_pkts)" -ge $iters ] || bad "$side sent too few UDP packets"
 	done
 	;;
-nobody)
-	# `softverbs run` puts nobody's client in a user namespace of its
-	# own, where root is unmapped and shows as the overflow uid: its
-	# port then seems nobody's own, but root's registry entry is not in
-	# nobody's registry.  Either way the client does not attach.
-	case $(path client) in
-	"path=udp (peer is another user: no fast path between users)" | "path=udp (peer not registered"*) ;;
-	*) bad "client (nobody) QP: '$(path client)'" ;;
-	esac
-	[ "$(counter client shm_tx_pkts)" -eq 0 ] || bad "nobody's process used shm"
-	[ "$(counter client sent_pkts)" -ge $iters ] || bad "nobody's process sent too few UDP packets"
-	# root does not attach to nobody's process, and says why.
-	[ "$(path server)" = "path=udp (peer is another user: no fast path between users)" ] ||
-		bad "server (root) QP: '$(path server)'"
-	[ "$(counter server shm_other_user)" -ge 1 ] || bad "root's process did not count the other user"
-	[ "$(counter server shm_tx_pkts)" -eq 0 ] || bad "root's process used shm"
-	[ "$(counter server sent_pkts)" -ge $iters ] || bad "root's process sent too few UDP packets"
+users | root)
+	# Each side finds the other's process owned by someone else (in a
+	# user's run, through its user namespace where the other uid is
+	# unmapped) and stays on UDP, saying why.
+	for side in server client; do
+		[ "$(path $side)" = "path=udp (peer is another user: no fast path between users)" ] ||
+			bad "$side QP: '$(path $side)'"
+		[ "$(counter $side shm_other_user)" -ge 1 ] || bad "$side did not count the other user"
+		[ "$(counter $side shm_tx_pkts)" -eq 0 ] || bad "$side used shm"
+		[ "$(counter $side sent_pkts)" -ge $iters ] || bad "$side sent too few UDP packets"
+	done
 	;;
 esac
 [ $fail = 0 ] && echo "PASS: fastpath $mode"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The kernel facts a shared UDP 4791 endpoint would rest on (issue #16,
 docs/interop.md "A standard RoCE v2 endpoint"), checked on this kernel
-without privilege (as root it re-runs itself as nobody):
+without privilege (as root it re-runs itself as an ordinary useradd user):
 
 1. Several sockets of one user share a port with SO_REUSEPORT, and a
    classic BPF program attached with SO_ATTACH_REUSEPORT_CBPF (no
@@ -75,12 +75,18 @@ def check(cond, what):
     return cond
 
 
-def as_nobody(*args):
-    # The source on stdin and / as the working directory: nobody may not
-    # be able to read the checkout.
+def as_user(*args):
+    # An ordinary account made with useradd, as tests/users.sh makes it
+    # (never nobody, whose uid is the kernel's overflow id).  The source on
+    # stdin and / as the working directory: the user may not be able to
+    # read the checkout.
+    user = os.environ.get("SV_TEST_USER1", "svtest1")
+    if subprocess.run(["id", "-u", user], capture_output=True).returncode:
+        subprocess.run(["flock", "/tmp/softverbs-useradd.lock", "useradd",
+                        "-m", "-s", "/bin/sh", user], check=True)
     with open(os.path.abspath(__file__)) as src:
-        return subprocess.run(["setpriv", "--reuid=nobody",
-                               "--regid=nogroup", "--clear-groups",
+        return subprocess.run(["setpriv", f"--reuid={user}",
+                               f"--regid={user}", "--init-groups",
                                sys.executable, "-"] + list(args),
                               stdin=src, cwd="/").returncode
 
@@ -98,14 +104,14 @@ def main(argv):
     if len(argv) > 2 and argv[1] == "--join":
         return join(int(argv[2]))
     if os.geteuid() == 0:
-        # The point is that no privilege is needed: run as nobody.  First,
-        # nobody tries to join a group root made.
+        # The point is that no privilege is needed: run as an ordinary
+        # user.  First, the user tries to join a group root made.
         mine = member(0)
-        err = as_nobody("--join", str(mine.getsockname()[1]))
+        err = as_user("--join", str(mine.getsockname()[1]))
         ok = check(err == errno.EADDRINUSE, "another user cannot join the "
                    f"group: {errno.errorcode.get(err, err)}")
         mine.close()
-        return as_nobody() or (0 if ok else 1)
+        return as_user() or (0 if ok else 1)
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
