@@ -5,7 +5,7 @@
  *                                      run an unmodified RDMA program on softverbs
  *   softverbs devices                  list devices, ports and GIDs
  *   softverbs setup [--undo]           the device's /dev and /sys files, for good
- *   softverbs stats [--json | --watch [S] [--count N] | --clean] [PID]
+ *   softverbs stats [--all] [-v | --json | --watch [S] [--count N] | --clean] [PID]
  *                                      live counters of running (and killed)
  *                                      processes (tools/stats.c)
  *   softverbs help
@@ -65,7 +65,9 @@ static void usage(FILE *f)
 		"                          for every program: tmpfs mounts on /dev/infiniband and\n"
 		"                          /sys/class; again: refresh (GIDs are a snapshot)\n"
 		"  setup --undo            remove them\n"
-		"  stats [PID]             live counters of your softverbs processes (or one):\n"
+		"  stats [--all] [-v] [PID]\n"
+		"                          live counters of your running softverbs processes\n"
+		"                          (--all: also those gone; -v: every counter), or one:\n"
 		"                          per device and per QP (state, path, packets, bytes,\n"
 		"                          retransmissions, RNR NAKs, outstanding WRs), also\n"
 		"                          after a process was killed (marked gone)\n"
@@ -80,6 +82,18 @@ static void usage(FILE *f)
 		prog);
 	sv_env_print(f);
 	fprintf(f, "\nexample:  %s run -- ibv_devinfo -v\n", prog);
+}
+
+/* After a usage error: the forms in a few lines, not the whole help. */
+static void short_usage(void)
+{
+	fprintf(stderr,
+		"usage: %s run [--no-sysfs] [--] CMD [ARGS...]\n"
+		"       %s devices | setup [--undo] | version | help\n"
+		"       %s stats [--all] [-v | --json | --watch [SECONDS] "
+		"[--count N] | --clean] [PID]\n"
+		"'%s help' explains each command and the environment.\n",
+		prog, prog, prog, prog);
 }
 
 /* The directory holding our libibverbs.so.1: <dir of this executable>/../lib.
@@ -183,7 +197,7 @@ static int cmd_run(int argc, char **argv)
 		i++;
 	if (i >= argc) {
 		fprintf(stderr, "%s run: no command given\n", prog);
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	if (find_libdir(libdir, sizeof(libdir)))
@@ -364,7 +378,7 @@ static int cmd_devices(int argc, char **argv)
 	if (argc) {
 		fprintf(stderr, "%s devices: unexpected argument %s\n", prog,
 			argv[0]);
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	list = ibv_get_device_list(&n);
@@ -424,7 +438,7 @@ static int cmd_version(int argc, char **argv)
 	if (argc) {
 		fprintf(stderr, "%s version: unexpected argument %s\n", prog,
 			argv[0]);
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	printf("softverbs %s (commit %s)\n"
@@ -443,7 +457,7 @@ static int cmd_setup(int argc, char **argv)
 	if (argc > 1 || (argc == 1 && !undo)) {
 		fprintf(stderr, "%s setup: unexpected argument %s\n", prog,
 			argv[argc > 1 && undo ? 1 : 0]);
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	return undo ? sv_presence_undo(prog) : sv_presence_setup(prog);
@@ -454,7 +468,7 @@ int main(int argc, char **argv)
 	const char *cmd;
 
 	if (argc < 2) {
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -474,6 +488,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-	usage(stderr);
+	short_usage();
 	return EXIT_USAGE;
 }

@@ -23,6 +23,8 @@
 
 struct opts {
 	bool json, watch, clean;
+	bool all; /* --all: gone processes too */
+	bool verbose; /* -v: every counter */
 	double interval; /* --watch seconds */
 	long count; /* --count: rate lines (0: until interrupted) */
 	int pid; /* 0: every process */
@@ -136,6 +138,80 @@ static double ago_s(uint64_t ns)
 }
 
 /* ---- text -------------------------------------------------------------- */
+
+/* V in units a person reads: bytes by powers of 1024 (as perftest's
+ * MB/sec), counts by powers of 1000. */
+static const char *human(double v, bool bytes, char *buf, size_t len)
+{
+	static const char *const byte_units[] = { "B",	 "KiB", "MiB",
+						  "GiB", "TiB", "PiB" };
+	static const char *const count_units[] = { "",	 " K", " M",
+						   " G", " T", " P" };
+	const double step = bytes ? 1024.0 : 1000.0;
+	unsigned int u = 0;
+
+	while (v >= step && u < 5) {
+		v /= step;
+		u++;
+	}
+	if (bytes)
+		snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", v, byte_units[u]);
+	else
+		snprintf(buf, len, u ? "%.2f%s" : "%.0f%s", v, count_units[u]);
+	return buf;
+}
+
+/* One line for a QP: state, path, WRs and bytes each way, trouble only
+ * when there was some. */
+static void compact_qp(const struct sv_statview_qp *q)
+{
+	const struct sv_qp_stats *c = &q->ctr;
+	char a[24], b[24], d[24], e[24];
+
+	printf("  qp 0x%06x %s %s %s%s%s%s: sent %s WRs %s, received %s WRs "
+	       "%s",
+	       q->qpn, sv_qp_type_name(q->type), sv_qp_state_name(q->state),
+	       path_name(q->path), q->path == SV_STATSEG_PATH_UDP ? " (" : "",
+	       q->path == SV_STATSEG_PATH_UDP ? q->why : "",
+	       q->path == SV_STATSEG_PATH_UDP ? ")" : "",
+	       human((double)c->wr_done, false, a, sizeof(a)),
+	       human((double)c->wr_bytes, true, b, sizeof(b)),
+	       human((double)c->recv_done, false, d, sizeof(d)),
+	       human((double)c->recv_bytes, true, e, sizeof(e)));
+	if (q->sq_outstanding || q->rq_outstanding)
+		printf(", outstanding sq %u rq %u", q->sq_outstanding,
+		       q->rq_outstanding);
+	if (c->retrans)
+		printf(", %" PRIu64 " retransmissions", c->retrans);
+	if (c->rnr_sent || c->rnr_rcvd)
+		printf(", RNR NAKs sent %" PRIu64 " received %" PRIu64,
+		       c->rnr_sent, c->rnr_rcvd);
+	printf("\n");
+}
+
+static void compact_one(const struct sv_statview *v)
+{
+	/* A gone process was up until its last update. */
+	uint64_t end = v->alive ? real_now_ns() : v->updated_ns;
+	unsigned int k, qps = 0;
+
+	for (unsigned int i = 0; i < v->neng; i++)
+		qps += v->eng[i].qps;
+	printf("pid %d (%s) %s, %u QP%s, up %.0f s: %s\n", v->pid, v->comm,
+	       v->alive ? "running" :
+			  "gone (killed or crashed), its last counters",
+	       qps, qps == 1 ? "" : "s",
+	       v->start_ns && end > v->start_ns ?
+		       (double)(end - v->start_ns) / 1e9 :
+		       0.0,
+	       v->cmdline);
+	for (k = 0; k < v->nqp; k++)
+		compact_qp(&v->qp[k]);
+	for (unsigned int i = 0; i < v->neng; i++)
+		if (v->eng[i].others)
+			printf("  (%u more QPs of context %u: -v sums them)\n",
+			       v->eng[i].others, v->eng[i].slot);
+}
 
 static void text_qp_counters(const struct sv_qp_stats *c)
 {
@@ -315,16 +391,21 @@ static void rates(const struct found *a, const struct found *b, double dt)
 	d.name = q->ctr.name >= p->ctr.name ? q->ctr.name - p->ctr.name : 0;
 			SV_QP_COUNTERS(X)
 #undef X
+			char u[6][24];
+
 			printf("%s pid %d (%s) qp 0x%06x %s %s: "
-			       "tx %.0f pkts/s %.0f B/s, rx %.0f pkts/s %.0f B/s, "
-			       "send WRs %.0f/s %.0f B/s, recv WRs %.0f/s "
-			       "%.0f B/s, retransmissions %.1f/s\n",
+			       "sent %s WRs/s %s/s, received %s WRs/s %s/s, "
+			       "tx %s pkts/s, rx %s pkts/s, "
+			       "retransmissions %.1f/s\n",
 			       stamp, v->pid, v->comm, q->qpn,
 			       sv_qp_type_name(q->type),
-			       sv_qp_state_name(q->state), d.tx_pkts / dt,
-			       d.tx_bytes / dt, d.rx_pkts / dt, d.rx_bytes / dt,
-			       d.wr_done / dt, d.wr_bytes / dt,
-			       d.recv_done / dt, d.recv_bytes / dt,
+			       sv_qp_state_name(q->state),
+			       human(d.wr_done / dt, false, u[0], 24),
+			       human(d.wr_bytes / dt, true, u[1], 24),
+			       human(d.recv_done / dt, false, u[2], 24),
+			       human(d.recv_bytes / dt, true, u[3], 24),
+			       human(d.tx_pkts / dt, false, u[4], 24),
+			       human(d.rx_pkts / dt, false, u[5], 24),
 			       d.retrans / dt);
 		}
 	}
@@ -380,8 +461,8 @@ static int watch(const char *prog, int dir, const struct opts *o)
 static int usage_err(const char *prog, const char *what)
 {
 	fprintf(stderr,
-		"%s stats: %s\nusage: %s stats [--json | --watch [SECONDS] "
-		"[--count N] | --clean] [PID]\n",
+		"%s stats: %s\nusage: %s stats [--all] [-v | --json | --watch "
+		"[SECONDS] [--count N] | --clean] [PID]\n",
 		prog, what, prog);
 	return EXIT_USAGE;
 }
@@ -397,6 +478,10 @@ static int parse(const char *prog, int argc, char **argv, struct opts *o)
 
 		if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--all")) {
+			o->all = true;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			o->verbose = true;
 		} else if (!strcmp(a, "--clean")) {
 			o->clean = true;
 		} else if (!strcmp(a, "--watch")) {
@@ -452,7 +537,8 @@ int sv_cmd_stats(const char *prog, int argc, char **argv)
 	}
 	if (o.json)
 		printf("{\"processes\": [");
-	for (size_t i = 0, shown = 0; i < f.n; i++) {
+	size_t gone = 0, shown = 0;
+	for (size_t i = 0; i < f.n; i++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), SV_STATSEG_PREFIX "%d",
@@ -477,16 +563,29 @@ int sv_cmd_stats(const char *prog, int argc, char **argv)
 				ret = 1;
 			continue;
 		}
+		/* Gone processes only when asked for, by PID or --all. */
+		if (!f.v[i].alive && !o.pid && !o.all) {
+			gone++;
+			continue;
+		}
 		if (o.json) {
 			printf("%s", shown ? ", " : "");
 			json_one(&f.v[i]);
-		} else {
+		} else if (o.verbose) {
 			text_one(&f.v[i]);
+		} else {
+			compact_one(&f.v[i]);
 		}
 		shown++;
 	}
 	if (o.json)
 		printf("]}\n");
+	else if (!o.clean && !o.pid && !shown && !gone)
+		printf("no softverbs process of yours is running\n");
+	if (gone && !o.json)
+		printf("(%zu gone process%s not shown: --all shows them, "
+		       "--clean removes them)\n",
+		       gone, gone == 1 ? "" : "es");
 	found_free(&f);
 	return ret;
 }

@@ -172,10 +172,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 			sv_req_run(qe);
 	if (eng->ntx)
 		sv_tx_flush(eng); /* held ACKs: the QP's among them */
-	if (sv_env_stats()) {
-		fprintf(stderr, "softverbs: destroying ");
-		sv_qp_dump(qe, stderr);
-	}
+	sv_qp_report(qe, "destroying", stderr);
 	sv_paths_quiesce(qe);
 	/* Unreachable from peers and the network first, then from the work
 	 * lists. */

@@ -11,6 +11,7 @@
 #include "engine/eng.h"
 #include "engine/qpe.h"
 #include "util/lockorder.h"
+#include "util/log.h"
 
 void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		  uint32_t len, const char *why)
@@ -102,6 +103,33 @@ void sv_qp_dump(struct sv_qp_engine *qe, FILE *f)
 		wqe_dump(qe, "req", qe->req.idx, f);
 }
 
+/* What SOFTVERBS_STATS=1 says of a QP at its end: its path and what it
+ * carried, in the user's terms; at SOFTVERBS_LOG=3 the engine's whole
+ * state instead (sv_qp_dump), for whoever debugs the transport. */
+void sv_qp_report(struct sv_qp_engine *qe, const char *what, FILE *f)
+{
+	const struct sv_qp_stats *c = qe->ctr;
+
+	if (sv_log_level >= SV_LOG_DBG) {
+		fprintf(f, "softverbs: %s ", what);
+		sv_qp_dump(qe, f);
+		return;
+	}
+	if (!sv_env_stats())
+		return;
+	fprintf(f,
+		"softverbs: %s qp 0x%06x %s %s: path=%s%s%s%s, sent %" PRIu64
+		" WRs (%" PRIu64 " B), received %" PRIu64 " WRs (%" PRIu64
+		" B), %" PRIu64 " retransmissions, RNR NAKs %" PRIu64
+		" sent %" PRIu64 " received\n",
+		what, qe->qpn, sv_qp_type_name(qe->type),
+		sv_qp_state_name(atomic_load(&qe->state)),
+		qe->shm ? "shm" : "udp", qe->shm ? "" : " (",
+		qe->shm ? "" : qe->path_why, qe->shm ? "" : ")", c->wr_done,
+		c->wr_bytes, c->recv_done, c->recv_bytes, c->retrans,
+		c->rnr_sent, c->rnr_rcvd);
+}
+
 /* The engine lock is held. */
 void sv_stats_print(struct sv_engine *eng, FILE *f)
 {
@@ -124,9 +152,8 @@ void sv_engine_stats_dump(struct sv_context *ctx, FILE *f)
 		return;
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 	sv_stats_print(eng, f);
-	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next) {
-		fprintf(f, "  ");
-		sv_qp_dump(list_entry(it, struct sv_qp_engine, node), f);
-	}
+	for (it = eng->qps.n.next; it != &eng->qps.n; it = it->next)
+		sv_qp_report(list_entry(it, struct sv_qp_engine, node),
+			     "open at close:", f);
 	sv_mutex_unlock(&eng->lock);
 }

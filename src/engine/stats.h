@@ -140,6 +140,7 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 const char *sv_qp_state_name(int state);
 const char *sv_qp_type_name(enum ibv_qp_type type);
 void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
+void sv_qp_report(struct sv_qp_engine *qe, const char *what, FILE *f);
 void sv_stats_print(struct sv_engine *eng, FILE *f);
 
 #endif

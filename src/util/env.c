@@ -74,8 +74,8 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.off = VAR(stats),
 		.values = "1",
 		.dflt = "off",
-		.what = "per-context counters and each QP's path at "
-			"ibv_close_device",
+		.what = "a line per QP at its destroy (path, WRs, bytes), "
+			"counters at close",
 	},
 	[SV_ENV_STRICT] = {
 		.name = "SOFTVERBS_STRICT",

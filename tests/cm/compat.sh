@@ -530,7 +530,8 @@ table inet svmckey {
 }
 NFT
 	# Receivers: line-buffered, so "joined" shows before they exit.
-	mck=(env SOFTVERBS_STATS=1 timeout 60 "$sv" run -- stdbuf -oL mckey -m "$group")
+	# SOFTVERBS_LOG=3: each QP's engine state at its destroy (req idx, rq head).
+	mck=(env SOFTVERBS_STATS=1 SOFTVERBS_LOG=3 timeout 60 "$sv" run -- stdbuf -oL mckey -m "$group")
 	joined() {
 		for i in $(seq 1 200); do
 			grep -q "^mckey: joined dgid" "$tmp/$1" && return 0
@@ -551,7 +552,7 @@ NFT
 	# each in a send of its own: datagrams posted together would leave
 	# in one UDP_SEGMENT send, which crosses the veth as one packet for
 	# the counter (23 of 25 in an ASan run) while each receiver gets all.
-	ip netns exec "$a" env SOFTVERBS_STATS=1 SOFTVERBS_GSO=0 timeout 60 "$sv" run -- \
+	ip netns exec "$a" env SOFTVERBS_STATS=1 SOFTVERBS_LOG=3 SOFTVERBS_GSO=0 timeout 60 "$sv" run -- \
 		mckey -m "$group" -b 10.236.0.1 -s -C "$n" >"$tmp/sender" 2>&1
 	src=$?
 	finish r1 20
@@ -607,7 +608,7 @@ rdma_xserver_netns)
 	need rdma_xserver
 	netns_pair 237
 	for round in 1 2 3; do
-		start server ip netns exec "$b" env SOFTVERBS_STATS=1 timeout 60 \
+		start server ip netns exec "$b" env SOFTVERBS_STATS=1 SOFTVERBS_LOG=3 timeout 60 \
 			"$sv" run -- rdma_xserver -p 7472
 		wait_listen 7472 "$b" || { show server; exit 1; }
 		ip netns exec "$a" env SOFTVERBS_TRACE=1 timeout 60 "$sv" run -- \

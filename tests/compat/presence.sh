@@ -194,7 +194,7 @@ shm)
 	spid=$(cat "$tmp/pub/server.pid" 2>/dev/null || true)
 	run_ok 30 "${as[@]}" "$SV" run -- "$SV" stats "$spid"
 	has "^pid $spid \\(ibv_rc_pingpong\\) running" "softverbs stats PID from another run of the user"
-	has '^    qp 0x[0-9a-f]+ RC ' "the server's QP in softverbs stats"
+	has '^  qp 0x[0-9a-f]+ RC ' "the server's QP in softverbs stats"
 	crc=0 src=0
 	timeout -k 5 55 "${as[@]}" env SOFTVERBS_STATS=1 "$SV" run -- \
 		sh -c 'readlink /proc/self/ns/user; exec "$@"' - "$pp" -g 0 -p "$port" -c -s 20000 -n $iters localhost >"$tmp/client" 2>&1 || crc=$?

@@ -19,6 +19,9 @@ status_is 0 "$SV" --help
 status_is 2 "$SV"
 grep -q '^usage:' "$err" || fail "no usage on stderr without arguments"
 status_is 2 "$SV" frobnicate
+grep -q "unknown command 'frobnicate'" "$err" || fail "no reason for an unknown command"
+grep -q "'softverbs help' explains each command" "$err" || fail "no pointer to the help"
+[ "$(wc -l <"$err")" -le 6 ] || fail "a usage error prints $(wc -l <"$err") lines, not a few"
 status_is 2 "$SV" run
 status_is 2 "$SV" run --
 status_is 2 "$SV" devices extra

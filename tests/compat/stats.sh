@@ -99,9 +99,16 @@ if [ -z "$cli_pid" ]; then
 fi
 
 # --- live: two reads, the second further on -----------------------------------
+# The default view: a line for the process, one per QP, human units.
 run_ok 10 "$SV" stats "$cli_pid"
-expect "^pid $cli_pid \(ib_write_bw\) running: .*-p $port" "the client, running"
-expect "qp 0x[0-9a-f]{6} RC RTS path=$want_path" "its QP in RTS on $want_path"
+expect "^pid $cli_pid \(ib_write_bw\) running, 1 QP, up [0-9]+ s: .*-p $port" "the client, running"
+expect "^  qp 0x[0-9a-f]{6} RC RTS $want_path( \([^)]*\))?: sent [0-9.]+( [KMG])? WRs [0-9.]+ (B|KiB|MiB|GiB|TiB), received " \
+	"its QP in RTS on $want_path, in one line"
+[ "$(wc -l <"$out")" = 2 ] || { fail "the default view is not two lines"; sed 's/^/    | /' "$out"; }
+# -v: every counter.
+run_ok 10 "$SV" stats -v "$cli_pid"
+expect "^pid $cli_pid \(ib_write_bw\) running: .*-p $port" "the client, running (-v)"
+expect "qp 0x[0-9a-f]{6} RC RTS path=$want_path" "its QP in RTS on $want_path (-v)"
 expect "send WRs done [1-9][0-9]* \([1-9][0-9]* B\)" "send WRs and bytes"
 if [ "$MODE" = udp ]; then
 	expect "tx [1-9][0-9]* pkts [1-9][0-9]* B" "packets sent"
@@ -131,7 +138,7 @@ fi
 
 # --- watch: rate lines, then it ends -------------------------------------------
 run_ok 20 "$SV" stats --watch 0.5 --count 2 "$cli_pid"
-n=$(grep -Ec "pid $cli_pid \(ib_write_bw\) qp 0x[0-9a-f]{6} RC RTS: tx [0-9]+ pkts/s [0-9]+ B/s, .*send WRs [1-9][0-9]*/s [1-9][0-9]* B/s.*retransmissions [0-9.]+/s" "$out")
+n=$(grep -Ec "pid $cli_pid \(ib_write_bw\) qp 0x[0-9a-f]{6} RC RTS: sent [1-9][0-9.]*( [KMG])? WRs/s [1-9][0-9.]* (B|KiB|MiB|GiB)/s, received .*, tx [0-9.]+( [KMG])? pkts/s, .*retransmissions [0-9.]+/s" "$out")
 [ "$n" = 2 ] || { fail "--watch 0.5 --count 2: $n rate lines, not 2"; sed 's/^/    | /' "$out"; }
 
 # --- killed: gone, its last counters ------------------------------------------
@@ -140,7 +147,7 @@ for _ in $(seq 50); do
 	kill -0 "$cli_pid" 2>/dev/null || break
 	sleep 0.1
 done
-run_ok 10 "$SV" stats "$cli_pid"
+run_ok 10 "$SV" stats -v "$cli_pid"
 expect "^pid $cli_pid \(ib_write_bw\) gone \(killed or crashed\)" "the client, gone"
 expect "its last counters" "last counters"
 expect "qp 0x[0-9a-f]{6} RC RTS path=$want_path" "its QP as it was"
@@ -157,8 +164,12 @@ grep -q "send WRs done $w3 ($b3 B)" "$tmp/dead.txt" ||
 	fail "text and JSON differ: JSON send WRs $w3 ($b3 B), text: $(grep 'send WRs' "$tmp/dead.txt")"
 # The whole listing shows it too, and a second read the same numbers
 # (other processes' segments may be of another build: said on stderr).
+# The default listing leaves gone processes out and says so; --all shows it.
 timeout 10 "$SV" stats >"$out" 2>"$err" || fail "softverbs stats exited $?"
-expect "^pid $cli_pid \(ib_write_bw\) gone" "the killed client in the full listing"
+grep -q "^pid $cli_pid " "$out" && fail "the default listing shows the killed client"
+expect "^\([0-9]+ gone process(es)? not shown: --all shows them, --clean removes them\)$" "gone processes counted"
+timeout 10 "$SV" stats --all -v >"$out" 2>"$err" || fail "softverbs stats --all -v exited $?"
+expect "^pid $cli_pid \(ib_write_bw\) gone" "the killed client in the --all listing"
 grep -q "send WRs done $w3 ($b3 B)" "$out" || fail "the full listing's numbers moved after the kill"
 
 # --- clean: only the gone one's segment, and only when asked -----------------

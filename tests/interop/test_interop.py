@@ -1045,7 +1045,10 @@ def test_mckey(sv_side):
                     fail("the guest's mckey did not join", vm)
                 time.sleep(0.2)
         with open(hout_path, "w") as f:
-            host = vm.spawn(*softverbs_cmd(hargs), env=SV_ENV, stdout=f,
+            # SOFTVERBS_LOG=3: the QP's engine state at its destroy
+            # ("rq head": the receive WQEs consumed).
+            host = vm.spawn(*softverbs_cmd(hargs),
+                            env=dict(SV_ENV, SOFTVERBS_LOG="3"), stdout=f,
                             stderr=subprocess.STDOUT)
         if sv_side == "receiver":
             while True:
