@@ -545,6 +545,10 @@ static int write_sysfs(struct ibv_device *dev, dev_t node)
 	snprintf(buf, sizeof(buf), "%x", da.hw_ver);
 	if (put(buf, "%s/hw_rev", base))
 		goto out;
+	/* What ibstat prints as "CA type" (a driver's own attribute: mlx5
+	 * names its chip, rxe has none and leaves the line empty). */
+	if (put("softverbs", "%s/hca_type", base))
+		goto out;
 	node_desc(name, buf, sizeof(buf));
 	if (put(buf, "%s/node_desc", base))
 		goto out;

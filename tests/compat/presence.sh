@@ -70,6 +70,7 @@ check_view() {
 	has "^attr node_guid $guid\$" "node_guid as softverbs devices says"
 	has "^attr sys_image_guid [0-9a-f]{4}(:[0-9a-f]{4}){3}\$"
 	has '^attr node_type 1: CA$'
+	has '^attr hca_type softverbs$' "ibstat's CA type"
 	has "^attr fw_ver $(sed -n '1s/.*, fw \([^,]*\),.*/\1/p' "$tmp/devices")\$"
 	grep -q '^  port 1: PORT_ACTIVE' "$tmp/devices" && has '^attr ports/1/state 4: ACTIVE$'
 	has '^attr ports/1/phys_state 5: LinkUp$'

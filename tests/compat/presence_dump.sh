@@ -11,7 +11,7 @@ uv=/sys/class/infiniband_verbs/$1
 [ -c "$dev" ] && echo "chr $dev"
 [ -r "$dev" ] && [ -w "$dev" ] && echo "rw $dev"
 [ -c /dev/infiniband/rdma_cm ] && echo "chr rdma_cm"
-for f in node_guid sys_image_guid node_type fw_ver ports/1/state \
+for f in node_guid sys_image_guid node_type fw_ver hca_type ports/1/state \
 	ports/1/phys_state ports/1/link_layer ports/1/lid; do
 	echo "attr $f $(cat "$sys/$f" 2>&1)"
 done
