@@ -32,8 +32,15 @@ bench: build
 	@scripts/deps.sh bench
 	@bench/run.sh $(BUILD)
 
-install: build
+# LINKDIR: where links to the command and its man pages go, so that
+# `softverbs` is on PATH and `man softverbs` finds its page (the default
+# prefix links into /usr/local; LINKDIR= makes no links, and a line says
+# what to add to PATH).  Only the installed targets are built, not the tests.
+LINKDIR ?= $(if $(filter /usr/local/lib/softverbs,$(PREFIX)),/usr/local)
+install: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target installables
 	cmake --install $(BUILD) --prefix $(PREFIX)
+	@scripts/install-links.sh "$(PREFIX)" "$(LINKDIR)"
 
 # Sanitizer builds live in their own trees so they never mix with build/.
 # Both check the lock order at run time too (SV_LOCKCHECK, util/lockorder.h).

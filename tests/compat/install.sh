@@ -51,4 +51,17 @@ run_ok 30 "$prefix/bin/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"'
 expect "^$(readlink -f "$prefix")/lib\$"
 run_ok 30 "$prefix/bin/softverbs" run -- ibv_devices
 expect '^ +softverbs0[[:space:]]'
+
+# The links `make install` makes (scripts/install-links.sh): the command
+# on PATH through LINKDIR/bin, man finding its page from there; without a
+# LINKDIR, the one line that puts it on PATH.
+links=$(dirname "$0")/../../scripts/install-links.sh
+run_ok 30 "$links" "$prefix" "$prefix/links"
+expect "^softverbs: installed in $prefix; $prefix/links/bin/softverbs and its man pages link to it"
+run_ok 30 env PATH="$prefix/links/bin:/usr/bin:/bin" sh -c 'command -v softverbs && softverbs run -- ibv_devices && man -w softverbs'
+expect "^$prefix/links/bin/softverbs\$"
+expect '^ +softverbs0[[:space:]]'
+expect "^$prefix(/links)?/share/man/man1/softverbs\\.1" "man finds the page through the link"
+run_ok 30 "$links" "$prefix" ""
+expect "^    export PATH=$prefix/bin:\\\$PATH\$"
 finish
