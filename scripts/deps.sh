@@ -43,9 +43,14 @@ sockperf:/usr/bin/sockperf
 gnuplot-nox:/usr/bin/gnuplot
 python3:/usr/bin/python3"
 
+# demo: only what scripts/demo.sh runs (Debian's ibv_devices, ibv_devinfo).
+demo_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo"
+
 case $target in
 build) want=$build_pkgs ;;
-test|demo) want="$build_pkgs
+demo) want="$build_pkgs
+$demo_pkgs" ;;
+test) want="$build_pkgs
 $test_pkgs" ;;
 bench) want="$build_pkgs
 $test_pkgs
