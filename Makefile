@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all build deps test demo bench install clean asan tsan clang \
-	format format-check fuzz
+	format format-check fuzz dist deb
 
 all: build
 
@@ -41,6 +41,14 @@ install: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target installables
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	@scripts/install-links.sh "$(PREFIX)" "$(LINKDIR)"
+
+# Release artifacts in $(DIST) (scripts/package.sh): a relocatable tarball
+# to unpack anywhere, and a Debian package installing beside the
+# distribution's libibverbs1.  Each builds only the installed targets.
+DIST ?= dist
+dist deb: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target installables
+	@scripts/package.sh $@ $(BUILD) $(DIST)
 
 # Sanitizer builds live in their own trees so they never mix with build/.
 # Both check the lock order at run time too (SV_LOCKCHECK, util/lockorder.h).

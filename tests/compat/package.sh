@@ -1,0 +1,89 @@
+#!/bin/bash
+# The release artifacts of scripts/package.sh, used as a user would:
+#   package.sh SV BUILD dist  the tarball unpacked in a fresh directory, its
+#                             softverbs run from there (nothing of the build
+#                             tree), also as an ordinary user
+#   package.sh SV BUILD deb   the package: its fields (no Conflicts, Replaces
+#                             or Provides of libibverbs1), its files, then
+#                             (root, when no softverbs package is installed
+#                             already) installed with dpkg, used, removed:
+#                             /usr/bin/softverbs runs Debian's ibv_devices
+#                             on softverbs0 while ibv_devices alone keeps the
+#                             distribution's libibverbs
+SV_BUILD=$2
+mode=$3
+. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../users.sh"
+work=$(mktemp -d /tmp/softverbs-package.XXXXXX)
+chmod 755 "$work"
+installed=
+trap 'rm -rf "$work" "$out" "$err"; [ -n "$installed" ] && dpkg -r softverbs >/dev/null 2>&1' EXIT
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+run_ok 120 "$here/../../scripts/package.sh" "$mode" "$SV_BUILD" "$work/out"
+art=$(tail -n 1 "$out")
+[ -s "$art" ] || { fail "no artifact: $(cat "$out")"; finish; }
+
+case $mode in
+dist)
+	tar -C "$work" -xzf "$art" || fail "cannot unpack $art"
+	dir=$(echo "$work"/softverbs-*/)
+	dir=${dir%/}
+	[ -x "$dir/bin/softverbs" ] || fail "no bin/softverbs in the tarball"
+	[ -e "$dir/lib/libibverbs.so.1" ] || fail "no lib/libibverbs.so.1 in the tarball"
+	[ -e "$dir/share/man/man1/softverbs.1" ] || fail "no softverbs(1) in the tarball"
+	run_ok 30 "$dir/bin/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"; ibv_devices'
+	expect "^$dir/lib\$" "the unpacked lib/ first on LD_LIBRARY_PATH"
+	expect '^ +softverbs0[[:space:]]' "Debian's ibv_devices finds softverbs0"
+	if [ "$(id -u)" = 0 ] && sv_users_ready; then
+		sv_as 1
+		run_ok 30 "${SV_AS[@]}" "$dir/bin/softverbs" run -- ibv_devices
+		expect '^ +softverbs0[[:space:]]' "as an ordinary user"
+	fi
+	;;
+deb)
+	command -v dpkg-deb >/dev/null || skip "no dpkg-deb"
+	run_ok 30 dpkg-deb -f "$art" Package Depends Conflicts Replaces Provides Breaks
+	expect '^Package: softverbs$'
+	expect '^Depends: libc6 \(>= 2\.[0-9]+\), zlib1g$'
+	grep -Eq '^(Conflicts|Replaces|Provides|Breaks):' "$out" &&
+		fail "the package conflicts with, replaces or provides something: $(cat "$out")"
+	run_ok 30 dpkg-deb -c "$art"
+	expect ' \./usr/lib/softverbs/lib/libibverbs\.so\.1 -> ' "the library in a private directory"
+	expect ' \./usr/bin/softverbs -> \.\./lib/softverbs/bin/softverbs$' "softverbs on PATH"
+	expect ' \./usr/share/man/man1/softverbs\.1\.gz$'
+	grep -Eq ' \./(usr/)?lib/[^/]*/?libibverbs' "$out" &&
+		grep -Ev 'usr/lib/softverbs/' "$out" | grep -q libibverbs &&
+		fail "a libibverbs outside /usr/lib/softverbs"
+	[ "$(id -u)" = 0 ] || { finish; exit; }
+	dpkg -s softverbs >/dev/null 2>&1 && { echo "a softverbs package is installed here: not touched"; finish; exit; }
+	run_ok 120 dpkg -i "$art"
+	installed=1
+	run_ok 30 softverbs run -- ibv_devices
+	expect '^ +softverbs0[[:space:]]' "/usr/bin/softverbs runs ibv_devices on softverbs0"
+	sysverbs=$(ldd "$(command -v ibv_devices)" | awk '$1 == "libibverbs.so.1" { print $3 }')
+	case $sysverbs in
+	*/softverbs/*) fail "ibv_devices alone loads $sysverbs" ;;
+	esac
+	run_ok 30 man -w softverbs
+	expect '^/usr/share/man/man1/softverbs\.1\.gz$'
+	if sv_users_ready; then
+		sv_as 1
+		run_ok 30 "${SV_AS[@]}" softverbs run -- id -u
+		expect "^$(id -u "$SV_USER1")\$" "an ordinary user's run keeps the uid"
+	fi
+	run_ok 60 dpkg -r softverbs
+	installed=
+	[ -e /usr/bin/softverbs ] && fail "dpkg -r left /usr/bin/softverbs"
+	;;
+*)
+	echo "unknown mode $mode"
+	exit 2
+	;;
+esac
+finish
