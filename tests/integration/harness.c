@@ -7,7 +7,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -694,6 +696,121 @@ void hx_enter_netns(const char *name)
 	if (setns(fd, CLONE_NEWNET))
 		hx_die("setns %s: %s", path, strerror(errno));
 	close(fd);
+}
+
+/* ---- ordinary test users -------------------------------------------------- */
+
+static void skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static void skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("SKIP: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(NULL);
+	exit(77);
+}
+
+static bool user_lookup(const char *name, struct hx_user *u)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (!pw)
+		return false;
+	snprintf(u->name, sizeof(u->name), "%s", pw->pw_name);
+	snprintf(u->home, sizeof(u->home), "%s", pw->pw_dir);
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
+	return true;
+}
+
+/* useradd as tests/users.sh runs it: tests run in parallel, and useradd
+ * fails rather than waits while another holds /etc/passwd. */
+static int user_add(const char *name)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execlp("flock", "flock", "/tmp/softverbs-useradd.lock", "sh",
+		       "-c",
+		       "id -u \"$1\" >/dev/null 2>&1 || "
+		       "useradd -m -s /bin/sh \"$1\"",
+		       "-", name, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static unsigned int overflow_uid(void)
+{
+	unsigned int id = 65534;
+	FILE *f = fopen("/proc/sys/kernel/overflowuid", "r");
+
+	if (f) {
+		if (fscanf(f, "%u", &id) != 1)
+			id = 65534;
+		fclose(f);
+	}
+	return id;
+}
+
+struct hx_user hx_test_user(int n)
+{
+	char var[32], dflt[32];
+	const char *name;
+	struct hx_user u;
+	int rc;
+
+	snprintf(var, sizeof(var), "SV_TEST_USER%d", n);
+	snprintf(dflt, sizeof(dflt), "svtest%d", n);
+	name = getenv(var);
+	if (!name || !name[0])
+		name = dflt;
+	if (strlen(name) >= sizeof(u.name))
+		hx_die("%s: user name too long", var);
+	memset(&u, 0, sizeof(u));
+	if (!user_lookup(name, &u)) {
+		if (geteuid() != 0)
+			skip("no test user %s (made with useradd when run as root)",
+			     name);
+		rc = user_add(name);
+		if (!user_lookup(name, &u))
+			skip("could not make test user %s with useradd (flock/useradd status %d)",
+			     name, rc);
+	}
+	if (u.uid == 0 || u.uid == overflow_uid())
+		hx_die("test user %s has uid %u: it must be an ordinary account, neither root nor the overflow id (nobody)",
+		       u.name, (unsigned int)u.uid);
+	return u;
+}
+
+void hx_become(const struct hx_user *u)
+{
+	if (initgroups(u->name, u->gid) || setresgid(u->gid, u->gid, u->gid) ||
+	    setresuid(u->uid, u->uid, u->uid))
+		hx_die("becoming %s (uid %u gid %u): %s", u->name,
+		       (unsigned int)u->uid, (unsigned int)u->gid,
+		       strerror(errno));
+	/* A process that changed its ids is not dumpable, and then even its
+	 * own user's processes may not attach to it: one started as u is. */
+	if (prctl(PR_SET_DUMPABLE, 1))
+		hx_die("PR_SET_DUMPABLE: %s", strerror(errno));
+	setenv("HOME", u->home, 1);
+	setenv("USER", u->name, 1);
+	setenv("LOGNAME", u->name, 1);
+	unsetenv("XDG_RUNTIME_DIR");
 }
 
 /* ---- processes ------------------------------------------------------------ */

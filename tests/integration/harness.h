@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "check.h"
 
@@ -161,6 +162,30 @@ void hx_enter_netns(const char *name);
 
 /* Find the GID index whose address is this IPv4/IPv6 string, or -1. */
 int hx_gid_index_of(struct ibv_context *ctx, const char *ip);
+
+/* ---- ordinary test users ------------------------------------------------ */
+
+/*
+ * Test user n (1, 2 or 3): the account $SV_TEST_USER<n>, else svtest<n>,
+ * the accounts tests/users.sh uses (same names, same useradd, same lock
+ * file, so shell and C tests share them).  Made with useradd when run as
+ * root and missing.  Never nobody: its uid is the kernel's overflow id,
+ * the id an unmapped user namespace shows, so a namespace bug would hide
+ * behind it; a test user whose uid is 0 or the overflow id is fatal.
+ * When the account neither exists nor can be made, prints "SKIP: <why>"
+ * and exits 77: call it before hx_main forks.
+ */
+struct hx_user {
+	char name[64];
+	char home[256];
+	uid_t uid;
+	gid_t gid; /* the account's own group (getpwnam) */
+};
+struct hx_user hx_test_user(int n);
+/* Become u for good (root only), as a process started as u is: u's
+ * groups, uid and gid, dumpable, HOME, USER and LOGNAME of u and no
+ * XDG_RUNTIME_DIR (root's is not u's).  Fatal on error. */
+void hx_become(const struct hx_user *u);
 
 /* ---- process structure ------------------------------------------------- */
 

@@ -9,37 +9,40 @@
  *              with the right bytes, the sender having taken the chunks
  *              back after a bound near the copy's own time
  *              (help_timeout >= 1; before, each waited 10 s);
- *   otheruser  (root) the target drops to uid 65534: root does not
- *              attach to its ring (shm_other_user >= 1, no direct WRITE,
- *              no packet through shared memory), the WRITE and READ go
- *              through UDP with the right bytes;
- *   squat      (root) uid 65534 first pre-creates a registry entry for
+ *   otheruser  (root) the target becomes test user 1 (the squatter
+ *              below): root does not attach to its ring (shm_other_user
+ *              >= 1, no direct WRITE, no packet through shared memory),
+ *              the WRITE and READ go through UDP with the right bytes;
+ *   squat      (root) the squatter first pre-creates a registry entry for
  *              every ephemeral port where the registry used to be
  *              (/dev/shm/softverbs/, shared by all users) and tries to in
- *              the victims' own directory (refused); then two processes
- *              of uid 65533 still use the fast path (direct_write >= 1);
- *   squatdir   (root) uid 65534 creates the registry directory of uid
- *              65532 before it ever ran: a process of 65532 refuses it
- *              with a line naming the owner; with no private place for a
- *              secret (HOME not its own) it stays on UDP, with one (a
- *              HOME of its own) it registers its ring in a directory
- *              named from that secret, which nobody else can know;
- *   squatroot  (root) uid 65534 creates root's registry directory (root's
- *              own moved away for the test): root moves it aside with a
- *              line saying so, makes its own (0700) and keeps the fast
- *              path (direct_write >= 1).
- * The root-only cases are skipped (77) when not run as root, and all of
- * them when the fast path is off here.
+ *              the victim's own directory (refused); then two processes
+ *              of the victim (test user 2) still use the fast path
+ *              (direct_write >= 1);
+ *   squatdir   (root) the squatter creates the registry directory of the
+ *              late user (test user 3) before that user ever ran (what an
+ *              earlier run left of it removed first): a process of the
+ *              late user refuses it with a line naming the owner; with no
+ *              private place for a secret (HOME not its own) it stays on
+ *              UDP, with one (a HOME of its own) it registers its ring in
+ *              a directory named from that secret, which nobody else can
+ *              know;
+ *   squatroot  (root) the squatter creates root's registry directory
+ *              (root's own moved away for the test): root moves it aside
+ *              with a line saying so, makes its own (0700) and keeps the
+ *              fast path (direct_write >= 1).
+ * The three users are ordinary accounts made with useradd (hx_test_user),
+ * never nobody.  The root-only cases are skipped (77) when not run as
+ * root or when the accounts cannot be had, and all of them when the fast
+ * path is off here.
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -49,19 +52,9 @@
 #include "link/shm.h" /* the segment a hostile peer writes */
 
 #define MIB (1u << 20)
-#define UID_SQUATTER 65534u
-#define UID_VICTIM 65533u
-#define UID_LATE 65532u
 
-/* Drop to uid (and gid) for good, staying dumpable: a process that
- * changed its ids is not, and then even its own user may not attach. */
-static void become(unsigned int uid)
-{
-	REQUIRE(setgroups(0, NULL) == 0);
-	REQUIRE(setgid(uid) == 0);
-	REQUIRE(setuid(uid) == 0);
-	REQUIRE(prctl(PR_SET_DUMPABLE, 1) == 0);
-}
+/* Three distinct ordinary users (set in main, before any fork). */
+static struct hx_user squatter, victim, late;
 
 static unsigned long netns_ino(void)
 {
@@ -272,7 +265,7 @@ static void otheruser_b(int fd)
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
 
-	become(UID_SQUATTER);
+	hx_become(&squatter);
 	o.buf_len = 2 * OTHER_LEN;
 	hx_ep_open(&ep, &o, fd);
 	hx_fill(ep.buf + OTHER_LEN, OTHER_LEN, 42);
@@ -285,10 +278,62 @@ static void otheruser_b(int fd)
 
 /* ---- squat: another user's entries -------------------------------------- */
 
-#define SQUAT_MARK "softverbs-shm 1 1 65534 3 4 -1 squat\n"
+/* Remove a directory and the entries in it (one level: registries have
+ * no subdirectories). */
+static void rm_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
 
-/* Run fn as uid in a child; its exit status. */
-static int as_user(unsigned int uid, int (*fn)(void))
+	if (d) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+/* The registry directories of uid (SV_SHM_DIR.<uid>, and the secret-named
+ * SV_SHM_DIR.<uid>.<hex>) go, with their entries; the number left.  The
+ * test users are real accounts that persist across runs: this is what
+ * makes one "never ran" on this boot again.  (The secret itself is kept
+ * under HOME or XDG_RUNTIME_DIR, which the cases that need a user who
+ * never ran replace.) */
+static int forget_user(uid_t uid)
+{
+	char prefix[32], path[PATH_MAX];
+	size_t len;
+	struct dirent *e;
+	int left = 0;
+	DIR *d;
+
+	len = (size_t)snprintf(prefix, sizeof(prefix), "softverbs.%u",
+			       (unsigned int)uid);
+	for (int pass = 0; pass < 2; pass++) {
+		d = opendir("/dev/shm");
+		REQUIRE(d);
+		while ((e = readdir(d)))
+			if (!strncmp(e->d_name, prefix, len) &&
+			    (e->d_name[len] == 0 || e->d_name[len] == '.')) {
+				snprintf(path, sizeof(path), "/dev/shm/%s",
+					 e->d_name);
+				if (pass == 0)
+					rm_dir(path);
+				else
+					left++;
+			}
+		closedir(d);
+	}
+	return left;
+}
+
+/* What the squatter writes in each entry it plants: "softverbs-shm 1 1
+ * <squatter's uid> 3 4 -1 squat\n" (set in main). */
+static char squat_mark[64];
+
+/* Run fn as u in a child; its exit status. */
+static int as_user(const struct hx_user *u, int (*fn)(void))
 {
 	pid_t pid;
 	int st;
@@ -297,7 +342,7 @@ static int as_user(unsigned int uid, int (*fn)(void))
 	pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		become(uid);
+		hx_become(u);
 		_exit(fn());
 	}
 	REQUIRE(waitpid(pid, &st, 0) == pid);
@@ -337,12 +382,12 @@ static int squat_entries(void)
 			 p);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
 		if (fd >= 0) {
-			if (write(fd, SQUAT_MARK, strlen(SQUAT_MARK)) > 0)
+			if (write(fd, squat_mark, strlen(squat_mark)) > 0)
 				made++;
 			close(fd);
 		}
 		snprintf(path, sizeof(path), "/dev/shm/softverbs.%u/%lu.%u",
-			 UID_VICTIM, ns, p);
+			 (unsigned int)victim.uid, ns, p);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
 		if (fd >= 0) {
 			theirs++;
@@ -350,7 +395,8 @@ static int squat_entries(void)
 		}
 	}
 	/* Their directory too, if they never made it: then it is ours. */
-	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u", UID_VICTIM);
+	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u",
+		 (unsigned int)victim.uid);
 	if (mkdir(path, 0777) == 0)
 		theirs++;
 	printf("squatter: %u entries in /dev/shm/softverbs, %u in or of the victim's\n",
@@ -359,12 +405,14 @@ static int squat_entries(void)
 }
 
 /* As the victim, before anything of ours runs: our directory exists
- * (a user who has run softverbs once on this boot has it). */
+ * (a user who has run softverbs once on this boot has it; one an
+ * earlier run left is ours: squat_a checks). */
 static int victim_dir(void)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u", UID_VICTIM);
+	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u",
+		 (unsigned int)victim.uid);
 	if (mkdir(path, 0700) && errno != EEXIST)
 		return 1;
 	return 0;
@@ -387,10 +435,13 @@ static void unsquat(void)
 			continue;
 		n = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
-		if (n > 0 && (buf[n] = 0, !strcmp(buf, SQUAT_MARK)))
+		if (n > 0 && (buf[n] = 0, !strcmp(buf, squat_mark)))
 			unlinkat(dirfd(d), e->d_name, 0);
 	}
 	closedir(d);
+	/* The directory too (the squatter made it; softverbs no longer
+	 * uses it), when nothing else is left in it. */
+	rmdir("/dev/shm/softverbs");
 }
 
 static void squat_a_victim(int fd)
@@ -399,7 +450,7 @@ static void squat_a_victim(int fd)
 	struct counters c;
 	struct hx_ep ep;
 
-	become(UID_VICTIM);
+	hx_become(&victim);
 	stats_on();
 	o.buf_len = MIB;
 	hx_ep_open(&ep, &o, fd);
@@ -415,10 +466,19 @@ static void squat_a_victim(int fd)
 static void squat_a(int fd)
 {
 	pid_t pid;
-	int st;
+	int ws;
 
-	REQUIRE(as_user(UID_VICTIM, victim_dir) == 0);
-	CHECK_EQ(as_user(UID_SQUATTER, squat_entries), 0);
+	struct stat st;
+	char dir[64];
+
+	/* The victim has run before: its directory is its own. */
+	snprintf(dir, sizeof(dir), "/dev/shm/softverbs.%u",
+		 (unsigned int)victim.uid);
+	if (!lstat(dir, &st) && st.st_uid != victim.uid)
+		rm_dir(dir);
+	REQUIRE(as_user(&victim, victim_dir) == 0);
+	REQUIRE(lstat(dir, &st) == 0 && st.st_uid == victim.uid);
+	CHECK_EQ(as_user(&squatter, squat_entries), 0);
 	hx_send_u64(fd, 1); /* B may start */
 	fflush(NULL);
 	pid = fork();
@@ -428,8 +488,8 @@ static void squat_a(int fd)
 		fflush(NULL);
 		_exit(check_done());
 	}
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE(waitpid(pid, &ws, 0) == pid);
+	CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	unsquat();
 }
 
@@ -439,7 +499,7 @@ static void squat_b(int fd)
 	struct hx_ep ep;
 
 	CHECK_EQ(hx_recv_u64(fd), 1);
-	become(UID_VICTIM);
+	hx_become(&victim);
 	o.buf_len = MIB;
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
@@ -455,7 +515,8 @@ static int squat_dir(void)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u", UID_LATE);
+	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u",
+		 (unsigned int)late.uid);
 	return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : 1;
 }
 
@@ -497,6 +558,7 @@ static int late_user_as(bool home)
 {
 	char path[] = "/tmp/rc_trust_late.XXXXXX", buf[4096];
 	char hdir[] = "/tmp/rc_trust_home.XXXXXX", cmd[PATH_MAX + 16];
+	char said[96];
 	struct hx_opts o = hx_opts_default();
 	int tmp = mkstemp(path), ok, entries;
 	struct hx_ep ep;
@@ -516,7 +578,9 @@ static int late_user_as(bool home)
 	n = pread(tmp, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = 0;
 	unlink(path);
-	ok = strstr(buf, "belongs to uid 65534") != NULL;
+	snprintf(said, sizeof(said), "belongs to uid %u, not to us (uid %u)",
+		 (unsigned int)squatter.uid, (unsigned int)late.uid);
+	ok = strstr(buf, said) != NULL;
 	printf("late user's log (%s HOME): %s", home ? "own" : "no", buf);
 	printf("late user's secret registry: %d entries\n", entries);
 	if (home) {
@@ -545,22 +609,18 @@ static void squatdir_a(int fd)
 	struct stat st;
 	char path[64];
 
-	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u", UID_LATE);
-	/* The test needs the directory to be the squatter's. */
-	if (!lstat(path, &st) && st.st_uid != UID_SQUATTER)
-		REQUIRE(rmdir(path) == 0);
-	REQUIRE(as_user(UID_SQUATTER, squat_dir) == 0);
-	CHECK_EQ(as_user(UID_LATE, late_user), 0);
-	CHECK_EQ(as_user(UID_LATE, late_user_home), 0);
-	rmdir(path);
-	/* The late user's secret-named registry goes too. */
-	{
-		char cmd[96];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf /dev/shm/softverbs.%u.*",
-			 UID_LATE);
-		CHECK_EQ(system(cmd), 0);
-	}
+	/* The late user never ran: whatever an earlier run left of it
+	 * goes, and the directory is made by the squatter. */
+	REQUIRE(forget_user(late.uid) == 0);
+	REQUIRE(as_user(&squatter, squat_dir) == 0);
+	snprintf(path, sizeof(path), "/dev/shm/softverbs.%u",
+		 (unsigned int)late.uid);
+	REQUIRE(lstat(path, &st) == 0 && st.st_uid == squatter.uid);
+	CHECK_EQ(as_user(&late, late_user), 0);
+	CHECK_EQ(as_user(&late, late_user_home), 0);
+	/* The squatter's directory and the late user's secret-named
+	 * registry go. */
+	CHECK_EQ(forget_user(late.uid), 0);
 	hx_sync(fd);
 }
 
@@ -577,22 +637,6 @@ static void squatdir_b(int fd)
 static int squat_root_dir(void)
 {
 	return mkdir(ROOT_DIR, 0777) == 0 ? 0 : 1;
-}
-
-/* Remove a directory and the entries in it (one level: registries have
- * no subdirectories). */
-static void rm_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-
-	if (d) {
-		while ((e = readdir(d)))
-			if (e->d_name[0] != '.')
-				unlinkat(dirfd(d), e->d_name, 0);
-		closedir(d);
-	}
-	rmdir(path);
 }
 
 static void squatroot_a(int fd)
@@ -612,8 +656,8 @@ static void squatroot_a(int fd)
 	rm_dir(ROOT_SAVED);
 	if (!lstat(ROOT_DIR, &st))
 		REQUIRE(rename(ROOT_DIR, ROOT_SAVED) == 0);
-	REQUIRE(as_user(UID_SQUATTER, squat_root_dir) == 0);
-	REQUIRE(lstat(ROOT_DIR, &st) == 0 && st.st_uid == UID_SQUATTER);
+	REQUIRE(as_user(&squatter, squat_root_dir) == 0);
+	REQUIRE(lstat(ROOT_DIR, &st) == 0 && st.st_uid == squatter.uid);
 
 	stats_on();
 	REQUIRE(tmp >= 0);
@@ -676,6 +720,23 @@ static const struct hx_case cases[] = {
 	HX_CASE(squatdir, 30), HX_CASE(squatroot, 60), { 0 },
 };
 
+/* The three users of the root cases; exits 77 when they cannot be had. */
+static void users(void)
+{
+	squatter = hx_test_user(1);
+	victim = hx_test_user(2);
+	late = hx_test_user(3);
+	if (squatter.uid == victim.uid || squatter.uid == late.uid ||
+	    victim.uid == late.uid)
+		hx_die("test users %s, %s and %s must be three accounts (uids %u, %u, %u)",
+		       squatter.name, victim.name, late.name,
+		       (unsigned int)squatter.uid, (unsigned int)victim.uid,
+		       (unsigned int)late.uid);
+	snprintf(squat_mark, sizeof(squat_mark),
+		 "softverbs-shm 1 1 %u 3 4 -1 squat\n",
+		 (unsigned int)squatter.uid);
+}
+
 static int done(void)
 {
 	printf("[%s] ", hx_role);
@@ -695,6 +756,9 @@ int main(int argc, char **argv)
 		       argv[1]);
 		return 77;
 	}
+	if (geteuid() == 0 && (argc == 1 || (strcmp(argv[1], "slowhelp") &&
+					     strcmp(argv[1], "--list"))))
+		users();
 	if (argc > 1 && !strcmp(argv[1], "slowhelp") && help &&
 	    !strcmp(help, "0")) {
 		printf("SKIP: SOFTVERBS_HELP=0\n");

@@ -22,7 +22,8 @@
  *   owner_exits: C receives one message and exits; the next request for
  *     its SRQ completes at A with IBV_WC_REM_INV_REQ_ERR and the target QP
  *     goes to ERR (as for an SRQ number no one has): nothing hangs;
- *   other_user (root only): C runs as another user and opens the same
+ *   other_user (root only): C runs as another user (test user 1, an
+ *     ordinary account made with useradd, never nobody) and opens the same
  *     file; its SRQ is not part of B's domain: A's request is refused
  *     (IBV_WC_REM_INV_REQ_ERR), C's receive stays posted;
  *   domain_life: the file's domain exists while any process has it open,
@@ -157,6 +158,8 @@ struct cside {
 };
 
 static void (*c_case)(struct cside *s, int fd);
+/* other_user's C runs as this user (set in main, before any fork). */
+static struct hx_user other;
 
 static void c_main(int fd)
 {
@@ -168,9 +171,8 @@ static void c_main(int fd)
 	hx_recv(fd, &s.ci, sizeof(s.ci));
 	/* Another user: before the library is used, as a process of that
 	 * user would be. */
-	if (s.ci.other_user &&
-	    (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)))
-		hx_die("setresuid: %s", strerror(errno));
+	if (s.ci.other_user)
+		hx_become(&other);
 	hx_ep_open(&s.ep, &o, fd);
 	s.file = open(s.ci.path, O_RDONLY);
 	if (s.file < 0)
@@ -659,5 +661,7 @@ int main(int argc, char **argv)
 		printf("SKIP: other_user needs root (C runs as another user)\n");
 		return 77;
 	}
+	if (geteuid() == 0 && (argc == 1 || !strcmp(argv[1], "other_user")))
+		other = hx_test_user(1);
 	return hx_main(argc, argv, cases, c_done);
 }
