@@ -829,6 +829,50 @@ static int enter_userns(void)
 	return ret;
 }
 
+/* The mount point of the mount that holds PATH (the longest mount point
+ * of /proc/self/mountinfo that is PATH or a parent of it) into OUT. */
+static bool holder_of(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mnt[PATH_MAX];
+	size_t best = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n;
+
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		n = strlen(mnt);
+		if (n < best || strncmp(path, mnt, n) ||
+		    (path[n] != '/' && path[n] != '\0' && strcmp(mnt, "/")))
+			continue;
+		best = n;
+		snprintf(out, len, "%s", mnt);
+	}
+	fclose(f);
+	return best > 0;
+}
+
+/* Make the mount holding PATH a slave; refused when that is the root of
+ * a chroot, which no mount here names (a mount on PATH would reach the
+ * namespace we came from). */
+static int slave_holder(const char *path)
+{
+	char mnt[PATH_MAX];
+
+	if (!holder_of(path, mnt, sizeof(mnt)) || !strcmp(mnt, "/"))
+		return failed("%s is on no mount of its own under a / that is "
+			      "not a mount point (a chroot): nothing to keep "
+			      "our mounts from reaching outside",
+			      path);
+	if (mount(NULL, mnt, NULL, MS_REC | MS_SLAVE, NULL))
+		return failed("make %s a slave mount: %s", mnt,
+			      strerror(errno));
+	return 0;
+}
+
 /*
  * A mount namespace of our own: root unshares it directly; everybody else
  * (and a root without CAP_SYS_ADMIN, as in many containers) through the
@@ -848,8 +892,15 @@ static int enter_mountns(void)
 				strerror(errno));
 		why[0] = '\0'; /* the first way's failure does not matter */
 	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+	if (!mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		return 0;
+	if (errno != EINVAL)
 		return failed("make / a slave mount: %s", strerror(errno));
+	/* In a chroot, / is no mount of its own: then the mounts that hold
+	 * what we cover, /dev and /sys/class, must be (our tmpfs propagates
+	 * by its parent's type), each made a slave. */
+	if (slave_holder("/dev") || slave_holder(SYS_CLASS))
+		return -1;
 	return 0;
 }
 

@@ -25,6 +25,10 @@
 #                            --undo again, inside `unshare -m` (root only)
 #                            so the machine itself is never touched
 #   presence.sh SV ucx       UCX's ucx_info -d through run (ucx-utils)
+#   presence.sh SV chroot    run inside a chroot whose / is a plain
+#                            directory, not a mount point (root only): the
+#                            view as outside, nothing of it in the
+#                            chroot's /dev or /sys/class afterwards
 . "$(dirname "$0")/lib.sh"
 mode=${1:-view}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -275,6 +279,37 @@ EOF
 	grep -q 'failed' "$out" && fail "a setup step failed"
 	[ -e /dev/infiniband ] && fail "/dev/infiniband leaked out of the test's namespace"
 	[ -e /sys/class/infiniband ] && fail "/sys/class/infiniband leaked out"
+	;;
+chroot)
+	[ "$(id -u)" = 0 ] || skip "needs root (chroot)"
+	# The machine's own directories bound into a plain directory, as a
+	# chroot made by hand has them; in a mount namespace of the test's.
+	cat >"$tmp/chroot.sh" <<'EOF'
+root=$1
+shift
+set -e
+mount --make-rprivate /
+mkdir "$root"
+for d in /*; do
+	n=${d#/}
+	case $n in proc | dev | sys | run) mkdir "$root/$n"; continue ;; esac
+	if [ -L "$d" ]; then cp -P "$d" "$root/$n"
+	elif [ -d "$d" ]; then mkdir "$root/$n" && mount --rbind "$d" "$root/$n"
+	fi
+done
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
+mount --make-rshared "$root/dev"
+mount --make-rshared "$root/sys"
+rc=0
+chroot "$root" "$@" || rc=$?
+echo "after: $(ls "$root/dev" | grep -c '^infiniband$') $(ls "$root/sys/class" | grep -c '^infiniband$')"
+exit $rc
+EOF
+	run_ok 60 unshare -m bash "$tmp/chroot.sh" "$tmp/root" "$SV" run -- "$dump" "$devname" "$ibdev"
+	check_view "$(id -u)" "$(id -g)"
+	hasline "after: 0 0" "nothing of the view reached the chroot's /dev and /sys/class"
 	;;
 ucx)
 	command -v ucx_info >/dev/null || skip "ucx_info not installed (ucx-utils)"
