@@ -393,7 +393,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	/* Said while the WQE is ours (before head moves), under the key
 	 * table's read lock (rx_poll holds it). */
 	if (e == SV_SGL_LEN)
-		sv_explain_recv_len(qe, room, m->len);
+		sv_explain_recv_len(qe, w->wr_id, room, m->len, true);
 	else if (e != SV_SGL_OK)
 		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
@@ -420,8 +420,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		qe->eng->sink.n++;
 		return RX_DONE;
 	}
-	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0))
+	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0)) {
+		sv_explain_cq_overrun(qe, wc->wr_id);
 		return RX_OVERRUN;
+	}
 	return RX_DONE;
 }
 

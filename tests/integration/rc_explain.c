@@ -7,7 +7,15 @@
  * the requester's log names the WR, the status and where to look.  RNR
  * and retry exhaustion name the count that ran out.  Each process logs to
  * its own VERBS_LOG_FILE, set before it first uses the library.
+ *
+ * Every case runs on each path (integration.* between two processes of
+ * this host: shared memory, where small SENDs and atomics take message
+ * channels and WRITEs and READs the one-copy path; integration.udp.*: the
+ * packet path over UDP), and the cases below the access ones assert whole
+ * lines: the same text whichever path refused.
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <unistd.h>
@@ -386,12 +394,404 @@ static void retry_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/* ---- whole lines, the same on every path ----------------------------------- */
+
+#define W "softverbs warning: "
+
+static const char inv_req_why[] =
+	"found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")";
+
+/* B's receives take 100 bytes; A sends 512 bytes (a message channel on
+ * shm), then, on new QPs, 4096 (packets on both paths). */
+static const uint32_t recvlen_lens[] = { 512, 4096 };
+
+static void recvlen_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	o.path_mtu = IBV_MTU_4096;
+	hx_ep_open(&ep, &o, fd);
+	for (int i = 0; i < 2; i++) {
+		if (i)
+			hx_ep_new_qp(&ep);
+		hx_ep_connect(&ep);
+		hx_sync(fd); /* B's receive is posted */
+		take_log();
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+					 0xa0 + i, ep.buf, recvlen_lens[i],
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
+		HX_EXPECT(ep.scq, NULL, 0xa0 + i, IBV_WC_REM_INV_REQ_ERR, -1,
+			  -1);
+		snprintf(
+			want, sizeof(want),
+			W
+			"completer: QP 0x%06x: wr_id %#x IBV_WR_SEND len %u fails with IBV_WC_REM_INV_REQ_ERR: QP 0x%06x %s",
+			ep.qp->qp_num, 0xa0 + i, recvlen_lens[i], ep.peer.qpn,
+			inv_req_why);
+		EXPECT_LINE(take_log(), want);
+		hx_sync(fd);
+	}
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void recvlen_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	o.path_mtu = IBV_MTU_4096;
+	hx_ep_open(&ep, &o, fd);
+	for (int i = 0; i < 2; i++) {
+		if (i)
+			hx_ep_new_qp(&ep);
+		hx_ep_connect(&ep);
+		HX_CHECK_RC(hx_post_recv(&ep, 0xb0 + i, ep.buf, 100,
+					 ep.mr->lkey),
+			    0);
+		take_log();
+		hx_sync(fd);
+		HX_EXPECT(ep.rcq, NULL, 0xb0 + i, IBV_WC_LOC_LEN_ERR, -1, -1);
+		snprintf(
+			want, sizeof(want),
+			W
+			"responder: QP 0x%06x: a SEND of %u bytes is longer than receive wr_id %#x's 100 bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR: post receives at least as long as the longest message",
+			ep.qp->qp_num, recvlen_lens[i], 0xb0 + i);
+		EXPECT_LINE(take_log(), want);
+		hx_sync(fd);
+	}
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+/* Invalid READ and atomic requests: a misaligned atomic (a channel on
+ * shm), then towards a QP whose max_dest_rd_atomic is 0 an atomic (a
+ * channel on shm) and a READ (which the one-copy path leaves to
+ * packets). */
+enum { RD_MISALIGNED, RD_ATOMIC0, RD_READ0, RD_N };
+
+static void rdatomic_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	hx_ep_open(&ep, &o, fd);
+	for (int i = 0; i < RD_N; i++) {
+		if (i)
+			hx_ep_new_qp(&ep);
+		hx_ep_connect(&ep);
+		take_log();
+		if (i == RD_READ0)
+			HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+						 IBV_SEND_SIGNALED, 0xc0 + i,
+						 ep.buf, 64, ep.mr->lkey,
+						 ep.peer.addr, ep.peer.rkey, 0),
+				    0);
+		else
+			HX_CHECK_RC(
+				hx_post_atomic(
+					&ep,
+					i == RD_MISALIGNED ?
+						IBV_WR_ATOMIC_CMP_AND_SWP :
+						IBV_WR_ATOMIC_FETCH_AND_ADD,
+					IBV_SEND_SIGNALED, 0xc0 + i, ep.buf,
+					ep.mr->lkey,
+					ep.peer.addr +
+						(i == RD_MISALIGNED ? 4 : 0),
+					ep.peer.rkey, 1, 2),
+				0);
+		HX_EXPECT(ep.scq, NULL, 0xc0 + i, IBV_WC_REM_INV_REQ_ERR, -1,
+			  -1);
+		snprintf(
+			want, sizeof(want),
+			W
+			"completer: QP 0x%06x: wr_id %#x IBV_WR_%s len %u fails with IBV_WC_REM_INV_REQ_ERR: QP 0x%06x %s",
+			ep.qp->qp_num, 0xc0 + i,
+			i == RD_MISALIGNED ? "ATOMIC_CMP_AND_SWP" :
+			i == RD_ATOMIC0	   ? "ATOMIC_FETCH_AND_ADD" :
+					     "RDMA_READ",
+			i == RD_READ0 ? 64 : 8, ep.peer.qpn, inv_req_why);
+		EXPECT_LINE(take_log(), want);
+		hx_sync(fd);
+	}
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void rdatomic_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	hx_ep_open(&ep, &o, fd);
+	for (int i = 0; i < RD_N; i++) {
+		if (i) {
+			ep.o.max_dest_rd_atomic = 0;
+			hx_ep_new_qp(&ep);
+		}
+		hx_ep_connect(&ep);
+		hx_sync(fd);
+		if (i == RD_MISALIGNED)
+			snprintf(
+				want, sizeof(want),
+				W
+				"responder: QP 0x%06x: ATOMIC rkey 0x%x addr %#" PRIx64
+				": the address is not 8-byte aligned, as an atomic's must be; the requester gets IBV_WC_REM_INV_REQ_ERR",
+				ep.qp->qp_num, ep.mr->rkey,
+				(uint64_t)(uintptr_t)ep.buf + 4);
+		else
+			snprintf(
+				want, sizeof(want),
+				W
+				"responder: QP 0x%06x: %s refused: the QP's max_dest_rd_atomic is 0, so it answers no READ or atomic (set it with ibv_modify_qp to RTR, at least the requester's max_rd_atomic); the requester gets IBV_WC_REM_INV_REQ_ERR",
+				ep.qp->qp_num,
+				i == RD_READ0 ? "RDMA READ" : "ATOMIC");
+		EXPECT_LINE(take_log(), want);
+	}
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+/* What the RETRY_EXC line says about the dgid (explain.c path_text) when
+ * the GIDs of both ends are of one kind. */
+static void dgid_note(const struct hx_ep *ep, char *note, size_t n)
+{
+	const uint8_t *d = ep->peer.gid.raw;
+	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff },
+			     one[16] = { [15] = 1 };
+	char s[INET6_ADDRSTRLEN];
+
+	note[0] = '\0';
+	if ((!memcmp(d, v4, 12) && d[12] == 127) || !memcmp(d, one, 16)) {
+		snprintf(
+			note, n,
+			"; the dgid is a loopback address: a peer on this host only");
+	} else if (d[0] == 0xfe && (d[1] & 0xc0) == 0x80) {
+		inet_ntop(AF_INET6, ep->gid.raw, s, sizeof(s));
+		snprintf(
+			note, n,
+			"; the dgid is link-local: it reaches only the link of sgid_index %d %s",
+			ep->gid_index, s);
+	}
+}
+
+/* A request towards a QP in the error state: dropped there (said once),
+ * the requester's retries run out (the channel is closed at ERR, so on
+ * shm too the SEND goes as packets). */
+static void qperr_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[700], d[INET6_ADDRSTRLEN], note[200];
+
+	log_to_file("rc_explain");
+	o.retry_cnt = 1;
+	o.timeout = 8;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd); /* B's QP is in ERR */
+	take_log();
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 0xd0,
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 0xd0, IBV_WC_RETRY_EXC_ERR, -1, -1);
+	inet_ntop(AF_INET6, ep.peer.gid.raw, d, sizeof(d));
+	dgid_note(&ep, note, sizeof(note));
+	snprintf(
+		want, sizeof(want),
+		W
+		"completer: QP 0x%06x: wr_id 0xd0 IBV_WR_SEND len 64 fails with IBV_WC_RETRY_EXC_ERR: no acknowledgment from QP 0x%06x at dgid %s after retry_cnt 1 retries of the Local ACK Timeout (timeout 8): the peer QP is gone, not in RTR/RTS, or unreachable at that GID%s",
+		ep.qp->qp_num, ep.peer.qpn, d, note);
+	EXPECT_LINE(take_log(), want);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void qperr_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	CHECK_EQ(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE), 0);
+	take_log();
+	hx_sync(fd);
+	hx_sync(fd); /* A's SEND failed */
+	snprintf(
+		want, sizeof(want),
+		W
+		"responder: QP 0x%06x: a request from QP 0x%06x arrives in state ERR and is dropped, as IBA says (requests are taken from RTR on): its WR ends in IBV_WC_RETRY_EXC_ERR; this QP went to ERR before (an error completion or ibv_modify_qp says why)",
+		ep.qp->qp_num, ep.peer.qpn);
+	EXPECT_LINE(take_log(), want);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+/* ---- GIDs that cannot talk: warned at RTR, flagged at RETRY_EXC ----------- */
+
+/* The first GID that is an IPv4 address other than loopback (v4: true)
+ * or an IPv6 one (v4: false); -1: none. */
+static int gid_of_kind(struct ibv_context *ctx, bool v4, union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = { [10] = 0xff, [11] = 0xff };
+	struct ibv_gid_entry tab[64];
+	int n = (int)ibv_query_gid_table(ctx, tab, 64, 0);
+
+	for (int i = 0; i < n; i++) {
+		bool m = !memcmp(tab[i].gid.raw, pfx, 12);
+
+		if (m == v4 && (!v4 || tab[i].gid.raw[12] != 127)) {
+			*g = tab[i].gid;
+			return (int)tab[i].gid_index;
+		}
+	}
+	return -1;
+}
+
+static void gidwarn_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	char want[1000], s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+	union ibv_gid real, v6, lo;
+	struct hx_ep ep;
+	int ri, v6i, li;
+
+	log_to_file("rc_explain");
+	o.gid_addr = "127.0.0.1";
+	o.rnr_retry = 6; /* packets on shm too: no message channel */
+	o.retry_cnt = 1;
+	o.timeout = 8;
+	hx_ep_open(&ep, &o, fd);
+	li = ep.gid_index;
+	lo = ep.gid;
+	ri = gid_of_kind(ep.ctx, true, &real);
+	v6i = gid_of_kind(ep.ctx, false, &v6);
+	REQUIRE(v6i >= 0); /* ::1 at least */
+	take_log();
+
+	/* IPv6 sgid towards the peer's IPv4 GID: warned, not refused. */
+	hx_ep_exchange(&ep);
+	ep.gid_index = v6i;
+	CHECK_EQ(hx_ep_rtr(&ep), 0);
+	inet_ntop(AF_INET6, v6.raw, s, sizeof(s));
+	snprintf(
+		want, sizeof(want),
+		W
+		"ibv_modify_qp: QP 0x%06x: attr.ah_attr: sgid_index %d is %s (IPv6) but grh.dgid ::ffff:127.0.0.1 is IPv4: RoCE v2 sends an IPv4 or an IPv6 datagram as the source GID says, so the peer sees packets from another address than its dgid and drops them, and this QP ends in IBV_WC_RETRY_EXC_ERR (hardware refuses the address, as SOFTVERBS_STRICT=1 does); use the index of a GID of the peer's family on both sides (ibv_devinfo -v, softverbs devices)",
+		ep.qp->qp_num, v6i, s);
+	EXPECT_LINE(take_log(), want);
+	if (ri < 0) {
+		hx_log("no IPv4 address but loopback here: loopback cases skipped");
+		hx_send_u64(fd, 0);
+		CHECK_EQ(hx_ep_close(&ep), 0);
+		unlink(log_path);
+		return;
+	}
+	hx_send_u64(fd, 1);
+	inet_ntop(AF_INET6, real.raw, d, sizeof(d));
+
+	/* A real sgid towards the loopback dgid. */
+	hx_ep_new_qp(&ep);
+	hx_ep_exchange(&ep);
+	ep.gid_index = ri;
+	CHECK_EQ(hx_ep_rtr(&ep), 0);
+	snprintf(
+		want, sizeof(want),
+		W
+		"ibv_modify_qp: QP 0x%06x: attr.ah_attr: grh.dgid ::ffff:127.0.0.1 is a loopback address but sgid_index %d is %s: a loopback address reaches this host only, and the peer, which sees our packets come from %s, drops them unless its dgid is that address, so this QP ends in IBV_WC_RETRY_EXC_ERR; use the GIDs of one address family and scope on both sides: the peer's real address here, ours there (ibv_devinfo -v, softverbs devices)",
+		ep.qp->qp_num, ri, d, d);
+	EXPECT_LINE(take_log(), want);
+
+	/* The loopback sgid towards a real dgid, connected: B (loopback on
+	 * both ends) takes the SEND, its ACKs come from the loopback
+	 * address, which this QP does not know as its peer's. */
+	hx_ep_new_qp(&ep);
+	hx_ep_exchange(&ep);
+	ep.gid_index = li;
+	ep.peer.gid = real;
+	CHECK_EQ(hx_ep_rtr(&ep), 0);
+	snprintf(
+		want, sizeof(want),
+		W
+		"ibv_modify_qp: QP 0x%06x: attr.ah_attr: sgid_index %d is the loopback GID ::ffff:127.0.0.1 but grh.dgid %s is not a loopback address: packets from a loopback address never leave this host, and a peer that knows us by another GID drops them, so this QP ends in IBV_WC_RETRY_EXC_ERR (no HCA has a loopback GID); use the GID of the address the peer reaches you on, on both sides (ibv_devinfo -v, softverbs devices)",
+		ep.qp->qp_num, li, d);
+	EXPECT_LINE(take_log(), want);
+	CHECK_EQ(hx_ep_rts(&ep), 0);
+	hx_sync(fd); /* B in RTS, its receive posted */
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 0xe0,
+				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 0xe0, IBV_WC_RETRY_EXC_ERR, -1, -1);
+	snprintf(
+		want, sizeof(want),
+		W
+		"completer: QP 0x%06x: wr_id 0xe0 IBV_WR_SEND len 64 fails with IBV_WC_RETRY_EXC_ERR: no acknowledgment from QP 0x%06x at dgid %s after retry_cnt 1 retries of the Local ACK Timeout (timeout 8): the peer QP is gone, not in RTR/RTS, or unreachable at that GID; sgid_index %d is the loopback GID ::ffff:127.0.0.1: its packets never leave this host, and a peer knowing us by another GID drops them (use the GID of the address the peer reaches us on)",
+		ep.qp->qp_num, ep.peer.qpn, d, li);
+	{
+		const char *t = take_log();
+		char from[400];
+
+		EXPECT_LINE(t, want);
+		snprintf(
+			from, sizeof(from),
+			W
+			"receiver: QP 0x%06x: packets for this QP come from ::ffff:127.0.0.1, but it is connected to %s (its ah_attr.grh.dgid): they are dropped, and the peer's WRs end in IBV_WC_RETRY_EXC_ERR; the peer's sgid must be the GID given here as dgid, and ours its dgid",
+			ep.qp->qp_num, d);
+		EXPECT_LINE(t, from);
+	}
+	(void)lo;
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void gidwarn_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	struct ibv_wc wc;
+
+	o.gid_addr = "127.0.0.1";
+	o.rnr_retry = 6;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_exchange(&ep);
+	if (!hx_recv_u64(fd)) {
+		CHECK_EQ(hx_ep_close(&ep), 0);
+		return;
+	}
+	hx_ep_new_qp(&ep);
+	hx_ep_exchange(&ep);
+	hx_ep_new_qp(&ep);
+	hx_ep_exchange(&ep);
+	CHECK_EQ(hx_ep_rtr(&ep), 0);
+	CHECK_EQ(hx_ep_rts(&ep), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 0xe1, ep.buf, 4096, ep.mr->lkey), 0);
+	hx_sync(fd);
+	/* The SEND arrives from the address we know A by. */
+	HX_EXPECT(ep.rcq, &wc, 0xe1, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 static const struct hx_case cases[] = {
-	HX_CASE(access, 60),
-	HX_CASE(local, 30),
-	HX_CASE(rnr, 30),
-	HX_CASE(retry, 30),
-	{ 0 },
+	HX_CASE(access, 60), HX_CASE(local, 30),   HX_CASE(rnr, 30),
+	HX_CASE(retry, 30),  HX_CASE(recvlen, 30), HX_CASE(rdatomic, 30),
+	HX_CASE(qperr, 30),  HX_CASE(gidwarn, 30), { 0 },
 };
 
 HX_MAIN(cases)
