@@ -35,6 +35,8 @@
  */
 #include "paths/paths.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/mr.h"
@@ -46,6 +48,7 @@
 #include "engine/sgl.h"
 #include "engine/stats.h"
 #include "proto/wire.h"
+#include "util/env.h"
 #include "util/fault.h"
 
 bool sv_chan_atomic_op(uint32_t opcode)
@@ -137,6 +140,16 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 					     .swap = a.swap };
 
 		sv_pcap_chan_atomic_recv(qe, &pa);
+	}
+	if (sv_env_trace()) {
+		char extra[64];
+
+		snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x",
+			 a.va, a.rkey);
+		sv_trace_op(qe->eng, "rx-chan",
+			    a.op == SV_CHAN_CMP_SWAP ? SV_OP_RC_COMPARE_SWAP :
+						       SV_OP_RC_FETCH_ADD,
+			    qe->qpn, 8, extra);
 	}
 	/* The responder's checks in its order (resp.c chk_op_valid,
 	 * chk_resource, chk_rkey). */
