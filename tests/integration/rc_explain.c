@@ -401,8 +401,35 @@ static void retry_b(int fd)
 static const char inv_req_why[] =
 	"found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")";
 
+/* With HX_NETNS_A/B (explain_standard.sh: SOFTVERBS_ROCE=standard between
+ * two network namespaces joined by a veth pair) each side enters its own
+ * namespace and uses the GID of HX_ADDR_A/B, at the veth's path MTU. */
+static void open_side(struct hx_ep *ep, struct hx_opts *o, int fd)
+{
+	bool b = !strcmp(hx_role, "B");
+	const char *ns = getenv(b ? "HX_NETNS_B" : "HX_NETNS_A");
+
+	if (ns && *ns) {
+		hx_enter_netns(ns);
+		o->gid_addr = getenv(b ? "HX_ADDR_B" : "HX_ADDR_A");
+		o->path_mtu = IBV_MTU_1024;
+	}
+	hx_ep_open(ep, o, fd);
+}
+
+/* What the responder knows of a SEND's length when it refuses it: all
+ * of it, or, at a path MTU below it, that it is longer than its first
+ * packet. */
+static void send_len(const struct hx_ep *ep, uint32_t len, char *buf, size_t n)
+{
+	if (len <= ep->mtu_bytes)
+		snprintf(buf, n, "%u bytes", len);
+	else
+		snprintf(buf, n, "more than %u bytes", ep->mtu_bytes);
+}
+
 /* B's receives take 100 bytes; A sends 512 bytes (a message channel on
- * shm), then, on new QPs, 4096 (packets on both paths). */
+ * shm), then, on new QPs, 4096 (packets on every path). */
 static const uint32_t recvlen_lens[] = { 512, 4096 };
 
 static void recvlen_a(int fd)
@@ -413,7 +440,7 @@ static void recvlen_a(int fd)
 
 	log_to_file("rc_explain");
 	o.path_mtu = IBV_MTU_4096;
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	for (int i = 0; i < 2; i++) {
 		if (i)
 			hx_ep_new_qp(&ep);
@@ -443,11 +470,11 @@ static void recvlen_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	char want[600];
+	char want[600], len[40];
 
 	log_to_file("rc_explain");
 	o.path_mtu = IBV_MTU_4096;
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	for (int i = 0; i < 2; i++) {
 		if (i)
 			hx_ep_new_qp(&ep);
@@ -458,11 +485,12 @@ static void recvlen_b(int fd)
 		take_log();
 		hx_sync(fd);
 		HX_EXPECT(ep.rcq, NULL, 0xb0 + i, IBV_WC_LOC_LEN_ERR, -1, -1);
+		send_len(&ep, recvlen_lens[i], len, sizeof(len));
 		snprintf(
 			want, sizeof(want),
 			W
-			"responder: QP 0x%06x: a SEND of %u bytes is longer than receive wr_id %#x's 100 bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR: post receives at least as long as the longest message",
-			ep.qp->qp_num, recvlen_lens[i], 0xb0 + i);
+			"responder: QP 0x%06x: a SEND of %s is longer than receive wr_id %#x's 100 bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR: post receives at least as long as the longest message",
+			ep.qp->qp_num, len, 0xb0 + i);
 		EXPECT_LINE(take_log(), want);
 		hx_sync(fd);
 	}
@@ -483,7 +511,7 @@ static void rdatomic_a(int fd)
 	char want[600];
 
 	log_to_file("rc_explain");
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	for (int i = 0; i < RD_N; i++) {
 		if (i)
 			hx_ep_new_qp(&ep);
@@ -533,7 +561,7 @@ static void rdatomic_b(int fd)
 	char want[600];
 
 	log_to_file("rc_explain");
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	for (int i = 0; i < RD_N; i++) {
 		if (i) {
 			ep.o.max_dest_rd_atomic = 0;
@@ -597,7 +625,7 @@ static void qperr_a(int fd)
 	log_to_file("rc_explain");
 	o.retry_cnt = 1;
 	o.timeout = 8;
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	hx_sync(fd); /* B's QP is in ERR */
 	take_log();
@@ -626,7 +654,7 @@ static void qperr_b(int fd)
 	char want[600];
 
 	log_to_file("rc_explain");
-	hx_ep_open(&ep, &o, fd);
+	open_side(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	CHECK_EQ(ibv_modify_qp(ep.qp, &a, IBV_QP_STATE), 0);
 	take_log();

@@ -57,14 +57,14 @@ static bool traced(const char *t, const char *dir, const char *rest)
 	return false;
 }
 
-#define EXPECT_TRACE(t, dir, ...)                                          \
-	do {                                                               \
-		char _r[200];                                              \
-		snprintf(_r, sizeof(_r), __VA_ARGS__);                     \
-		CHECK(traced((t), (dir), _r));                             \
-		if (!traced((t), (dir), _r))                               \
+#define EXPECT_TRACE(t, dir, ...)                                           \
+	do {                                                                \
+		char _r[200];                                               \
+		snprintf(_r, sizeof(_r), __VA_ARGS__);                      \
+		CHECK(traced((t), (dir), _r));                              \
+		if (!traced((t), (dir), _r))                                \
 			hx_log("no trace line \"%s %s\" in: %s", (dir), _r, \
-			       (t));                                       \
+			       (t));                                        \
 	} while (0)
 
 static void ops_a(int fd)
@@ -80,8 +80,8 @@ static void ops_a(int fd)
 	hx_fill(ep.buf, 1024, 3); /* what the WRITE places, the READ reads */
 	hx_sync(fd); /* B's receive is posted */
 	take_log();
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1,
-				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 64, ep.mr->lkey, 0, 0, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
@@ -108,14 +108,16 @@ static void ops_a(int fd)
 			     "RC_FETCH_ADD qpn 0x%06x len 8 va 0x%" PRIx64
 			     " rkey 0x%x\n",
 			     ep.peer.qpn, ep.peer.addr + 8192, ep.peer.rkey);
-		EXPECT_TRACE(t, "tx-direct",
-			     "RC_RDMA_WRITE_ONLY qpn 0x%06x len 1024 va 0x%" PRIx64
-			     " rkey 0x%x\n",
-			     ep.peer.qpn, ep.peer.addr + 16384, ep.peer.rkey);
-		EXPECT_TRACE(t, "tx-direct",
-			     "RC_RDMA_READ_REQUEST qpn 0x%06x len 1024 va 0x%" PRIx64
-			     " rkey 0x%x\n",
-			     ep.peer.qpn, ep.peer.addr + 16384, ep.peer.rkey);
+		EXPECT_TRACE(
+			t, "tx-direct",
+			"RC_RDMA_WRITE_ONLY qpn 0x%06x len 1024 va 0x%" PRIx64
+			" rkey 0x%x\n",
+			ep.peer.qpn, ep.peer.addr + 16384, ep.peer.rkey);
+		EXPECT_TRACE(
+			t, "tx-direct",
+			"RC_RDMA_READ_REQUEST qpn 0x%06x len 1024 va 0x%" PRIx64
+			" rkey 0x%x\n",
+			ep.peer.qpn, ep.peer.addr + 16384, ep.peer.rkey);
 		EXPECT_NO_LOG(t, " tx RC_");
 	} else {
 		EXPECT_TRACE(t, "tx", "RC_SEND_ONLY qpn 0x%06x psn ",
