@@ -231,6 +231,15 @@ void sv_explain_misaligned(struct sv_qp_engine *qe, const char *op,
 		op, rkey, va);
 }
 
+void sv_explain_inv_rkey(struct sv_qp_engine *qe, uint64_t wr_id, uint32_t rkey)
+{
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"a SEND with invalidate into receive wr_id %#" PRIx64
+		" names rkey 0x%x, which is no bound type 2 memory window of the QP's PD (regions and type 1 windows cannot be invalidated: IBA 10.6.7); it completes with IBV_WC_REM_INV_REQ_ERR, as the requester's does",
+		wr_id, rkey);
+}
+
 void sv_explain_cq_overrun(struct sv_qp_engine *qe, uint64_t wr_id)
 {
 	sv_warn_qp(
@@ -426,7 +435,7 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 	case IBV_WC_REM_INV_REQ_ERR:
 		snprintf(
 			why, sizeof(why),
-			"QP 0x%06x found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")",
+			"QP 0x%06x found the request invalid (a message longer than its receive WQE, a misaligned atomic, READs or atomics beyond its max_dest_rd_atomic, an rkey it cannot invalidate, an opcode it does not take): its process logs which (\"responder:\")",
 			qe->dest_qpn);
 		break;
 	case IBV_WC_REM_OP_ERR:

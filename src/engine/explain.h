@@ -55,6 +55,11 @@ void sv_explain_rd_atomic(struct sv_qp_engine *qe, unsigned int access,
 void sv_explain_misaligned(struct sv_qp_engine *qe, const char *op,
 			   uint32_t rkey, uint64_t va);
 
+/* A SEND with Invalidate into receive wr_id named rkey, which is no
+ * window it may invalidate. */
+void sv_explain_inv_rkey(struct sv_qp_engine *qe, uint64_t wr_id,
+			 uint32_t rkey);
+
 /* The receive CQ had no room for receive wr_id's completion. */
 void sv_explain_cq_overrun(struct sv_qp_engine *qe, uint64_t wr_id);
 

@@ -632,8 +632,10 @@ static enum resp_state complete(struct resp_ctx *c)
 		uint32_t rkey =
 			(uint32_t)sv_ieth_rkey(sv_pkt_h(p, SV_HDR_IETH));
 
-		if (sv_mw_remote_inv(qe->qp, rkey))
+		if (sv_mw_remote_inv(qe->qp, rkey)) {
+			sv_explain_inv_rkey(qe, wc.wr_id, rkey);
 			return RESP_ERR_INV_RKEY;
+		}
 		wc.invalidated_rkey = rkey;
 		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
@@ -777,7 +779,8 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT &&
 	    st != RESP_ERR_FAULT && st != RESP_ERR_RECV_FAULT &&
 	    st != RESP_ERR_LOC_LEN && st != RESP_ERR_TOO_MANY_RD_ATOMIC &&
-	    st != RESP_ERR_MISALIGNED_ATOMIC && st != RESP_ERR_CQ_OVERFLOW)
+	    st != RESP_ERR_MISALIGNED_ATOMIC && st != RESP_ERR_CQ_OVERFLOW &&
+	    st != RESP_ERR_INV_RKEY)
 		sv_explain_resp(qe, resp_state_names[st],
 				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
 	if (st == RESP_ERR_ACCESS || st == RESP_ERR_FAULT)

@@ -399,7 +399,7 @@ static void retry_b(int fd)
 #define W "softverbs warning: "
 
 static const char inv_req_why[] =
-	"found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")";
+	"found the request invalid (a message longer than its receive WQE, a misaligned atomic, READs or atomics beyond its max_dest_rd_atomic, an rkey it cannot invalidate, an opcode it does not take): its process logs which (\"responder:\")";
 
 /* With HX_NETNS_A/B (explain_standard.sh: SOFTVERBS_ROCE=standard between
  * two network namespaces joined by a veth pair) each side enters its own
@@ -586,6 +586,60 @@ static void rdatomic_b(int fd)
 				i == RD_READ0 ? "RDMA READ" : "ATOMIC");
 		EXPECT_LINE(take_log(), want);
 	}
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+/* A SEND with Invalidate naming a key that is no window (packets on
+ * every path: channels carry no invalidation). */
+static void invrkey_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	open_side(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd); /* B's receive is posted */
+	take_log();
+	/* (imm_data and invalidate_rkey share the WR's union.) */
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED,
+				 0xf0, ep.buf, 64, ep.mr->lkey, 0, 0,
+				 0x12345678),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 0xf0, IBV_WC_REM_INV_REQ_ERR, -1, -1);
+	snprintf(
+		want, sizeof(want),
+		W
+		"completer: QP 0x%06x: wr_id 0xf0 IBV_WR_SEND_WITH_INV len 64 fails with IBV_WC_REM_INV_REQ_ERR: QP 0x%06x %s",
+		ep.qp->qp_num, ep.peer.qpn, inv_req_why);
+	EXPECT_LINE(take_log(), want);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+	unlink(log_path);
+}
+
+static void invrkey_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	char want[600];
+
+	log_to_file("rc_explain");
+	open_side(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	HX_CHECK_RC(hx_post_recv(&ep, 0xf1, ep.buf, 4096, ep.mr->lkey), 0);
+	take_log();
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 0xf1, IBV_WC_REM_INV_REQ_ERR, -1, -1);
+	snprintf(
+		want, sizeof(want),
+		W
+		"responder: QP 0x%06x: a SEND with invalidate into receive wr_id 0xf1 names rkey 0x%x, which is no bound type 2 memory window of the QP's PD (regions and type 1 windows cannot be invalidated: IBA 10.6.7); it completes with IBV_WC_REM_INV_REQ_ERR, as the requester's does",
+		ep.qp->qp_num, htonl(0x12345678));
+	EXPECT_LINE(take_log(), want);
+	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
 }
@@ -817,9 +871,11 @@ static void gidwarn_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(access, 60), HX_CASE(local, 30),   HX_CASE(rnr, 30),
-	HX_CASE(retry, 30),  HX_CASE(recvlen, 30), HX_CASE(rdatomic, 30),
-	HX_CASE(qperr, 30),  HX_CASE(gidwarn, 30), { 0 },
+	HX_CASE(access, 60),  HX_CASE(local, 30),
+	HX_CASE(rnr, 30),     HX_CASE(retry, 30),
+	HX_CASE(recvlen, 30), HX_CASE(rdatomic, 30),
+	HX_CASE(qperr, 30),   HX_CASE(invrkey, 30),
+	HX_CASE(gidwarn, 30), { 0 },
 };
 
 HX_MAIN(cases)
