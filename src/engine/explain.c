@@ -376,8 +376,10 @@ void sv_explain_wrong_src(struct sv_qp_engine *qe, const struct sv_flow *flow)
 	ip_str(&qe->flow.dst, want, sizeof(want));
 	sv_warn_qp(
 		&qe->qp->lograte, qe->qpn, "receiver",
-		"packets for this QP come from %s, but it is connected to %s (its ah_attr.grh.dgid): they are dropped, and the peer's WRs end in IBV_WC_RETRY_EXC_ERR; the peer's sgid must be the GID given here as dgid, and ours its dgid",
-		from, want);
+		"packets for this QP come from %s, but it is connected to %s (its ah_attr.grh.dgid): they are dropped, and the peer's %s; the peer's sgid must be the GID given here as dgid, and ours its dgid",
+		from, want,
+		qe->type == IBV_QPT_RC ? "WRs end in IBV_WC_RETRY_EXC_ERR" :
+					 "messages are lost");
 }
 
 void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,

@@ -1066,7 +1066,7 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
 	    state == IBV_QPS_ERR) {
 		SV_STAT(qe->eng, drop_qp_state);
-		if (qe->type != IBV_QPT_UD)
+		if (qe->type == IBV_QPT_RC)
 			sv_explain_state_drop(qe, state);
 		return;
 	}
