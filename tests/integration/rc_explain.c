@@ -11,8 +11,8 @@
  * Every case runs on each path (integration.* between two processes of
  * this host: shared memory, where small SENDs and atomics take message
  * channels and WRITEs and READs the one-copy path; integration.udp.*: the
- * packet path over UDP), and the cases below the access ones assert whole
- * lines: the same text whichever path refused.
+ * packet path over UDP; explain_standard.sh: standard mode), and asserts
+ * whole lines: the same text whichever path refused.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +22,8 @@
 
 #include "harness.h"
 #include "logcap.h"
+
+static void dgid_note(const struct hx_ep *ep, char *note, size_t n);
 
 /* ---- remote access: one case per check ----------------------------------- */
 
@@ -48,6 +50,7 @@ static const struct access_case {
 	{ "QP access flags", IBV_WR_RDMA_READ, K_MAIN, 0, 64, false,
 	  IBV_ACCESS_REMOTE_WRITE },
 	{ "memory window bounds", IBV_WR_RDMA_WRITE, K_MW, 0, 2048, false, 0 },
+	{ "atomic rights", IBV_WR_ATOMIC_CMP_AND_SWP, K_NOW, 0, 8, false, 0 },
 };
 #define N_ACC (int)(sizeof(acc) / sizeof(acc[0]))
 
@@ -67,7 +70,7 @@ static void access_a(int fd)
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
 	struct keys k;
-	char want[160];
+	char want[400];
 
 	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
@@ -81,21 +84,35 @@ static void access_a(int fd)
 			renew(&ep);
 		hx_sync(fd);
 		take_log();
-		HX_CHECK_RC(hx_post_send(&ep, c->op, IBV_SEND_SIGNALED,
-					 0x100 + i, ep.buf, c->len, ep.mr->lkey,
-					 k.addr[c->key] + c->off, rk, 0),
-			    0);
+		if (c->op == IBV_WR_ATOMIC_CMP_AND_SWP)
+			HX_CHECK_RC(hx_post_atomic(
+					    &ep, c->op, IBV_SEND_SIGNALED,
+					    0x100 + i, ep.buf, ep.mr->lkey,
+					    k.addr[c->key] + c->off, rk, 0, 1),
+				    0);
+		else
+			HX_CHECK_RC(hx_post_send(&ep, c->op, IBV_SEND_SIGNALED,
+						 0x100 + i, ep.buf, c->len,
+						 ep.mr->lkey,
+						 k.addr[c->key] + c->off, rk,
+						 0),
+				    0);
 		if (!HX_EXPECT(ep.scq, NULL, 0x100 + i, IBV_WC_REM_ACCESS_ERR,
 			       -1, -1))
 			hx_log("case %d: %s", i, c->what);
 		/* The requester's line: the WR, the status, the key, and
 		 * where the reason is. */
-		snprintf(want, sizeof(want),
-			 "refused the access (rkey 0x%x addr %#" PRIx64 ")", rk,
-			 k.addr[c->key] + c->off);
-		EXPECT_LOG(take_log(), "completer: QP 0x",
-			   "fails with IBV_WC_REM_ACCESS_ERR", want,
-			   "its process logs which check failed");
+		snprintf(
+			want, sizeof(want),
+			"softverbs warning: completer: QP 0x%06x: wr_id %#x IBV_WR_%s len %u fails with IBV_WC_REM_ACCESS_ERR: QP 0x%06x refused the access (rkey 0x%x addr %#" PRIx64
+			"): its process logs which check failed (\"responder:\") and counts it (SOFTVERBS_STATS=1, access_*)",
+			ep.qp->qp_num, 0x100 + i,
+			c->op == IBV_WR_RDMA_READ ? "RDMA_READ" :
+			c->op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+						    "ATOMIC_CMP_AND_SWP" :
+						    "RDMA_WRITE",
+			c->len, ep.peer.qpn, rk, k.addr[c->key] + c->off);
+		EXPECT_LINE(take_log(), want);
 		hx_send_u64(fd, rk);
 		hx_sync(fd);
 	}
@@ -110,7 +127,7 @@ static void access_b(int fd)
 	struct ibv_mw *mw;
 	struct hx_ep ep;
 	struct keys k;
-	char want[4][200];
+	char want[2][300], line[700];
 	const char *t;
 	int err_fd, saved;
 
@@ -177,47 +194,57 @@ static void access_b(int fd)
 			 "responder: QP 0x%06x: %s rkey 0x%x addr %#" PRIx64
 			 " len %u: ",
 			 ep.qp->qp_num,
-			 c->op == IBV_WR_RDMA_READ ? "RDMA READ" : "RDMA WRITE",
+			 c->op == IBV_WR_RDMA_READ	    ? "RDMA READ" :
+			 c->op == IBV_WR_ATOMIC_CMP_AND_SWP ? "ATOMIC" :
+							      "RDMA WRITE",
 			 rk, k.addr[c->key] + c->off, c->len);
+		/* want[1]: the reason; line: the whole line. */
 		switch (i) {
 		case 0:
-			EXPECT_LOG(t, want[0],
-				   "no region or memory window has this rkey");
+			snprintf(
+				want[1], sizeof(want[1]),
+				"no region or memory window has this rkey (never registered, deregistered, or the window was rebound: man ibv_inc_rkey)");
 			break;
 		case 1:
 			snprintf(want[1], sizeof(want[1]),
 				 "outside the region [%#" PRIx64 ", %#" PRIx64
 				 ") (length 4096)",
 				 k.addr[K_MAIN], k.addr[K_MAIN] + 4096);
-			EXPECT_LOG(t, want[0], want[1]);
 			break;
 		case 2:
-			EXPECT_LOG(
-				t, want[0],
+			snprintf(
+				want[1], sizeof(want[1]),
 				"the region lacks IBV_ACCESS_REMOTE_WRITE (has LOCAL_WRITE|REMOTE_READ)");
 			break;
 		case 3:
 			snprintf(
 				want[1], sizeof(want[1]),
-				"the region's PD (handle %u) is not the QP's PD (handle %u)",
+				"the region's PD (handle %u) is not the QP's PD (handle %u) (IBA C9-88)",
 				pd2->handle, ep.pd->handle);
-			EXPECT_LOG(t, want[0], want[1]);
-			break;
-		case 4:
-			snprintf(
-				want[1], sizeof(want[1]),
-				"responder: QP 0x%06x: RDMA READ refused: the QP's qp_access_flags lack IBV_ACCESS_REMOTE_READ (has REMOTE_WRITE",
-				ep.qp->qp_num);
-			EXPECT_LOG(t, want[1]);
 			break;
 		case 5:
 			snprintf(want[1], sizeof(want[1]),
 				 "outside the window [%#" PRIx64 ", %#" PRIx64
 				 ") (length 1024)",
 				 k.addr[K_MW], k.addr[K_MW] + 1024);
-			EXPECT_LOG(t, want[0], want[1]);
+			break;
+		case 6:
+			snprintf(
+				want[1], sizeof(want[1]),
+				"the region lacks IBV_ACCESS_REMOTE_ATOMIC (has LOCAL_WRITE|REMOTE_READ)");
 			break;
 		}
+		if (i == 4)
+			snprintf(
+				line, sizeof(line),
+				"softverbs warning: responder: QP 0x%06x: RDMA READ refused: the QP's qp_access_flags lack IBV_ACCESS_REMOTE_READ (has REMOTE_WRITE; set it with ibv_modify_qp IBV_QP_ACCESS_FLAGS); the requester gets IBV_WC_REM_ACCESS_ERR",
+				ep.qp->qp_num);
+		else
+			snprintf(
+				line, sizeof(line),
+				"softverbs warning: %s%s; the requester gets IBV_WC_REM_ACCESS_ERR",
+				want[0], want[1]);
+		EXPECT_LINE(t, line);
 		hx_sync(fd);
 	}
 	CHECK_EQ(ibv_dealloc_mw(mw), 0);
@@ -246,7 +273,7 @@ static void local_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	char want[160];
+	char want[400];
 
 	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
@@ -257,14 +284,13 @@ static void local_a(int fd)
 				 ep.buf, 64, ep.mr->lkey ^ 0x00ffff00, 0, 0, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x90, IBV_WC_LOC_PROT_ERR, -1, -1);
-	snprintf(want, sizeof(want),
-		 "sg_list[0] lkey 0x%x addr %#" PRIx64
-		 " length 64: no region has this lkey",
-		 ep.mr->lkey ^ 0x00ffff00, (uint64_t)(uintptr_t)ep.buf);
-	EXPECT_LOG(
-		take_log(), "completer: QP 0x",
-		"wr_id 0x90 IBV_WR_SEND len 64 fails with IBV_WC_LOC_PROT_ERR",
-		want);
+	snprintf(
+		want, sizeof(want),
+		"softverbs warning: completer: QP 0x%06x: wr_id 0x90 IBV_WR_SEND len 64 fails with IBV_WC_LOC_PROT_ERR: sg_list[0] lkey 0x%x addr %#" PRIx64
+		" length 64: no region has this lkey (never registered, or deregistered)",
+		ep.qp->qp_num, ep.mr->lkey ^ 0x00ffff00,
+		(uint64_t)(uintptr_t)ep.buf);
+	EXPECT_LINE(take_log(), want);
 	/* A SEND into B's receive WQE whose region lacks LOCAL_WRITE. */
 	hx_ep_new_qp(&ep);
 	hx_ep_connect(&ep);
@@ -273,8 +299,11 @@ static void local_a(int fd)
 				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x91, IBV_WC_REM_OP_ERR, -1, -1);
-	EXPECT_LOG(take_log(), "fails with IBV_WC_REM_OP_ERR",
-		   "could not execute it");
+	snprintf(
+		want, sizeof(want),
+		"softverbs warning: completer: QP 0x%06x: wr_id 0x91 IBV_WR_SEND len 64 fails with IBV_WC_REM_OP_ERR: QP 0x%06x could not execute it (its receive WQE's memory, its CQ): its process logs which (\"responder:\")",
+		ep.qp->qp_num, ep.peer.qpn);
+	EXPECT_LINE(take_log(), want);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
@@ -285,7 +314,7 @@ static void local_b(int fd)
 	struct hx_opts o = hx_opts_default();
 	struct ibv_mr *ro;
 	struct hx_ep ep;
-	char want[200];
+	char want[400];
 
 	log_to_file("rc_explain");
 	hx_ep_open(&ep, &o, fd);
@@ -300,10 +329,10 @@ static void local_b(int fd)
 	HX_EXPECT(ep.rcq, NULL, 0x92, IBV_WC_LOC_PROT_ERR, -1, -1);
 	snprintf(
 		want, sizeof(want),
-		"responder: QP 0x%06x: a receive WQE cannot take the message: sg_list[0] lkey 0x%x addr %#" PRIx64
-		" length 128: the region lacks IBV_ACCESS_LOCAL_WRITE (has REMOTE_READ)",
+		"softverbs warning: responder: QP 0x%06x: a receive WQE cannot take the message: sg_list[0] lkey 0x%x addr %#" PRIx64
+		" length 128: the region lacks IBV_ACCESS_LOCAL_WRITE (has REMOTE_READ); it completes with IBV_WC_LOC_PROT_ERR, the requester's with IBV_WC_REM_OP_ERR",
 		ep.qp->qp_num, ro->lkey, (uint64_t)(uintptr_t)ep.buf + 4096);
-	EXPECT_LOG(take_log(), want);
+	EXPECT_LINE(take_log(), want);
 	hx_sync(fd);
 	CHECK_EQ(ibv_dereg_mr(ro), 0);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -316,6 +345,7 @@ static void rnr_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
+	char want[400];
 
 	log_to_file("rc_explain");
 	o.rnr_retry = 1;
@@ -328,10 +358,11 @@ static void rnr_a(int fd)
 				 ep.buf, 64, ep.mr->lkey, 0, 0, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x77, IBV_WC_RNR_RETRY_EXC_ERR, -1, -1);
-	EXPECT_LOG(
-		take_log(), "completer: QP 0x", "wr_id 0x77 IBV_WR_SEND len 64",
-		"fails with IBV_WC_RNR_RETRY_EXC_ERR",
-		"had no receive WQE posted (Receiver Not Ready) after rnr_retry 1 retries");
+	snprintf(
+		want, sizeof(want),
+		"softverbs warning: completer: QP 0x%06x: wr_id 0x77 IBV_WR_SEND len 64 fails with IBV_WC_RNR_RETRY_EXC_ERR: QP 0x%06x had no receive WQE posted (Receiver Not Ready) after rnr_retry 1 retries: post receives before the peer sends, or set rnr_retry 7 (retry forever)",
+		ep.qp->qp_num, ep.peer.qpn);
+	EXPECT_LINE(take_log(), want);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
@@ -352,7 +383,7 @@ static void retry_a(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	char want[96];
+	char want[700], d[INET6_ADDRSTRLEN], note[200];
 
 	log_to_file("rc_explain");
 	o.retry_cnt = 1;
@@ -366,13 +397,13 @@ static void retry_a(int fd)
 				 ep.peer.rkey, 0),
 		    0);
 	HX_EXPECT(ep.scq, NULL, 0x78, IBV_WC_RETRY_EXC_ERR, -1, -1);
-	snprintf(want, sizeof(want), "no acknowledgment from QP 0x%06x",
-		 ep.peer.qpn);
-	EXPECT_LOG(
-		take_log(), "completer: QP 0x",
-		"wr_id 0x78 IBV_WR_RDMA_WRITE len 64",
-		"fails with IBV_WC_RETRY_EXC_ERR", want,
-		"after retry_cnt 1 retries of the Local ACK Timeout (timeout 8)");
+	inet_ntop(AF_INET6, ep.peer.gid.raw, d, sizeof(d));
+	dgid_note(&ep, note, sizeof(note));
+	snprintf(
+		want, sizeof(want),
+		"softverbs warning: completer: QP 0x%06x: wr_id 0x78 IBV_WR_RDMA_WRITE len 64 fails with IBV_WC_RETRY_EXC_ERR: no acknowledgment from QP 0x%06x at dgid %s after retry_cnt 1 retries of the Local ACK Timeout (timeout 8): the peer QP is gone, not in RTR/RTS, or unreachable at that GID%s",
+		ep.qp->qp_num, ep.peer.qpn, d, note);
+	EXPECT_LINE(take_log(), want);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
