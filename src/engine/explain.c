@@ -257,8 +257,8 @@ void sv_explain_state_drop(struct sv_qp_engine *qe, int state)
 		[IBV_QPS_ERR] = "ERR",
 	};
 
-	/* Once per state entered: the requester resends until it gives
-	 * up, and each copy is dropped alike. */
+	/* Once, not per copy: the requester resends until it gives up,
+	 * and each copy is dropped alike. */
 	if (qe->said_drop_state == state + 1)
 		return;
 	qe->said_drop_state = (uint8_t)(state + 1);

@@ -64,7 +64,7 @@ void sv_explain_inv_rkey(struct sv_qp_engine *qe, uint64_t wr_id,
 void sv_explain_cq_overrun(struct sv_qp_engine *qe, uint64_t wr_id);
 
 /* A request arrived at an RC QP in RESET, INIT or ERR (state) and was
- * dropped: said once per state entered. */
+ * dropped: said once until the QP takes a request again. */
 void sv_explain_state_drop(struct sv_qp_engine *qe, int state);
 
 /* A packet for the QP came from flow->src, not from the peer's address:

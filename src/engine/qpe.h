@@ -133,7 +133,8 @@ struct sv_qp_engine {
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
 	bool gsi; /* eng->gsi: sends as QP1 */
 	/* Explained once (explain.c): the state + 1 a request was dropped
-	 * in, and a request from an address other than the peer's. */
+	 * in (0 again when one is taken), and a packet from an address
+	 * other than the peer's. */
 	uint8_t said_drop_state;
 	bool said_wrong_src;
 

@@ -1070,6 +1070,9 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 			sv_explain_state_drop(qe, state);
 		return;
 	}
+	/* Taken: a later drop in another state is said again. */
+	if (qe->said_drop_state)
+		qe->said_drop_state = 0;
 	if (qe->type == IBV_QPT_UD)
 		return sv_ud_rx(qe, pkt, flow);
 	/* A forced retry-exceeded (inject.c): duplicates of what came
