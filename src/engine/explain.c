@@ -9,14 +9,18 @@
  */
 #include "engine/explain.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 
+#include "core/device.h"
 #include "core/mr.h"
 #include "engine/eng.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
 #include "engine/strict.h"
+#include "proto/addr.h"
 #include "proto/wr.h"
 #include "util/log.h"
 
@@ -191,14 +195,84 @@ void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
 		why);
 }
 
-void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t room, uint64_t len)
+void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t wr_id, uint64_t room,
+			 uint64_t len, bool whole)
 {
 	sv_warn_qp(
 		&qe->qp->lograte, qe->qpn, "responder",
-		"a message of %" PRIu64
-		" bytes is longer than the receive WQE's %" PRIu64
-		" bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR",
-		len, room);
+		"a SEND of %s%" PRIu64
+		" bytes is longer than receive wr_id %#" PRIx64 "'s %" PRIu64
+		" bytes; it completes with IBV_WC_LOC_LEN_ERR, the requester's with IBV_WC_REM_INV_REQ_ERR: post receives at least as long as the longest message",
+		whole ? "" : "more than ", len, wr_id, room);
+}
+
+void sv_explain_rd_atomic(struct sv_qp_engine *qe, unsigned int access,
+			  uint32_t busy)
+{
+	if (!qe->max_dest_rd_atomic)
+		sv_warn_qp(
+			&qe->qp->lograte, qe->qpn, "responder",
+			"%s refused: the QP's max_dest_rd_atomic is 0, so it answers no READ or atomic (set it with ibv_modify_qp to RTR, at least the requester's max_rd_atomic); the requester gets IBV_WC_REM_INV_REQ_ERR",
+			op_of_access(access));
+	else
+		sv_warn_qp(
+			&qe->qp->lograte, qe->qpn, "responder",
+			"%s refused: %u READ/atomic requests are being answered already, the QP's max_dest_rd_atomic (the requester's max_rd_atomic must not be above it); the requester gets IBV_WC_REM_INV_REQ_ERR",
+			op_of_access(access), busy);
+}
+
+void sv_explain_misaligned(struct sv_qp_engine *qe, const char *op,
+			   uint32_t rkey, uint64_t va)
+{
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"%s rkey 0x%x addr %#" PRIx64
+		": the address is not 8-byte aligned, as an atomic's must be; the requester gets IBV_WC_REM_INV_REQ_ERR",
+		op, rkey, va);
+}
+
+void sv_explain_inv_rkey(struct sv_qp_engine *qe, uint64_t wr_id, uint32_t rkey)
+{
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"a SEND with invalidate into receive wr_id %#" PRIx64
+		" names rkey 0x%x, which is no bound type 2 memory window of the QP's PD (regions and type 1 windows cannot be invalidated: IBA 10.6.7); it completes with IBV_WC_REM_INV_REQ_ERR, as the requester's does",
+		wr_id, rkey);
+}
+
+void sv_explain_cq_overrun(struct sv_qp_engine *qe, uint64_t wr_id)
+{
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"receive wr_id %#" PRIx64
+		" completed into a full CQ (cqe %d): the CQ overran (IBV_EVENT_CQ_ERR), the QP goes to ERR (IBV_EVENT_QP_FATAL) and the requester gets IBV_WC_REM_OP_ERR; make the CQ as large as the receives and sends it may hold",
+		wr_id, qe->qp->rcq ? qe->qp->rcq->ex.cqe : 0);
+}
+
+void sv_explain_state_drop(struct sv_qp_engine *qe, int state)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET",
+		[IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	/* Once, not per copy: the requester resends until it gives up,
+	 * and each copy is dropped alike. */
+	if (qe->said_drop_state == state + 1)
+		return;
+	qe->said_drop_state = (uint8_t)(state + 1);
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "responder",
+		"a request from QP 0x%06x arrives in state %s and is dropped, as IBA says (requests are taken from RTR on): its WR ends in IBV_WC_RETRY_EXC_ERR%s",
+		qe->dest_qpn,
+		(unsigned int)state < sizeof(names) / sizeof(names[0]) &&
+				names[state] ?
+			names[state] :
+			"?",
+		state == IBV_QPS_ERR ?
+			"; this QP went to ERR before (an error completion or ibv_modify_qp says why)" :
+			"; move this QP to RTR before the peer sends");
 }
 
 void sv_explain_qp_access(struct sv_qp_engine *qe, unsigned int access)
@@ -221,6 +295,93 @@ void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
 		   opcode, psn);
 }
 
+static void gid_str(const uint8_t raw[16], char *buf, size_t n)
+{
+	if (!inet_ntop(AF_INET6, raw, buf, (socklen_t)n))
+		snprintf(buf, n, "?");
+}
+
+static void ip_str(const struct sv_ipaddr *ip, char *buf, size_t n)
+{
+	struct sockaddr_in6 sin6;
+
+	sv_ipaddr_to_sin6(ip, 0, 0, &sin6);
+	gid_str(sin6.sin6_addr.s6_addr, buf, n);
+}
+
+/* Where the QP's requests went ("dgid X"), and what about its GIDs keeps
+ * them from arriving or their answers from coming back (a note starting
+ * "; ", or ""): the reasons a peer that exists and runs never answers. */
+static void path_text(struct sv_qp_engine *qe, char *where, size_t wn,
+		      char *note, size_t nn)
+{
+	const struct ibv_ah_attr *ah = &qe->qp->attr.ah_attr;
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	char d[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN];
+	int n, i = ah->grh.sgid_index;
+
+	note[0] = '\0';
+	if (!ah->is_global) {
+		snprintf(where, wn, "no GRH (this host)");
+		return;
+	}
+	gid_str(ah->grh.dgid.raw, d, sizeof(d));
+	snprintf(where, wn, "dgid %s", d);
+	n = sv_gid_table(tab, SV_MAX_GIDS);
+	if (i >= n)
+		return;
+	gid_str(tab[i].gid.raw, s, sizeof(s));
+	switch (sv_gid_pair_check(tab[i].gid.raw, ah->grh.dgid.raw)) {
+	case SV_GID_PAIR_FAMILY:
+		snprintf(
+			note, nn,
+			"; sgid_index %d %s is %s but the dgid is %s: the peer sees packets of another address family than its GID and drops them (use GIDs of one family on both sides)",
+			i, s, sv_gid_v4mapped(tab[i].gid.raw) ? "IPv4" : "IPv6",
+			sv_gid_v4mapped(ah->grh.dgid.raw) ? "IPv4" : "IPv6");
+		return;
+	case SV_GID_PAIR_LOOPBACK_SRC:
+		snprintf(
+			note, nn,
+			"; sgid_index %d is the loopback GID %s: its packets never leave this host, and a peer knowing us by another GID drops them (use the GID of the address the peer reaches us on)",
+			i, s);
+		return;
+	case SV_GID_PAIR_LOOPBACK_DST:
+		snprintf(
+			note, nn,
+			"; the dgid is a loopback address: it reaches this host only, and the peer sees our packets come from sgid_index %d %s (use the peer's GID of a real address)",
+			i, s);
+		return;
+	case SV_GID_PAIR_OK:
+		break;
+	}
+	if (sv_gid_loopback(ah->grh.dgid.raw))
+		snprintf(
+			note, nn,
+			"; the dgid is a loopback address: a peer on this host only");
+	else if (sv_gid_linklocal(ah->grh.dgid.raw))
+		snprintf(
+			note, nn,
+			"; the dgid is link-local: it reaches only the link of sgid_index %d %s",
+			i, s);
+}
+
+void sv_explain_wrong_src(struct sv_qp_engine *qe, const struct sv_flow *flow)
+{
+	char from[INET6_ADDRSTRLEN], want[INET6_ADDRSTRLEN];
+
+	if (qe->said_wrong_src)
+		return;
+	qe->said_wrong_src = true;
+	ip_str(&flow->src, from, sizeof(from));
+	ip_str(&qe->flow.dst, want, sizeof(want));
+	sv_warn_qp(
+		&qe->qp->lograte, qe->qpn, "receiver",
+		"packets for this QP come from %s, but it is connected to %s (its ah_attr.grh.dgid): they are dropped, and the peer's %s; the peer's sgid must be the GID given here as dgid, and ours its dgid",
+		from, want,
+		qe->type == IBV_QPT_RC ? "WRs end in IBV_WC_RETRY_EXC_ERR" :
+					 "messages are lost");
+}
+
 void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 		    enum ibv_wc_status st)
 {
@@ -237,7 +398,7 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 		[IBV_WC_REM_INV_RD_REQ_ERR] = "IBV_WC_REM_INV_RD_REQ_ERR",
 	};
 	const char *op = sv_wr(w->opcode)->name;
-	char what[160], why[400], stname[32];
+	char what[160], why[800], stname[32], where[80], note[400];
 
 	if ((unsigned int)st < sizeof(names) / sizeof(names[0]) && names[st])
 		snprintf(stname, sizeof(stname), "%s", names[st]);
@@ -249,10 +410,11 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 		 op ? op : "?", w->length);
 	switch (st) {
 	case IBV_WC_RETRY_EXC_ERR:
+		path_text(qe, where, sizeof(where), note, sizeof(note));
 		snprintf(
 			why, sizeof(why),
-			"no acknowledgment from QP 0x%06x after retry_cnt %u retries of the Local ACK Timeout (timeout %u): the peer QP is gone, not in RTR/RTS, or unreachable (its GID, QPN)",
-			qe->dest_qpn, qe->retry_cnt, qe->timeout);
+			"no acknowledgment from QP 0x%06x at %s after retry_cnt %u retries of the Local ACK Timeout (timeout %u): the peer QP is gone, not in RTR/RTS, or unreachable at that GID%s",
+			qe->dest_qpn, where, qe->retry_cnt, qe->timeout, note);
 		break;
 	case IBV_WC_RNR_RETRY_EXC_ERR:
 		snprintf(
@@ -275,7 +437,7 @@ void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
 	case IBV_WC_REM_INV_REQ_ERR:
 		snprintf(
 			why, sizeof(why),
-			"QP 0x%06x found the request invalid (a message longer than its receive WQE, a misaligned atomic, an opcode it does not take): its process logs which (\"responder:\")",
+			"QP 0x%06x found the request invalid (a message longer than its receive WQE, a misaligned atomic, READs or atomics beyond its max_dest_rd_atomic, an rkey it cannot invalidate, an opcode it does not take): its process logs which (\"responder:\")",
 			qe->dest_qpn);
 		break;
 	case IBV_WC_REM_OP_ERR:

@@ -39,8 +39,38 @@ void sv_explain_resp(struct sv_qp_engine *qe, const char *err,
 void sv_explain_recv_sgl(struct sv_qp_engine *qe, struct sv_pd *pd,
 			 const struct ibv_sge *sge, uint32_t nsge, bool locked);
 
-/* A message longer than the receive WQE (room bytes) that takes it. */
-void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t room, uint64_t len);
+/* A SEND of len bytes is longer than receive wr_id (room bytes in its
+ * scatter list); whole: len is the message's length, else only what
+ * arrived of it so far (the packet path learns it at the last packet). */
+void sv_explain_recv_len(struct sv_qp_engine *qe, uint64_t wr_id, uint64_t room,
+			 uint64_t len, bool whole);
+
+/* A READ or atomic (access: its IBV_ACCESS_REMOTE_* right) beyond the
+ * QP's max_dest_rd_atomic, busy being answered already. */
+void sv_explain_rd_atomic(struct sv_qp_engine *qe, unsigned int access,
+			  uint32_t busy);
+
+/* An atomic (op: "ATOMIC", "ATOMIC WRITE") at an address not 8-byte
+ * aligned. */
+void sv_explain_misaligned(struct sv_qp_engine *qe, const char *op,
+			   uint32_t rkey, uint64_t va);
+
+/* A SEND with Invalidate into receive wr_id named rkey, which is no
+ * window it may invalidate. */
+void sv_explain_inv_rkey(struct sv_qp_engine *qe, uint64_t wr_id,
+			 uint32_t rkey);
+
+/* The receive CQ had no room for receive wr_id's completion. */
+void sv_explain_cq_overrun(struct sv_qp_engine *qe, uint64_t wr_id);
+
+/* A request arrived at an RC QP in RESET, INIT or ERR (state) and was
+ * dropped: said once until the QP takes a request again. */
+void sv_explain_state_drop(struct sv_qp_engine *qe, int state);
+
+/* A packet for the QP came from flow->src, not from the peer's address:
+ * said once per QP. */
+struct sv_flow;
+void sv_explain_wrong_src(struct sv_qp_engine *qe, const struct sv_flow *flow);
 
 /* A send WQE completes with error status st (not a flush). */
 void sv_explain_wqe(struct sv_qp_engine *qe, const struct sv_send_wqe *w,

@@ -132,6 +132,11 @@ struct sv_qp_engine {
 	bool peer_skips_icrc;
 	bool last_wqe_sent; /* IBV_EVENT_QP_LAST_WQE_REACHED raised */
 	bool gsi; /* eng->gsi: sends as QP1 */
+	/* Explained once (explain.c): the state + 1 a request was dropped
+	 * in (0 again when one is taken), and a packet from an address
+	 * other than the peer's. */
+	uint8_t said_drop_state;
+	bool said_wrong_src;
 
 	/* The paths' own state of the QP, kept here for them (src/paths);
 	 * the engine does not read it.  Message channels (paths/chan.c): */

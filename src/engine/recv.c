@@ -10,6 +10,7 @@
 
 #include "engine/comp.h"
 #include "engine/eng.h"
+#include "engine/explain.h"
 #include "engine/gsifwd.h"
 #include "engine/inject.h"
 #include "engine/limits.h"
@@ -194,6 +195,10 @@ found:
 	    ((flow->sport != qe->flow.dport && !sv_links_standard()) ||
 	     !sv_ipaddr_eq(&flow->src, &qe->flow.dst))) {
 		SV_STAT(eng, drop_wrong_peer);
+		/* Another address is a peer given the wrong GID (ours
+		 * or its own); another port only a stray packet. */
+		if (!sv_ipaddr_eq(&flow->src, &qe->flow.dst))
+			sv_explain_wrong_src(qe, flow);
 		return drop(eng, buf, len, "not from the connected peer");
 	}
 	if (!shm && qe->shm)

@@ -297,8 +297,13 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 	 * being answered at once. */
 	if ((m & (SV_M_READ | SV_M_ATOMIC)) &&
 	    (!qe->max_dest_rd_atomic ||
-	     replies_queued(qe) >= qe->max_dest_rd_atomic))
+	     replies_queued(qe) >= qe->max_dest_rd_atomic)) {
+		sv_explain_rd_atomic(qe,
+				     (m & SV_M_READ) ? IBV_ACCESS_REMOTE_READ :
+						       IBV_ACCESS_REMOTE_ATOMIC,
+				     replies_queued(qe));
 		return RESP_ERR_TOO_MANY_RD_ATOMIC;
+	}
 	return RESP_CHK_LENGTH;
 }
 
@@ -338,8 +343,11 @@ static enum resp_state chk_length(struct resp_ctx *c)
 	}
 	/* The message must fit the receive WQE (IBA: a local
 	 * length error at the responder, an invalid request NAK). */
-	if ((m & SV_M_SEND) && qe->resp.offset + pay > qe->resp.wqe_len)
+	if ((m & SV_M_SEND) && qe->resp.offset + pay > qe->resp.wqe_len) {
+		sv_explain_recv_len(qe, qe->resp.wqe->wr_id, qe->resp.wqe_len,
+				    qe->resp.offset + pay, (m & SV_M_END) != 0);
 		return RESP_ERR_LOC_LEN;
+	}
 	return RESP_CHK_RKEY;
 }
 
@@ -376,8 +384,10 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 
 		/* IBA A19: an ATOMIC WRITE's VA is 8-byte aligned, as an
 		 * atomic's. */
-		if ((m & SV_M_ATOMIC_WRITE) && (va & 7))
+		if ((m & SV_M_ATOMIC_WRITE) && (va & 7)) {
+			sv_explain_misaligned(qe, "ATOMIC WRITE", rkey, va);
 			return RESP_ERR_MISALIGNED_ATOMIC;
+		}
 		if (!rkey_ok(qe, rkey, va, len,
 			     (m & SV_M_WRITE) ? IBV_ACCESS_REMOTE_WRITE :
 						IBV_ACCESS_REMOTE_READ))
@@ -394,8 +404,11 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		uint64_t va = sv_atmeth_va(h);
 
 		/* IBA: atomics need an 8-byte aligned VA. */
-		if (va & 7)
+		if (va & 7) {
+			sv_explain_misaligned(qe, "ATOMIC",
+					      (uint32_t)sv_atmeth_rkey(h), va);
 			return RESP_ERR_MISALIGNED_ATOMIC;
+		}
 		if (!rkey_ok(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
 			     IBV_ACCESS_REMOTE_ATOMIC))
 			return RESP_ERR_ACCESS;
@@ -619,8 +632,10 @@ static enum resp_state complete(struct resp_ctx *c)
 		uint32_t rkey =
 			(uint32_t)sv_ieth_rkey(sv_pkt_h(p, SV_HDR_IETH));
 
-		if (sv_mw_remote_inv(qe->qp, rkey))
+		if (sv_mw_remote_inv(qe->qp, rkey)) {
+			sv_explain_inv_rkey(qe, wc.wr_id, rkey);
 			return RESP_ERR_INV_RKEY;
+		}
 		wc.invalidated_rkey = rkey;
 		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
@@ -630,8 +645,10 @@ static enum resp_state complete(struct resp_ctx *c)
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_QSTAT(qe, recv_done);
 	SV_QSTAT_ADD(qe, recv_bytes, wc.byte_len);
-	if (sv_push_recv_cqe(qe, &wc, sv_bth_se(p->hdr)))
+	if (sv_push_recv_cqe(qe, &wc, sv_bth_se(p->hdr))) {
+		sv_explain_cq_overrun(qe, wc.wr_id);
 		return RESP_ERR_CQ_OVERFLOW;
+	}
 	return RESP_ACKNOWLEDGE;
 }
 
@@ -756,11 +773,14 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 		qe->resp.psn = sv_psn_add(c->pkt->psn, 1);
 		return;
 	}
-	/* Access, receive WQE and memory faults have their own line
-	 * already; a UC message lost in part (above) is no error of a
-	 * program. */
+	/* Errors a program can make have their own line already (explain.h,
+	 * the same on every path); a UC message lost in part (above) is no
+	 * error of a program. */
 	if (st != RESP_ERR_ACCESS && st != RESP_ERR_LOC_PROT &&
-	    st != RESP_ERR_FAULT && st != RESP_ERR_RECV_FAULT)
+	    st != RESP_ERR_FAULT && st != RESP_ERR_RECV_FAULT &&
+	    st != RESP_ERR_LOC_LEN && st != RESP_ERR_TOO_MANY_RD_ATOMIC &&
+	    st != RESP_ERR_MISALIGNED_ATOMIC && st != RESP_ERR_CQ_OVERFLOW &&
+	    st != RESP_ERR_INV_RKEY)
 		sv_explain_resp(qe, resp_state_names[st],
 				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
 	if (st == RESP_ERR_ACCESS || st == RESP_ERR_FAULT)
@@ -1046,8 +1066,13 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
 	    state == IBV_QPS_ERR) {
 		SV_STAT(qe->eng, drop_qp_state);
+		if (qe->type == IBV_QPT_RC)
+			sv_explain_state_drop(qe, state);
 		return;
 	}
+	/* Taken: a later drop in another state is said again. */
+	if (qe->said_drop_state)
+		qe->said_drop_state = 0;
 	if (qe->type == IBV_QPT_UD)
 		return sv_ud_rx(qe, pkt, flow);
 	/* A forced retry-exceeded (inject.c): duplicates of what came

@@ -1,7 +1,8 @@
 /*
  * Observability: per-context counters (SOFTVERBS_STATS=1 prints them at
  * ibv_close_device; sv_engine_stats_dump for tools), a packet trace
- * (SOFTVERBS_TRACE=1: direction, opcode name, QPN, PSN, length, flags),
+ * (SOFTVERBS_TRACE=1: direction, opcode name, QPN, PSN, length, flags;
+ * no PSN for what travels without packets),
  * and one-line QP dumps with state names, so a stuck QP explains itself.
  */
 #include "engine/stats.h"
@@ -48,6 +49,15 @@ void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
 		len >= SV_BTH_BYTES && sv_bth_ackreq(hdr) ? " A" : "",
 		len >= SV_BTH_BYTES && sv_bth_se(hdr) ? " SE" : "", extra,
 		why ? ": " : "", why ? why : "");
+}
+
+void sv_trace_op(struct sv_engine *eng, const char *dir, uint8_t opcode,
+		 uint32_t qpn, uint64_t len, const char *extra)
+{
+	fprintf(stderr,
+		"softverbs trace: %d/%p %s %s qpn 0x%06x len %" PRIu64 "%s\n",
+		(int)getpid(), (void *)eng->ctx, dir, sv_opcode_name(opcode),
+		(unsigned int)qpn, len, extra);
 }
 
 static const char *const wqe_state_names[] = {

@@ -75,6 +75,8 @@
 #include "paths/paths.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -89,6 +91,7 @@
 #include "engine/qpe.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
+#include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 
@@ -297,6 +300,17 @@ static void ready_note(struct sv_qp_engine *qe)
 			memory_order_release);
 }
 
+/* SOFTVERBS_TRACE's line for a channel message (dir "tx-chan" or
+ * "rx-chan"): the opcode a packet would have had. */
+static void trace_msg(struct sv_qp_engine *qe, const char *dir, uint32_t qpn,
+		      uint32_t len, bool imm)
+{
+	sv_trace_op(qe->eng, dir,
+		    imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
+			  SV_OP_RC_SEND_ONLY,
+		    qpn, len, "");
+}
+
 /* Tell the sender how far we are (and what failed, if anything). */
 static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 {
@@ -310,6 +324,15 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
 	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
 		sv_pcap_chan_ack(qe, nak);
+	if (sv_env_trace() && qe->chan.rx.head != qe->chan.rx_acked) {
+		char extra[48] = "";
+
+		if (nak)
+			snprintf(extra, sizeof(extra), ": NAK %s",
+				 ibv_wc_status_str((enum ibv_wc_status)nak));
+		sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_ACKNOWLEDGE,
+			    qe->dest_qpn, 0, extra);
+	}
 	qe->chan.rx_acked = qe->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
@@ -368,6 +391,9 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		sv_pcap_chan_recv(qe, m->data, m->len,
 				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
 				  (m->flags & SV_CHAN_F_SE) != 0);
+	if (sv_env_trace())
+		trace_msg(qe, "rx-chan", qe->qpn, m->len,
+			  (m->flags & SV_CHAN_F_IMM) != 0);
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
@@ -393,7 +419,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	/* Said while the WQE is ours (before head moves), under the key
 	 * table's read lock (rx_poll holds it). */
 	if (e == SV_SGL_LEN)
-		sv_explain_recv_len(qe, room, m->len);
+		sv_explain_recv_len(qe, w->wr_id, room, m->len, true);
 	else if (e != SV_SGL_OK)
 		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
@@ -420,8 +446,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		qe->eng->sink.n++;
 		return RX_DONE;
 	}
-	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0))
+	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0)) {
+		sv_explain_cq_overrun(qe, wc->wr_id);
 		return RX_OVERRUN;
+	}
 	return RX_DONE;
 }
 
@@ -696,6 +724,9 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	end = sv_chan_commit(t, len, flags,
 			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
 								  0);
+	if (sv_env_trace())
+		trace_msg(qe, "tx-chan", qe->dest_qpn, len,
+			  wr->opcode == IBV_WR_SEND_WITH_IMM);
 	/* The WQE as the engine retires or flushes it. */
 	w = sv_wq_at(&qp->sq, tail);
 	sv_send_wqe_from_wr(w, wr, len);
@@ -860,6 +891,19 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		}
 		wqe->atomic_result = r;
 		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_ATOMIC, r);
+		if (sv_env_trace()) {
+			char extra[64];
+
+			snprintf(extra, sizeof(extra),
+				 " va 0x%" PRIx64 " rkey 0x%x",
+				 wqe->wr.atomic.remote_addr,
+				 wqe->wr.atomic.rkey);
+			sv_trace_op(qe->eng, "tx-chan",
+				    wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+					    SV_OP_RC_COMPARE_SWAP :
+					    SV_OP_RC_FETCH_ADD,
+				    qe->dest_qpn, 8, extra);
+		}
 		qe->chan.results_used |= 1u << r;
 		qe->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
@@ -884,6 +928,9 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					  wqe->imm_data, flags & SV_CHAN_F_SE);
 		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 		SV_STAT(qe->eng, chan_sends);
+		if (sv_env_trace())
+			trace_msg(qe, "tx-chan", qe->dest_qpn, len,
+				  wqe->opcode == IBV_WR_SEND_WITH_IMM);
 	}
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;

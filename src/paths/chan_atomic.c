@@ -35,6 +35,8 @@
  */
 #include "paths/paths.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/mr.h"
@@ -46,6 +48,7 @@
 #include "engine/sgl.h"
 #include "engine/stats.h"
 #include "proto/wire.h"
+#include "util/env.h"
 #include "util/fault.h"
 
 bool sv_chan_atomic_op(uint32_t opcode)
@@ -99,12 +102,8 @@ enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
 
 /* A refusal: the responder's counters and explanation (resp.c
  * resp_fatal), the requester's status and our QP's event. */
-static uint32_t refuse(struct sv_qp_engine *qe, const char *state,
-		       uint8_t opcode, bool access, int *event)
+static uint32_t refuse(struct sv_qp_engine *qe, bool access, int *event)
 {
-	if (state)
-		sv_explain_resp(qe, state, sv_opcode_name(opcode),
-				qe->resp.psn);
 	if (access)
 		SV_STAT(qe->eng, resp_access_err);
 	else
@@ -119,7 +118,6 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 			      int *event, bool *bad)
 {
 	struct sv_chan_atomic a;
-	uint8_t opcode;
 	struct sv_mr *mr;
 	uint64_t *p, orig;
 	uintptr_t fault;
@@ -134,8 +132,6 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 		*bad = true;
 		return 0;
 	}
-	opcode = a.op == SV_CHAN_CMP_SWAP ? SV_OP_RC_COMPARE_SWAP :
-					    SV_OP_RC_FETCH_ADD;
 	if (sv_pcap_active()) {
 		struct sv_pcap_atomic pa = { .cas = a.op == SV_CHAN_CMP_SWAP,
 					     .va = a.va,
@@ -145,19 +141,31 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 
 		sv_pcap_chan_atomic_recv(qe, &pa);
 	}
+	if (sv_env_trace()) {
+		char extra[64];
+
+		snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x",
+			 a.va, a.rkey);
+		sv_trace_op(qe->eng, "rx-chan",
+			    a.op == SV_CHAN_CMP_SWAP ? SV_OP_RC_COMPARE_SWAP :
+						       SV_OP_RC_FETCH_ADD,
+			    qe->qpn, 8, extra);
+	}
 	/* The responder's checks in its order (resp.c chk_op_valid,
 	 * chk_resource, chk_rkey). */
 	if (!(qe->access & IBV_ACCESS_REMOTE_ATOMIC)) {
 		sv_explain_qp_access(qe, IBV_ACCESS_REMOTE_ATOMIC);
-		return refuse(qe, NULL, opcode, true, event);
+		return refuse(qe, true, event);
 	}
-	if (!qe->max_dest_rd_atomic)
-		return refuse(qe, "ERR_TOO_MANY_RD_ATOMIC", opcode, false,
-			      event);
+	if (!qe->max_dest_rd_atomic) {
+		sv_explain_rd_atomic(qe, IBV_ACCESS_REMOTE_ATOMIC, 0);
+		return refuse(qe, false, event);
+	}
 	/* IBA: atomics need an 8-byte aligned VA. */
-	if (a.va & 7)
-		return refuse(qe, "ERR_MISALIGNED_ATOMIC", opcode, false,
-			      event);
+	if (a.va & 7) {
+		sv_explain_misaligned(qe, "ATOMIC", a.rkey, a.va);
+		return refuse(qe, false, event);
+	}
 	mr = sv_mr_get_by_rkey(a.rkey);
 	p = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, a.va, 8,
 			   IBV_ACCESS_REMOTE_ATOMIC);
@@ -166,7 +174,7 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 				  mr, qe->qp->pd);
 		if (mr)
 			sv_mr_put(mr);
-		return refuse(qe, NULL, opcode, true, event);
+		return refuse(qe, true, event);
 	}
 	/* The CPU's own atomic on the target word, guarded as every DMA
 	 * access (engine/dma.h), as resp.c's atomic_reply. */
@@ -180,7 +188,7 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 	if (fault) {
 		sv_dma_fault_addr = fault;
 		sv_dma_fault_report(qe, "atomic target");
-		return refuse(qe, NULL, opcode, true, event);
+		return refuse(qe, true, event);
 	}
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	/* Before the ack that covers it (rx_ack's release store). */

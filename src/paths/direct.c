@@ -29,6 +29,8 @@
 #include "paths/paths.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -42,6 +44,7 @@
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/stats.h"
+#include "util/env.h"
 #include "util/lockorder.h"
 
 /* Our side of the transfer, checked with our lkeys (IBA 10.6.3), its MRs
@@ -313,6 +316,17 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 	if (ok && sv_pcap_active())
 		sv_pcap_direct(qe, write, qe->req.psn, wqe->wr.rdma.remote_addr,
 			       wqe->wr.rdma.rkey, cap, l.n, wqe->length);
+	if (ok && sv_env_trace()) {
+		char extra[64];
+
+		snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x%s",
+			 wqe->wr.rdma.remote_addr, wqe->wr.rdma.rkey,
+			 help == SV_HELP_DONE ? " helped" : "");
+		sv_trace_op(qe->eng, "tx-direct",
+			    write ? SV_OP_RC_RDMA_WRITE_ONLY :
+				    SV_OP_RC_RDMA_READ_REQUEST,
+			    qe->dest_qpn, wqe->length, extra);
+	}
 	local_put(&l);
 	if (!ok)
 		goto fallback; /* the packet path does it again, or fails */

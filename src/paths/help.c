@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -650,6 +651,16 @@ static uint32_t job_help(struct sv_engine *eng, struct sv_sock *s,
 		w = atomic_load_explicit(&job->claim, memory_order_acquire);
 	}
 	sv_pubtab_release(&h);
+	if (copied && sv_env_trace()) {
+		char extra[96];
+
+		snprintf(extra, sizeof(extra),
+			 " va 0x%" PRIx64
+			 " rkey 0x%x: %u of %u chunks for QP 0x%06x",
+			 v.iova, v.rkey, copied, v.nch, v.src_qpn);
+		sv_trace_op(eng, "rx-help", SV_OP_RC_RDMA_WRITE_ONLY, v.qpn,
+			    v.len, extra);
+	}
 	return copied;
 }
 

@@ -59,3 +59,39 @@ bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b)
 		return false;
 	return !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
 }
+
+bool sv_gid_v4mapped(const uint8_t gid[16])
+{
+	return !memcmp(gid, v4mapped_prefix, sizeof(v4mapped_prefix));
+}
+
+bool sv_gid_loopback(const uint8_t gid[16])
+{
+	static const uint8_t one[16] = { [15] = 1 };
+
+	return sv_gid_v4mapped(gid) ? gid[12] == 127 : !memcmp(gid, one, 16);
+}
+
+bool sv_gid_linklocal(const uint8_t gid[16])
+{
+	return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80;
+}
+
+bool sv_gid_multicast(const uint8_t gid[16])
+{
+	return sv_gid_v4mapped(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
+}
+
+enum sv_gid_pair sv_gid_pair_check(const uint8_t sgid[16],
+				   const uint8_t dgid[16])
+{
+	if (sv_gid_v4mapped(sgid) != sv_gid_v4mapped(dgid))
+		return SV_GID_PAIR_FAMILY;
+	if (sv_gid_multicast(dgid))
+		return SV_GID_PAIR_OK;
+	if (sv_gid_loopback(sgid) && !sv_gid_loopback(dgid))
+		return SV_GID_PAIR_LOOPBACK_SRC;
+	if (!sv_gid_loopback(sgid) && sv_gid_loopback(dgid))
+		return SV_GID_PAIR_LOOPBACK_DST;
+	return SV_GID_PAIR_OK;
+}

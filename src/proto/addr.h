@@ -42,6 +42,28 @@ void sv_sockaddr_to_ipaddr(const struct sockaddr *sa, struct sv_ipaddr *ip,
 void sv_ipaddr_to_sin6(const struct sv_ipaddr *ip, uint16_t port,
 		       uint32_t scope, struct sockaddr_in6 *sin6);
 bool sv_ipaddr_eq(const struct sv_ipaddr *a, const struct sv_ipaddr *b);
+
+/* ---- GIDs as RoCE v2 addresses -------------------------------------------- */
+
+/* What a GID (16 bytes, an IPv6 or IPv4-mapped address) is. */
+bool sv_gid_v4mapped(const uint8_t gid[16]);
+bool sv_gid_loopback(const uint8_t gid[16]); /* ::ffff:127.0.0.0/104, ::1 */
+bool sv_gid_linklocal(const uint8_t gid[16]); /* fe80::/10 */
+bool sv_gid_multicast(const uint8_t gid[16]);
+
+/* Why packets from sgid cannot reach dgid, or their answers come back
+ * from elsewhere: another address family (RoCE v2 sends an IPv4 or an
+ * IPv6 datagram as the source GID says), or a loopback address on one
+ * side only (it never leaves this host).  Multicast destinations are
+ * exempt from the loopback rule. */
+enum sv_gid_pair {
+	SV_GID_PAIR_OK,
+	SV_GID_PAIR_FAMILY,
+	SV_GID_PAIR_LOOPBACK_SRC, /* loopback sgid, other dgid */
+	SV_GID_PAIR_LOOPBACK_DST, /* other sgid, loopback dgid */
+};
+enum sv_gid_pair sv_gid_pair_check(const uint8_t sgid[16],
+				   const uint8_t dgid[16]);
 /* ---- QPN addressing ------------------------------------------------------ */
 
 #define SV_QPN_MASK 0xffffffu

@@ -65,8 +65,8 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.off = VAR(trace),
 		.values = "1",
 		.dflt = "off",
-		.what = "one stderr line per packet: direction, opcode, QPN, "
-			"PSN, length",
+		.what = "one stderr line per packet, channel message or "
+			"one-copy operation",
 	},
 	[SV_ENV_STATS] = {
 		.name = "SOFTVERBS_STATS",

@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "engine/strict.h"
+#include "proto/addr.h"
 #include "proto/ip.h"
 #include "util/lockorder.h"
 
@@ -269,9 +270,7 @@ static int gid_count(void)
 
 static bool gid_v4mapped(const union ibv_gid *gid)
 {
-	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-	return !memcmp(gid->raw, prefix, sizeof(prefix));
+	return sv_gid_v4mapped(gid->raw);
 }
 
 /* SOFTVERBS_STRICT=1: a RoCE v2 packet is an IPv4 or an IPv6 datagram,
@@ -282,26 +281,70 @@ static bool gid_v4mapped(const union ibv_gid *gid)
  * carry it anyway.  Index 0 is the fe80:: link-local GID in strict mode
  * (core/device.c), so code hard-wired to it meets this with an IPv4 peer. */
 static int strict_gid_family(struct sv_context *ctx,
-			     const struct ibv_ah_attr *attr, const char *who)
+			     const struct ibv_ah_attr *attr, const char *who,
+			     const union ibv_gid *sgid)
 {
-	struct sv_gid_entry tab[SV_MAX_GIDS];
 	const union ibv_gid *dgid = &attr->grh.dgid;
-	int n = sv_gid_table(tab, SV_MAX_GIDS), i = attr->grh.sgid_index;
+	int i = attr->grh.sgid_index;
 	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
 
-	if (i >= n || gid_v4mapped(&tab[i].gid) == gid_v4mapped(dgid))
-		return 0;
-	inet_ntop(AF_INET6, tab[i].gid.raw, s, sizeof(s));
+	inet_ntop(AF_INET6, sgid->raw, s, sizeof(s));
 	inet_ntop(AF_INET6, dgid->raw, d, sizeof(d));
 	sv_strict_ctx(
 		ctx, "gid-family",
 		"%s: sgid_index %d is %s (%s) but grh.dgid %s is %s: RoCE v2 sends IPv4 or IPv6 by the source GID, so hardware fails this address (EINVAL) or the peer drops its packets; %suse the index of a GID of the peer's family (ibv_devinfo -v, softverbs devices) on both sides (refused: EINVAL)",
-		who, i, s, gid_v4mapped(&tab[i].gid) ? "IPv4" : "IPv6", d,
+		who, i, s, gid_v4mapped(sgid) ? "IPv4" : "IPv6", d,
 		gid_v4mapped(dgid) ? "IPv4" : "IPv6",
 		i == 0 ?
 			"index 0 is the port's fe80:: link-local GID on mlx5 and rxe (mlx5: RoCE v1 there, v2 at 1), as in strict mode: code hard-wired to GID index 0 works only with a peer doing the same; " :
 			"");
 	return EINVAL;
+}
+
+/* A source and a destination GID that cannot talk (proto/addr.h,
+ * sv_gid_pair_check): strict mode refuses the address, as hardware
+ * would; otherwise softverbs' UDP link carries it, the peer drops it as
+ * coming from an address it does not know, and the requester learns it
+ * only from IBV_WC_RETRY_EXC_ERR seconds later, so it is said now. */
+static int gid_pair(struct sv_context *ctx, const struct ibv_ah_attr *attr,
+		    const char *who)
+{
+	static struct sv_lograte rate; /* lines about no QP */
+	struct sv_gid_entry tab[SV_MAX_GIDS];
+	const union ibv_gid *dgid = &attr->grh.dgid;
+	int n = sv_gid_table(tab, SV_MAX_GIDS), i = attr->grh.sgid_index;
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+	enum sv_gid_pair p;
+
+	if (i >= n)
+		return 0;
+	p = sv_gid_pair_check(tab[i].gid.raw, dgid->raw);
+	if (p == SV_GID_PAIR_OK)
+		return 0;
+	if (sv_strict() && p == SV_GID_PAIR_FAMILY)
+		return strict_gid_family(ctx, attr, who, &tab[i].gid);
+	inet_ntop(AF_INET6, tab[i].gid.raw, s, sizeof(s));
+	inet_ntop(AF_INET6, dgid->raw, d, sizeof(d));
+	if (sv_strict()) {
+		sv_strict_ctx(
+			ctx, "gid-loopback",
+			"%s: sgid_index %d is %s, grh.dgid %s: a loopback GID on one side only, which no HCA has and whose packets never leave the host; use the GID of the address the peer reaches you on (softverbs devices) on both sides (refused: EINVAL)",
+			who, i, s, d);
+		return EINVAL;
+	}
+	if (sv_log_level < SV_LOG_WARN || !sv_log_rated(&rate, 0))
+		return 0;
+	if (p == SV_GID_PAIR_FAMILY)
+		sv_warn("%s: sgid_index %d is %s (%s) but grh.dgid %s is %s: RoCE v2 sends an IPv4 or an IPv6 datagram as the source GID says, so the peer sees packets from another address than its dgid and drops them, and this QP ends in IBV_WC_RETRY_EXC_ERR (hardware refuses the address, as SOFTVERBS_STRICT=1 does); use the index of a GID of the peer's family on both sides (ibv_devinfo -v, softverbs devices)",
+			who, i, s, gid_v4mapped(&tab[i].gid) ? "IPv4" : "IPv6",
+			d, gid_v4mapped(dgid) ? "IPv4" : "IPv6");
+	else if (p == SV_GID_PAIR_LOOPBACK_SRC)
+		sv_warn("%s: sgid_index %d is the loopback GID %s but grh.dgid %s is not a loopback address: packets from a loopback address never leave this host, and a peer that knows us by another GID drops them, so this QP ends in IBV_WC_RETRY_EXC_ERR (no HCA has a loopback GID); use the GID of the address the peer reaches you on, on both sides (ibv_devinfo -v, softverbs devices)",
+			who, i, s, d);
+	else
+		sv_warn("%s: grh.dgid %s is a loopback address but sgid_index %d is %s: a loopback address reaches this host only, and the peer, which sees our packets come from %s, drops them unless its dgid is that address, so this QP ends in IBV_WC_RETRY_EXC_ERR; use the GIDs of one address family and scope on both sides: the peer's real address here, ours there (ibv_devinfo -v, softverbs devices)",
+			who, d, i, s, s);
+	return 0;
 }
 
 /* The kernel's rdma_check_ah_attr() for a RoCE port: a valid port, a GRH
@@ -324,9 +367,7 @@ int sv_ah_attr_check(struct sv_context *ctx, const struct ibv_ah_attr *attr,
 			EINVAL,
 			"%s: grh.sgid_index %u is beyond the port's GID table (%d entries; ibv_devinfo -v lists them)",
 			who, attr->grh.sgid_index, gid_count());
-	if (sv_strict())
-		return strict_gid_family(ctx, attr, who);
-	return 0;
+	return gid_pair(ctx, attr, who);
 }
 
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,

@@ -70,6 +70,26 @@ static inline bool has_all(const char *t, const char *const *want, int n)
 		}                                                            \
 	} while (0)
 
+/* The log holds this whole line ("softverbs warning: ..."), exactly. */
+static inline bool has_line(const char *t, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = t; (p = strstr(p, line)); p++)
+		if ((p == t || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+#define EXPECT_LINE(t, line)                                                   \
+	do {                                                                   \
+		const char *_t = (t), *_l = (line);                            \
+		bool _ok = has_line(_t, _l);                                   \
+		CHECK(_ok);                                                    \
+		if (!_ok)                                                      \
+			hx_log("wanted the line:\n  %s\nlog was: %s", _l, _t); \
+	} while (0)
+
 /* The log holds no line with this text. */
 #define EXPECT_NO_LOG(t, text)                                              \
 	do {                                                                \

@@ -49,7 +49,7 @@ static void gid_a(int fd)
 	struct ibv_ah_attr aa;
 	struct hx_ep ep;
 	union ibv_gid g0;
-	char want[200], s[INET6_ADDRSTRLEN];
+	char want[400], s[INET6_ADDRSTRLEN];
 	bool any_ll = false;
 	int v6, n;
 
@@ -96,12 +96,46 @@ static void gid_a(int fd)
 		 STRICT " gid-family: ibv_modify_qp: QP 0x%06x: attr.ah_attr:"
 			" sgid_index %d is %s (IPv6)",
 		 ep.qp->qp_num, v6, s);
-	if (v6 == 0)
-		EXPECT_LOG(
-			take_log(), want,
-			"index 0 is the port's fe80:: link-local GID on mlx5 and rxe");
-	else
-		EXPECT_LOG(take_log(), want);
+	{
+		const char *t = take_log();
+
+		if (v6 == 0)
+			EXPECT_LOG(
+				t, want,
+				"index 0 is the port's fe80:: link-local GID on mlx5 and rxe");
+		else
+			EXPECT_LOG(t, want);
+		/* Refused, so not also warned as without strict mode. */
+		EXPECT_NO_LOG(t, "softverbs warning:");
+	}
+
+	/* The loopback GID towards a real address: no HCA has it. */
+	{
+		static const uint8_t pfx[12] = { [10] = 0xff, [11] = 0xff };
+		int lo = hx_gid_index_of(ep.ctx, "127.0.0.1"), real = -1;
+		char d[INET6_ADDRSTRLEN];
+
+		for (int i = 0; i < n && real < 0; i++)
+			if (!memcmp(tab[i].gid.raw, pfx, 12) &&
+			    tab[i].gid.raw[12] != 127)
+				real = (int)tab[i].gid_index;
+		if (lo >= 0 && real >= 0) {
+			hx_ep_new_qp(&ep);
+			ep.gid_index = lo;
+			REQUIRE(ibv_query_gid(ep.ctx, 1, real, &ep.peer.gid) ==
+				0);
+			inet_ntop(AF_INET6, ep.peer.gid.raw, d, sizeof(d));
+			CHECK_EQ(hx_ep_rtr(&ep), EINVAL);
+			snprintf(
+				want, sizeof(want),
+				STRICT
+				" gid-loopback: ibv_modify_qp: QP 0x%06x: attr.ah_attr: sgid_index %d is ::ffff:127.0.0.1, grh.dgid %s: a loopback GID on one side only",
+				ep.qp->qp_num, lo, d);
+			EXPECT_LOG(take_log(), want, "(refused: EINVAL)");
+		} else {
+			hx_log("no loopback and real IPv4 GIDs: gid-loopback not checked");
+		}
+	}
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 	unlink(log_path);
