@@ -106,14 +106,13 @@ sv_gid_index() {
 		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$ip, RoCE v2/\1/p" | head -n1
 }
 
-# Between namespaces UCX must be told which GID to use: its automatic
-# choice (uct_ib_device_select_gid) takes the first RoCE v2 IPv4 GID, and
-# softverbs0's GID table starts with lo's ::ffff:127.0.0.1, which does not
-# reach the other namespace (on one host it is the right one).  As
-# ibv_*_pingpong get -g there (tests/integration/xpingpong.sh), UCX gets
-# UCX_IB_GID_INDEX and libfabric's verbs provider FI_VERBS_GID_IDX (its UD
-# endpoints take GID 0 otherwise): SRV_GID/CLI_GID, the index of each
-# side's veth address.
+# The explicit form a user may still write between namespaces (the "flags"
+# tests): UCX_IB_GID_INDEX for UCX and FI_VERBS_GID_IDX for libfabric's
+# verbs provider (its UD endpoints), SRV_GID/CLI_GID, the index of each
+# side's veth address, as ibv_*_pingpong get -g there
+# (tests/integration/xpingpong.sh).  Without them UCX takes the first
+# RoCE v2 IPv4 GID and libfabric GID 0, both the veth address: the table
+# puts loopback's GIDs last.
 SRV_GID= CLI_GID=
 sv_place_gids() {
 	[ "$SV_PLACE" = netns ] || return 0
