@@ -1,7 +1,7 @@
 /*
- * softverbs0: the device's identity (stable node GUID), its real limits,
- * its single Ethernet (RoCE v2) port and the GID table derived from the
- * host's IP addresses.
+ * softverbs0: the device's identity (a node GUID per host and network
+ * namespace), its real limits, its single Ethernet (RoCE v2) port and the
+ * GID table derived from the host's IP addresses.
  */
 #include "core/device.h"
 #include "core/mw.h"
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/env.h"
@@ -32,11 +33,17 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
+/* The machine and the network namespace: two namespaces of one host are
+ * two hosts to their peers (their own addresses, their own CM, which
+ * keys connections by CA GUID), so each gets its own GUID.  The
+ * namespace's inode is fixed for its life, and the initial namespace's
+ * is a constant of the kernel: stable across runs on the host. */
 static uint64_t machine_digest(void)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	char buf[256] = "";
 	FILE *f = fopen("/etc/machine-id", "r");
+	struct stat st;
 
 	if (f) {
 		if (!fgets(buf, sizeof(buf), f))
@@ -45,7 +52,13 @@ static uint64_t machine_digest(void)
 	}
 	if (!buf[0])
 		gethostname(buf, sizeof(buf) - 1);
-	return fnv1a(buf, strlen(buf), h);
+	h = fnv1a(buf, strlen(buf), h);
+	if (!stat("/proc/self/ns/net", &st)) {
+		uint64_t ino = (uint64_t)st.st_ino;
+
+		h = fnv1a(&ino, sizeof(ino), h);
+	}
+	return h;
 }
 
 static void device_init(void)

@@ -1,12 +1,14 @@
 #!/bin/bash
-# softverbs0's GID table per network namespace, as `softverbs devices` and an
+# softverbs0's identity per network namespace, as `softverbs devices` and an
 # unmodified ibv_devinfo show it (root, namespaces; 77 otherwise):
 #   - the GID table puts the host's addresses first, loopback's last: in a
 #     namespace with a veth, GID 0 is the veth's IPv4 address, then its
 #     IPv6 ones, then ::ffff:127.0.0.1 and ::1; with SOFTVERBS_STRICT=1
 #     the fe80:: GID comes first (as on mlx5 and rxe), loopback's still
 #     last; in a namespace with only lo, GID 0 is ::ffff:127.0.0.1 and an
-#     ibv_rc_pingpong -g 0 there completes.
+#     ibv_rc_pingpong -g 0 there completes;
+#   - the node GUID differs between the caller's namespace and each of
+#     two others, and is the same for two processes of one namespace.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${SV_BUILD:-$(cd "$here/../../build" && pwd)}
@@ -40,6 +42,9 @@ gids() {
 	shift
 	ip netns exec "$ns" env -u SOFTVERBS_STRICT "$@" "$sv" devices |
 		sed -n 's/^ *GID\[ *[0-9]*\] *\([^ ]*\) .*/\1/p'
+}
+guid() { # NS-COMMAND...: node GUID as ibv_devinfo sees it
+	"$@" "$sv" run -- ibv_devinfo | sed -n 's/^[[:space:]]*node_guid:[[:space:]]*//p'
 }
 
 got=$(gids "$a" | paste -sd' ')
@@ -75,5 +80,13 @@ for side in server client; do
 done
 [ $src = 0 ] && [ $crc = 0 ] || bad "-g 0 in $lo: exit $src/$crc"
 
+g0=$(guid) ga=$(guid ip netns exec "$a") ga2=$(guid ip netns exec "$a") gb=$(guid ip netns exec "$b")
+echo "node GUIDs: here $g0, $a $ga ($ga2), $b $gb"
+for g in "$g0" "$ga" "$gb"; do
+	[[ $g =~ ^[0-9a-f]{4}(:[0-9a-f]{4}){3}$ ]] || bad "node GUID '$g'"
+done
+[ "$ga" = "$ga2" ] || bad "two processes of $a: node GUIDs $ga and $ga2"
+[ "$g0" != "$ga" ] && [ "$g0" != "$gb" ] && [ "$ga" != "$gb" ] ||
+	bad "node GUIDs not distinct per namespace: $g0 $ga $gb"
 [ $fail = 0 ] && echo "PASS: gid_order"
 exit $fail
