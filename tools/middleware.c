@@ -26,14 +26,23 @@
  * itself: the first RoCE v2 IPv4 one, which the GID table's order makes
  * a routable address (core/device.c).  Open MPI's --allow-run-as-root
  * stays the user's choice.
+ *
+ * UCX skips a device without its character device in /dev/infiniband.
+ * Where run could not make it (namespaces refused, --no-sysfs without
+ * `softverbs setup`), these variables would leave UCX no transport and
+ * MPI failing to start; they are then left unset, and the line says so.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/device.h"
 #include "middleware.h"
+
+/* What UCX opens (the device's dev_name, core/device.c). */
+#define SV_MW_CHARDEV "/dev/infiniband/uverbs_sv0"
 
 enum family { UCX = 1, OMPI = 2 };
 
@@ -75,6 +84,16 @@ int sv_middleware_defaults(const char *prog, const char *cmd)
 	size_t len = 0;
 
 	line[0] = 0;
+	if (access(SV_MW_CHARDEV, F_OK)) {
+		if (shown)
+			fprintf(stderr,
+				"%s: no " SV_MW_CHARDEV
+				": UCX will not use " SV_DEVICE_NAME
+				"; UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and "
+				"OMPI_MCA_osc left as they are\n",
+				prog);
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
 		if (getenv(defaults[i].name))
 			continue;

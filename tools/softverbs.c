@@ -211,12 +211,15 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	free(val);
-	if (preload_sanitizers() || sv_middleware_defaults(prog, argv[i]))
+	if (preload_sanitizers())
 		return 1;
 	/* Last before exec: a user namespace wants a single thread, and the
 	 * command should inherit no mount of ours but the view. */
 	if (sysfs)
 		sv_presence_enter(prog);
+	/* After the view: the variables need its device files. */
+	if (sv_middleware_defaults(prog, argv[i]))
+		return 1;
 	execvp(argv[i], &argv[i]);
 	/* As the shell does: 127 when the command is not found, 126 when it
 	 * exists but cannot be executed. */
