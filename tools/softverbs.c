@@ -11,7 +11,8 @@
  *   softverbs help
  *   softverbs version (--version)      version, commit, the rdma-core ABI
  *
- * "run" puts our library directory first on LD_LIBRARY_PATH and execs the
+ * "run" puts our library directory first on LD_LIBRARY_PATH, sets what
+ * middleware needs to select softverbs0 (tools/middleware.c) and execs the
  * program, so the change reaches that process tree only; in a private
  * mount namespace, the program also finds /dev/infiniband and
  * /sys/class/infiniband as a kernel device has them (tools/presence.c).  The library
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "link/shm.h"
+#include "middleware.h"
 #include "presence.h"
 #include "stats.h"
 #include "sv_version.h"
@@ -59,7 +61,12 @@ static void usage(FILE *f)
 		"                          children only (as a user: in a user namespace mapping\n"
 		"                          your uid and gid to themselves); where the kernel\n"
 		"                          refuses namespaces, one line on stderr says so and CMD\n"
-		"                          runs without them.  --no-sysfs: no namespace, no files\n"
+		"                          runs without them.  --no-sysfs: no namespace, no files.\n"
+		"                          Where unset: UCX_TLS=rc_verbs,ud_verbs:aux,self,\n"
+		"                          UCX_NET_DEVICES=softverbs0:1, OMPI_MCA_pml=ucx,\n"
+		"                          OMPI_MCA_osc=ucx (UCX, Open MPI and MPICH then use\n"
+		"                          softverbs0; for mpirun, mpiexec* and ucx_* one line\n"
+		"                          says which were set)\n"
 		"  devices                 list devices, ports (state, MTU, link layer) and GIDs\n"
 		"  setup                   (root) the same files in the current mount namespace,\n"
 		"                          for every program: tmpfs mounts on /dev/infiniband and\n"
@@ -224,6 +231,9 @@ static int cmd_run(int argc, char **argv)
 	 * command should inherit no mount of ours but the view. */
 	if (sysfs)
 		sv_presence_enter(prog);
+	/* After the view: the variables need its device files. */
+	if (sv_middleware_defaults(prog, argv[i]))
+		return 1;
 	execvp(argv[i], &argv[i]);
 	/* As the shell does: 127 when the command is not found, 126 when it
 	 * exists but cannot be executed. */

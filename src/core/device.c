@@ -1,7 +1,7 @@
 /*
- * softverbs0: the device's identity (stable node GUID), its real limits,
- * its single Ethernet (RoCE v2) port and the GID table derived from the
- * host's IP addresses.
+ * softverbs0: the device's identity (a node GUID per host and network
+ * namespace), its real limits, its single Ethernet (RoCE v2) port and the
+ * GID table derived from the host's IP addresses.
  */
 #include "core/device.h"
 #include "core/mw.h"
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/env.h"
@@ -32,11 +33,17 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
+/* The machine and the network namespace: two namespaces of one host are
+ * two hosts to their peers (their own addresses, their own CM, which
+ * keys connections by CA GUID), so each gets its own GUID.  The
+ * namespace's inode is fixed for its life, and the initial namespace's
+ * is a constant of the kernel: stable across runs on the host. */
 static uint64_t machine_digest(void)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	char buf[256] = "";
 	FILE *f = fopen("/etc/machine-id", "r");
+	struct stat st;
 
 	if (f) {
 		if (!fgets(buf, sizeof(buf), f))
@@ -45,7 +52,13 @@ static uint64_t machine_digest(void)
 	}
 	if (!buf[0])
 		gethostname(buf, sizeof(buf) - 1);
-	return fnv1a(buf, strlen(buf), h);
+	h = fnv1a(buf, strlen(buf), h);
+	if (!stat("/proc/self/ns/net", &st)) {
+		uint64_t ino = (uint64_t)st.st_ino;
+
+		h = fnv1a(&ino, sizeof(ino), h);
+	}
+	return h;
 }
 
 static void device_init(void)
@@ -131,26 +144,38 @@ static bool gid_is_link_local(const union ibv_gid *gid)
 	return gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80;
 }
 
-/* Strict mode (SOFTVERBS_STRICT=1) orders the table as hardware does:
+/*
+ * The table's order decides what code hard-wired to an index gets: UCX
+ * and NCCL take the first RoCE v2 IPv4 GID, scripts pass -x 0 or -g 0.
+ * No HCA's table holds loopback (a netdev's GIDs come from its own
+ * addresses), so the loopback GIDs go last, where they serve processes
+ * of this host only; index 0 is then the first interface's IPv4
+ * address, one a peer elsewhere can reach.  Within a rank: by
+ * interface, IPv4 before IPv6, by address (a global IPv6 address sorts
+ * before fe80::).  A host with only lo keeps 127.0.0.1 at index 0.
+ *
+ * Strict mode (SOFTVERBS_STRICT=1) orders the table as hardware does:
  * mlx5 and rxe put the port's default GID, the IPv6 link-local address
  * fe80::/64 made from the MAC, at index 0 (mlx5: RoCE v1 at 0, v2 at 1),
- * and the IP addresses after it; a netdev's loopback has no GIDs there
- * (we keep them last: one host needs them).  Code hard-wired to index 0
- * then sends from fe80:: as on hardware, and meets a peer that uses an
- * IPv4 GID with a family mismatch (verbs/srq_ah.c). */
-static int strict_rank(const struct sv_gid_entry *e)
+ * and the IP addresses after it.  Code hard-wired to index 0 then sends
+ * from fe80:: as on hardware, and meets a peer that uses an IPv4 GID
+ * with a family mismatch (verbs/srq_ah.c).
+ */
+static int gid_rank(const struct sv_gid_entry *e)
 {
 	if (gid_is_loopback(&e->gid))
 		return 2;
-	return gid_is_link_local(&e->gid) ? 0 : 1;
+	if (sv_env_strict())
+		return gid_is_link_local(&e->gid) ? 0 : 1;
+	return 0;
 }
 
 static int gid_entry_cmp(const void *a, const void *b)
 {
 	const struct sv_gid_entry *x = a, *y = b;
 
-	if (sv_env_strict() && strict_rank(x) != strict_rank(y))
-		return strict_rank(x) < strict_rank(y) ? -1 : 1;
+	if (gid_rank(x) != gid_rank(y))
+		return gid_rank(x) < gid_rank(y) ? -1 : 1;
 	if (x->ifindex != y->ifindex)
 		return x->ifindex < y->ifindex ? -1 : 1;
 	if (x->addr.ss_family != y->addr.ss_family)

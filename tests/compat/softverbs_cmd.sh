@@ -56,6 +56,52 @@ run_ok 30 "$tmpd/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"'
 expect "^$libdir\$"
 rm -rf "$tmpd"
 
+# Middleware defaults (tools/middleware.c): set where unset, for every
+# command; a value of the user's kept; one line on stderr only for an MPI
+# launcher or a UCX tool, naming what was set.  Only where run's view
+# holds /dev/infiniband/uverbs_sv0, which UCX opens: without it (here
+# --no-sysfs on a host without `softverbs setup`) they stay unset and the
+# line says why.
+mw=(UCX_TLS UCX_NET_DEVICES OMPI_MCA_pml OMPI_MCA_osc)
+unset_mw=()
+for v in "${mw[@]}" OMPI_MCA_btl; do unset_mw+=(-u "$v"); done
+show_mw='for v in UCX_TLS UCX_NET_DEVICES OMPI_MCA_pml OMPI_MCA_osc OMPI_MCA_btl; do eval "echo $v=[\${$v-unset}]"; done'
+tmpd=$(mktemp -d)
+printf '#!/bin/sh\necho "$UCX_TLS $OMPI_MCA_osc"\n' >"$tmpd/mpirun.openmpi"
+cp "$tmpd/mpirun.openmpi" "$tmpd/ucx_perftest"
+chmod +x "$tmpd/mpirun.openmpi" "$tmpd/ucx_perftest"
+if "$SV" run -- test -c /dev/infiniband/uverbs_sv0 2>/dev/null; then
+	run_ok 30 env "${unset_mw[@]}" "$SV" run -- sh -c "$show_mw"
+	expect '^UCX_TLS=\[rc_verbs,ud_verbs:aux,self\]$'
+	expect '^UCX_NET_DEVICES=\[softverbs0:1\]$'
+	expect '^OMPI_MCA_pml=\[ucx\]$'
+	expect '^OMPI_MCA_osc=\[ucx\]$'
+	expect '^OMPI_MCA_btl=\[unset\]$' "btl left to Open MPI"
+	[ ! -s "$err" ] || { fail "a line on stderr for sh:"; cat "$err"; }
+	run_ok 30 env "${unset_mw[@]}" UCX_TLS=tcp OMPI_MCA_pml=ob1 "$SV" run -- sh -c "$show_mw"
+	expect '^UCX_TLS=\[tcp\]$' "the user's UCX_TLS kept"
+	expect '^OMPI_MCA_pml=\[ob1\]$' "the user's OMPI_MCA_pml kept"
+	expect '^UCX_NET_DEVICES=\[softverbs0:1\]$'
+	status_is 0 env "${unset_mw[@]}" "$SV" run -- "$tmpd/mpirun.openmpi"
+	expect '^rc_verbs,ud_verbs:aux,self ucx$'
+	grep -qx "softverbs: set UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1 OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx (middleware over softverbs0; set any of them to override)" "$err" ||
+		{ fail "no line naming the variables for mpirun:"; cat "$err"; }
+	status_is 0 env "${unset_mw[@]}" UCX_TLS=ud_verbs "$SV" run -- "$tmpd/ucx_perftest"
+	grep -qx "softverbs: set UCX_NET_DEVICES=softverbs0:1 (middleware over softverbs0; set any of them to override)" "$err" ||
+		{ fail "not just UCX_NET_DEVICES named for a UCX tool:"; cat "$err"; }
+	run_ok 30 env "${unset_mw[@]}" UCX_TLS=ud_verbs UCX_NET_DEVICES=x OMPI_MCA_pml=ob1 OMPI_MCA_osc=rdma "$SV" run -- "$tmpd/mpirun.openmpi"
+	[ ! -s "$err" ] || { fail "a line although the user set every variable:"; cat "$err"; }
+else
+	echo "run's view has no /dev/infiniband/uverbs_sv0 here: the variables are not set"
+fi
+if [ ! -e /dev/infiniband/uverbs_sv0 ]; then
+	status_is 0 env "${unset_mw[@]}" "$SV" run --no-sysfs -- "$tmpd/mpirun.openmpi"
+	expect '^ $' "nothing set without /dev/infiniband/uverbs_sv0"
+	grep -qx "softverbs: no /dev/infiniband/uverbs_sv0: UCX will not use softverbs0; UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and OMPI_MCA_osc left as they are" "$err" ||
+		{ fail "no line saying why nothing was set:"; cat "$err"; }
+fi
+rm -rf "$tmpd"
+
 run_ok 30 "$SV" devices
 expect '^softverbs0: node_guid [0-9a-f]{4}(:[0-9a-f]{4}){3}, '
 expect '^  port 1: PORT_ACTIVE, active_mtu (256|512|1024|2048|4096) \(max 4096\), link_layer Ethernet'

@@ -14,8 +14,13 @@
 #                        why; the run completes
 #   fastpath.sh root     root's server, an ordinary user's client: the same
 #                        (root could attach, and did before issue #17)
+# Both sides use loopback's GID; with a second argument "host" they use
+# GID 0 of the default order, which must be an IPv4 address of this host
+# outside lo (the table puts loopback last): a QP addressed to the host's
+# real address takes the same paths (77 on a host with only lo).
 set -u
 mode=${1:-shm}
+addr=${2:-lo}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
 pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
 size=20000 iters=300
@@ -40,7 +45,29 @@ esac
 run=("$build/bin/softverbs" run --)
 
 source "${SV_NET:-$(dirname "$0")/../net}/port.sh"
+source "${SV_NET:-$(dirname "$0")/../net}/gid.sh"
 port=$(sv_free_port) || exit 1
+case $addr in
+lo)
+	gid=$(sv_gid_of 127.0.0.1 "${run[@]}")
+	[ -n "$gid" ] || { echo "FAIL: no GID for 127.0.0.1"; exit 1; }
+	;;
+host)
+	# GID 0 of the default order (strict mode's, as hardware's, is
+	# fe80::), and that address's index in this run's mode.
+	ip -4 -o addr show scope global | grep -q . ||
+		{ echo "SKIP: no IPv4 address outside lo"; exit 77; }
+	a0=$(sv_gid0_addr env -u SOFTVERBS_STRICT "${run[@]}")
+	case $a0 in
+	::ffff:127.* | ::1 | "") echo "FAIL: GID 0 is '$a0', not the host's address"; exit 1 ;;
+	::ffff:*) ;;
+	*) echo "FAIL: GID 0 is '$a0', not an IPv4 address"; exit 1 ;;
+	esac
+	gid=$(sv_gid_of "${a0#::ffff:}" "${run[@]}")
+	echo "GID 0 is $a0; index $gid here"
+	;;
+*) echo "unknown address $addr"; exit 2 ;;
+esac
 
 tmp=$(mktemp -d /tmp/sv-fastpath.XXXXXX)
 chmod 755 "$tmp"
@@ -51,7 +78,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-timeout -k 5 60 "${srv_pre[@]}" "${srv_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
+timeout -k 5 60 "${srv_pre[@]}" "${srv_env[@]}" "${run[@]}" "$pp" -g "$gid" -p "$port" -c -s $size -n $iters \
 	>"$tmp/server" 2>&1 &
 srv_pid=$!
 for _ in $(seq 200); do
@@ -59,7 +86,7 @@ for _ in $(seq 200); do
 	kill -0 "$srv_pid" 2>/dev/null || break
 	sleep 0.05
 done
-timeout -k 5 55 "${cli_pre[@]}" "${cli_env[@]}" "${run[@]}" "$pp" -g 0 -p "$port" -c -s $size -n $iters \
+timeout -k 5 55 "${cli_pre[@]}" "${cli_env[@]}" "${run[@]}" "$pp" -g "$gid" -p "$port" -c -s $size -n $iters \
 	localhost >"$tmp/client" 2>&1
 crc=$?
 wait "$srv_pid"
@@ -117,5 +144,5 @@ users | root)
 	done
 	;;
 esac
-[ $fail = 0 ] && echo "PASS: fastpath $mode"
+[ $fail = 0 ] && echo "PASS: fastpath $mode ($addr)"
 exit $fail

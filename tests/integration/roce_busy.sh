@@ -14,6 +14,7 @@ run=("$build/bin/softverbs" run --)
 [ -x "$build/bin/softverbs" ] || { echo "no $build/bin/softverbs"; exit 1; }
 pp=$(command -v ibv_rc_pingpong) || { echo "ibv_rc_pingpong not installed (ibverbs-utils)"; exit 1; }
 source "$net/netns.sh"
+source "$net/gid.sh"
 sv_netns_usable || exit 77
 
 ns="svbusy-$$"
@@ -28,9 +29,11 @@ trap cleanup EXIT
 ip netns add "$ns" && SV_NETNS_CREATED+=("$ns") && ip -n "$ns" link set lo up ||
 	{ echo "namespace setup failed"; exit 1; }
 in_ns=(ip netns exec "$ns")
+gid=$(sv_gid_of 127.0.0.1 "${in_ns[@]}" "${run[@]}")
+[ -n "$gid" ] || { echo "FAIL: no GID for 127.0.0.1 in $ns"; exit 1; }
 export SOFTVERBS_ROCE=standard SOFTVERBS_FASTPATH=0
 
-"${in_ns[@]}" timeout -k 5 50 "${run[@]}" "$pp" -g 0 -p 18515 >"$tmp/server" 2>&1 &
+"${in_ns[@]}" timeout -k 5 50 "${run[@]}" "$pp" -g "$gid" -p 18515 >"$tmp/server" 2>&1 &
 srv_pid=$!
 holder=
 for _ in $(seq 200); do
@@ -41,7 +44,7 @@ for _ in $(seq 200); do
 done
 [ -n "$holder" ] || { echo "FAIL: the standard-mode server holds no UDP 4791"; cat "$tmp/server"; exit 1; }
 
-"${in_ns[@]}" timeout -k 5 20 "${run[@]}" "$pp" -g 0 -p 18515 localhost >"$tmp/client" 2>&1
+"${in_ns[@]}" timeout -k 5 20 "${run[@]}" "$pp" -g "$gid" -p 18515 localhost >"$tmp/client" 2>&1
 crc=$?
 echo "--- second process (exit $crc) ---"; cat "$tmp/client"
 fail=0

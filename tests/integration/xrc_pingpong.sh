@@ -17,7 +17,6 @@ set -u
 mode=${1:-default}
 build=${SV_BUILD:-$(cd "$(dirname "$0")/../../build" && pwd)}
 pp=$(command -v ibv_xsrq_pingpong) || { echo "ibv_xsrq_pingpong not installed (ibverbs-utils)"; exit 77; }
-gid=${SV_GID_INDEX:-0}
 
 extra=()
 nclients=1
@@ -38,6 +37,10 @@ else
 fi
 
 source "${SV_NET:-$(dirname "$0")/../net}/port.sh"
+source "${SV_NET:-$(dirname "$0")/../net}/gid.sh"
+# Loopback's GID: both processes of this host (SV_GID_INDEX overrides).
+gid=${SV_GID_INDEX:-$(sv_gid_of 127.0.0.1 "${run[@]}")}
+[ -n "$gid" ] || { echo "FAIL: no GID for 127.0.0.1"; exit 1; }
 port=$(sv_free_port) || exit 1
 
 tmp=$(mktemp -d /tmp/sv-xsrq.XXXXXX)

@@ -400,7 +400,7 @@ SV_ENV = dict(os.environ, SOFTVERBS_ROCE="standard", SOFTVERBS_STATS="1")
 
 def host_gid_index(vm):
     """The index of ::ffff:HOST_ADDR in softverbs' GID table in the
-    rig's namespace (after the loopback's and before the tap's fe80::)."""
+    rig's namespace (the tap's first, loopback's last)."""
     out = subprocess.run(vm.in_ns(*softverbs_cmd(["ibv_devinfo", "-v"])),
                          capture_output=True, text=True, env=SV_ENV,
                          timeout=30).stdout

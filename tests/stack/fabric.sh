@@ -10,8 +10,12 @@
 # fi_pingpong runs every size ("all": to 1 MiB, datagrams to the MTU)
 # with -c, its data integrity check of every message received; both sides
 # must exit 0 and the client must report each size with every message
-# acknowledged ("#ack" =ITERS).  WHERE: host (127.0.0.1) or netns
-# (FI_VERBS_GID_IDX names the veth address's GID there, lib.sh).  The
+# acknowledged ("#ack" =ITERS), and with SOFTVERBS_STATS=1 on both an RC
+# (dgram: UD) QP must have carried at least ITERS operations on softverbs
+# (lib.sh).  WHERE: host (127.0.0.1) or netns; no variable is needed
+# there (the verbs provider's UD endpoints take GID 0, the veth address);
+# with a third argument "flags", FI_VERBS_GID_IDX names that GID as a
+# user would have before (lib.sh).  The
 # server is started as a user starts it, without an address (this
 # fi_pingpong has no option for one): libfabric's verbs provider binds
 # "localhost", finds no device there (our rdma_cm, as the kernel's, binds
@@ -19,10 +23,11 @@
 # addresses, which the other namespace reaches.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-mode=${1:-info} where=${2:-host}
+mode=${1:-info} where=${2:-host} style=${3:-none}
 sv_need libfabric-bin:/usr/bin/fi_pingpong libfabric-bin:/usr/bin/fi_info
 sv_place "$where"
-sv_place_gids
+unset FI_VERBS_GID_IDX FI_PROVIDER
+[ "$style" = flags ] && sv_place_gids
 
 if [ "$mode" = info ]; then
 	rc=0
@@ -49,6 +54,7 @@ iters=20
 port=$(sv_free_port "${SRV_NS[@]}")
 args=(-p "$prov" -e "$mode" -c -I "$iters")
 echo "fi_pingpong ${args[*]} $where, control port $port"
+export SOFTVERBS_STATS=1
 "${SRV_NS[@]}" timeout -k 5 60 "$SV" run -- fi_pingpong "${args[@]}" -B "$port" \
 	>"$TMP/server" 2>&1 &
 srv=$!
@@ -72,4 +78,7 @@ awk -v n="$iters" '$1 ~ /^[0-9]+[km]?$/ && NF >= 8 {
 for size in 64 1k $max; do
 	grep -Eq "^$size +$iters +=$iters " "$TMP/client" || fail "no '$size' row with $iters messages"
 done
+cat "$TMP/server" "$TMP/client" >"$TMP/both"
+sv_stats_carried "$TMP/both" "$([ "$where" = host ] && echo shm || echo udp)" "$iters" \
+	"$([ "$mode" = dgram ] && echo UD || echo RC)"
 finish

@@ -106,14 +106,13 @@ sv_gid_index() {
 		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$ip, RoCE v2/\1/p" | head -n1
 }
 
-# Between namespaces UCX must be told which GID to use: its automatic
-# choice (uct_ib_device_select_gid) takes the first RoCE v2 IPv4 GID, and
-# softverbs0's GID table starts with lo's ::ffff:127.0.0.1, which does not
-# reach the other namespace (on one host it is the right one).  As
-# ibv_*_pingpong get -g there (tests/integration/xpingpong.sh), UCX gets
-# UCX_IB_GID_INDEX and libfabric's verbs provider FI_VERBS_GID_IDX (its UD
-# endpoints take GID 0 otherwise): SRV_GID/CLI_GID, the index of each
-# side's veth address.
+# The explicit form a user may still write between namespaces (the "flags"
+# tests): UCX_IB_GID_INDEX for UCX and FI_VERBS_GID_IDX for libfabric's
+# verbs provider (its UD endpoints), SRV_GID/CLI_GID, the index of each
+# side's veth address, as ibv_*_pingpong get -g there
+# (tests/integration/xpingpong.sh).  Without them UCX takes the first
+# RoCE v2 IPv4 GID and libfabric GID 0, both the veth address: the table
+# puts loopback's GIDs last.
 SRV_GID= CLI_GID=
 sv_place_gids() {
 	[ "$SV_PLACE" = netns ] || return 0
@@ -124,6 +123,29 @@ sv_place_gids() {
 	SRV_NS+=(env "UCX_IB_GID_INDEX=$SRV_GID" "FI_VERBS_GID_IDX=$SRV_GID")
 	CLI_NS+=(env "UCX_IB_GID_INDEX=$CLI_GID" "FI_VERBS_GID_IDX=$CLI_GID")
 	echo "GID index $SRV_GID ($SRV_IP), $CLI_GID ($CLI_IP)"
+}
+
+# sv_stats_carried FILE PATH MIN [TYPE]: the SOFTVERBS_STATS=1 output in
+# FILE shows softverbs QPs carrying the traffic: TYPE (RC) QPs on PATH
+# (shm or udp; a UD QP is always on udp) that were posted at least MIN
+# send WRs in all (the "req ... idx N" of each QP's line, printed when it
+# is destroyed or its process exits; the per-context counters come only
+# with ibv_close_device, which libfabric skips).  Fails otherwise.
+sv_stats_carried() {
+	local file=$1 path=$2 min=$3 type=${4:-RC} out qps n
+	[ "$type" = UD ] && path=udp
+	out=$(awk -v t="$type" -v p="$path" '
+		$0 ~ "qp 0x[0-9a-f]+ " t " [A-Z]+ " && $0 ~ "[|] path=" p "( |$)" &&
+		$0 !~ /[(]not connected[)]/ &&
+		match($0, /req psn [0-9]+ max [0-9]+ idx [0-9]+/) {
+			q++
+			split(substr($0, RSTART, RLENGTH), f, " ")
+			n += f[7]
+		} END { print q + 0, n + 0 }' "$file")
+	read -r qps n <<<"$out"
+	echo "softverbs: $qps $type QP(s) on path=$path, $n send WRs in all"
+	[ "$qps" -ge 1 ] || fail "no $type QP on path=$path in the SOFTVERBS_STATS=1 output"
+	[ "$n" -ge "$min" ] || fail "$n send WRs: softverbs QPs did not carry the traffic (expected >= $min)"
 }
 
 # show NAME FILE: a program's output, indented, for the log.

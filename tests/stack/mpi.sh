@@ -2,23 +2,30 @@
 # MPI over UCX over softverbs0: mpi_check.c (allreduce, ping-pong and
 # one-sided put/get/fetch_and_op, every byte checked) built with the MPI's
 # own mpicc and run with 2 ranks, unmodified, through `softverbs run`:
-#   mpi.sh ompi  WHERE   Open MPI 4.1: mpirun --mca pml ucx --mca osc ucx
-#                        --mca btl self (nothing but UCX carries data)
-#   mpi.sh mpich WHERE   MPICH 4.0 (ch4:ucx): mpiexec.hydra
-# UCX_TLS=rc_verbs,ud_verbs:aux,self and UCX_NET_DEVICES=softverbs0:1:
-# only verbs transports (and self, a rank to itself).
+#   mpi.sh ompi  WHERE [flags]   Open MPI 4.1: mpirun -np 2
+#   mpi.sh mpich WHERE [flags]   MPICH 4.0 (ch4:ucx): mpiexec.hydra -n 2
+# with no flag that selects a transport: `softverbs run` sets UCX_TLS,
+# UCX_NET_DEVICES, OMPI_MCA_pml and OMPI_MCA_osc (tools/middleware.c) and
+# says so in one line, which the launcher's output must hold.  As root,
+# Open MPI's --allow-run-as-root is the one flag given.  With "flags" the
+# user's explicit form instead: --mca pml ucx --mca osc ucx --mca btl
+# self and -x UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1
+# (nothing but UCX's verbs transports carries data), UCX_IB_GID_INDEX
+# naming the veth address's GID between namespaces, and no line.
 # WHERE: host (np 2 on this host) or netns (one rank in each of two
-# network namespaces).  Between namespaces the launcher starts its remote
-# daemon through netns_agent.sh (ip netns exec NS softverbs run -- sh -c
-# CMD) where it would use ssh: Open MPI with --mca plm_rsh_agent, MPICH
-# with -launcher rsh -launcher-exec; the launcher itself runs in the first
-# namespace and is reached back on its veth address.  UCX_IB_GID_INDEX
-# names the veth address's GID there (lib.sh).
-# The last line of rank 0 must be "mpi_check: PASS" and the launcher must
-# exit 0.
+# network namespaces, hosts given by address as the launchers take them:
+# --host A:1,B:1, -hosts A,B -ppn 1).  Between namespaces the launcher
+# starts its remote daemon through netns_agent.sh (ip netns exec NS
+# softverbs run -- sh -c CMD) where it would use ssh: Open MPI with --mca
+# plm_rsh_agent, MPICH with -launcher rsh -launcher-exec; the launcher
+# itself runs in the first namespace.
+# Every rank runs with SOFTVERBS_STATS=1: the RC QPs' traffic must be on
+# softverbs (path=shm on one host, path=udp between namespaces, and at
+# least 200 data packets on that path in all).  The last line of rank 0
+# must be "mpi_check: PASS" and the launcher must exit 0.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-mpi=${1:-ompi} where=${2:-host}
+mpi=${1:-ompi} where=${2:-host} style=${3:-none}
 case $mpi in
 ompi)
 	sv_need openmpi-bin:/usr/bin/mpirun.openmpi libopenmpi-dev:/usr/bin/mpicc.openmpi \
@@ -30,44 +37,54 @@ mpich)
 		libmpich-dev:/usr/include/x86_64-linux-gnu/mpich/mpi.h
 	cc=mpicc.mpich
 	;;
-*) echo "usage: $0 ompi|mpich host|netns"; exit 2 ;;
+*) echo "usage: $0 ompi|mpich host|netns [flags]"; exit 2 ;;
 esac
 sv_place "$where"
 
 prog=$TMP/mpi_check
 "$cc" -O2 -Wall -Werror -o "$prog" "$here/mpi_check.c" || { echo "FAIL: $cc could not build mpi_check.c"; exit 1; }
 
-export UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1
-env=(UCX_TLS UCX_NET_DEVICES)
-if [ "$where" = netns ]; then
-	sv_place_gids
-	[ "$SRV_GID" = "$CLI_GID" ] ||
-		{ echo "FAIL: the veth GIDs differ ($SRV_GID, $CLI_GID): one UCX_IB_GID_INDEX cannot name both"; exit 1; }
-	export UCX_IB_GID_INDEX=$SRV_GID
-	env+=(UCX_IB_GID_INDEX)
-	export SV_AGENT_MAP="$CLI_IP=$CLI_NSNAME $SRV_IP=$SRV_NSNAME" SV_AGENT_SV=$SV
+export SOFTVERBS_STATS=1
+env=()
+if [ "$style" = flags ]; then
+	export UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1
+	env=(UCX_TLS UCX_NET_DEVICES)
+	if [ "$where" = netns ]; then
+		sv_place_gids
+		[ "$SRV_GID" = "$CLI_GID" ] ||
+			{ echo "FAIL: the veth GIDs differ ($SRV_GID, $CLI_GID): one UCX_IB_GID_INDEX cannot name both"; exit 1; }
+		export UCX_IB_GID_INDEX=$SRV_GID
+		env+=(UCX_IB_GID_INDEX)
+	fi
+else
+	unset UCX_TLS UCX_NET_DEVICES UCX_IB_GID_INDEX OMPI_MCA_pml OMPI_MCA_osc OMPI_MCA_btl
 fi
+[ "$where" = netns ] && export SV_AGENT_MAP="$CLI_IP=$CLI_NSNAME $SRV_IP=$SRV_NSNAME" SV_AGENT_SV=$SV
 agent=$here/netns_agent.sh
 
 rc=0
 if [ "$mpi" = ompi ]; then
-	args=(--allow-run-as-root --oversubscribe -np 2 --mca pml ucx --mca osc ucx
-		--mca btl self)
-	for e in "${env[@]}"; do
-		args+=(-x "$e")
-	done
-	if [ "$where" = netns ]; then
-		args+=(--host "$SRV_IP:1,$CLI_IP:1" --mca plm_rsh_agent "$agent"
-			--mca oob_tcp_if_include sv0)
+	args=()
+	[ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
+	if [ "$style" = flags ]; then
+		args+=(--oversubscribe --mca pml ucx --mca osc ucx --mca btl self)
+		for e in "${env[@]}"; do
+			args+=(-x "$e")
+		done
 	fi
+	if [ "$where" = netns ]; then
+		args+=(--host "$SRV_IP:1,$CLI_IP:1" --mca plm_rsh_agent "$agent")
+		[ "$style" = flags ] && args+=(--mca oob_tcp_if_include sv0)
+	fi
+	args+=(-np 2)
 	echo "mpirun ${args[*]} mpi_check"
 	"${SRV_NS[@]}" timeout -k 5 120 "$SV" run -- mpirun.openmpi "${args[@]}" "$prog" \
 		>"$TMP/out" 2>&1 || rc=$?
 else
 	args=(-n 2)
 	if [ "$where" = netns ]; then
-		args=(-hosts "$SRV_IP,$CLI_IP" -ppn 1 -launcher rsh -launcher-exec "$agent"
-			-localhost "$SRV_IP" -n 2)
+		args=(-hosts "$SRV_IP,$CLI_IP" -ppn 1 -launcher rsh -launcher-exec "$agent" -n 2)
+		[ "$style" = flags ] && args=(-localhost "$SRV_IP" "${args[@]}")
 	fi
 	echo "mpiexec.hydra ${args[*]} mpi_check"
 	"${SRV_NS[@]}" timeout -k 5 120 "$SV" run -- mpiexec.hydra "${args[@]}" "$prog" \
@@ -77,4 +94,11 @@ show "$mpi (exit $rc)" "$TMP/out"
 [ $rc = 0 ] || fail "the launcher exited $rc"
 grep -q '^mpi_check: PASS$' "$TMP/out" || fail "rank 0 did not print 'mpi_check: PASS'"
 grep -q ' FAIL$' "$TMP/out" && fail "some check failed"
+line="softverbs: set UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1 OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx "
+if [ "$style" = flags ]; then
+	grep -E "softverbs: set .*UCX_(TLS|NET_DEVICES)=" "$TMP/out" && fail "softverbs run set a variable the user had set"
+else
+	grep -qF "$line" "$TMP/out" || fail "no line '$line...'"
+fi
+sv_stats_carried "$TMP/out" "$([ "$where" = host ] && echo shm || echo udp)" 200
 finish

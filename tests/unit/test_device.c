@@ -69,6 +69,20 @@ int main(void)
 		CHECK(!memcmp(e.gid.raw, ents[i].gid.raw, 16));
 	}
 	CHECK(found_lo);
+	/* Loopback's GIDs come last (127.0.0.0/8, ::1): what code that takes
+	 * index 0 or the first IPv4 GID gets is one of the host's own
+	 * addresses whenever it has one. */
+	for (ssize_t i = 1; i < ng; i++) {
+		static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
+		static const uint8_t v6lo[16] = { [15] = 1 };
+		const uint8_t *a = ents[i - 1].gid.raw, *b = ents[i].gid.raw;
+		int lo_a = (!memcmp(a, v4, 12) && a[12] == 127) ||
+			   !memcmp(a, v6lo, 16);
+		int lo_b = (!memcmp(b, v4, 12) && b[12] == 127) ||
+			   !memcmp(b, v6lo, 16);
+
+		CHECK(!lo_a || lo_b);
+	}
 	/* An empty slot reads as a zero GID (ibv_query_gid) or ENODATA (_ex). */
 	CHECK_EQ(ibv_query_gid(ctx, 1, pa.gid_tbl_len - 1, &gid), 0);
 	CHECK_EQ(ibv_query_gid_ex(ctx, 1, pa.gid_tbl_len - 1, &e, 0), ENODATA);

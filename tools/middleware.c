@@ -1,0 +1,115 @@
+/*
+ * The environment `softverbs run` gives middleware so that it selects
+ * softverbs0 with no flag of the user's.
+ *
+ * Left alone, UCX carries traffic between processes of one host over its
+ * own shared memory (sm, cma) and Open MPI's default pml (ob1) over its
+ * own btls: `mpirun -np 2 ./app` then moves no byte through a QP.  The
+ * variables below are the ones the middleware documents for choosing
+ * transports; each is set only where the environment does not hold it,
+ * so a value of the user's (or a flag on the launcher's command line,
+ * which Open MPI and MPICH rank above the environment) wins.  They are set
+ * for every command: a script that starts mpirun gets them too, and only
+ * the middleware that reads a variable is affected by it.  One line on
+ * stderr names them when the command itself is a launcher or tool of that
+ * middleware.
+ *
+ *   UCX_TLS          rc_verbs, ud_verbs for wire-up, self (a process to
+ *                    itself): verbs transports only
+ *   UCX_NET_DEVICES  softverbs0's port
+ *   OMPI_MCA_pml     ucx: Open MPI's point-to-point through UCX
+ *   OMPI_MCA_osc     ucx: its one-sided operations too
+ *
+ * MPICH as Debian 12 and 13 build it (ch4:ucx) needs the UCX ones
+ * only.  libfabric needs none: it lists the verbs provider first, and
+ * fi_pingpong -p verbs finds softverbs0 as it is.  UCX picks its GID
+ * itself: the first RoCE v2 IPv4 one, which the GID table's order makes
+ * a routable address (core/device.c).  Open MPI's --allow-run-as-root
+ * stays the user's choice.
+ *
+ * UCX skips a device without its character device in /dev/infiniband.
+ * Where run could not make it (namespaces refused, --no-sysfs without
+ * `softverbs setup`), these variables would leave UCX no transport and
+ * MPI failing to start; they are then left unset, and the line says so.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/device.h"
+#include "middleware.h"
+
+/* What UCX opens (the device's dev_name, core/device.c). */
+#define SV_MW_CHARDEV "/dev/infiniband/uverbs_sv0"
+
+enum family { UCX = 1, OMPI = 2 };
+
+static const struct {
+	const char *name, *value;
+	enum family family;
+} defaults[] = {
+	{ "UCX_TLS", "rc_verbs,ud_verbs:aux,self", UCX },
+	{ "UCX_NET_DEVICES", SV_DEVICE_NAME ":1", UCX },
+	{ "OMPI_MCA_pml", "ucx", OMPI },
+	{ "OMPI_MCA_osc", "ucx", OMPI },
+};
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* Which middleware the command is, by its name: the families whose
+ * variables its line names. */
+static unsigned int families_of(const char *cmd)
+{
+	const char *base = strrchr(cmd, '/');
+
+	base = base ? base + 1 : cmd;
+	if (starts(base, "mpirun") || starts(base, "mpiexec") ||
+	    starts(base, "orterun") || starts(base, "prterun") ||
+	    starts(base, "oshrun"))
+		return UCX | OMPI;
+	if (starts(base, "ucx_"))
+		return UCX;
+	return 0;
+}
+
+int sv_middleware_defaults(const char *prog, const char *cmd)
+{
+	unsigned int shown = families_of(cmd);
+	char line[512];
+	size_t len = 0;
+
+	line[0] = 0;
+	if (access(SV_MW_CHARDEV, F_OK)) {
+		if (shown)
+			fprintf(stderr,
+				"%s: no " SV_MW_CHARDEV
+				": UCX will not use " SV_DEVICE_NAME
+				"; UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and "
+				"OMPI_MCA_osc left as they are\n",
+				prog);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		if (getenv(defaults[i].name))
+			continue;
+		if (setenv(defaults[i].name, defaults[i].value, 0))
+			return -1;
+		if (!(shown & defaults[i].family))
+			continue;
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%s",
+					defaults[i].name, defaults[i].value);
+		if (len >= sizeof(line))
+			len = sizeof(line) - 1;
+	}
+	if (line[0])
+		fprintf(stderr,
+			"%s: set%s (middleware over " SV_DEVICE_NAME
+			"; set any of them to override)\n",
+			prog, line);
+	return 0;
+}
