@@ -7,7 +7,8 @@
 #
 # SRCDIR (holding BUILDDIR) is bind-mounted at its own path inside ROOT, so
 # that the build's paths resolve there.  Everything runs in a mount
-# namespace of its own (unshare), in which ROOT is made a mount point:
+# namespace of its own (unshare; as a user, in a user namespace too), in
+# which ROOT is made a mount point:
 # `softverbs run` makes / a slave mount, which needs / to be one; the
 # shared chroot and the host's mounts are left untouched.
 #
@@ -18,7 +19,8 @@
 # lists rc_verbs and ud_verbs on softverbs0:1, pyverbs' mlx5 and efa
 # modules import and refuse softverbs0.  A program the chroot lacks is
 # skipped and said so.
-# Exit status: 0 pass, 1 fail, 77 (ctest SKIP) without a chroot or root.
+# Exit status: 0 pass, 1 fail, 77 (ctest SKIP) without a chroot (or, as a
+# user, without user namespaces).
 set -uo pipefail
 
 root=${1%/}
@@ -28,8 +30,18 @@ build=$3
 skip() { echo "SKIP: $*"; exit 77; }
 [ -x "$root/usr/bin/ibv_devinfo" ] ||
 	skip "no chroot with ibverbs-utils at $root (CI makes them; SV_CHROOT_TRIXIE / SV_CHROOT_SID name them)"
-[ "$(id -u)" = 0 ] || skip "chroot and mounts need root"
 command -v unshare >/dev/null || skip "no unshare(1)"
+# As root, a mount namespace; as a user, a user namespace mapping the user
+# to root in it, where chroot and the mounts are allowed.
+userns=()
+if [ "$(id -u)" != 0 ]; then
+	userns=(-r)
+	unshare -r -m true 2>/dev/null ||
+		skip "as a user chroot needs a user namespace, which this kernel refuses"
+	# The mount point cannot be made by a user in root's chroot.
+	[ -d "$root$src" ] ||
+		skip "as a user: no $root$src to mount the tree on (a run as root makes it)"
+fi
 case $build/ in
 "$src"/*) ;;
 *) skip "the build $build is not under $src, which is what is mounted in the chroot" ;;
@@ -50,7 +62,7 @@ has() { [ -x "$root/usr/bin/$1" ]; }
 
 # in_chroot CMD...: CMD through softverbs in ROOT.
 in_chroot() {
-	unshare -m --propagation private sh -c '
+	unshare ${userns:+"${userns[@]}"} -m --propagation private sh -c '
 		root=$1 src=$2; shift 2
 		mount --rbind "$root" "$root" && mkdir -p "$root$src" &&
 			mount --bind "$src" "$root$src" && exec chroot "$root" "$@"' \
@@ -86,7 +98,7 @@ pair() {
 	while [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	timeout -k 5 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot \"\$@\"" \
+	timeout -k 5 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot \"\$@\"" \
 		_ "${srv[@]}" >"$tmp/$name.server" 2>&1 &
 	local s=$!
 	pids+=("$s")
@@ -96,7 +108,7 @@ pair() {
 		return 1
 	fi
 	local crc=0 src_rc=0
-	timeout -k 5 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot \"\$@\"" \
+	timeout -k 5 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot \"\$@\"" \
 		_ "${cli[@]}" >"$tmp/$name.client" 2>&1 || crc=$?
 	wait "$s" || src_rc=$?
 	if [ $crc != 0 ] || [ $src_rc != 0 ]; then
@@ -108,10 +120,10 @@ pair() {
 	echo "ok: $name"
 }
 
-echo "chroot $root: $(chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' libibverbs1 2>/dev/null)"
+echo "chroot $root: $(dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Package} ${Version}' libibverbs1 2>/dev/null)"
 
 # ibv_devinfo -v: the port's attributes as the chroot's headers lay them out.
-out=$(timeout 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot ibv_devinfo -v" 2>&1)
+out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot ibv_devinfo -v" 2>&1)
 rc=$?
 speed=$(echo "$out" | grep -m1 'active_speed:')
 if [ $rc != 0 ] || ! echo "$out" | grep -q 'hca_id:.*softverbs0'; then
@@ -133,7 +145,7 @@ if [ -z "$tools" ]; then
 else
 	bad=0
 	for t in $tools; do
-		out=$(timeout 30 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot $t --help" 2>&1)
+		out=$(timeout 30 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot $t --help" 2>&1)
 		if echo "$out" | grep -q 'error while loading\|not found (required by'; then
 			fail "$t does not load:"; echo "$out" | grep 'error while loading\|not found' | sed 's/^/    /'
 			bad=1
@@ -152,7 +164,7 @@ else
 fi
 
 if has fi_info; then
-	out=$(timeout 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot fi_info -p verbs" 2>&1)
+	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot fi_info -p verbs" 2>&1)
 	echo "$out" | grep -q 'domain: softverbs0' && echo "ok: fi_info -p verbs lists softverbs0" ||
 		{ fail "fi_info -p verbs lists no softverbs0"; echo "$out" | tail -5 | sed 's/^/    /'; }
 else
@@ -165,7 +177,7 @@ elif ! ls "$root"/usr/lib/*/ucx/libuct_ib.so.0 >/dev/null 2>&1; then
 	# Debian sid's UCX 1.23~rc1 is built without its IB transports.
 	echo "skipped: ucx_info (the chroot's UCX has no verbs transport, libuct_ib)"
 else
-	out=$(timeout 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot ucx_info -d" 2>&1)
+	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot ucx_info -d" 2>&1)
 	for tl in rc_verbs ud_verbs; do
 		echo "$out" | awk -v tl="$tl" '/Transport:/ { t = $NF } /Device:/ && t == tl { print $NF }' |
 			grep -qx 'softverbs0:1' && echo "ok: ucx_info -d: $tl on softverbs0:1" ||
@@ -174,7 +186,7 @@ else
 fi
 
 if [ -d "$root/usr/lib/python3/dist-packages/pyverbs/providers/mlx5" ]; then
-	out=$(timeout 60 bash -c "$(declare -f in_chroot); root='$root' src='$src' sv='$sv' in_chroot python3 -c '
+	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot python3 -c '
 import pyverbs.providers.mlx5.mlx5dv as m, pyverbs.providers.efa.efadv as e
 try:
     m.Mlx5Context(m.Mlx5DVContextAttr(), name=\"softverbs0\")
