@@ -31,6 +31,8 @@ skip() { echo "SKIP: $*"; exit 77; }
 [ -x "$root/usr/bin/ibv_devinfo" ] ||
 	skip "no chroot with ibverbs-utils at $root (CI makes them; SV_CHROOT_TRIXIE / SV_CHROOT_SID name them)"
 command -v unshare >/dev/null || skip "no unshare(1)"
+[ -z "${SV_ABI_SANITIZED:-}" ] ||
+	skip "a sanitizer build: its runtime is the host's compiler's, not the chroot's"
 # As root, a mount namespace; as a user, a user namespace mapping the user
 # to root in it, where chroot and the mounts are allowed.
 userns=()
