@@ -7,10 +7,8 @@
 #
 # SRCDIR (holding BUILDDIR) is bind-mounted at its own path inside ROOT, so
 # that the build's paths resolve there.  Everything runs in a mount
-# namespace of its own (unshare; as a user, in a user namespace too), in
-# which ROOT is made a mount point:
-# `softverbs run` makes / a slave mount, which needs / to be one; the
-# shared chroot and the host's mounts are left untouched.
+# namespace of its own (unshare; as a user, in a user namespace too), so
+# the shared chroot and the host's mounts are left untouched.
 #
 # Checks: ibv_devinfo -v (softverbs0, a valid active_speed: the whole
 # ibv_port_attr of the caller's headers zeroed), an ibv_rc_pingpong pair
@@ -66,8 +64,8 @@ has() { [ -x "$root/usr/bin/$1" ]; }
 in_chroot() {
 	unshare ${userns:+"${userns[@]}"} -m --propagation private sh -c '
 		root=$1 src=$2; shift 2
-		mount --rbind "$root" "$root" && mkdir -p "$root$src" &&
-			mount --bind "$src" "$root$src" && exec chroot "$root" "$@"' \
+		mkdir -p "$root$src" && mount --bind "$src" "$root$src" &&
+			exec chroot "$root" "$@"' \
 		sh "$root" "$src" "$sv" run -- "$@"
 }
 
