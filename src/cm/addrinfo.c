@@ -1,6 +1,8 @@
 /*
  * rdma_getaddrinfo / rdma_freeaddrinfo, and the endpoint calls built on
- * the synchronous mode: rdma_create_ep, rdma_destroy_ep, rdma_get_request.
+ * the synchronous mode: rdma_create_ep, rdma_destroy_ep, rdma_get_request;
+ * and rdma-core 60's asynchronous form, rdma_resolve_addrinfo and
+ * rdma_query_addrinfo.
  *
  * rdma_getaddrinfo maps the RDMA hints onto getaddrinfo's (QP type ->
  * socket type, port space -> protocol) and the first answer back; with
@@ -282,4 +284,67 @@ SV_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 err:
 	listen->event = event;
 	return ret;
+}
+
+/* RDMA_CM_EVENT_ADDRINFO_RESOLVED on the id's channel (or, for a
+ * synchronous id, before return) once the answer is ready for
+ * rdma_query_addrinfo.  DNS only: an IB service lookup (RAI_SA) needs an
+ * SA, which a RoCE device has not, and is refused as rdma-core refuses
+ * one that names a node. */
+SV_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *cmid, const char *node,
+				    const char *service,
+				    const struct rdma_addrinfo *hints)
+{
+	struct sv_cm_id *id = to_sv_id(cmid);
+	struct rdma_addrinfo *res;
+	int ret;
+
+	if (!cmid)
+		return sv_cm_err(EINVAL);
+	if (hints && (hints->ai_flags & SV_RAI_SA))
+		return sv_cm_err(ENOTSUP);
+	sv_cm_lock();
+	if (id->resolving_ai) {
+		sv_cm_unlock();
+		return sv_cm_err(EBUSY);
+	}
+	id->resolving_ai = true;
+	sv_cm_unlock();
+
+	ret = rdma_getaddrinfo(node, service, hints, &res);
+	sv_cm_lock();
+	if (ret) {
+		id->resolving_ai = false;
+		sv_cm_unlock();
+		/* rdma-core hands rdma_getaddrinfo's code over as errno. */
+		if (ret != -1)
+			errno = ret;
+		return -1;
+	}
+	id->resolved_ai = res;
+	sv_event_post(
+		id, (enum rdma_cm_event_type)SV_CM_EVENT_ADDRINFO_RESOLVED, 0);
+	sv_cm_unlock();
+	return sv_cm_sync_complete(id);
+}
+
+/* The answer, once: the caller frees it with rdma_freeaddrinfo; ENOENT
+ * before the event (or after it was taken). */
+SV_EXPORT int rdma_query_addrinfo(struct rdma_cm_id *cmid,
+				  struct rdma_addrinfo **info)
+{
+	struct sv_cm_id *id = to_sv_id(cmid);
+
+	if (!cmid || !info)
+		return sv_cm_err(EINVAL);
+	sv_cm_lock();
+	if (!id->resolving_ai || !id->resolved_ai) {
+		sv_cm_unlock();
+		return sv_cm_err(ENOENT);
+	}
+	*info = id->resolved_ai;
+	id->resolved_ai = NULL;
+	id->resolving_ai = false;
+	sv_cm_unlock();
+	return 0;
 }

@@ -441,6 +441,29 @@ SV_EXPORT int rdma_migrate_id(struct rdma_cm_id *cmid,
 	return 0;
 }
 
+/* rdma-core 60 (RDMACM_1.4): an application's own event on the id's
+ * channel, delivered in order with the CM's; status and arg (param.arg,
+ * the first 8 bytes of param) as given.  Only RDMA_CM_EVENT_USER. */
+SV_EXPORT int rdma_write_cm_event(struct rdma_cm_id *cmid,
+				  enum rdma_cm_event_type event, int status,
+				  uint64_t arg)
+{
+	struct sv_cm_event *e;
+
+	if (!cmid || (int)event != SV_CM_EVENT_USER)
+		return sv_cm_err(EINVAL);
+	sv_cm_lock();
+	e = sv_event_new(to_sv_id(cmid), event, status);
+	if (!e) {
+		sv_cm_unlock();
+		return sv_cm_err(ENOMEM);
+	}
+	memcpy(&e->ev.param, &arg, sizeof(arg));
+	sv_event_queue(to_sv_id(cmid), e);
+	sv_cm_unlock();
+	return 0;
+}
+
 SV_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 {
 	static const char *const names[] = {
@@ -463,6 +486,11 @@ SV_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 			"RDMA_CM_EVENT_MULTICAST_ERROR",
 		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
 		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+		[SV_CM_EVENT_ADDRINFO_RESOLVED] =
+			"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+		[SV_CM_EVENT_ADDRINFO_ERROR] = "RDMA_CM_EVENT_ADDRINFO_ERROR",
+		/* rdma-core 65 has no name for RDMA_CM_EVENT_USER either. */
+		[SV_CM_EVENT_USER] = "UNKNOWN EVENT",
 	};
 
 	if ((unsigned)event < sizeof(names) / sizeof(names[0]))

@@ -238,7 +238,18 @@ struct sv_cm_id {
 	uint64_t mad_service;
 	/* ECE (rdma_set_local_ece / rdma_get_remote_ece) */
 	struct ibv_ece local_ece, remote_ece;
+	/* rdma_resolve_addrinfo: in progress until rdma_query_addrinfo
+	 * takes its result (sv_cm.lock) */
+	bool resolving_ai;
+	struct rdma_addrinfo *resolved_ai;
 };
+
+/* Event types of rdma-core 60+ (rdma_cma.h), absent from older headers. */
+#define SV_CM_EVENT_ADDRINFO_RESOLVED 16
+#define SV_CM_EVENT_ADDRINFO_ERROR 17
+#define SV_CM_EVENT_USER 18
+/* rdma_addrinfo.ai_flags of rdma-core 60+: resolve through the SA */
+#define SV_RAI_SA 0x00000010
 
 static inline struct sv_cm_id *to_sv_id(struct rdma_cm_id *id)
 {

@@ -74,6 +74,8 @@ void sv_id_free(struct sv_cm_id *id)
 	free(id->id.route.path_rec);
 	free(id->ep_qp_attr);
 	free(id->connect_pdata);
+	if (id->resolved_ai)
+		rdma_freeaddrinfo(id->resolved_ai);
 	free(id);
 }
 

@@ -214,6 +214,8 @@ struct rsocket {
 
 /* ---- rs_core.c ---- */
 struct rsocket *rs_lookup(int fd);
+/* rs_epoll.c: rclose of a repoll instance (-1 EBADF if fd is none). */
+int rs_repoll_close(int fd);
 int rs_insert(struct rsocket *rs, int fd);
 void rs_remove(struct rsocket *rs);
 bool rs_nonblocking(const struct rsocket *rs, int flags);

@@ -815,7 +815,7 @@ SV_EXPORT int rclose(int socket)
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return sv_cm_err(EBADF);
+		return rs_repoll_close(socket); /* or EBADF */
 	rs_remove(rs);
 	sv_mutex_lock(&rs->lock, SV_LOCK_RSOCKET);
 	if (rs->type == SOCK_STREAM) {

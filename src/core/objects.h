@@ -426,8 +426,16 @@ struct sv_ah {
 
 /* ---- QP ----------------------------------------------------------------- */
 
+/* struct ibv_qp_ex grows at its end with rdma-core (wr_flush since 45:
+ * 360 bytes); a caller built against newer headers than ours reads its
+ * members there, so the QP keeps room for them (verbs/qp_ex.c fills it). */
+#define SV_QP_EX_ROOM 360
+
 struct sv_qp {
-	struct ibv_qp_ex qpx; /* ibv_qp is qpx.qp_base */
+	union {
+		struct ibv_qp_ex qpx; /* ibv_qp is qpx.qp_base */
+		unsigned char qpx_room[SV_QP_EX_ROOM];
+	};
 	struct sv_context *ctx;
 	struct sv_pd *pd;
 	struct sv_pd *pd_held; /* as struct sv_srq's */

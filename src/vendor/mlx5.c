@@ -1,6 +1,6 @@
 /*
- * libmlx5.so.1 stand-in: every function rdma-core 44's libmlx5 exports, at
- * every version it exports it (libmlx5.map), so that any unmodified binary
+ * libmlx5.so.1 stand-in: every function rdma-core 65's libmlx5 exports, at
+ * every version it exports it (libmlx5.map: MLX5_1.0 .. MLX5_1.27), so that any unmodified binary
  * linked against mlx5 direct verbs loads on softverbs: perftest, UCX's
  * libuct_ib, pyverbs' mlx5dv module, DPDK, ...
  *
@@ -14,6 +14,8 @@
  * rdma-core 44's sources and man pages (mlx5dv.h for the prototypes).
  */
 #include <infiniband/mlx5dv.h>
+
+#include <string.h>
 
 #include "stub.h"
 
@@ -33,10 +35,13 @@ SV_STUB_NULL(struct mlx5dv_var *, mlx5dv_alloc_var, struct ibv_context *context,
 SV_STUB_NULL(struct ibv_cq_ex *, mlx5dv_create_cq, struct ibv_context *context,
 	     struct ibv_cq_init_attr_ex *cq_attr,
 	     struct mlx5dv_cq_init_attr *mlx5_cq_attr)
-SV_STUB_NULL(struct ibv_flow *, mlx5dv_create_flow,
-	     struct mlx5dv_flow_matcher *matcher,
-	     struct mlx5dv_flow_match_parameters *match_value,
-	     size_t num_actions, struct mlx5dv_flow_action_attr actions_attr[])
+/* A function up to rdma-core 62's header, a macro over __mlx5dv_create_flow
+ * since 63: defined by its symbol name (stub.h). */
+SV_STUB_NULL_AS(struct ibv_flow *, mlx5dv_create_flow,
+		struct mlx5dv_flow_matcher *matcher,
+		struct mlx5dv_flow_match_parameters *match_value,
+		size_t num_actions,
+		struct mlx5dv_flow_action_attr actions_attr[])
 SV_STUB_NULL(struct ibv_flow_action *, mlx5dv_create_flow_action_esp,
 	     struct ibv_context *ctx, struct ibv_flow_action_esp_attr *esp,
 	     struct mlx5dv_flow_action_esp *mlx5_attr)
@@ -339,3 +344,50 @@ SV_STUB_VOID(mlx5dv_dr_domain_set_reclaim_device_memory,
 	     struct mlx5dv_dr_domain *dmn, bool enable)
 SV_STUB_VOID(mlx5dv_free_var, struct mlx5dv_var *dv_var)
 SV_STUB_VOID(mlx5dv_pp_free, struct mlx5dv_pp *pp)
+
+/* ---- Added after rdma-core 44 (MLX5_1.25 .. MLX5_1.27), by symbol name:
+ * the oldest headers softverbs builds against do not declare them. ---- */
+
+SV_STUB_NULL_AS(struct ibv_mr *, mlx5dv_reg_dmabuf_mr, struct ibv_pd *pd,
+		uint64_t offset, size_t length, uint64_t iova, int fd,
+		int access, int mlx5_access)
+SV_STUB_ERRNO_AS(mlx5dv_get_data_direct_sysfs_path, struct ibv_context *context,
+		 char *buf, size_t buf_len)
+SV_STUB_NULL_AS(struct ibv_flow *, __mlx5dv_create_flow,
+		struct mlx5dv_flow_matcher *matcher,
+		struct mlx5dv_flow_match_parameters *match_value,
+		size_t num_actions,
+		struct mlx5dv_flow_action_attr actions_attr[], size_t attr_len)
+SV_STUB_MINUS1_AS(int, mlx5dv_devx_uar_export_dmabuf_fd,
+		  struct mlx5dv_devx_uar *devx_uar)
+
+/*
+ * Export and import of DEVX objects, UMEMs and VARs between processes:
+ * none of them can be created here, so there is nothing to export, and an
+ * import (whose real version trusts the attributes and allocates a handle
+ * without asking the device) is refused rather than handing out an object
+ * no call here can use.
+ */
+SV_STUB_ERRNO_AS(mlx5dv_devx_obj_export, struct mlx5dv_devx_obj *obj,
+		 void *data)
+SV_STUB_NULL_AS(struct mlx5dv_devx_obj *, mlx5dv_devx_obj_import,
+		struct ibv_context *context, void *data)
+SV_STUB_VOID_AS(mlx5dv_devx_obj_unimport, struct mlx5dv_devx_obj *obj)
+SV_STUB_ERRNO_AS(mlx5dv_devx_umem_export, struct mlx5dv_devx_umem *umem,
+		 void *data)
+SV_STUB_NULL_AS(struct mlx5dv_devx_umem *, mlx5dv_devx_umem_import,
+		struct ibv_context *context, void *data)
+SV_STUB_VOID_AS(mlx5dv_devx_umem_unimport, struct mlx5dv_devx_umem *umem)
+SV_STUB_ERRNO_AS(mlx5dv_var_export, struct mlx5dv_var *dv_var, void *data)
+SV_STUB_NULL_AS(struct mlx5dv_var *, mlx5dv_var_import,
+		struct ibv_context *context, void *data)
+SV_STUB_VOID_AS(mlx5dv_var_unimport, struct mlx5dv_var *dv_var)
+
+/* The sizes of the export attributes (struct mlx5dv_export_sizes, zeroed
+ * to the caller's length as the real one does first): all 0, since
+ * nothing can be exported. */
+SV_ASM_DECL(void, _mlx5dv_get_export_sizes, void *sizes, size_t sizes_len)
+void sv__mlx5dv_get_export_sizes(void *sizes, size_t sizes_len)
+{
+	memset(sizes, 0, sizes_len);
+}

@@ -71,4 +71,52 @@
 	{                                \
 	}
 
+/*
+ * The same definers for functions that the oldest headers softverbs builds
+ * against (rdma-core 44) do not declare, or that newer headers turn into
+ * macros (mlx5dv_create_flow since rdma-core 63): the definition gets a C
+ * name of its own (sv_NAME) and the exported name through an asm label, so
+ * it clashes with no header's declaration or macro.  Their parameter types
+ * are the header's where every supported header has them, void * for
+ * structs that only newer headers define.
+ */
+#define SV_ASM_DECL(type, name, ...) \
+	SV_EXPORT type sv_##name(__VA_ARGS__) __asm__(#name);
+
+#define SV_STUB_NULL_AS(type, name, ...)     \
+	SV_ASM_DECL(type, name, __VA_ARGS__) \
+	type sv_##name(__VA_ARGS__)          \
+	{                                    \
+		errno = EOPNOTSUPP;          \
+		return NULL;                 \
+	}
+
+#define SV_STUB_ERRNO_AS(name, ...)         \
+	SV_ASM_DECL(int, name, __VA_ARGS__) \
+	int sv_##name(__VA_ARGS__)          \
+	{                                   \
+		return EOPNOTSUPP;          \
+	}
+
+#define SV_STUB_MINUS1_AS(type, name, ...)   \
+	SV_ASM_DECL(type, name, __VA_ARGS__) \
+	type sv_##name(__VA_ARGS__)          \
+	{                                    \
+		errno = EOPNOTSUPP;          \
+		return -1;                   \
+	}
+
+#define SV_STUB_NEG_ERRNO_AS(name, ...)     \
+	SV_ASM_DECL(int, name, __VA_ARGS__) \
+	int sv_##name(__VA_ARGS__)          \
+	{                                   \
+		return -EOPNOTSUPP;         \
+	}
+
+#define SV_STUB_VOID_AS(name, ...)           \
+	SV_ASM_DECL(void, name, __VA_ARGS__) \
+	void sv_##name(__VA_ARGS__)          \
+	{                                    \
+	}
+
 #endif

@@ -260,6 +260,9 @@ static int sv_query_device_ex(struct ibv_context *context,
 	ex.cq_mod_caps.max_cq_count = SV_MAX_CQ_MOD_COUNT;
 	ex.cq_mod_caps.max_cq_period = SV_MAX_CQ_MOD_PERIOD;
 	ex.max_dm_size = SV_MAX_DM_SIZE;
+	/* Zeroed whole first (rdma-core does): newer headers' fields that
+	 * we do not know read as "not offered". */
+	memset(attr, 0, attr_size);
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }
@@ -273,9 +276,22 @@ static int sv_query_port_ex(struct ibv_context *context, uint8_t port_num,
 	if (port_num != SV_PORT || !port_attr)
 		return EINVAL;
 	sv_port_attr(&pa);
+	/* The caller's struct may be longer than ours (newer headers append
+	 * fields, e.g. active_speed_ex since rdma-core 49): zeroed whole, as
+	 * rdma-core does, so that what we do not know reads as "none". */
+	memset(port_attr, 0, port_attr_len);
 	memcpy(port_attr, &pa,
 	       port_attr_len < sizeof(pa) ? port_attr_len : sizeof(pa));
 	return 0;
+}
+
+/* rdma-core 64 (IBVERBS_1.16): the port's effective bandwidth.  As on
+ * rxe, whose provider has no such query: EOPNOTSUPP, and callers
+ * (ibv_devinfo) fall back to the port attributes. */
+SV_EXPORT int ibv_query_port_speed(struct ibv_context *context,
+				   uint32_t port_num, uint64_t *port_speed)
+{
+	return EOPNOTSUPP;
 }
 
 /* The compat struct is the prefix of ibv_port_attr up to link_layer. */
@@ -379,9 +395,9 @@ enum sv_gid_type_sysfs {
 	SV_GID_TYPE_SYSFS_ROCE_V2
 };
 
-SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-				 unsigned int index,
-				 enum sv_gid_type_sysfs *type)
+SV_EXPORT int sv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+				unsigned int index,
+				enum sv_gid_type_sysfs *type)
 {
 	struct ibv_gid_entry e;
 	int ret = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
@@ -397,6 +413,17 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 	*type = SV_GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
+
+/* ibv_query_gid_type is in rdma-core's private node, which is renamed
+ * whenever the provider interface changes (IBVERBS_PRIVATE_34 up to
+ * rdma-core 56, _57, _59, _64, _65); ibv_devinfo and pyverbs import it
+ * under the name of the release they were built against, so it is bound
+ * under every name, the newest as the default. */
+SV_COMPAT_SYMBOL(sv_query_gid_type, ibv_query_gid_type, "IBVERBS_PRIVATE_34");
+SV_COMPAT_SYMBOL(sv_query_gid_type, ibv_query_gid_type, "IBVERBS_PRIVATE_57");
+SV_COMPAT_SYMBOL(sv_query_gid_type, ibv_query_gid_type, "IBVERBS_PRIVATE_59");
+SV_COMPAT_SYMBOL(sv_query_gid_type, ibv_query_gid_type, "IBVERBS_PRIVATE_64");
+SV_COMPAT_SYMBOL(sv_query_gid_type, ibv_query_gid_type, "@IBVERBS_PRIVATE_65");
 
 /* ---- P_Keys ------------------------------------------------------------- */
 

@@ -182,6 +182,15 @@ SV_EXPORT void ibv_unimport_dm(struct ibv_dm *ibdm)
 		free(dm);
 }
 
+/* rdma-core 64 (IBVERBS_1.16): a dma-buf fd of the device memory, for
+ * another device to reach it.  Ours is a host mapping, no dma-buf; refused
+ * as rdma-core refuses it for a provider without the op: -1, EOPNOTSUPP. */
+SV_EXPORT int ibv_dm_export_dmabuf_fd(struct ibv_dm *dm)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
 int sv_free_dm(struct ibv_dm *ibdm)
 {
 	struct sv_dm *dm = dm_of(ibdm);

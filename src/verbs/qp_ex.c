@@ -726,8 +726,35 @@ void sv_qp_wr_free(struct sv_qp *qp)
 /* Every pointer is set whatever the QP type, so that a builder the QP
  * cannot carry fails the batch (wr_complete returns EINVAL) instead of
  * jumping through NULL. */
-static void install_wr_ops(struct ibv_qp_ex *x)
+/* IBV_QP_EX_WITH_FLUSH is never granted (ops_supported), so a caller
+ * has no business calling ibv_wr_flush; one that does gets its batch
+ * failed, EOPNOTSUPP, rather than a jump through garbage. */
+static void sv_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			uint64_t remote_addr, size_t len, uint8_t type,
+			uint8_t level)
 {
+	struct sv_wr_batch *b = batch_of(qpx);
+
+	if (b)
+		batch_fail(b, EOPNOTSUPP);
+}
+
+/* Where rdma-core 45+'s verbs.h puts wr_flush: right after the 352 bytes
+ * of rdma-core 44's struct ibv_qp_ex.  Written by offset, so that the
+ * same code fills the member with headers that have it and the room
+ * after the struct (struct sv_qp) with headers that do not. */
+#define SV_QP_EX_WR_FLUSH_OFF 352
+_Static_assert(sizeof(struct ibv_qp_ex) == SV_QP_EX_WR_FLUSH_OFF ||
+		       sizeof(struct ibv_qp_ex) == SV_QP_EX_ROOM,
+	       "struct ibv_qp_ex: a layout this file does not know");
+
+static void install_wr_ops(struct sv_qp *qp)
+{
+	struct ibv_qp_ex *x = &qp->qpx;
+	void (*flush)(struct ibv_qp_ex *, uint32_t, uint64_t, size_t, uint8_t,
+		      uint8_t) = sv_wr_flush;
+
+	memcpy(qp->qpx_room + SV_QP_EX_WR_FLUSH_OFF, &flush, sizeof(flush));
 	x->wr_start = sv_wr_start;
 	x->wr_complete = sv_wr_complete;
 	x->wr_abort = sv_wr_abort;
@@ -788,7 +815,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 		ibv_destroy_qp(ibqp);
 		return sv_null_errno(ENOMEM);
 	}
-	install_wr_ops(&qp->qpx);
+	install_wr_ops(qp);
 	return ibqp;
 }
 

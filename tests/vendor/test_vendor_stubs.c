@@ -393,6 +393,101 @@ static void test_efa_conventions(struct sv_dev *d)
 	CHECK_EQ(dlclose(h), 0);
 }
 
+/*
+ * The entry points added after rdma-core 44 (MLX5_1.25 .. 1.27, EFA_1.3 ..
+ * 1.7, libhns): declared here by their rdma-core 65 prototypes (our build
+ * headers may predate them), their structs as opaque buffers.
+ */
+static void test_newer(struct sv_dev *d)
+{
+	void *m = open_lib("libmlx5.so.1");
+	void *e = open_lib("libefa.so.1");
+	void *n = open_lib("libhns.so.1");
+	unsigned char attr[64];
+
+	REQUIRE(m && e && n);
+
+	struct ibv_mr *(*reg_dmabuf)(struct ibv_pd *, uint64_t, size_t,
+				     uint64_t, int, int, int) =
+		sym(m, "mlx5dv_reg_dmabuf_mr", "MLX5_1.25");
+	int (*dd_path)(struct ibv_context *, char *, size_t) =
+		sym(m, "mlx5dv_get_data_direct_sysfs_path", "MLX5_1.25");
+	struct ibv_flow *(*create_flow)(void *, void *, size_t, void *,
+					size_t) =
+		sym(m, "__mlx5dv_create_flow", "MLX5_1.25.1");
+	void *(*obj_import)(struct ibv_context *, void *) =
+		sym(m, "mlx5dv_devx_obj_import", "MLX5_1.27");
+	void (*export_sizes)(void *, size_t) =
+		sym(m, "_mlx5dv_get_export_sizes", "MLX5_1.27");
+	char path[64] = "x";
+
+	REQUIRE(reg_dmabuf && dd_path && create_flow && obj_import &&
+		export_sizes);
+	errno = 0;
+	CHECK(reg_dmabuf(d->pd, 0, 4096, 0, 3, 0, 0) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(dd_path(d->ctx, path, sizeof(path)), EOPNOTSUPP);
+	CHECK(path[0] == 'x' && path[1] == 0);
+	errno = 0;
+	CHECK(create_flow(attr, attr, 0, attr, 16) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	memset(attr, 0xa5, sizeof(attr));
+	errno = 0;
+	CHECK(obj_import(d->ctx, attr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	export_sizes(attr, 12);
+	CHECK(untouched(attr, 12, 0) && untouched(attr + 12, 52, 0xa5));
+
+	int (*query_mr)(struct ibv_mr *, void *, uint32_t) =
+		sym(e, "efadv_query_mr", "EFA_1.3");
+	int (*max_sq)(struct ibv_context *, void *, uint32_t) =
+		sym(e, "efadv_get_max_sq_depth", "EFA_1.5");
+	void *(*qp_from)(struct ibv_qp_ex *) =
+		sym(e, "efadv_qp_from_ibv_qp_ex", "EFA_1.6");
+	void *(*comp_cntr)(struct ibv_context *, void *, void *, uint32_t) =
+		sym(e, "efadv_create_comp_cntr", "EFA_1.7");
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, attr, sizeof(attr), 0);
+
+	REQUIRE(query_mr && max_sq && qp_from && comp_cntr && mr);
+	memset(attr, 0x5a, sizeof(attr));
+	CHECK_EQ(query_mr(mr, attr, sizeof(attr)), EOPNOTSUPP);
+	CHECK(untouched(attr, sizeof(attr), 0x5a));
+	CHECK_EQ(max_sq(d->ctx, attr, sizeof(attr)), -EOPNOTSUPP);
+	errno = 0;
+	CHECK(qp_from((struct ibv_qp_ex *)attr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(comp_cntr(d->ctx, attr, attr, 16) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+
+	bool (*hns_supported)(struct ibv_device *) =
+		sym(n, "hnsdv_is_supported", "HNS_1.0");
+	int (*hns_query)(struct ibv_context *, void *) =
+		sym(n, "hnsdv_query_device", "HNS_1.0");
+	struct ibv_qp *(*hns_create_qp)(struct ibv_context *,
+					struct ibv_qp_init_attr_ex *, void *) =
+		sym(n, "hnsdv_create_qp", "HNS_1.0");
+	struct ibv_qp_init_attr_ex qa = { .qp_type = IBV_QPT_RC };
+
+	REQUIRE(hns_supported && hns_query && hns_create_qp);
+	CHECK(!hns_supported(d->list[0]));
+	memset(attr, 0x5a, sizeof(attr));
+	CHECK_EQ(hns_query(d->ctx, attr), EOPNOTSUPP);
+	CHECK(untouched(attr, sizeof(attr), 0x5a));
+	CHECK_EQ(hns_query(d->ctx, NULL), EINVAL);
+	errno = 0;
+	CHECK(hns_create_qp(d->ctx, &qa, NULL) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(hns_create_qp(d->ctx, NULL, NULL) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
+	CHECK_EQ(dlclose(m), 0);
+	CHECK_EQ(dlclose(e), 0);
+	CHECK_EQ(dlclose(n), 0);
+}
+
 int main(void)
 {
 	struct sv_dev d = { 0 };
@@ -410,6 +505,7 @@ int main(void)
 	test_mlx5_conventions(&d);
 	test_efa(&d);
 	test_efa_conventions(&d);
+	test_newer(&d);
 
 	/* The failed calls left nothing behind that keeps these busy. */
 	CHECK_EQ(ibv_destroy_cq(d.cq), 0);
