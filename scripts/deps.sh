@@ -67,7 +67,9 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
 	# tshark asks whether non-root users may capture; answer for it.
 	echo "wireshark-common wireshark-common/install-setuid boolean false" |
 		debconf-set-selections 2>/dev/null || true
-	apt-get update -qq
+	# A failed update (an unreachable mirror, a snapshot's expired
+	# Release file) leaves the lists there were: try those.
+	apt-get update -qq || echo "softverbs: apt-get update failed; using the package lists there are" >&2
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 	exit 0
