@@ -44,9 +44,23 @@ chroot_dir() {
 
 say() { echo "distro: $*"; }
 
-# mount_fs DIR: /proc, /dev and /sys inside the chroot (once).
+# mount_fs DIR: /proc, /dev and /sys inside the chroot (once).  The
+# chroot's root is made a mount point first (a bind mount onto itself):
+# `softverbs run` makes / a slave mount in its namespace, which the kernel
+# refuses (EINVAL) for a root that is not one.  A chroot already in use
+# with other mounts under it is left as it is, with a note.
 mount_fs() {
-	local d=$1
+	local d=$1 others
+	if ! mountpoint -q "$d"; then
+		others=$(findmnt -rn -o TARGET | grep "^$d/" |
+			grep -vE "^$d/(proc|dev|sys)(/|\$)")
+		if [ -n "$others" ]; then
+			say "$d is not a mount point, and other mounts are under it:" \
+				"softverbs run makes no namespace there" >&2
+		else
+			mount --rbind "$d" "$d" || return 1
+		fi
+	fi
 	mountpoint -q "$d/proc" || mount -t proc proc "$d/proc" || return 1
 	mountpoint -q "$d/dev" || mount --rbind /dev "$d/dev" || return 1
 	mountpoint -q "$d/sys" || mount --rbind /sys "$d/sys" || return 1
