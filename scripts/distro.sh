@@ -144,13 +144,16 @@ run_suite() {
 	chroot "$d" sh -c "cd $mnt && make -s BUILD=$build WERROR=ON" >"$log" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ]; then
-		tail -n 40 "$log"
+		grep -E 'error|warning' "$log" | head -n 20
+		tail -n 5 "$log"
 		say "$s: FAILED to build (gcc $cc)"
 	else
 		chroot "$d" sh -c "cd $mnt/$build && ctest --output-on-failure \
 			--timeout 300 -L '$labels'" >"$log" 2>&1
 		rc=$?
-		[ $rc -eq 0 ] || grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$log" | tail -n 60
+		# The output of the tests that did not pass, and ctest's list.
+		[ $rc -eq 0 ] || grep -vE '^ +Start +[0-9]+:|Test +#[0-9]+: .* Passed' \
+			"$log" | tail -n 80
 		summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)
 		say "$s: ${summary:-no ctest summary} (exit $rc)"
 	fi
