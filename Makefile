@@ -16,9 +16,8 @@ deps:
 # Warnings as errors (CMake's SV_WERROR, README "Warnings"): make test and
 # the asan, tsan, clang and fuzz targets set WERROR=ON, and a build tree
 # keeps its setting until WERROR says otherwise; a new tree built by plain
-# make (make demo, make install) reports warnings without failing, unless
-# CI=true.  WERROR=ON or WERROR=OFF on the command line decides for any
-# target.
+# make (make demo, make install) reports warnings without failing.
+# WERROR=ON or WERROR=OFF on the command line decides for any target.
 test: WERROR ?= ON
 sv_werror = $(if $(WERROR),-DSV_WERROR=$(WERROR))
 
