@@ -13,11 +13,21 @@ all: build
 deps:
 	@scripts/deps.sh build
 
+# Warnings as errors (CMake's SV_WERROR, README "Warnings"): make test and
+# the asan, tsan, clang and fuzz targets set WERROR=ON, and a build tree
+# keeps its setting until WERROR says otherwise; a new tree built by plain
+# make (make demo, make install) reports warnings without failing.
+# WERROR=ON or WERROR=OFF on the command line decides for any target.
+test: WERROR ?= ON
+sv_werror = $(if $(WERROR),-DSV_WERROR=$(WERROR))
+
 $(BUILD)/CMakeCache.txt:
 	@scripts/deps.sh build
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) $(sv_werror) $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
+	$(if $(WERROR),@grep -qx 'SV_WERROR:BOOL=$(WERROR)' $(BUILD)/CMakeCache.txt || \
+		cmake -S . -B $(BUILD) $(sv_werror) >/dev/null)
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
@@ -68,7 +78,7 @@ clang:
 # finding (scripts/fuzz.sh).
 fuzz:
 	@scripts/deps.sh test
-	@JOBS=$(JOBS) scripts/fuzz.sh
+	@JOBS=$(JOBS) SV_WERROR=$(or $(WERROR),ON) scripts/fuzz.sh
 
 # clang-format (.clang-format, clang-format 14) over src/ and tests/:
 # format rewrites the files, format-check only lists those that differ.

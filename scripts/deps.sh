@@ -15,7 +15,8 @@ zlib1g-dev:/usr/include/zlib.h
 cmake:/usr/bin/cmake
 pkg-config:/usr/bin/pkg-config"
 # test: also clang and clang-format, for make clang and make format-check
-# (.ci/run runs both), the middleware of the stack label, and qemu for the
+# (.ci/run runs both), man for compat.install, the middleware of the stack
+# label, and qemu for the
 # interop label (tests/interop: Linux rxe in a VM; its kernel and busybox
 # are fetched with apt-get download, never installed).
 test_pkgs="ibverbs-utils:/usr/bin/ibv_devinfo
@@ -28,6 +29,7 @@ nftables:/usr/sbin/nft
 tshark:/usr/bin/tshark
 ethtool:/usr/sbin/ethtool
 binutils:/usr/bin/objdump
+man-db:/usr/bin/man
 ucx-utils:/usr/bin/ucx_perftest
 libfabric-bin:/usr/bin/fi_pingpong
 clang:/usr/bin/clang
@@ -72,7 +74,9 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
 	# tshark asks whether non-root users may capture; answer for it.
 	echo "wireshark-common wireshark-common/install-setuid boolean false" |
 		debconf-set-selections 2>/dev/null || true
-	apt-get update -qq
+	# A failed update (an unreachable mirror, a snapshot's expired
+	# Release file) leaves the lists there were: try those.
+	apt-get update -qq || echo "softverbs: apt-get update failed; using the package lists there are" >&2
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 	exit 0

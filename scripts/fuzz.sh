@@ -17,7 +17,8 @@ jobs=${JOBS:-$(nproc)}
 harnesses=${FUZZ_HARNESSES:-recv shm pubtab cm}
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-	cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DSV_FUZZ=ON ||
+	cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DSV_FUZZ=ON \
+		-DSV_WERROR="${SV_WERROR:-ON}" ||
 		exit 1
 fi
 cmake --build "$build" -j "$jobs" --target fuzz_all || exit 1

@@ -252,8 +252,13 @@ static uint32_t num_alloc(void)
 		;
 	if (!b && !(b = block_new()))
 		return 0;
-	for (i = 0; i < 256 && (b->busy[i / 8] & (1u << (i % 8))); i++)
-		;
+	for (i = 0; i < 256; i++)
+		if (!(b->busy[i / 8] & (1u << (i % 8))))
+			break;
+	/* A block with used < 256 has a clear bit; the check keeps the
+	 * index in bounds where the compiler cannot see that. */
+	if (i == 256)
+		return 0;
 	b->busy[i / 8] |= (uint8_t)(1u << (i % 8));
 	b->used++;
 	return ((uint32_t)b->port << 8) | i;

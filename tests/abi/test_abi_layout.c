@@ -1,9 +1,11 @@
 /*
- * The layout facts libibverbs.so.1 relies on to be a drop-in for rdma-core
- * 44: compile-time checks on the public structs (the binaries we must run
- * were built against Debian 12's headers: the same numbers must hold for
- * the headers we compile against), and runtime checks that the header's
- * inline functions, which jump through fixed offsets, land in our code.
+ * The layout facts libibverbs.so.1 relies on to be a drop-in for rdma-core:
+ * compile-time checks on the public structs (the binaries we must run were
+ * built against some release's headers: the offsets they jump through must
+ * be the same in the headers we compile against, and the structs that grew
+ * have the size of the release these headers come from), and runtime checks
+ * that the header's inline functions, which jump through fixed offsets,
+ * land in our code.
  */
 #include <assert.h>
 #include <infiniband/verbs.h>
@@ -49,12 +51,22 @@ static_assert(offsetof(struct ibv_port_attr, link_layer) <
 		      offsetof(struct ibv_port_attr, flags),
 	      "link_layer must precede flags");
 
+/* Every op's distance from the public context is fixed: rdma-core adds
+ * new ops at the start of verbs_context, so a binary built against older
+ * headers still finds the ops it knows where it expects them. */
+#define OP_BEFORE_CONTEXT(op, n)                                            \
+	static_assert(offsetof(struct verbs_context, context) -             \
+				      offsetof(struct verbs_context, op) == \
+			      (n),                                          \
+		      "verbs_context." #op " moved relative to context")
+
 #if defined(__x86_64__)
-/* rdma-core 44 on x86_64, as Debian 12's binaries were compiled. */
+/* x86_64, every rdma-core release from 39 on: what the binaries built
+ * against any of them (Debian 12's rdma-core 44 included) rely on. */
+OP_BEFORE_CONTEXT(query_port, 320);
+OP_BEFORE_CONTEXT(query_device_ex, 104);
+OP_BEFORE_CONTEXT(create_cq_ex, 120);
 static_assert(sizeof(struct ibv_context) == 328, "ibv_context size");
-static_assert(sizeof(struct verbs_context) == 648, "verbs_context size");
-static_assert(offsetof(struct verbs_context, query_device_ex) == 216,
-	      "query_device_ex");
 static_assert(offsetof(struct ibv_context, ops) == 8, "ibv_context.ops");
 static_assert(offsetof(struct ibv_context, abi_compat) == 320,
 	      "ibv_context.abi_compat");
@@ -69,13 +81,11 @@ static_assert(offsetof(struct ibv_context_ops, post_send) == 200,
 	      "ops.post_send");
 static_assert(offsetof(struct ibv_context_ops, post_recv) == 208,
 	      "ops.post_recv");
-static_assert(sizeof(struct ibv_port_attr) == 52, "ibv_port_attr size");
 static_assert(sizeof(struct ibv_device_attr) == 232, "ibv_device_attr size");
 static_assert(sizeof(struct ibv_device_attr_ex) == 400,
 	      "ibv_device_attr_ex size");
 static_assert(sizeof(struct ibv_device) == 664, "ibv_device size");
 static_assert(sizeof(struct ibv_qp) == 160, "ibv_qp size");
-static_assert(sizeof(struct ibv_qp_ex) == 352, "ibv_qp_ex size");
 static_assert(offsetof(struct ibv_qp_ex, wr_send) == 240, "ibv_qp_ex.wr_send");
 static_assert(sizeof(struct ibv_cq) == 128, "ibv_cq size");
 static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex size");
@@ -86,7 +96,51 @@ static_assert(sizeof(struct ibv_send_wr) == 128, "ibv_send_wr size");
 static_assert(sizeof(struct ibv_recv_wr) == 32, "ibv_recv_wr size");
 static_assert(sizeof(struct ibv_qp_attr) == 144, "ibv_qp_attr size");
 static_assert(sizeof(struct ibv_gid_entry) == 32, "ibv_gid_entry size");
+
+/* The structs that grew, per release of the headers compiled against
+ * (SV_HDR_RDMA_CORE: CMake reads it from pkg-config's libibverbs
+ * version, 1.<n>.<release>.x; 0 when that is unknown).  Binaries built
+ * against an older release pass the smaller struct, which is why the
+ * library honours the length argument of query_port and checks sz. */
+#if SV_HDR_RDMA_CORE >= 39
+#if SV_HDR_RDMA_CORE >= 64
+#define VERBS_CONTEXT_SIZE 696 /* 64: 2 more ops */
+#elif SV_HDR_RDMA_CORE >= 62
+#define VERBS_CONTEXT_SIZE 680 /* 62: 1 more op */
+#elif SV_HDR_RDMA_CORE >= 59
+#define VERBS_CONTEXT_SIZE 672 /* 59: 3 more ops */
+#else
+#define VERBS_CONTEXT_SIZE 648
 #endif
+#if SV_HDR_RDMA_CORE >= 49
+#define PORT_ATTR_SIZE 56 /* 49: active_speed_ex */
+#else
+#define PORT_ATTR_SIZE 52
+#endif
+#if SV_HDR_RDMA_CORE >= 45
+#define QP_EX_SIZE 360 /* 45: wr_flush */
+#elif SV_HDR_RDMA_CORE >= 44
+#define QP_EX_SIZE 352 /* 44: wr_atomic_write */
+#else
+#define QP_EX_SIZE 344
+#endif
+/* Releases after the last one checked may add ops and fields again: there
+ * the sizes may only have grown. */
+#if SV_HDR_RDMA_CORE <= 65
+static_assert(sizeof(struct verbs_context) == VERBS_CONTEXT_SIZE,
+	      "verbs_context size");
+static_assert(sizeof(struct ibv_port_attr) == PORT_ATTR_SIZE,
+	      "ibv_port_attr size");
+static_assert(sizeof(struct ibv_qp_ex) == QP_EX_SIZE, "ibv_qp_ex size");
+#else
+static_assert(sizeof(struct verbs_context) >= VERBS_CONTEXT_SIZE,
+	      "verbs_context size");
+static_assert(sizeof(struct ibv_port_attr) >= PORT_ATTR_SIZE,
+	      "ibv_port_attr size");
+static_assert(sizeof(struct ibv_qp_ex) >= QP_EX_SIZE, "ibv_qp_ex size");
+#endif
+#endif /* SV_HDR_RDMA_CORE */
+#endif /* __x86_64__ */
 
 /* ---- run time ------------------------------------------------------------- */
 
