@@ -451,9 +451,12 @@ static int cmd_version(int argc, char **argv)
 		short_usage();
 		return EXIT_USAGE;
 	}
+	/* The symbol versions reach those of rdma-core 65 (IBVERBS_1.18,
+	 * RDMACM_1.5); the files keep rdma-core 44's numbers, the ABI whose
+	 * structure layouts every later release keeps compatible. */
 	printf("softverbs %s (commit %s)\n"
-	       "implements the rdma-core %s ABI: libibverbs.so.1 (%s), "
-	       "librdmacm.so.1 (%s)\n"
+	       "implements the rdma-core ABI of releases 39 to 65, built as "
+	       "rdma-core %s: libibverbs.so.1 (%s), librdmacm.so.1 (%s)\n"
 	       "device: softverbs0, RoCE v2 in software\n",
 	       SV_VERSION, SV_COMMIT, SV_RDMA_CORE, SV_IBVERBS_VERSION,
 	       SV_RDMACM_VERSION);

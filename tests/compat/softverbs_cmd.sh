@@ -34,7 +34,7 @@ run_ok 30 "$SV" --version
 expect '^softverbs [0-9]+\.[0-9]+\.[0-9]+ \(commit [^ )]+\)$'
 ibv_file=$(basename "$(readlink -f "$libdir/libibverbs.so.1")")
 cm_file=$(basename "$(readlink -f "$libdir/librdmacm.so.1")")
-expect "^implements the rdma-core 44 ABI: libibverbs\.so\.1 \(${ibv_file#libibverbs.so.}\), librdmacm\.so\.1 \(${cm_file#librdmacm.so.}\)\$"
+expect "^implements the rdma-core ABI of releases 39 to 65, built as rdma-core 44: libibverbs\.so\.1 \(${ibv_file#libibverbs.so.}\), librdmacm\.so\.1 \(${cm_file#librdmacm.so.}\)\$"
 [ "$ibv_file" = libibverbs.so.1.14.44.0 ] || fail "libibverbs file is $ibv_file"
 run_ok 30 "$SV" version
 expect '^softverbs [0-9]+\.[0-9]+\.[0-9]+ \(commit '
