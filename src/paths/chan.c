@@ -102,7 +102,7 @@
  * acknowledgement is a store to a line the sender's core reads. */
 #define SV_CHAN_ACK_EVERY 64
 /* Times a pass retires SENDs again when their ack came while it took
- * messages (chan_poll), before it takes the rest regardless. */
+ * messages (chan_poll), before it leaves the rest to the next pass. */
 #define SV_CHAN_ACK_ROUNDS 4
 /* A QP with nothing to do on its channels for this long leaves the
  * passes' list (its channel goes cold, lean mode ends). */
@@ -441,15 +441,21 @@ static unsigned int rx_budget(const struct sv_qp_engine *qe)
 	return SV_CHAN_RX_BUDGET;
 }
 
-/* Has the peer acknowledged SENDs of ours that we have not retired?
- * ack: the ack word as the retirement before this pass's rx_run read it. */
-static bool ack_moved(struct sv_qp_engine *qe, const uint64_t *ack)
+/* Has the peer acknowledged SENDs of ours that are not retired yet?  (In
+ * lean mode a SEND's WQE is published just after its message, so the
+ * peer may acknowledge it first.  An ack beyond what we sent is a broken
+ * peer's, ignored as tx_retire ignores it.) */
+static bool ack_moved(struct sv_qp_engine *qe)
 {
-	return ack &&
-	       (qe->chan.outstanding ||
-		atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed)) &&
-	       atomic_load_explicit(&qe->chan.tx.own->ack,
-				    memory_order_acquire) != *ack;
+	uint64_t a, done = qe->chan.acked;
+
+	if (!qe->chan.outstanding &&
+	    !atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
+		return false;
+	a = atomic_load_explicit(&qe->chan.tx.own->ack, memory_order_acquire);
+	return a != done && a - done <= __atomic_load_n(&qe->chan.tx.tail,
+							__ATOMIC_RELAXED) -
+						done;
 }
 
 /* Take the messages in our channel.  A message can be the peer's answer
@@ -460,9 +466,8 @@ static bool ack_moved(struct sv_qp_engine *qe, const uint64_t *ack)
  * comes before the answer.  Programs count on it: a perftest that waits
  * on one completion channel for both CQs polls the send CQ after the
  * first event, and an answer's event first left the send completion
- * unpolled until the next one overran a send CQ of one entry.  ack: as
- * for ack_moved (NULL: take them all). */
-static bool rx_run(struct sv_qp_engine *qe, const uint64_t *ack)
+ * unpolled until the next one overran a send CQ of one entry. */
+static bool rx_run(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
 	unsigned int n = 0, budget;
@@ -493,7 +498,7 @@ static bool rx_run(struct sv_qp_engine *qe, const uint64_t *ack)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
-		if (ack_moved(qe, ack)) {
+		if (ack_moved(qe)) {
 			ack_first = true;
 			break;
 		}
@@ -1177,22 +1182,15 @@ static void chan_poll(struct sv_engine *eng)
 		 * our SENDs before it could answer them, and completions
 		 * seen together must tell it in that order (rx_run).  An
 		 * ack that comes while rx_run looks stops it for another
-		 * retirement, a few times (the rest waits for the next
-		 * pass, which comes: messages wait). */
-		for (i = 0;; i++) {
-			uint64_t ack = 0;
-
-			if (qe->chan.tx.own)
-				ack = atomic_load_explicit(
-					&qe->chan.tx.own->ack,
-					memory_order_acquire);
+		 * retirement, a few times; then the messages wait for the
+		 * next pass (which comes: messages wait, chan_idle). */
+		for (i = 0; i < SV_CHAN_ACK_ROUNDS; i++) {
 			if (atomic_load_explicit(&qe->sq_by_post,
 						 memory_order_relaxed))
 				lean_retire(qe);
 			else if (qe->chan.outstanding)
 				tx_retire(qe);
-			if (!qe->chan.rx.ch ||
-			    !rx_run(qe, i < SV_CHAN_ACK_ROUNDS ? &ack : NULL))
+			if (!qe->chan.rx.ch || !rx_run(qe))
 				break;
 		}
 		busy = tx_pending(qe) ||
