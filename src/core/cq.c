@@ -142,6 +142,16 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return 0;
 }
 
+bool sv_cq_has_room(const struct sv_cq *cq)
+{
+	if (cq->create_flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+		return true;
+	return !__atomic_load_n(&cq->overrun, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&cq->tail, __ATOMIC_RELAXED) -
+			       __atomic_load_n(&cq->head, __ATOMIC_RELAXED) <
+		       cq->ncqe - 1;
+}
+
 void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num)
 {
 	uint32_t mask = cq->ncqe - 1;

@@ -11,6 +11,11 @@
  * raised and the caller moves the QP to ERR). */
 int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* Would sv_cq_push take one more completion now?  Read without the lock:
+ * a poller only makes room, so for a caller that is the CQ's only
+ * producer (the engine, under its lock) a yes stays a yes. */
+bool sv_cq_has_room(const struct sv_cq *cq);
+
 /* Drop the completions of one QP still in the CQ (the QP is being reset
  * or destroyed: its completions must not surface afterwards). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num);

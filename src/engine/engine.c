@@ -713,7 +713,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	struct sv_sock *q;
 	unsigned int n;
 	uint64_t cqes;
-	bool more, timers;
+	bool more, timers, armed;
 
 	if (!eng)
 		return 0;
@@ -730,9 +730,15 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	}
 	if (list_empty(&eng->socks))
 		return 0;
+	/* A CQ armed for an event is polled once more before its
+	 * application sleeps (the race every event loop closes): no busy
+	 * poller, whose polls the thread could leave work to. */
+	armed = cq &&
+		__atomic_load_n(&cq->armed, __ATOMIC_RELAXED) != SV_CQ_ARM_NONE;
 	if (sv_mutex_trylock(&eng->lock, SV_LOCK_ENGINE)) {
-		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
-				      memory_order_relaxed);
+		if (!armed)
+			atomic_store_explicit(&eng->last_hint, sv_now_ns(),
+					      memory_order_relaxed);
 		return 0; /* someone is making progress right now */
 	}
 	/* Completions straight into the poller's array: only while the
@@ -764,7 +770,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	pass(eng, true, timers);
 	if (eng->cqes != cqes)
 		eng->app_cqe_passes++; /* app_loops */
-	if (eng->now_ok)
+	if (eng->now_ok && !armed)
 		atomic_store_explicit(&eng->last_hint, eng->now,
 				      memory_order_relaxed);
 	atomic_store_explicit(&eng->app_reads_all, !eng->rx_skipped,
@@ -778,6 +784,24 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	if (more)
 		bell_ring(eng);
 	return (int)n;
+}
+
+void sv_engine_app_sleeps(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+	uint64_t until;
+
+	if (!eng ||
+	    !atomic_load_explicit(&eng->last_hint, memory_order_relaxed) ||
+	    !atomic_exchange(&eng->last_hint, 0))
+		return;
+	/* A thread that waits beside a busy poller watches no shm ring
+	 * (peers ring only a thread that says it sleeps) for up to
+	 * SV_HINT_HOLD_NS: packets for the application would wait there
+	 * that long.  Awake (0) or asleep for good, it needs nothing. */
+	until = atomic_load(&eng->sleep_until);
+	if (until && until != UINT64_MAX)
+		bell_ring(eng);
 }
 
 void sv_engine_poll_hint(struct sv_context *ctx)

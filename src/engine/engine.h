@@ -64,6 +64,13 @@ void sv_engine_poll_hint(struct sv_context *ctx);
 int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 			   struct ibv_wc *wc, int max);
 
+/* The application is about to block for a completion event
+ * (ibv_get_cq_event): it polls no more.  The thread stops counting on its
+ * polls and, if it waits as it does beside a busy poller (without saying
+ * so to the shm link's producers), is woken to wait as for a sleeping
+ * application. */
+void sv_engine_app_sleeps(struct sv_context *ctx);
+
 /* UD (ud.c): the largest UD message the port carries (its active MTU,
  * in bytes), for the post-time check. */
 uint32_t sv_engine_port_mtu(struct sv_context *ctx);

@@ -81,6 +81,7 @@
 #include <sys/socket.h>
 
 #include "core/async.h"
+#include "core/cq.h"
 #include "core/mr.h"
 #include "engine/comp.h"
 #include "engine/dma.h"
@@ -103,6 +104,9 @@
  * poller's array, is full) acknowledges at least this often (slots): each
  * acknowledgement is a store to a line the sender's core reads. */
 #define SV_CHAN_ACK_EVERY 64
+/* Times a pass retires SENDs again when their ack came while it took
+ * messages (chan_poll), before it leaves the rest to the next pass. */
+#define SV_CHAN_ACK_ROUNDS 4
 /* A QP with nothing to do on its channels for this long leaves the
  * passes' list (its channel goes cold, lean mode ends). */
 #define SV_CHAN_COOL_NS (10ull * 1000 * 1000)
@@ -361,6 +365,7 @@ static struct ibv_wc *sink_slot(struct sv_qp_engine *qe)
 enum rx_placed {
 	RX_NO_WQE, /* no receive posted: the message waits (rnr_retry 7) */
 	RX_DONE,
+	RX_PUSH, /* placed: *fail is its completion, for the CQ ring */
 	RX_REFUSED, /* an atomic refused: the NAK and event are set */
 	RX_FAILED, /* *fail is the error completion to report */
 	RX_FAULT, /* the same, a page of the buffer faulted (util/fault.h) */
@@ -446,11 +451,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		qe->eng->sink.n++;
 		return RX_DONE;
 	}
-	if (sv_push_recv_cqe(qe, wc, (m->flags & SV_CHAN_F_SE) != 0)) {
-		sv_explain_cq_overrun(qe, wc->wr_id);
-		return RX_OVERRUN;
-	}
-	return RX_DONE;
+	return RX_PUSH; /* rx_run acknowledges it first */
 }
 
 /* How many messages this pass may take: the poller's array, when the
@@ -466,7 +467,33 @@ static unsigned int rx_budget(const struct sv_qp_engine *qe)
 	return SV_CHAN_RX_BUDGET;
 }
 
-static void rx_run(struct sv_qp_engine *qe)
+/* Has the peer acknowledged SENDs of ours that are not retired yet?  (In
+ * lean mode a SEND's WQE is published just after its message, so the
+ * peer may acknowledge it first.  An ack beyond what we sent is a broken
+ * peer's, ignored as tx_retire ignores it.) */
+static bool ack_moved(struct sv_qp_engine *qe)
+{
+	uint64_t a, done = qe->chan.acked;
+
+	if (!qe->chan.outstanding &&
+	    !atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
+		return false;
+	a = atomic_load_explicit(&qe->chan.tx.own->ack, memory_order_acquire);
+	return a != done && a - done <= __atomic_load_n(&qe->chan.tx.tail,
+							__ATOMIC_RELAXED) -
+						done;
+}
+
+/* Take the messages in our channel.  A message can be the peer's answer
+ * to a SEND of ours whose acknowledgement it wrote before it could see
+ * that SEND (rx_run's own order, below): seen after the message, the ack
+ * word shows it, and then the pass stops (true) so that our SEND
+ * completes before its answer is received, as on a wire, where the ACK
+ * comes before the answer.  Programs count on it: a perftest that waits
+ * on one completion channel for both CQs polls the send CQ after the
+ * first event, and an answer's event first left the send completion
+ * unpolled until the next one overran a send CQ of one entry. */
+static bool rx_run(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
 	unsigned int n = 0, budget;
@@ -475,13 +502,13 @@ static void rx_run(struct sv_qp_engine *qe)
 	struct ibv_wc fail;
 	uint32_t nak = 0;
 	int event = SV_ERR_NO_EVENT;
-	bool bad = false, more = false;
+	bool bad = false, more = false, shown = false, ack_first = false;
 
 	if (!rx_state_ok(st))
-		return;
+		return false;
 	/* A message of the packet path is being received: it came first. */
 	if (qe->resp.in_msg || qe->resp.have_wqe)
-		return;
+		return false;
 	/* The first message an RTR QP takes raises COMM_EST. */
 	if (st == IBV_QPS_RTR && !qe->comm_est &&
 	    sv_chan_pending(&qe->chan.rx) && sv_wq_used(&qe->qp->rq))
@@ -497,6 +524,10 @@ static void rx_run(struct sv_qp_engine *qe)
 		}
 		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
 			break;
+		if (ack_moved(qe)) {
+			ack_first = true;
+			break;
+		}
 		if (m.flags & SV_CHAN_F_ATOMIC) {
 			/* The key lookups take the read lock themselves. */
 			sv_mr_read_unlock();
@@ -520,6 +551,22 @@ static void rx_run(struct sv_qp_engine *qe)
 			break;
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
+		if (r == RX_PUSH) {
+			/* The sender learns that its SEND is placed before
+			 * our application can see it (a HCA acknowledges on
+			 * receipt), so no answer overtakes the ack.  A full
+			 * CQ is not acknowledged: its NAK follows. */
+			if (sv_cq_has_room(qe->qp->rcq))
+				rx_ack(qe, 0);
+			r = RX_DONE;
+			if (sv_push_recv_cqe(qe, &fail,
+					     (m.flags & SV_CHAN_F_SE) != 0)) {
+				sv_explain_cq_overrun(qe, fail.wr_id);
+				r = RX_OVERRUN;
+			}
+		} else if (r == RX_DONE) {
+			shown = true; /* in the poller's array */
+		}
 		if (r != RX_DONE)
 			break;
 	}
@@ -541,7 +588,7 @@ static void rx_run(struct sv_qp_engine *qe)
 	 * comes for them anyway: a sender waiting for a completion, or for
 	 * room, is never left without one while we wait for something. */
 	if (qe->chan.rx.head != qe->chan.rx_acked &&
-	    (!more || nak ||
+	    (!more || nak || shown ||
 	     qe->chan.rx.head - qe->chan.rx_acked >= SV_CHAN_ACK_EVERY))
 		rx_ack(qe, nak);
 	/* The receive's error completion after the NAK: a program may exit
@@ -560,6 +607,7 @@ static void rx_run(struct sv_qp_engine *qe)
 	}
 	if (atomic_load(&qe->state) == IBV_QPS_ERR)
 		sv_work_add(qe, SV_WORK_FLUSH);
+	return ack_first && !bad;
 }
 
 /* ---- the peer's channel (send side) ---------------------------------------- */
@@ -1173,18 +1221,25 @@ static void chan_poll(struct sv_engine *eng)
 		struct sv_qp_engine *qe =
 			list_entry(it, struct sv_qp_engine, chan.node);
 		uint64_t head = qe->chan.rx.head;
+		unsigned int i;
 		bool busy;
 
 		SV_STAT(eng, chan_visits);
 		/* Acknowledgements before messages: the peer acknowledged
 		 * our SENDs before it could answer them, and completions
-		 * seen together should tell it in that order. */
-		if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
-			lean_retire(qe);
-		else if (qe->chan.outstanding)
-			tx_retire(qe);
-		if (qe->chan.rx.ch)
-			rx_run(qe);
+		 * seen together must tell it in that order (rx_run).  An
+		 * ack that comes while rx_run looks stops it for another
+		 * retirement, a few times; then the messages wait for the
+		 * next pass (which comes: messages wait, chan_idle). */
+		for (i = 0; i < SV_CHAN_ACK_ROUNDS; i++) {
+			if (atomic_load_explicit(&qe->sq_by_post,
+						 memory_order_relaxed))
+				lean_retire(qe);
+			else if (qe->chan.outstanding)
+				tx_retire(qe);
+			if (!qe->chan.rx.ch || !rx_run(qe))
+				break;
+		}
 		busy = tx_pending(qe) ||
 		       (qe->chan.rx.ch &&
 			(qe->chan.rx.head != head ||

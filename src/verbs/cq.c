@@ -293,6 +293,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	}
 	ch = sv_container_of(channel, struct sv_comp_channel, ibv);
 	ctx = ch->ctx;
+	sv_engine_app_sleeps(ctx);
 	for (;;) {
 		struct list_node *it, *tmp;
 		struct sv_cq *found = NULL;

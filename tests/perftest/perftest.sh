@@ -16,6 +16,8 @@
 #         uc / ud   -c UC / -c UD (UD: size = the MTU for bw tests)
 #         xrc       -c XRC (XRC domain, XRC SRQs, XRC_SEND/XRC_RECV QPs)
 #         big       -s 4194304 -n 100: 4 MiB messages, many of them
+#         event     -e: each side sleeps on a completion channel before it
+#                   polls (Debian's perftest: one channel for both CQs)
 #
 # Checks: both sides exit 0; no completion error is reported; every side
 # that prints a result table (bw tests: both; write/send lat: both; read and
@@ -102,6 +104,7 @@ uc) args=(-c UC) ;;
 ud) args=(-c UD) ;;
 xrc) args=(-c XRC) ;;
 big) args=(-s 4194304 -n 100) ;;
+event) args=(-e) ;;
 *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 

@@ -1,0 +1,174 @@
+/*
+ * Ping-pongs driven by completion events, shaped like Debian's perftest
+ * 4.5-0.17 `ib_send_lat -e`: one completion channel behind a one-entry
+ * send CQ and a receive CQ, both armed once at the start; before each
+ * poll the program takes one event from the channel, acknowledges it,
+ * arms that CQ again (ibv_get_cq_event, ibv_ack_cq_events,
+ * ibv_req_notify_cq) and polls once.  Such a program relies on what a
+ * wire gives: the ACK of its SEND comes before the peer's answer, so the
+ * first event after a post is the send CQ's, and the next the receive
+ * CQ's.  Each side checks exactly that, and the bytes of every answer.
+ *   small   8-byte SENDs (the shm link's message channels)
+ *   large   4 KiB SENDs (packets)
+ * Before the ack of a channel SEND was written ahead of the receive
+ * completion, the answer's event came first now and then; perftest then
+ * took it for the send's, its send CQ overran at the next completion, and
+ * the other side's SEND ended in RETRY_EXC_ERR (3 runs of 3).
+ */
+#include "harness.h"
+
+#define ROUNDS 2000
+#define DEPTH 16
+
+struct side {
+	struct hx_ep ep;
+	uint32_t len;
+	unsigned int bad; /* checks failed: stop the exchange */
+};
+
+static void open_side(struct side *s, int fd, uint32_t len)
+{
+	struct hx_opts o = hx_opts_default();
+
+	o.channel = true;
+	o.send_cqe = 1;
+	o.recv_cqe = DEPTH;
+	o.max_send_wr = 1;
+	o.max_recv_wr = DEPTH;
+	s->len = len;
+	s->bad = 0;
+	hx_ep_open(&s->ep, &o, fd);
+	for (int i = 0; i < DEPTH; i++)
+		HX_CHECK_RC(hx_post_recv(&s->ep, (uint64_t)i,
+					 s->ep.buf + (size_t)i * len, len,
+					 s->ep.mr->lkey),
+			    0);
+	HX_CHECK_RC(ibv_req_notify_cq(s->ep.scq, 0), 0);
+	HX_CHECK_RC(ibv_req_notify_cq(s->ep.rcq, 0), 0);
+	hx_ep_connect(&s->ep);
+}
+
+/* The channel's next event, as perftest takes it; it must be want's. */
+static bool next_event(struct side *s, struct ibv_cq *want, const char *what,
+		       int round)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	/* Bounded: a peer that stopped answering ends the case. */
+	if (!hx_wait_fd(s->ep.ch->fd, 10000)) {
+		hx_log("round %d: no event for the %s in 10 s", round, what);
+		return false;
+	}
+	if (ibv_get_cq_event(s->ep.ch, &cq, &ctx))
+		hx_die("ibv_get_cq_event: %s", strerror(errno));
+	ibv_ack_cq_events(cq, 1);
+	if (ibv_req_notify_cq(cq, 0))
+		hx_die("ibv_req_notify_cq failed");
+	if (cq != want) {
+		hx_log("round %d: waiting for the %s, the event was the %s CQ's",
+		       round, what, cq == s->ep.scq ? "send" : "receive");
+		return false;
+	}
+	return true;
+}
+
+/* One poll, as perftest polls after an event: the completion is there. */
+static bool poll_once(struct side *s, struct ibv_cq *cq, struct ibv_wc *wc,
+		      const char *what, int round)
+{
+	int n = ibv_poll_cq(cq, 1, wc);
+
+	if (n != 1) {
+		hx_log("round %d: the %s's event came, its CQ polled %d", round,
+		       what, n);
+		return false;
+	}
+	if (wc->status != IBV_WC_SUCCESS) {
+		hx_log("round %d: %s: %s", round, what,
+		       ibv_wc_status_str(wc->status));
+		return false;
+	}
+	return true;
+}
+
+static bool send_one(struct side *s, int round)
+{
+	uint8_t *src = s->ep.buf + (size_t)DEPTH * s->len;
+	struct ibv_wc wc;
+
+	hx_fill(src, s->len, (uint64_t)round * 2 + (*hx_role == 'A'));
+	if (hx_post_send(&s->ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+			 (uint64_t)round, src, s->len, s->ep.mr->lkey, 0, 0, 0))
+		hx_die("post_send round %d", round);
+	if (!next_event(s, s->ep.scq, "send completion", round) ||
+	    !poll_once(s, s->ep.scq, &wc, "send completion", round))
+		return false;
+	return wc.wr_id == (uint64_t)round && wc.opcode == IBV_WC_SEND;
+}
+
+static bool recv_one(struct side *s, int round)
+{
+	struct ibv_wc wc;
+	uint8_t *dst;
+
+	if (!next_event(s, s->ep.rcq, "receive completion", round) ||
+	    !poll_once(s, s->ep.rcq, &wc, "receive completion", round))
+		return false;
+	dst = s->ep.buf + (size_t)wc.wr_id * s->len;
+	if (wc.opcode != IBV_WC_RECV || wc.byte_len != s->len ||
+	    wc.wr_id >= DEPTH ||
+	    hx_verify(dst, s->len, (uint64_t)round * 2 + (*hx_role != 'A')) !=
+		    -1) {
+		hx_log("round %d: receive wr_id %llu, %u bytes: not the message sent",
+		       round, (unsigned long long)wc.wr_id, wc.byte_len);
+		return false;
+	}
+	return hx_post_recv(&s->ep, wc.wr_id, dst, s->len, s->ep.mr->lkey) == 0;
+}
+
+/* A sends first, B answers; each round both ways. */
+static void run(int fd, uint32_t len, bool first)
+{
+	static struct side s;
+	int r;
+
+	open_side(&s, fd, len);
+	for (r = 0; r < ROUNDS; r++) {
+		bool ok = first ? send_one(&s, r) && recv_one(&s, r) :
+				  recv_one(&s, r) && send_one(&s, r);
+
+		if (!ok)
+			break;
+	}
+	CHECK_EQ(r, ROUNDS);
+	CHECK_EQ(hx_ep_close(&s.ep), 0);
+}
+
+static void small_a(int fd)
+{
+	run(fd, 8, true);
+}
+
+static void small_b(int fd)
+{
+	run(fd, 8, false);
+}
+
+static void large_a(int fd)
+{
+	run(fd, 4096, true);
+}
+
+static void large_b(int fd)
+{
+	run(fd, 4096, false);
+}
+
+static const struct hx_case cases[] = {
+	HX_CASE(small, 60),
+	HX_CASE(large, 60),
+	{ 0 },
+};
+
+HX_MAIN(cases)
