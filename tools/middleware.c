@@ -32,6 +32,7 @@
  * `softverbs setup`), these variables would leave UCX no transport and
  * MPI failing to start; they are then left unset, and the line says so.
  */
+#include <glob.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,39 @@ static unsigned int families_of(const char *cmd)
 	return 0;
 }
 
+/*
+ * Whether the distribution's UCX was built without its verbs transports
+ * (Debian sid's UCX 1.23 ships no libuct_ib): then UCX_TLS=rc_verbs leaves
+ * UCX no transport, and pml=ucx stops mpirun.  A UCX module directory
+ * without libuct_ib says so; with none found (a UCX of the user's own
+ * elsewhere) we assume the transports are there.
+ */
+static bool ucx_lacks_verbs(void)
+{
+	static const char *const dirs[] = { "/usr/lib/*/ucx", "/usr/lib64/ucx",
+					    "/usr/lib/ucx",
+					    "/usr/local/lib/ucx" };
+	bool seen = false, verbs = false;
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !verbs; i++) {
+		char pat[64];
+		glob_t g;
+
+		snprintf(pat, sizeof(pat), "%s/libuct_*.so*", dirs[i]);
+		if (glob(pat, 0, NULL, &g))
+			continue;
+		for (size_t k = 0; k < g.gl_pathc; k++) {
+			const char *base = strrchr(g.gl_pathv[k], '/') + 1;
+
+			seen = true;
+			if (!strncmp(base, "libuct_ib.so", 12))
+				verbs = true;
+		}
+		globfree(&g);
+	}
+	return seen && !verbs;
+}
+
 int sv_middleware_defaults(const char *prog, const char *cmd)
 {
 	unsigned int shown = families_of(cmd);
@@ -94,6 +128,18 @@ int sv_middleware_defaults(const char *prog, const char *cmd)
 				prog);
 		return 0;
 	}
+	if (ucx_lacks_verbs()) {
+		if (shown)
+			fprintf(stderr,
+				"%s: this system's UCX has no verbs transports "
+				"(no libuct_ib): UCX_TLS, UCX_NET_DEVICES, "
+				"OMPI_MCA_pml and OMPI_MCA_osc left as they are; "
+				"Open MPI reaches " SV_DEVICE_NAME
+				" through libfabric with OMPI_MCA_pml=cm "
+				"OMPI_MCA_mtl=ofi OMPI_MCA_osc=^ucx\n",
+				prog);
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
 		if (getenv(defaults[i].name))
 			continue;
@@ -101,8 +147,9 @@ int sv_middleware_defaults(const char *prog, const char *cmd)
 			return -1;
 		if (!(shown & defaults[i].family))
 			continue;
-		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%s",
-					defaults[i].name, defaults[i].value);
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+					" %s=%s", defaults[i].name,
+					defaults[i].value);
 		if (len >= sizeof(line))
 			len = sizeof(line) - 1;
 	}

@@ -174,8 +174,17 @@ fi
 if ! has ucx_info; then
 	echo "skipped: ucx_info (ucx-utils not installed in the chroot)"
 elif ! ls "$root"/usr/lib/*/ucx/libuct_ib.so.0 >/dev/null 2>&1; then
-	# Debian sid's UCX 1.23~rc1 is built without its IB transports.
+	# Debian sid's UCX 1.23~rc1 is built without its IB transports:
+	# run then sets no UCX or Open MPI variable (pml=ucx would stop
+	# mpirun) and says how Open MPI reaches softverbs0 instead.
 	echo "skipped: ucx_info (the chroot's UCX has no verbs transport, libuct_ib)"
+	if has mpirun; then
+		out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot mpirun --version" 2>&1)
+		echo "$out" | grep -q "UCX has no verbs transports (no libuct_ib): UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and OMPI_MCA_osc left as they are" ||
+			{ fail "run named no missing libuct_ib for mpirun"; echo "$out" | tail -3 | sed 's/^/    /'; }
+		out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot env" 2>&1)
+		echo "$out" | grep -q '^OMPI_MCA_pml=' && fail "run set OMPI_MCA_pml where UCX has no verbs"
+	fi
 else
 	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot ucx_info -d" 2>&1)
 	for tl in rc_verbs ud_verbs; do
