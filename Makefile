@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Entry points: make (build into build/), make test, make demo, make bench,
 # make install (into $(PREFIX), never over the system's libibverbs).
 BUILD   ?= build

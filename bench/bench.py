@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """softverbs benchmark suite (`make bench`, through bench/run.sh).
 
 Runs unmodified perftest through `softverbs run` and, in the same run, the

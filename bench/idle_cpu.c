@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * idle_cpu: what an idle softverbs process costs (issue #7: "a process with
  * open softverbs resources and no traffic uses well under 1% of a core").

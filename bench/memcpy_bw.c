@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * memcpy_bw: the memcpy figure of the benchmark suite.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mpi_pingpong: the MPI ping-pong of `make bench` (issue #15), between
  * exactly 2 ranks: rank 0 sends SIZE bytes to rank 1, which sends them

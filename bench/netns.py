@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The between-hosts section of `make bench` (issue #20): softverbs' UDP
 path where two hosts or two containers talk, against the kernel on the
 same link in the same run.

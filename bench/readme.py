@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Write the README's "Performance" section from a benchmark run's files.
 
     python3 bench/readme.py [--force] [RESULTS_DIR]   (default: bench/results)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
 # Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu,
 # setup_cost, udp_floor, and with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/,

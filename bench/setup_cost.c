@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * setup_cost: what setting up many connections costs (issue #20: "RTR <= 20
  * us per QP", "an empty CQ poll that does not walk every QP", "10,000 CQs

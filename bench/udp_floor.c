@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * udp_floor: what the kernel alone charges a one-way trip of ib_send_lat's
  * exchange over UDP, without any RDMA work (issue #20: ib_send_lat 8 B <=

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The verbs context shared by a demo process, its completion thread and
  * the error helpers (see demo-common.h).

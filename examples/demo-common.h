@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared pieces of the demo programs (the seeds' walkthroughs, written
  * anew for softverbs): the verbs context one process uses for all its

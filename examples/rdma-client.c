@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdma-client read|write HOST PORT: the active side of the RDMA read/write
  * demo (see rw-common.h).  Exits once the exchange is done and the

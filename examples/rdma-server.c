@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdma-server read|write [PORT]: the passive side of the RDMA read/write
  * demo (see rw-common.h).  Listens on an ephemeral port unless one is

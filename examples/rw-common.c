@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RDMA read/write demo's shared verbs code (rw-common.h): regions,
  * the MR/DONE messages and the completion-driven exchange.

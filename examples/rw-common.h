@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RDMA read/write demo ("RDMA Read and Write with IB Verbs"), the part
  * rdma-server and rdma-client share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sendrecv-client HOST PORT: the active side of the send/receive demo.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Send/receive demo: what client and server share (sendrecv-common.h).
  */

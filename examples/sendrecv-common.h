@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The send/receive demo ("Building an RDMA-capable application with IB
  * verbs"): each side posts a receive, sends one message from its own

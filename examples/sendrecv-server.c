@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sendrecv-server [PORT]: the passive side of the send/receive demo.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer harness: the connection manager's wire messages (cm/wire.h)
  * as a peer sends them to a listening rdma_cm id, through the real entry:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer harness: the published MR/QP table (core/pubtab.c) as a
  * peer reads it, written by a hostile owner of the same user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer harness: the consumer of a shm ring (link/shm.c) as a hostile
  * producer of the same user writes it (docs/security.md, "Fuzzing").

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Write the seed corpus of the fuzz harnesses (fuzz/corpus/<name>/).
 
 The seeds are committed; this script says how they were made and makes

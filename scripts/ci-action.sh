@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The GitHub Actions step of action.yml (any CI with the same variables):
 # install softverbs into SV_PREFIX from SV_TARBALL (make dist's) or by
 # building this checkout, then make every later step run over softverbs0:

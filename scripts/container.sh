@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The steps of the Containerfile, one per stage, and its entrypoint:
 #   container.sh build SRC OUT   (first stage) the build tools, then
 #                                make deb into OUT

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The RDMA read/write exchange of the seed paper ("RDMA Read and Write with
 # IB Verbs"): rdma-server and rdma-client (examples/) over loopback, in
 # write mode then read mode, each side printing the peer's buffer that

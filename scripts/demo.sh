@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make demo`: show softverbs0 to unmodified RDMA tools.  Usage: scripts/demo.sh BUILD_DIR
 # Lists and queries the device, then runs the seed paper's RDMA read/write
 # exchange between two processes (scripts/demo-rw.sh).

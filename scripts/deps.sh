@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Make sure the Debian packages a target needs are present.
 # As root they are installed with apt-get; otherwise we say exactly what to
 # install and fail.  Usage: scripts/deps.sh build|test|demo|bench

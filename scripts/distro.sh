@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The tree on newer Debian releases: a chroot per release (debootstrap),
 # the tree built inside it by that release's gcc against its rdma-core
 # headers, then some ctest labels run there.  As root.

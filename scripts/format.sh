@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # clang-format over every .c/.h under src/, tests/ and fuzz/ (the files git
 # tracks), with the repository's .clang-format.
 #   scripts/format.sh fix    rewrite the files in place (make format)

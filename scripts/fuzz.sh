@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # make fuzz: build the libFuzzer harnesses of fuzz/ (clang, ASan+UBSan, in
 # build-fuzz), run each for FUZZ_SECONDS (default 60) from its committed
 # seed corpus (fuzz/corpus/<name>; new inputs go to build-fuzz/fuzz-out),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # After `make install`: put the command on PATH and its man pages where
 # man looks, as links under LINKDIR (bin/, share/man/man1, man7), or say
 # the one line that does it.  Usage: install-links.sh PREFIX [LINKDIR]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Release artifacts from a build tree (what `make install` installs):
 #   package.sh dist BUILD OUTDIR   a relocatable tarball: unpack it anywhere
 #                                  and run DIR/bin/softverbs, no build

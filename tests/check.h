@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Minimal test assertions for softverbs' C tests.  Each test program is one
  * ctest case; CHECK records a failure and goes on, REQUIRE stops the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Ordinary test users (sourced by shell tests).  Two accounts made with
 # useradd, never nobody: nobody's uid is the kernel's overflow id, the very
 # id an unmapped user namespace shows, so a namespace bug hides behind it.

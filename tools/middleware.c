@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The environment `softverbs run` gives middleware so that it selects
  * softverbs0 with no flag of the user's.

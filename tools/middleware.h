@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The environment `softverbs run` gives middleware (UCX, Open MPI, MPICH)
  * so that it selects softverbs0 with no flag (tools/middleware.c).

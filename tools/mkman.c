@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mkman: writes a man page from its template (docs/man/NAME.in), at build
  * time: the line "@ENVIRONMENT@" becomes util/env.c's table of variables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The kernel-shaped presence of softverbs0: /dev/infiniband and
  * /sys/class/infiniband{,_verbs} as middleware probes them (tools/presence.c).

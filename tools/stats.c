@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * `softverbs stats`: the live counters of this user's softverbs processes
  * (engine/statseg.h), read from their segments in the registry directory

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Run at every build (tools/CMakeLists.txt): writes sv_version.h with the
 # project's version and `git describe` of the source tree, rewriting the
 # file only when that changed, so a new commit rebuilds the command and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdma_getaddrinfo / rdma_freeaddrinfo, and the endpoint calls built on
  * the synchronous mode: rdma_create_ep, rdma_destroy_ep, rdma_get_request;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Event channels and events: rdma_create/destroy_event_channel,
  * rdma_get_cm_event, rdma_ack_cm_event, rdma_migrate_id, rdma_event_str,

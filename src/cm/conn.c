@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The connection protocol: rdma_connect, rdma_accept, rdma_reject,
  * rdma_establish, rdma_disconnect, rdma_notify, and the progress thread's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The connection manager's process-wide machinery: the shared device
  * context and PD, address/GID helpers, the table of CM sockets and the

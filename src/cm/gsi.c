@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The GSI endpoint of librdmacm in standard mode (SOFTVERBS_ROCE=standard):
  * IB CM MADs travel as UD SENDs between QP1s at UDP 4791, as a RoCE peer's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdma_cm ids and their addresses: create/destroy, bind, address and route
  * resolution, listen, options, ports and the device list.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The IB CM MAD codec (mad.h).  Offsets are of the message, after the
  * 24-byte MAD header (IBA 12.6, tables of each message's contents); a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * IB CM MADs (IBA chapter 12.6, 13.4): what the CM of a RoCE peer (the
  * kernel's ib_cm under rdma_cm) sends and takes on the GSI QP.  A MAD is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Multicast through the CM: rdma_join_multicast(_ex) and
  * rdma_leave_multicast.

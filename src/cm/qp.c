@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * QPs, SRQs and QP attributes through the CM: rdma_create_qp(_ex),
  * rdma_destroy_qp, rdma_create_srq(_ex), rdma_destroy_srq,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets (rsocket(7)) for softverbs: the objects shared by rs_core.c
  * (descriptors, options, connection set-up), rs_stream.c (the stream data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: the data calls (rrecv ... rwritev), rsetsockopt, rgetsockopt
  * and rfcntl.  Each validates its arguments and dispatches on the socket

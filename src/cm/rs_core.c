@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: descriptors, waiting, and the life of a socket (rsocket,
  * rbind, rlisten, raccept, rconnect, rshutdown, rclose, rgetpeername,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: datagrams (SOCK_DGRAM), as rdma-core's rsocket UDP service is
  * built: a UD QP carries the datagrams, and a UDP socket bound to the same

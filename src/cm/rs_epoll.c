@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: repoll_create, repoll_ctl, repoll_wait (rdma-core 65,
  * RDMACM_1.5), epoll(7)'s interface over rsockets and ordinary descriptors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: rpoll and rselect.  rsocket(7): they work on rsockets and on
  * ordinary descriptors alike (rdmacm-utils poll their event channels with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets: the stream data path (rsend/rrecv and friends, rshutdown's
  * end of stream, riomap/riounmap/riowrite).  The protocol is described in

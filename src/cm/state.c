@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The rdma_cm id's state machine: every state, its name, and the states it
  * may go to, in one table; every change of id->state goes through

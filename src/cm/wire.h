@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The connection manager's wire format: the messages two librdmacm
  * instances exchange over the TCP connection that stands in for the IB CM

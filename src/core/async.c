@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Asynchronous events, the device's side: a queue per context behind a real
  * file descriptor (a pipe: one byte per queued event), so applications can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Asynchronous events: the per-context queue the engine, the CQs and the
  * address monitor post to (core/async.c), and which object an event is

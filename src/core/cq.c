@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The producer side of a completion queue: the engine appends work
  * completions here, and this is where arming is resolved into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Completion queue internals shared by the verbs layer and the engine. */
 #ifndef SV_CORE_CQ_H
 #define SV_CORE_CQ_H

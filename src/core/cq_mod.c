@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The time half of completion moderation (ibv_modify_cq's cq_period): one
  * thread per process that signals an armed CQ whose first moderated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * softverbs0: the device's identity (a node GUID per host and network
  * namespace), its real limits, its single Ethernet (RoCE v2) port and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The one software device, softverbs0: identity, limits, port and GID table. */
 #ifndef SV_CORE_DEVICE_H
 #define SV_CORE_DEVICE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The memory key table: lkey -> MR and rkey -> MR, and the access
  * predicate the data path applies to every local and remote access.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory regions as the data path sees them: key lookup and the one
  * predicate that decides whether an access is allowed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory windows: allocation, binding and invalidation (see mw.h for the
  * model and the lock contract).  The rules are IBA 10.6.7's, numbered as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory windows: a window grants remote access to part of a region
  * (IBA 10.6.7).  Type 1 windows belong to their PD and are bound with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The software device's object model: what a PD, MR, CQ, QP, SRQ and AH
  * are inside softverbs.  The verbs layer (src/verbs) creates, validates and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The published table (core/pubtab.h): layout, the owner's updates and
  * the peers' checked lookups.

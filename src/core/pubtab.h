@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The published table: what a process tells its same-host peers about its
  * memory regions and RC QPs, so that a peer may place RDMA WRITE and READ

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * XRC domains, the numbers of XRC SRQs, and a domain's target QPs
  * (IBA Annex A14, man ibv_open_xrcd / ibv_create_srq_ex / ibv_open_qp).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The completer: matches responses to send WQEs and completes them in
  * order, as an explicit state machine over each response packet (the

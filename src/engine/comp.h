@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The completer (comp.c): ACKs, NAKs, READ responses and atomic ACKs
  * matched to send WQEs; the retry, RNR and probe timers; congestion.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion entries and receive WQEs: a send WQE completed in order, a
  * receive completion pushed to its CQ (an overrun fails every QP of that

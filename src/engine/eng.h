@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine of a context: its sockets, the transmit batch, the progress
  * lock and the passes (engine.c).

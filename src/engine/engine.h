@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine's interface to the verbs layer.  The verbs layer validates
  * and enqueues; the engine owns everything that moves data: QP numbers and

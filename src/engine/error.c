@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The one error path of a QP: move it to ERR, raise the async event,
  * flush every outstanding WQE with IBV_WC_WR_FLUSH_ERR (the failing one

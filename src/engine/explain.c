@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Explained failures (explain.h): the responder's access refusals, its
  * other errors and the requester's error completions, each as one line

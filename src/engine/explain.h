@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Why a remote access or a send WQE failed, told where it is decided
  * (util/log.h: one warning line naming the rule and the value, limited

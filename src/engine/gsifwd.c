@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * IB CM MADs at the namespace's UDP 4791, sent on to the process whose
  * CM they are for.

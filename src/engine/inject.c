@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Fault injection (inject.h, docs/faults.md): the spec's parser, the
  * decisions for packets and request messages, and the packets held back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine's tunables: batch sizes, budgets, windows and timers, each
  * with the reason for its value.

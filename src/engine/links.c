@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine's links (link/link.h has the interface, link/udp.c and
  * link/shm.c the two links).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine's links (links.c, link/link.h): each socket's endpoints on
  * every link, receiving from them in a pass, transmitting runs of packets,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The path interface's dispatch (path.h): each operation goes to every path
  * of the engine that has it, and the one place a QP's paths are chosen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Paths: the ways a send WQE can travel besides the packet engine, behind
  * one interface, in the manner of libfabric's shm protocol table

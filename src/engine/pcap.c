@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Packet capture (SOFTVERBS_PCAP=FILE): the pcap writer and the packets the
  * shared-memory paths stand for.

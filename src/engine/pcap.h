@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Packet capture (SOFTVERBS_PCAP=FILE): every RoCE v2 packet the process
  * sends and receives, and the packets the shared-memory paths stand for,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A QP's life in the engine: its number and socket slot, the hooks the
  * verbs layer calls on create/modify/destroy (the path to the peer set at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The engine's state of a QP (struct sv_qp_engine), its send WQE states and
  * responder resources, and the QP's lifecycle (qp.c), its one error, flush

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The names of QP states and types, for dumps, logs and `softverbs stats`
  * (which compiles this file in).

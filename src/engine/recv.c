@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Receive: the checks every packet passes (parse, ICRC unless it came
  * through shared memory, QPN -> QP, P_Key, transport, connected peer) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Receive: the checks every packet passes and its demultiplexing to the
  * QP and the role that handles it (recv.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The requester: walks the send queue from req.idx and turns WQEs into
  * request packets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A QP's round-trip estimate and the retransmission timeout it gives
  * (RFC 6298's SRTT/RTTVAR), for the probe timer (comp.c): the fast

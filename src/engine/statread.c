@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Reading another process's live counters (engine/statread.h).  The
  * segment is input from another process, which may be buggy, half-way

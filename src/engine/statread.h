@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The reader's side of the live counters (statread.c): a segment of
  * another process (engine/statseg.h) checked and copied into a view of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Observability: per-context counters (SOFTVERBS_STATS=1 prints them at
  * ibv_close_device; sv_engine_stats_dump for tools), a packet trace

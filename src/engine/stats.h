@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Counters (named like rxe's where rxe has one), the packet trace and QP
  * dumps (stats.c), state and type names (qpnames.c).  The counters live

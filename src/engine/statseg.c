@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The writer's side of the live counters (engine/statseg.h): the process's
  * segment, made at its first context and removed with its last one or at

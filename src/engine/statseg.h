@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The live counters of a process in shared memory: the layout of its
  * segment (what `softverbs stats` reads, statread.c) and the writer's side

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Strict mode's reports (strict.h): the line, its counter, and the checks
  * that need the engine's view of the queues (a region deregistered under

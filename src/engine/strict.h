@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Strict mode (SOFTVERBS_STRICT=1, docs/strict.md): verbs misuse that an
  * HCA punishes only with corruption or a hang, reported where softverbs

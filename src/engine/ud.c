@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Unreliable Datagram: address handles resolved to UDP/IP addresses for
  * the requester, and the UD responder.

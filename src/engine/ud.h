@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Unreliable Datagram (ud.c): address handles resolved to IP addresses,
  * and the UD responder.

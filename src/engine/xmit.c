@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Transmit: the batch a pass builds (packets are built in place, get their
  * ICRC, and leave through each QP's link: the peer's shm ring, else one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Transmit: the batch of packets a pass builds, their headers, and the
  * flush through each QP's link (xmit.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The XRC transport (IBA Annex A14) on top of the RC machines.
  *

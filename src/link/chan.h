@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Message channels (layer 3 of the one-host fast path, docs/fastpath.md):
  * a single-producer / single-consumer ring of small messages from one RC

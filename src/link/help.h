@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Help with large one-copy WRITEs (docs/fastpath.md, "Two cores for one
  * WRITE"): the layout both sides use, in the target socket's shm segment.

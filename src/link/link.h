@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Links: how the engine's RoCE packets reach a peer and arrive from one,
  * behind one interface with two implementations:

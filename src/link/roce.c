@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The standard RoCE v2 endpoint (see roce.h). */
 #include "link/roce.h"
 

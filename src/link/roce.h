@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The standard RoCE v2 endpoint (SOFTVERBS_ROCE=standard): one UDP socket
  * bound to 4791, the port every RoCE v2 peer (rxe, a NIC) sends to.  One

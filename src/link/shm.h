@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The shared-memory link: the same RoCE packets as the UDP link, carried
  * through rings in shared memory between processes of one host (and one

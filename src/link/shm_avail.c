@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Is the shm link usable in this process, and if not, why?  Kept apart
  * from shm.c so that `softverbs devices` can compile it in and say so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The UDP link (see udp.h). */
 #include "link/udp.h"
 

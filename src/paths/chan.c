@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Message channels in the engine (docs/fastpath.md, layer 3; the channel
  * itself is link/chan.h).

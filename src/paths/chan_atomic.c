@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * RC atomics through message channels (docs/fastpath.md, "Atomics through
  * channels"; the channel is link/chan.h, its engine side chan.c).

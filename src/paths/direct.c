@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * One-copy placement (docs/fastpath.md, layer 2): an RC QP whose peer is
  * a process of this host attached through the shm link executes RDMA

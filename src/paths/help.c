@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Two cores for one large WRITE (docs/fastpath.md, "Two cores for one
  * WRITE"; the shared layout is link/help.h).

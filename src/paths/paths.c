@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The paths' table, which the verbs layer hands to every engine it opens
  * (engine/path.h).  Order matters: the requester asks them in this order,

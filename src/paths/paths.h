@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The paths layer: the ways a send WQE travels besides packets, each an
  * implementation of the engine's path interface (engine/path.h), above the

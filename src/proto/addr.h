@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Addresses on the wire: the IP flow a RoCE v2 packet travels on, and how
  * a QPN names a UDP port.

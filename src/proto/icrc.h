@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RoCE v2 invariant CRC (IBA Annex A17.3.3).  icrc.c says exactly what
  * it covers and how a user-space endpoint rebuilds the IP header it cannot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * IP headers rebuilt from a flow, and the GRH area of UD receives
  * (proto/ip.h says why both exist and which values they carry).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The IP header a RoCE v2 packet would travel under, rebuilt from its flow,
  * and the 40-byte GRH area a UD receive places before the payload.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Which process's IB CM a MAD on QP1 is for (see mad.h). */
 #include "proto/mad.h"
 

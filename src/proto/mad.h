@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * MADs on QP1 as far as the engine must read them: the common header
  * (IBA 13.4.2) and the IB CM's attributes, and the one thing it decides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The wire: InfiniBand transport headers as carried by RoCE v2 in a UDP
  * payload (BTH, then the extension headers, the payload padded to 4 bytes,

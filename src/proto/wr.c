@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The work request opcode table (proto/wr.h).  Rules: IBA chapter 9 and
  * man ibv_post_send, with these decisions of ours:

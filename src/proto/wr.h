@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Work request opcodes as data: for each IBV_WR_* opcode, the QP types
  * that may post it, its class, and the completion opcode it reports (the

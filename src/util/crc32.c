@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * CRC-32 (the gzip/Ethernet polynomial, reflected), zlib's crc32() with a
  * carry-less-multiply path.

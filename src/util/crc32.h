@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * CRC-32 as zlib's crc32() computes it (gzip's polynomial, reflected, the
  * value inverted before and after): crc32.c, with carry-less multiplies

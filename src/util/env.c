@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The environment: every variable softverbs reads, how it is parsed, its
  * default and what it does, in the one table below.  Each library that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The environment variables softverbs reads, all in one table (env.c): it
  * parses them into one struct, and it is the list `softverbs help` prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Copies and atomics that survive a fault: registered memory that the
  * application unmapped or made read-only after registering it (an HCA

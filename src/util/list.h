@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Intrusive doubly linked list (circular, with a sentinel head). */
 #ifndef SV_UTIL_LIST_H
 #define SV_UTIL_LIST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The lock order's run-time check (util/lockorder.h): per thread, the locks
  * held, in the order taken.  A lock is taken only above every rank held;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Diagnostics: the level and the file (util/log.h), one write per line. */
 #include "util/log.h"
 

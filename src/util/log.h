@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Diagnostics.  The level: SOFTVERBS_LOG=0..3 (errors, warnings, info,
  * debug), else rdma-core's VERBS_LOG_LEVEL=0..4 (none, errors, warnings,

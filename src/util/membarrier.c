@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* membarrier(2) for the asymmetric fence (util/membarrier.h). */
 #include "util/membarrier.h"
 

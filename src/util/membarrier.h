@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The asymmetric fence: membarrier(2)'s private expedited command makes
  * every running thread of the process execute a full memory barrier.  A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The mappings of a range (util/pages.h), from /proc/self/maps: its
  * PROCMAP_QUERY ioctl (Linux 6.11: one call per mapping of the range), or

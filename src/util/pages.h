@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Is a range of this process's address space mapped with the rights a
  * registration needs?  From /proc/self/maps (util/pages.c).

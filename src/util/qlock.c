@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The biased queue lock's slow paths (util/qlock.h). */
 #include "util/qlock.h"
 

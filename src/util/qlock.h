@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The work queues' producer lock (sv_qp.sq_lock, sv_qp.rq_lock), biased
  * to the thread that posts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The read-mostly lock's slow paths: records, writers, the mode (readlock.h). */
 #include "util/readlock.h"
 

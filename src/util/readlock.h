@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A reader/writer lock for read-mostly data whose readers pay no locked
  * instruction: the memory key table, looked up by every SEND, receive and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A spin lock for the work queues' producer side (sq_lock, rq_lock): held
  * for the few hundred instructions of a post, rarely contended (two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Unix datagram sockets between one user's processes (see unixdg.h). */
 #include "util/unixdg.h"
 

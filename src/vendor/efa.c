@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libefa.so.1 stand-in: every function rdma-core 65's libefa exports, at
  * the version it exports it (libefa.map: EFA_1.0 .. EFA_1.7), so that any unmodified binary

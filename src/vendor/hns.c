@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libhns.so.1 stand-in: every function rdma-core 65's libhns exports
  * (HNS_1.0, since rdma-core 52), so that unmodified binaries linked against

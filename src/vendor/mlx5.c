@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libmlx5.so.1 stand-in: every function rdma-core 65's libmlx5 exports, at
  * every version it exports it (libmlx5.map: MLX5_1.0 .. MLX5_1.27), so that any unmodified binary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Definers for the vendor stand-ins' entry points, one per return
  * convention of rdma-core's direct-verbs libraries.  Each answers what the

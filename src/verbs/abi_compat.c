@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The IBVERBS_1.0 compat symbols: the libibverbs ABI of 2005-2006, before
  * libibverbs 1.1 changed struct ibv_device, ibv_context and the object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Asynchronous events, the application's side: ibv_get_async_event and
  * ibv_ack_async_event on the queue core/async.c fills.

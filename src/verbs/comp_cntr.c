@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion counters (rdma-core 65, IBVERBS_1.18): a device counting a
  * QP's completed work requests in memory instead of writing CQEs.

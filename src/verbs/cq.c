@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion channels and completion queues: ibv_create_comp_channel and
  * its destroy, ibv_create_cq / resize / destroy, ibv_get_cq_event and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Extended CQs: ibv_create_cq_ex (verbs_context.create_cq_ex) and the
  * struct ibv_cq_ex iterator the header's inline ibv_start_poll,

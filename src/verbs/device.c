@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Devices and contexts: ibv_get_device_list and friends, open/close, and
  * the device, port, GID and P_Key queries of softverbs0.

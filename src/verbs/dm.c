@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Device memory: ibv_alloc_dm / ibv_free_dm, the copy verbs
  * (ibv_memcpy_to_dm / ibv_memcpy_from_dm, through the ibv_dm's function

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Conversions between the kernel's uverbs/SA ABI structs
  * (<rdma/ib_user_verbs.h>, <rdma/ib_user_sa.h>) and the libibverbs structs

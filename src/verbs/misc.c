@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Process-wide odds and ends of the libibverbs ABI: the sysfs helpers
  * (ibv_devinfo and old programs call them), fork safety, and the old

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The registration verbs of rdma-core 60 to 65 (IBVERBS_1.15, 1.17):
  * ibv_reg_mr_ex, DMA handles (ibv_alloc_dmah), and host buffers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory windows at the API: the alloc_mw and dealloc_mw context ops
  * behind verbs.h's inline ibv_alloc_mw and ibv_dealloc_mw.  The windows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Protection domains and memory regions: ibv_alloc_pd/dealloc_pd,
  * ibv_reg_mr (and the iova variants), ibv_rereg_mr, ibv_dereg_mr, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Thread domains and parent domains: ibv_alloc_td / ibv_dealloc_td,
  * ibv_alloc_parent_domain (dealloc is ibv_dealloc_pd), and the queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_post_send and ibv_post_recv: validate each work request, copy it
  * into the queue (the caller's WR, SGE list and inline data may be reused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Queue pairs: ibv_create_qp, ibv_query_qp, ibv_modify_qp (the IBA state
  * machine), ibv_destroy_qp and the small QP queries.

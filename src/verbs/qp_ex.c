@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Extended QPs: ibv_create_qp_ex (verbs_context.create_qp_ex),
  * ibv_qp_to_qp_ex, and the ibv_wr_* work request API whose inline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Command fds and their shared objects (share.h).  The shares of the
  * process are a list under one leaf lock; a share is found by the inode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A context's command fd and the objects shared through it: what
  * ibv_import_device, ibv_import_pd and ibv_import_mr find (rdma-core

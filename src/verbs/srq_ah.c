@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared receive queues, address handles and multicast attachment:
  * ibv_create/modify/query/destroy_srq and the post_srq_recv op,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared declarations of the libibverbs surface (src/verbs).  Everything
  * here is internal to libibverbs.so.1; exported symbols are chosen by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * XRC at the API: the verbs_context ops behind verbs.h's inline
  * ibv_open_xrcd, ibv_close_xrcd, ibv_create_srq_ex, ibv_get_srq_num and

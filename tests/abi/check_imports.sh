@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Every versioned symbol that a distribution's own programs and libraries
 # import from rdma-core's libraries must be exported by ours, at that
 # version: the loader's check, made on every file at once.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Compare the exported, versioned symbol set of one of our libraries with
 # those of rdma-core releases (reference lists in tests/abi/symbols/, made
 # with `objdump -T` from Debian's libraries: 44 = Debian 12, 56 = Debian 13,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A distribution's own, unmodified programs through this tree's build: run
 # inside a Debian chroot (trixie: rdma-core 56, sid: rdma-core 65) with
 # `softverbs run`, the libraries being the ones built here (on the host).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The layout facts libibverbs.so.1 relies on to be a drop-in for rdma-core:
  * compile-time checks on the public structs (the binaries we must run were

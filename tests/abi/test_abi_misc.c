@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The small historical parts of the ABI: ibv_get_sysfs_path,
  * ibv_read_sysfs_file, the fork calls, the IBVERBS_1.0 compat symbols

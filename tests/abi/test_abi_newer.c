@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What binaries built against newer rdma-core headers than ours (up to
  * rdma-core 65) see: structs the library fills beyond our headers' sizes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_copy_{qp,ah}_attr_from_kern and ibv_copy_path_rec_{from,to}_kern:
  * every field lands in the field of the same name, with a distinct value

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """bench/bench.py's comparison with a base build (BENCH_BASE), on made-up
 figures: no benchmark runs, nothing timed.  Run by ctest (bench.compare) or
 `python3 tests/bench/test_compare.py`."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """bench/bench.py's middleware series (issue #15) on made-up outputs and
 figures: the retransmission count read from softverbs' statistics, the MPI
 ping-pong's line, and the middleware targets.  No benchmark runs.  Run by

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """bench/netns.py's targets (issue #20) and tables on made-up figures: the
 ratios, which side of each target is "met", the loss rows, failures listed.
 No benchmark runs.  Run by ctest (bench.netns) or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The IB CM MAD codec (src/cm/mad.c) against what Linux's CM sends: rping
  * in the rig's guest (rxe, kernel 6.1) connecting to softverbs, captured

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The rdma_cm id's state machine (src/cm/state.c): the lifecycles the CM
  * takes ids through are allowed step by step, final states stay final, and

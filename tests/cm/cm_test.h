@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Helpers for the librdmacm tests (tests/cm): a case table whose cases run
  * as separate processes with a watchdog, two-process cases joined by a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified rdmacm-utils (and our examples) through softverbs run.
 # Usage: compat.sh CASE    (SV_BUILD: the build tree; exit 77: skipped)
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * An ordinary TCP echo pair (plain BSD sockets, nothing RDMA) for the
  * librspreload test (compat.sh rspreload): run under

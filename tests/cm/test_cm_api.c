@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmacm API behaviour within one process: event channels (pollable,
  * O_NONBLOCK), ids, binding and ports, address/route resolution and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmacm connections between two processes, control path only (ids
  * without QPs, as applications that manage their own QPs use them): connect

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmacm with QPs between two processes: the QP transitions the CM
  * makes (states, QPNs, PSNs, path MTU, RDMA limits and access flags as

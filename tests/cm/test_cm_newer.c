@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The librdmacm calls of rdma-core 60 to 65, as a binary built against
  * those headers binds them (by version, dlvsym): an application's own

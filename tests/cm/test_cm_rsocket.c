@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rsockets (rsocket(7)) through our librdmacm: stream echo with the bytes
  * checked, nonblocking connect/accept with rpoll, shutdown and close

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The GitHub Actions composite action (action.yml, scripts/ci-action.sh)
 # run as a job would run it, with GITHUB_ENV and GITHUB_PATH files:
 #   action.sh SV BUILD tarball   from make dist's tarball, no build; a later

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The Containerfile's steps (scripts/container.sh) in a Debian chroot, as
 # an image build would run them (no image registry is reachable here):
 # the build stage makes the package from this source tree, the second

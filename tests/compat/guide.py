@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Run the command blocks of docs/guide.md, in order, as a user would.
 
     guide.py GUIDE SOURCE_DIR BUILD_DIR

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified ibv_devices, through `softverbs run`.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified ibv_devinfo (plain, -v, -l, -d/-i), through
 # `softverbs run`: exit 0, nothing on stderr (it reads sysfs through
 # ibv_read_sysfs_file and must not complain), and the facts of softverbs0.

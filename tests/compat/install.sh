@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make install` into a temporary prefix: libraries in PREFIX/lib, the
 # command in PREFIX/bin, no build-tree paths baked in, and the installed
 # command works from anywhere.

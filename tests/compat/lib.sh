@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Shared helpers of the compat tests (sourced).  Each test gets the path of
 # the softverbs command as $1 and runs everything from / so that nothing
 # depends on the current directory.

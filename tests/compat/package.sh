@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The release artifacts of scripts/package.sh, used as a user would:
 #   package.sh SV BUILD dist  the tarball unpacked in a fresh directory, its
 #                             softverbs run from there (nothing of the build

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The kernel-shaped presence of softverbs0 (issue #15): through
 # `softverbs run` a program finds /dev/infiniband/<dev_name> and rdma_cm,
 # /sys/class/infiniband/softverbs0 and /sys/class/infiniband_verbs, with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Run inside `softverbs run` by presence.sh: print, one fact a line, what
 # a program probing the kernel's files finds.  presence.sh compares the
 # lines with the library's own answers and with the world outside.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # pyverbs (Debian's python3-pyverbs, Debian's /usr/bin/python3) through
 # `softverbs run`.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Debian's unmodified pyverbs (python3-pyverbs) on softverbs: list and open
 the device, query it, and create and destroy PD, MR, CQ and QP objects.
 Run through `softverbs run` by pyverbs.sh, so pyverbs' extension modules

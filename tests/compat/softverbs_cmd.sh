@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The softverbs command itself: usage errors, `run` (with and without --,
 # environment, exit status, lookup of its own lib/ through a symlink) and
 # `devices`.

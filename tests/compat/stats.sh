@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `softverbs stats` on a live and on a killed process: Debian's unmodified
 # ib_write_bw, server and client through `softverbs run` on the loopback
 # GID, the client read while it runs (its QP listed in RTS with its path,

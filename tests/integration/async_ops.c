@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Affiliated asynchronous events between two processes, each checked for
  * its type and element: IBV_EVENT_COMM_EST (first packet received in RTR,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Port and GID events through unmodified Debian ibv_asyncwatch: in a fresh
 # network namespace with only lo up, asyncwatch (through softverbs run)
 # must print, in this order,

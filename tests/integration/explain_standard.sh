@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The explanations of refusals in standard mode (SOFTVERBS_ROCE=standard,
 # UDP 4791, the packets demultiplexed by QPN), where two processes need two
 # network namespaces: rc_explain's cases that assert whole lines (a SEND

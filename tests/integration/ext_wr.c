@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The extended verbs between two processes, bytes compared end to end:
  * QPs from ibv_create_qp_ex posting through the ibv_wr_* API, CQs from

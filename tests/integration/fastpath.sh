@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Which link a QP uses between two processes of this host (issue #7), with
 # Debian's ibv_rc_pingpong validating every received buffer (-c), both
 # sides with SOFTVERBS_STATS=1 (counters and each QP's path at close):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # softverbs0's identity per network namespace, as `softverbs devices` and an
 # unmodified ibv_devinfo show it (root, namespaces; 77 otherwise):
 #   - the GID table puts the host's addresses first, loopback's last: in a

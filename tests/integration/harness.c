@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Multi-process harness for the integration tests (see harness.h): process
  * structure with watchdogs, the control socket, endpoint setup through the

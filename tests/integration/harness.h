@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Multi-process test harness for the RC transport, through the public verbs
  * API only (<infiniband/verbs.h>, linked against our libibverbs).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # An ICRC left to the UDP checksum (proto/wire.h, SV_BTH_ICRC_BY_UDP):
 # a softverbs endpoint marks every packet it sends (a reserved BTH bit)
 # and accepts a marked packet with a zero ICRC; it leaves its own ICRCs

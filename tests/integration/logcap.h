@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A test process's softverbs log in a file of its own (VERBS_LOG_FILE,
  * set before the process first uses the library: the harness forks

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # UD multicast across hosts: two network namespaces joined by a veth pair
 # (IPv4 and IPv6 addresses on it), the sender A and a receiver C in one,
 # a receiver B in the other; runs every case of mcast_ops there (the ipv6

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * UD multicast between processes: A sends to QPN 0xffffff with an address
  * handle whose destination GID is a multicast group; B and C, each in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory windows between two processes: B (the target) binds windows on
  * its memory, A (the requester) reaches B's memory through them, with the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # SOFTVERBS_PCAP (issue #19): Debian's unmodified TOOL (ib_write_bw,
 # ib_read_bw, ib_send_bw, ib_atomic_bw: -n 200; rping: -C 10 -v), server
 # and client through `softverbs run` on this host, both with the same

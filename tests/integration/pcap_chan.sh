@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # SOFTVERBS_PCAP of message channel errors (issue #19): rc_chan's `errors`
 # case (a SEND longer than the receive WQE, then one into a receive buffer
 # whose lkey is bad: REM_INV_REQ_ERR and REM_OP_ERR on shm, where channels

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Check SOFTVERBS_PCAP captures as tshark decodes them with no option.
 
     pcap_check.py [--expect OPCODE,...] [--cut-ok] [--resends] FILE...

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # SOFTVERBS_PCAP of processes killed while they run (issue #19): Debian's
 # ib_send_bw with 512-byte messages (shm: message channels in lean mode;
 # udp: packets), server and client through `softverbs run` with

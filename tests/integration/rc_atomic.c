@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Atomicity across QPs: two processes hammer the same 8 bytes of a third
  * with FETCH_AND_ADD (and with CMP_AND_SWP increment loops); the target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * IBA 1.5 ATOMIC WRITE between two processes (RC): ibv_wr_atomic_write
  * and ibv_post_send(IBV_WR_ATOMIC_WRITE) store 8 bytes at the peer, with

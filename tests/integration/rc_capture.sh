@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Capture test: the traffic of "rc_ops all_opcodes" (every RC opcode and
 # IBA 1.5's ATOMIC WRITE, two QPs on one host) is captured with tshark on
 # lo, on exactly the UDP ports of its two QPs (QPN >> 8), and decoded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Message channels between two processes of this host (docs/fastpath.md,
  * layer 3: link/chan.h, paths/chan.c): an RC SEND / SEND_WITH_IMM of

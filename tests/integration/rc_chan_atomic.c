@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * RC atomics through message channels between two processes of this host
  * (docs/fastpath.md, "Atomics through channels": paths/chan_atomic.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Message channels at scale (issue #20, paths/chan.c): an empty poll
  * costs the work there is, not the QPs there are.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * CQ moderation between two processes (ibv_modify_cq): the receiver's
  * armed CQ, moderated, tells its completion channel only after cq_count

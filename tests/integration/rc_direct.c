@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * One-copy placement between two processes of this host (docs/fastpath.md,
  * layer 2: paths/direct.c, core/pubtab.c):

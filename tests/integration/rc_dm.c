@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Device memory between two processes: B allocates device memory, fills
  * part of it with ibv_memcpy_to_dm and registers it with ibv_reg_dm_mr

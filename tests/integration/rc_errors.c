@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Error completions produced by real faults (no mocks), as a real HCA
  * reports them, and the error path after them:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Ping-pongs driven by completion events, shaped like Debian's perftest
  * 4.5-0.17 `ib_send_lat -e`: one completion channel behind a one-entry

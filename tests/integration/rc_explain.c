@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Explained failures between two processes (engine/explain.c): each
  * remote access refusal writes, in the target's log, one line naming the

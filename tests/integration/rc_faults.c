@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Fault injection (SOFTVERBS_FAULT, docs/faults.md), set the same in both
  * processes as the docs say:

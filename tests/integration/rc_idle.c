@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * No CPU burned when idle (issue #7): a process holding open softverbs
  * resources (device, PD, MR, CQs, an RC QP connected to a peer that has

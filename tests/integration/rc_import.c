@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_import_device / ibv_import_pd / ibv_import_mr with a peer's traffic.
  *

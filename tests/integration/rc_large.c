@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Large messages: one 256 MiB RDMA WRITE, one 256 MiB RDMA READ and one
  * 256 MiB SEND (each a single WR, 65536 packets at a 4096-byte MTU),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Loss test (driven by rc_loss.sh): A and B each enter their own network
  * namespace (joined by a veth pair, with nftables dropping a share of UDP

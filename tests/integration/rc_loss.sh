@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Loss test: two network namespaces joined by a veth pair, nftables in one
 # of them dropping 10% of UDP packets (both directions) at random, and an RC
 # stream of >= 256 MiB of mixed WRITE/SEND/READ between them (rc_loss),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Registered memory the process may not use (issue #17, part 1;
  * docs/security.md, "Local memory").  Process B owns a 64 KiB "victim"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A storage messenger's traffic (issue #35): each side has NQP RC QPs
  * whose receives all come from one shared receive queue, one completion

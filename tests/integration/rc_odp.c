@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * On-demand paging between two processes: B's memory is fresh anonymous
  * pages that nobody touched (not resident), registered on demand, once

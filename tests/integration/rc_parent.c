@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A parent domain between two processes: B's RC QP and CQ are created on
  * a parent domain (ibv_alloc_parent_domain with a thread domain, a

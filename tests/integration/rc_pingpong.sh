@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian ibv_rc_pingpong, server and client on one host, both run
 # through build/bin/softverbs run (or LD_LIBRARY_PATH=<build>/lib until that
 # exists), on a random free TCP port, each under a timeout.

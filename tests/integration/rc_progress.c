@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Progress without the target's help: one-sided WRITE, READ and atomics
  * complete while the target process does not call the library at all,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Reliability with real faults: RNR (no receive posted yet) retried until
  * the receiver posts one (rnr_retry = 7 retries forever) or failed at once

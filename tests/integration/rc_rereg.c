@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_rereg_mr seen from the peer: B changes its region while A keeps
  * reaching it with the R_Key it was given, as an application does on an

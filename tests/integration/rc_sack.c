@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Selective retransmission (docs/engine.md, Reliability): RDMA WRITEs of
  * 1 MiB and a few SENDs under packet loss injected in both directions

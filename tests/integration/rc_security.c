@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Security: a packet from the network touches only memory inside an MR
  * whose rkey, PD and access rights allow it, and malformed, truncated or

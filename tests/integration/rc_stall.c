@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RC patterns of UCX's rendezvous that stalled on the shm link (issue
  * #15 item 3): unsignaled SENDs, then a signaled RDMA READ on the same QP,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Strict mode (SOFTVERBS_STRICT=1, engine/strict.h, docs/strict.md): each
  * misuse it reports, between two processes, with the correct use first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * SOFTVERBS_TRACE=1 (engine/stats.c): a line for every operation, on
  * every path.  A SEND, an atomic, a WRITE and a READ between two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Trust on one host (issue #17, docs/security.md): the fast path stays
  * within one user, nobody can take our registry names, and a helper that

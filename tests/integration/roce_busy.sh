@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # SOFTVERBS_ROCE=standard: one endpoint per network namespace holds UDP
 # 4791, and forwards to the others through their shm rings.  Without the
 # rings (SOFTVERBS_FASTPATH=0) nothing could reach a second process: in a

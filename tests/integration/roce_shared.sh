@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # SOFTVERBS_ROCE=standard shared by the processes of a namespace: the one
 # holding UDP 4791 forwards what belongs to the others into their shm
 # rings, and when it exits another takes the port over.  Two network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared receive queues between two processes: one SRQ feeding several RC
  * QPs, and RC and UD QPs at once (bytes compared, every completion naming

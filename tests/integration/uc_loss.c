@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * UC under packet loss (driven by uc_loss.sh: two network namespaces, a
  * veth pair, nftables in B's dropping a share of UDP packets): A streams

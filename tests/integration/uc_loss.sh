@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # UC under loss: two network namespaces joined by a veth pair, nftables in
 # B's dropping 10% of UDP packets (the RC loss test's set-up, tests/net),
 # and a stream of 8-packet UC messages (uc_loss): every message that

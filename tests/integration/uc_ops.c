@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * UC between two processes: SEND, SEND_WITH_IMM, RDMA_WRITE and
  * RDMA_WRITE_WITH_IMM, single- and multi-packet, bytes compared; READ,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * UD between two processes: SEND and SEND_WITH_IMM up to the port MTU with
  * the 40-byte GRH in front of every receive (IPv4 and IPv6 headers checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A UD server answering two peers in turn (issue #15 item 3, the UD
  * ping-pong over UDP): A's two UD QPs send, in turn, ROUNDS pings to B's

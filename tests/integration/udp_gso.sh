@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # UDP segmentation offloads between two network namespaces (issue #20):
 # an RC stream of mixed WRITE/SEND/READ (rc_loss, every byte verified)
 # across a veth pair, then each side's counters (SOFTVERBS_STATS=1).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The source address of a UDP send (link/udp.c said_src): a packet names it
 # (IP_PKTINFO) unless the kernel would pick that address anyway, which is
 # looked up per destination and kept while the host's addresses and routes

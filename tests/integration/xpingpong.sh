@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong,
 # server and client each run through build/bin/softverbs run, under a
 # timeout, with -g <the GID index of the address used>:

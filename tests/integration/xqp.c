@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers for the UD/UC/SRQ/multicast/async integration tests (xqp.h). */
 #include "xqp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Helpers for the UD, UC, SRQ, multicast and async-event integration tests,
  * on top of the harness (harness.h): an hx_ep's RC QP replaced by a QP of

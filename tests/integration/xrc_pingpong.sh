@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian ibv_xsrq_pingpong (XRC: an XRC domain from a file,
 # XRC SRQs, XRC_SEND and XRC_RECV QPs), server and client on one host, both
 # run through build/bin/softverbs run on a random free TCP port, each under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * XRC between two processes: A holds XRC_SEND (initiator) QPs, B an XRC
  * domain with XRC SRQs and an XRC_RECV (target) QP.  Asserted end to end:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * An XRC domain shared by processes through its file (issue #18): the
  * target QP and the XRC SRQ a request names belong to different

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # /init of the rig's guest (tests/interop/rig.py builds the initramfs around
 # it): busybox, the kernel modules in dependency order (/modules/order),
 # rdma-core's userspace from the host's Debian packages.  Brings up eth0

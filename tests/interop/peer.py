@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The host's side of the rig's tap for the interop tests: a pretend
 rdma-core pingpong peer, so that rxe in the guest and the host exchange
 real RoCE v2 packets.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The kernel facts a shared UDP 4791 endpoint would rest on (issue #16,
 docs/interop.md "A standard RoCE v2 endpoint"), checked on this kernel
 without privilege (as root it re-runs itself as an ordinary useradd user):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The interoperability rig: Linux Soft-RoCE (rxe) in a qemu VM.
 
 A Debian 12 kernel (apt-get download + dpkg -x, nothing installed on the

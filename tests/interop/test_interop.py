@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The interop label: Linux rxe in the rig's VM (tests/interop/rig.py).
 
     test_interop.py image        build the kernel and initramfs (fixture)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # GID indexes by address (source this file).  softverbs0's table puts the
 # host's own addresses first and loopback's last (docs/guide.md), so a
 # test names the GID it means by its address, not by a fixed index.

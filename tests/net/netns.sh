@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Network-namespace helpers for the transport tests (source this file).
 #
 #   sv_netns_usable                 0 if we may create namespaces (root, ip netns)

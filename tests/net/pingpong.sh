@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's ibv_rc_pingpong between two namespaces through softverbs run
 # (source this file after netns.sh; set SV_RUN to the array's name first).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A TCP port for a test's server (source this file).
 #
 #   sv_free_port [NS-COMMAND...]   print a port no TCP socket uses, in any

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # One perftest case: Debian's unmodified perftest binary TOOL, server and
 # client on this host, each started through `softverbs run` on the softverbs0
 # device, RoCE v2 over the loopback GID (::ffff:127.0.0.1, found with

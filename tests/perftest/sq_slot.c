@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What ib_write_bw relies on, distilled: a send queue kept full to its
  * max_send_wr, every WR signaled; each time one completion is polled, one

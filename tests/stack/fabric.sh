@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # libfabric (Debian's libfabric-bin 1.17) over softverbs0 through
 # `softverbs run`:
 #   fabric.sh info WHERE    fi_info -p verbs lists softverbs0 with an MSG

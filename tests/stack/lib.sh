@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Shared helpers of the stack tests (sourced): unmodified middleware (UCX,
 # Open MPI, MPICH, libfabric, pyverbs) through `softverbs run`, on this
 # host or between two network namespaces joined by a veth pair.

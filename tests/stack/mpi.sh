@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # MPI over UCX over softverbs0: mpi_check.c (allreduce, ping-pong and
 # one-sided put/get/fetch_and_op, every byte checked) built with the MPI's
 # own mpicc and run with 2 ranks, unmodified, through `softverbs run`:

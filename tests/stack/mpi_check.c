@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A small MPI program that checks the data MPI moves: the stack tests run
  * it unmodified under Open MPI (pml ucx) and MPICH (ch4:ucx) through

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The remote-shell agent through which Open MPI's mpirun (plm_rsh_agent)
 # and MPICH's mpiexec.hydra (-launcher rsh -launcher-exec) start their
 # daemon in another network namespace of this host: instead of ssh HOST

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # pyverbs (Debian's python3-pyverbs, run by Debian's /usr/bin/python3: the
 # python3 first on PATH may be another one, without pyverbs) through
 # `softverbs run`: every provider module imports with every symbol bound

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """pyverbs on softverbs0, run by Debian's /usr/bin/python3 through
 `softverbs run`: every provider extension module that python3-pyverbs
 ships imports (mlx5, efa: they bind to our libmlx5/libefa stand-ins), and

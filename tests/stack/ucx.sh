@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # UCX (Debian's ucx-utils 1.13) over softverbs0, unmodified, through
 # `softverbs run`:
 #   ucx.sh info WHERE              ucx_info -d, with no UCX_* variable,

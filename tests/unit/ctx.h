@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The unit tests' context: softverbs0 opened, or the test stops. */
 #ifndef SV_TESTS_UNIT_CTX_H
 #define SV_TESTS_UNIT_CTX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The fault-guarded copy and atomics (util/fault.h), included by
  * test_fault.c (the build's variant: assembly with a fixup on x86-64) and

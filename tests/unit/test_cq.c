@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Completion channels and CQs: argument rules, ring capacity, poll order,
  * resize, overrun, arming (next / solicited / errors), the channel fd,
  * event accounting on destroy, and stale events of destroyed CQs.

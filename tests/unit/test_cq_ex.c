@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Extended CQs (ibv_create_cq_ex): argument rules and their errno values,
  * the iterator (start/next/end_poll, ENOENT when empty), every accessor of
  * the wc_flags requested (and none of the others), real completion

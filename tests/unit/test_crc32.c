@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * util/crc32.c against zlib's crc32: the same value for every length from
  * 0 to 1100 bytes and random ones up to 64 KiB, at every alignment 0..15,

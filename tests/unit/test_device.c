@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device list, open/close, device/port/GID/P_Key queries of softverbs0. */
 #include <infiniband/verbs.h>
 #include <poll.h>

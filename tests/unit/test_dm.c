@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device memory (ibv_alloc_dm, ibv_memcpy_to_dm/from_dm, ibv_reg_dm_mr):
  * max_dm_size in ibv_query_device_ex, the limits and errno values mlx5
  * answers with (EINVAL for a request that can never fit, ENOMEM when the

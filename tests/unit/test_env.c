@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The environment table (util/env.c): every variable parses as the code
  * that read it before the table did (ranges, defaults, what bad input

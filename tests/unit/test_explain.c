@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Every refusal explains itself (util/log.h): each check of ibv_modify_qp,
  * ibv_post_send, ibv_post_recv and ibv_post_srq_recv returns its errno and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The fault-guarded copy and atomics in their portable form (sigsetjmp
  * around memcpy on other CPUs, around a plain loop under
  * AddressSanitizer), compiled here from the same source so that x86-64

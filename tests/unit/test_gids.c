@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The cached GID table (core/gids.c), through the library's public verbs
  * (this program's own copy of the core, linked for other unit tests, has

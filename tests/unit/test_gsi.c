@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The GSI QP (engine/qp.c sv_engine_qp_gsi): with SOFTVERBS_ROCE=standard a
  * UD QP created with IBV_QP_CREATE_SOURCE_QPN 1 takes what arrives at UDP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * proto/icrc.c against real Linux Soft-RoCE (rxe) packets: a UD SEND, an RC
  * SEND and its retransmission, as the guest of the interop rig sent them

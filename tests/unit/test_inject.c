@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The SOFTVERBS_FAULT spec (engine/inject.c): what it accepts, how it
  * prints back (the startup info line), the one reason a bad spec is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* White-box test of the MR key table and the access predicate
  * (core/keys.c, compiled into this test): key lookups with references,
  * unpublish waiting for references to drain, table growth and deletion,

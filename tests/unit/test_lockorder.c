@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The lock order's run-time check (util/lockorder.h), compiled in here
  * whatever the build: locks taken in order pass; taken out of order, twice,

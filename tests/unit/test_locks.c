@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The locks whose fast sides use no locked instruction (util/qlock.h,
  * util/readlock.h): mutual exclusion and read/write exclusion under real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Memory windows through the public API: the device capabilities, the
  * argument rules of ibv_alloc_mw / ibv_dealloc_mw / ibv_bind_mw and of the
  * BIND_MW, LOCAL_INV and SEND_WITH_INV work requests (errno values,

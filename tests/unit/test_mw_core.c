@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* White-box test of memory windows (core/mw.c and the window keys of
  * core/keys.c, compiled into this test): every bind and invalidate rule
  * of IBA 10.6.7 the code implements, the key lookups the data path makes

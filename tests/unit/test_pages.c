@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* util/pages.c: which pages of a range a registration may pin, through the
  * PROCMAP_QUERY ioctl (where the kernel has it) and through the text of
  * /proc/self/maps, over every range of a layout of read-write, read-only,

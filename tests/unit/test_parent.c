@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Thread domains and parent domains (ibv_alloc_td, ibv_alloc_parent_domain):
  * argument rules and their errno values, EBUSY while something depends on
  * a domain, and the queue buffers of QPs, CQs and SRQs created on a parent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* PD and MR rules: access flags, ranges, unmapped memory, pages the
  * access may not use (EFAULT as the kernel's pinning: writable rights on a
  * read-only mapping, anything on PROT_NONE), keys, rereg, EBUSY on a PD in

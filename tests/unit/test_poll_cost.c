@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * An empty ibv_poll_cq does not visit every socket of a context with many
  * QPs (issue #20: "an empty CQ poll that does not walk every QP").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* White-box test of the published table (core/pubtab.c): this process's
  * table mapped as a peer maps it (sv_pubtab_map(getpid(), sv_pubtab_fd())),
  * every check of sv_pubtab_acquire (QP connected to us, state, QP access

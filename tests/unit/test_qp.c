@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* QP rules: create arguments and caps, the full modify state machine for
  * RC, UC and UD (every legal transition with exactly its required
  * attributes, each required attribute missing, each foreign attribute

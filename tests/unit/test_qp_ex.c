@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Extended QPs: ibv_create_qp_ex's rules and errno values, ibv_qp_to_qp_ex,
  * and the ibv_wr_* API down to the exact ibv_send_wr chain it hands to the
  * QP's post path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* White-box test of the shm link's registry (link/shm.c, shm_avail.c;
  * issue #17): the directory is our user's own (mode 0700, ours), and
  * registering a ring costs the same however many stale entries the

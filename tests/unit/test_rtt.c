@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The round-trip estimate and its timeout (engine/rtt.h, RFC 6298): the
  * first sample, the smoothing of later ones, the variance term, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* SRQ, AH and multicast rules: SRQ create/modify/query/destroy limits and
  * EBUSY, post_srq_recv (bad SGE count, full queue, bad_wr), resize keeping
  * queued WQEs, destroy waiting for acked events; AH creation on a RoCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Datagrams posted before ibv_destroy_qp leave, as from an HCA, which
  * fetches a WQE within microseconds of its doorbell: Debian's mckey

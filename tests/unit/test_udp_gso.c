@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * link/udp.c's segmentation offloads over loopback: a run of equal-length
  * packets (and a shorter last one) to one destination leaves as one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The wire format: the opcode table against IBA 9.2.1 (Table 40), header
  * field layout and round trips, the parser on malformed packets, and the

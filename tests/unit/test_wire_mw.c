@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory windows through the transport engine, in one process, public
  * verbs only: RC QP pairs connected over the loopback GID, windows from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* XRC through the public API: the argument rules and errno values of
  * ibv_open_xrcd / ibv_close_xrcd (fd and oflags as the kernel has them),
  * ibv_create_srq_ex for XRC SRQs and ibv_get_srq_num, XRC_SEND and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # ABI of the libmlx5/libefa/libhns stand-ins against Debian's perftest binaries:
 #  - every MLX5_*/EFA_* symbol@version that any perftest binary imports is
 #    exported (defined, as a function) by our library (that the library

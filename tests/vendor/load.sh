@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Every perftest binary loads through our libraries: `softverbs run -- BIN
 # --help` (or LD_LIBRARY_PATH=LIBDIR BIN --help when the command is not
 # built) resolves libmlx5.so.1, libefa.so.1 and libibverbs.so.1 to LIBDIR,

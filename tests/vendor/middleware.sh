@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian middleware that links the vendor libraries loads through
 # `softverbs run` with our libmlx5.so.1 / libefa.so.1:
 #  - UCX: ucx_info -v and -d exit 0, and its InfiniBand transport modules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The libmlx5 / libefa stand-ins, called the way perftest, UCX, libfabric
  * or pyverbs would call them on softverbs0: each entry point, looked up by
