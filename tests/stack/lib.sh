@@ -129,19 +129,19 @@ sv_place_gids() {
 # sv_stats_carried FILE PATH MIN [TYPE]: the SOFTVERBS_STATS=1 output in
 # FILE shows softverbs QPs carrying the traffic: TYPE (RC) QPs on PATH
 # (shm or udp; a UD QP is always on udp) that were posted at least MIN
-# send WRs in all (the "req ... idx N" of each QP's line, printed when it
+# send WRs completed in all (the "sent N WRs" of each QP's line, printed when it
 # is destroyed or its process exits; the per-context counters come only
 # with ibv_close_device, which libfabric skips).  Fails otherwise.
 sv_stats_carried() {
 	local file=$1 path=$2 min=$3 type=${4:-RC} out qps n
 	[ "$type" = UD ] && path=udp
 	out=$(awk -v t="$type" -v p="$path" '
-		$0 ~ "qp 0x[0-9a-f]+ " t " [A-Z]+ " && $0 ~ "[|] path=" p "( |$)" &&
+		$0 ~ "qp 0x[0-9a-f]+ " t " [A-Z]+: path=" p "[ ,]" &&
 		$0 !~ /[(]not connected[)]/ &&
-		match($0, /req psn [0-9]+ max [0-9]+ idx [0-9]+/) {
+		match($0, /sent [0-9]+ WRs/) {
 			q++
 			split(substr($0, RSTART, RLENGTH), f, " ")
-			n += f[7]
+			n += f[2]
 		} END { print q + 0, n + 0 }' "$file")
 	read -r qps n <<<"$out"
 	echo "softverbs: $qps $type QP(s) on path=$path, $n send WRs in all"

@@ -13,7 +13,9 @@
 # self and -x UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=softverbs0:1
 # (nothing but UCX's verbs transports carries data), UCX_IB_GID_INDEX
 # naming the veth address's GID between namespaces, and no line.
-# WHERE: host (np 2 on this host) or netns (one rank in each of two
+# WHERE: host (np 2 on this host), user (the same as an ordinary useradd
+# user, tests/users.sh, when root: no --allow-run-as-root) or netns (one
+# rank in each of two
 # network namespaces, hosts given by address as the launchers take them:
 # --host A:1,B:1, -hosts A,B -ppn 1).  Between namespaces the launcher
 # starts its remote daemon through netns_agent.sh (ip netns exec NS
@@ -40,6 +42,17 @@ mpich)
 	;;
 *) echo "usage: $0 ompi|mpich host|netns [flags]"; exit 2 ;;
 esac
+as=()
+if [ "$where" = user ]; then
+	where=host
+	if [ "$(id -u)" = 0 ]; then
+		. "$here/../users.sh"
+		sv_users_ready || { echo "SKIP: no test users (useradd, setpriv)"; exit 77; }
+		sv_as 1
+		as=("${SV_AS[@]}")
+		chmod 755 "$TMP"
+	fi
+fi
 sv_place "$where"
 
 prog=$TMP/mpi_check
@@ -66,7 +79,7 @@ agent=$here/netns_agent.sh
 rc=0
 if [ "$mpi" = ompi ]; then
 	args=()
-	[ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
+	[ "$(id -u)" = 0 ] && [ ${#as[@]} = 0 ] && args+=(--allow-run-as-root)
 	if [ "$style" = flags ]; then
 		args+=(--oversubscribe --mca pml ucx --mca osc ucx --mca btl self)
 		for e in "${env[@]}"; do
@@ -79,7 +92,7 @@ if [ "$mpi" = ompi ]; then
 	fi
 	args+=(-np 2)
 	echo "mpirun ${args[*]} mpi_check"
-	"${SRV_NS[@]}" timeout -k 5 120 "$SV" run -- mpirun.openmpi "${args[@]}" "$prog" \
+	"${SRV_NS[@]}" timeout -k 5 120 "${as[@]}" "$SV" run -- mpirun.openmpi "${args[@]}" "$prog" \
 		>"$TMP/out" 2>&1 || rc=$?
 else
 	args=(-n 2)
@@ -88,7 +101,7 @@ else
 		[ "$style" = flags ] && args=(-localhost "$SRV_IP" "${args[@]}")
 	fi
 	echo "mpiexec.hydra ${args[*]} mpi_check"
-	"${SRV_NS[@]}" timeout -k 5 120 "$SV" run -- mpiexec.hydra "${args[@]}" "$prog" \
+	"${SRV_NS[@]}" timeout -k 5 120 "${as[@]}" "$SV" run -- mpiexec.hydra "${args[@]}" "$prog" \
 		>"$TMP/out" 2>&1 || rc=$?
 fi
 show "$mpi (exit $rc)" "$TMP/out"
