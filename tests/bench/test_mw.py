@@ -12,13 +12,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "bench"))
 import bench  # noqa: E402
 
-# What SOFTVERBS_STATS=1 prints at close (engine/stats.c), two contexts.
+# What SOFTVERBS_STATS=1 prints (engine/stats.c): a QP's line at its
+# destroy, then each context's counters at close; two contexts.
 STATS = """Final: 4096 ...
 softverbs stats: context 0x5581
   sent_pkts                         12  packets sent
   probe_retransmit                   3  early resends while waiting for an ACK
   shm_tx_pkts                     9000  packets sent through shared memory
-  qp 0x012301 RC RTS dest 0x045601 ... | path=shm
+softverbs: destroying qp 0x012301 RC RTS: path=shm, sent 9 WRs (72 B), ...
 softverbs stats: context 0x7f00
   fast_retransmit                    2  retries after a duplicate ACK
   shm_ring_full                      1  packets lost: the peer's ring was full
