@@ -8,8 +8,9 @@
 #     netns     server and client in two network namespaces joined by a
 #               veth pair (tests/net/netns.sh), over the veth addresses
 #     standard  netns with SOFTVERBS_ROCE=standard on both sides: every
-#               connected QP must send to UDP 4791 (SOFTVERBS_STATS=1's
-#               "ports N->4791") and none be dropped as malformed,
+#               connected QP must send to UDP 4791 (the QP's engine
+#               state at its destroy, SOFTVERBS_LOG=3: "ports N->4791")
+#               and none be dropped as malformed,
 #               bad ICRC or from the wrong peer
 # Checks both exit codes and the "N bytes in" / "N iters in" lines.  The
 # byte count is size * iters * 2; ibv_ud_pingpong sends min(2048, port MTU)
@@ -33,7 +34,7 @@ esac
 
 srv_ns=() cli_ns=() srv_ip=127.0.0.1 cli_ip=127.0.0.1 server=localhost
 if [ "$where" = standard ]; then
-	export SOFTVERBS_ROCE=standard SOFTVERBS_STATS=1
+	export SOFTVERBS_ROCE=standard SOFTVERBS_STATS=1 SOFTVERBS_LOG=3
 fi
 if [ "$where" = netns ] || [ "$where" = standard ]; then
 	source "$net/netns.sh"
