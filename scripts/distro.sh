@@ -131,7 +131,9 @@ run_suite() {
 	# and built in build-<suite> inside it.
 	mnt=/src/softverbs-$(echo "$root" | md5sum | cut -c1-8)
 	mkdir -p "$d$mnt"
-	mountpoint -q "$d$mnt" || mount --bind "$root" "$d$mnt" ||
+	# A mount left by a run that was killed may hold a tree since removed.
+	if mountpoint -q "$d$mnt"; then umount -l "$d$mnt"; fi
+	mount --bind "$root" "$d$mnt" ||
 		{ say "$s: cannot bind-mount the tree"; return 1; }
 	build=build-$s
 	# A build tree configured at another path cannot be reused.

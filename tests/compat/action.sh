@@ -16,6 +16,7 @@ mode=$3
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+[ -z "${SV_SANITIZED:-}" ] || { echo "SKIP: a sanitizer build (its programs need the runtime preloaded, which only softverbs run does)"; exit 77; }
 work=$(mktemp -d /tmp/softverbs-action.XXXXXX)
 trap 'rm -rf "$work" "$out" "$err"' EXIT
 

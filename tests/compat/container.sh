@@ -11,6 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+[ -z "${SV_SANITIZED:-}" ] || { echo "SKIP: a sanitizer build (its programs need the runtime preloaded, which only softverbs run does)"; exit 77; }
 root=${SV_CHROOT:-${SV_CHROOT_TRIXIE:-/work/chroots/trixie}}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (chroot, mounts)"; exit 77; }
 [ -x "$root/usr/bin/apt-get" ] || { echo "SKIP: no Debian chroot at $root (SV_CHROOT)"; exit 77; }
