@@ -251,6 +251,13 @@ struct sv_cq {
 
 /* ---- work queues -------------------------------------------------------- */
 
+/* Where an AH points (engine/ud.c resolves it at ibv_create_ah). */
+struct sv_ah_route {
+	bool resolved;
+	struct sv_ipaddr dst, src;
+	uint32_t scope; /* link-local and multicast: the source's interface */
+};
+
 /* One send work request as the requester needs it: a copy of the user's WR
  * (the user's memory may be reused as soon as post_send returns). */
 struct sv_send_wqe {
@@ -271,8 +278,11 @@ struct sv_send_wqe {
 			uint64_t swap;
 			uint32_t rkey;
 		} atomic;
+		/* the AH's route, copied at post (the AH may be gone
+		 * before the WQE is sent, as with an HCA's address
+		 * vector in the WQE) */
 		struct {
-			struct ibv_ah *ah;
+			struct sv_ah_route route;
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;
 		} ud;
@@ -411,18 +421,12 @@ struct sv_srq {
 /* Where an AH's datagrams go and the address they leave from: resolved at
  * the AH's first use by the UD requester (engine/ud.c, a GID-table scan)
  * and kept, as the kernel resolves an AH once, when it is created. */
-struct sv_ah_route {
-	bool resolved;
-	struct sv_ipaddr dst, src;
-	uint32_t scope; /* link-local and multicast: the source's interface */
-};
-
 struct sv_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
 	struct sockaddr_storage dest; /* IP the GID maps to */
 	struct sv_pd *pd;
-	struct sv_ah_route route; /* under the engine lock of its context */
+	struct sv_ah_route route; /* fixed at create (engine/ud.c) */
 };
 
 /* ---- QP ----------------------------------------------------------------- */

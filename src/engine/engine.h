@@ -75,6 +75,11 @@ void sv_engine_app_sleeps(struct sv_context *ctx);
 /* UD (ud.c): the largest UD message the port carries (its active MTU,
  * in bytes), for the post-time check. */
 uint32_t sv_engine_port_mtu(struct sv_context *ctx);
+/* ibv_create_ah: the AH's route (ah->route), fixed for its life; each UD
+ * send WQE takes a copy at post time, as an HCA's WQE holds the address
+ * vector, so that the AH may be destroyed while sends through it are
+ * still queued. */
+void sv_engine_ah_resolve(struct sv_context *ctx, struct sv_ah *ah);
 
 /* The address monitor (netmon.c): while registered, a context receives
  * IBV_EVENT_PORT_ACTIVE / PORT_ERR / GID_CHANGE when the host's addresses

@@ -34,7 +34,6 @@
 #include "engine/qpe.h"
 #include "engine/req.h"
 #include "engine/sgl.h"
-#include "engine/ud.h"
 #include "engine/xmit.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -460,8 +459,8 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	uint8_t op =
 		imm ? SV_OP_UD_SEND_ONLY_WITH_IMMEDIATE : SV_OP_UD_SEND_ONLY;
 	const struct sv_opinfo *info = &sv_opinfo[op];
-	uint32_t rqpn = wqe->wr.ud.remote_qpn & SV_PSN_MASK, scope, pay;
-	struct sv_ipaddr dst, src;
+	uint32_t rqpn = wqe->wr.ud.remote_qpn & SV_PSN_MASK, pay;
+	const struct sv_ah_route *route = &wqe->wr.ud.route;
 	struct sv_tx *t;
 	uint8_t *b, *deth;
 
@@ -473,8 +472,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	/* The multicast QPN 0xffffff is UDP port 65535 like any other QPN's
 	 * port (mcast.c): a multicast AH needs nothing else here. */
-	if (!wqe->wr.ud.ah ||
-	    sv_ud_resolve(qe, to_sv_ah(wqe->wr.ud.ah), &dst, &src, &scope)) {
+	if (!route->resolved) {
 		local_error(qe, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return false;
 	}
@@ -500,8 +498,9 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	if (wqe->send_flags & IBV_SEND_SOLICITED)
 		sv_bth_set_se(b, 1);
-	sv_ipaddr_to_sin6(&dst, sv_links_dport(rqpn), scope, &t->dst);
-	t->src = src;
+	sv_ipaddr_to_sin6(&route->dst, sv_links_dport(rqpn), route->scope,
+			  &t->dst);
+	t->src = route->src;
 	sv_tx_finish(qe, t);
 	psn_sent(qe, 1);
 	wqe->sent = pay;

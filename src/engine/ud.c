@@ -16,33 +16,35 @@
 #include <netinet/ip.h>
 
 #include "core/device.h"
+#include "engine/engine.h"
 #include "engine/eng.h"
 #include "engine/qpe.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
 #include "proto/ip.h"
 
-/* Where an AH points: destination and source IP.  Resolved once per AH
- * (ah->route), at its first use: the scan of the GID table (getifaddrs and
- * an interface lookup per address) costs tens of microseconds, which a
- * cache of the last AH per QP paid again on every change of destination -
- * a datagram server answering two peers in turn paid it per message. */
-int sv_ud_resolve(struct sv_qp_engine *qe, struct sv_ah *ah,
-		  struct sv_ipaddr *dst, struct sv_ipaddr *src, uint32_t *scope)
+/* Where an AH points: destination and source IP, resolved when the AH
+ * is created, as the kernel resolves a RoCE AH once: the scan of the GID
+ * table (getifaddrs and an interface lookup per address) costs tens of
+ * microseconds, which a per-QP cache of the last AH paid again on every
+ * change of destination.  Unresolvable (no route to the destination): the
+ * route stays unresolved and each send through it fails with
+ * IBV_WC_LOC_QP_OP_ERR. */
+void sv_engine_ah_resolve(struct sv_context *ctx, struct sv_ah *ah)
 {
+	struct sv_engine *eng = ctx->engine;
 	struct sv_ah_route *r = &ah->route;
 	struct sv_gid_entry tab[SV_MAX_GIDS];
 	uint8_t sgid = ah->attr.grh.sgid_index;
 	int n;
 
-	if (r->resolved)
-		goto out;
+	memset(r, 0, sizeof(*r));
 	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &r->dst,
 			      NULL);
-	memset(&r->src, 0, sizeof(r->src));
-	r->scope = 0;
 	n = sv_gid_table(tab, SV_MAX_GIDS);
-	SV_STAT(qe->eng, ud_ah_resolved);
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+	SV_STAT(eng, ud_ah_resolved);
+	sv_mutex_unlock(&eng->lock);
 	if (sgid < n) {
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&tab[sgid].addr,
 				      &r->src, NULL);
@@ -56,13 +58,8 @@ int sv_ud_resolve(struct sv_qp_engine *qe, struct sv_ah *ah,
 			r->scope = tab[sgid].ifindex;
 	}
 	if (!r->src.family && sv_udp_route_src(&r->dst, &r->src))
-		return -1;
+		return;
 	r->resolved = true;
-out:
-	*dst = r->dst;
-	*src = r->src;
-	*scope = r->scope;
-	return 0;
 }
 
 void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,

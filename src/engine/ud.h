@@ -8,9 +8,6 @@
 
 #include "engine/qpe.h"
 
-int sv_ud_resolve(struct sv_qp_engine *qe, struct sv_ah *ah,
-		  struct sv_ipaddr *dst, struct sv_ipaddr *src,
-		  uint32_t *scope);
 void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	      const struct sv_flow *flow);
 

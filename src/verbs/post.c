@@ -219,7 +219,7 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 		break;
 	default:
 		if (qp->type == IBV_QPT_UD) {
-			w->wr.ud.ah = wr->wr.ud.ah;
+			w->wr.ud.route = to_sv_ah(wr->wr.ud.ah)->route;
 			w->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 			w->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
 		}

@@ -388,6 +388,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	ah->attr = *attr;
 	sv_gid_to_sockaddr(&attr->grh.dgid, &ah->dest);
 	ah->pd = sv_pd_real(to_sv_pd(pd)); /* a parent domain's PD */
+	sv_engine_ah_resolve(to_sv_ctx(pd->context), ah);
 	sv_pd_get(ah->pd);
 	return &ah->ibv;
 }

@@ -507,6 +507,90 @@ static void states_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* ---- ah_gone: the AH destroyed while sends through it are queued ------ */
+
+/* An HCA copies the address vector into the WQE at post time, so an
+ * application may destroy the AH before its sends leave (mckey does, then
+ * destroys the QP).  A's sends wait in SQD while the AH is destroyed and
+ * another AH takes its memory; back in RTS they must still reach B, byte
+ * for byte.  A second batch waits in SQD while the AH and then the QP are
+ * destroyed: nothing may touch the freed AH (the ASan build sees it). */
+#define GONE_N 8
+
+static void to_state(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a = { .qp_state = st };
+
+	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+}
+
+static void ah_gone_a(int fd)
+{
+	struct ibv_ah *ah, *other;
+	struct ibv_qp *q2;
+	struct hx_ep ep;
+	int i;
+
+	open_ud(&ep, fd, NULL);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	ah = xq_ah(&ep, &ep.peer.gid);
+	hx_sync(fd); /* B posted its receives */
+	to_state(ep.qp, IBV_QPS_SQD);
+	for (i = 0; i < GONE_N; i++) {
+		hx_fill(ep.buf + i * SLOT, 300, 700 + i);
+		HX_CHECK_RC(xq_ud_send(ep.qp, ah, ep.peer.qpn, XQ_QKEY,
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+				       ep.buf + i * SLOT, 300, ep.mr->lkey, 0),
+			    0);
+	}
+	CHECK(ibv_destroy_ah(ah) == 0);
+	other = xq_ah(&ep, &ep.gid); /* likely in the freed AH's memory */
+	HX_EXPECT_NONE(ep.scq, 100); /* SQD: nothing started */
+	to_state(ep.qp, IBV_QPS_RTS);
+	for (i = 0; i < GONE_N; i++)
+		HX_EXPECT(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			  IBV_WC_SEND, 300);
+	hx_sync(fd); /* B has them all */
+	q2 = xq_create(&ep, IBV_QPT_UD, NULL);
+	REQUIRE(xq_ud_rts(q2) == 0);
+	to_state(q2, IBV_QPS_SQD);
+	ah = xq_ah(&ep, &ep.peer.gid);
+	for (i = 0; i < GONE_N; i++)
+		HX_CHECK_RC(xq_ud_send(q2, ah, ep.peer.qpn, XQ_QKEY,
+				       IBV_WR_SEND, 0, 100 + i, ep.buf, 300,
+				       ep.mr->lkey, 0),
+			    0);
+	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK(ibv_destroy_qp(q2) == 0);
+	CHECK(ibv_destroy_ah(other) == 0);
+	hx_sync(fd);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
+static void ah_gone_b(int fd)
+{
+	struct hx_ep ep;
+	int i;
+
+	open_ud(&ep, fd, NULL);
+	for (i = 0; i < GONE_N; i++)
+		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT,
+				     ep.mr->lkey) == 0);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	hx_sync(fd);
+	for (i = 0; i < GONE_N; i++) {
+		if (HX_EXPECT(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			      IBV_WC_RECV, XQ_GRH + 300))
+			HX_CHECK_PATTERN(ep.buf + i * SLOT + XQ_GRH, 300,
+					 700 + i);
+	}
+	hx_sync(fd);
+	hx_sync(fd);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
 /* ---- many_senders: src_qp tells the senders apart --------------------- */
 
 #define NSEND 3
@@ -792,6 +876,7 @@ static const struct hx_case cases[] = {
 	HX_CASE(small_buf, 30),
 	HX_CASE(states, 30),
 	HX_CASE(many_senders, 30),
+	HX_CASE(ah_gone, 30),
 	HX_CASE(srq, 30),
 	HX_CASE(no_wqe, 30),
 	HX_CASE(wr_api, 30),

@@ -8,8 +8,8 @@
  * QP that pinged.
  *
  * Each AH is resolved to IP addresses (a scan of the GID table: getifaddrs
- * and an interface lookup per address, tens of microseconds) once, at its
- * first use, and kept.  A cache of the last AH per QP paid that scan again
+ * and an interface lookup per address, tens of microseconds) once, when it
+ * is created, and kept.  A cache of the last AH per QP paid that scan again
  * whenever the destination changed: for B, on every message.  The
  * counter ud_ah_resolved (SOFTVERBS_STATS at close) counts the scans: at
  * least one (the AHs were used) and at most one per AH - 2 at B, 1 at A
