@@ -23,6 +23,8 @@
 #include "engine/engine.h"
 #include "util/lockorder.h"
 #include "util/log.h"
+#include "verbs/objcheck.h"
+#include "verbs/share.h"
 
 /* CQ tokens are never reused, so a stale event cannot name a new CQ. */
 static _Atomic uint64_t next_cq_token = 1;
@@ -114,8 +116,9 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 {
 	struct sv_context *ctx;
 	struct sv_cq *cq;
+	int err;
 
-	if (!context)
+	if (sv_check_ctx(context, "ibv_create_cq"))
 		return sv_null_errno(EINVAL);
 	ctx = to_sv_ctx(context);
 	if (!cqe_valid(cqe))
@@ -132,11 +135,14 @@ struct sv_cq *sv_cq_new(struct ibv_context *context, int cqe, void *cq_context,
 				  SV_RES_TYPE_CQ, &cq->ring_owner);
 	if (timestamps)
 		cq->ts = calloc(cq->ncqe, sizeof(*cq->ts));
-	if (!cq->ring || (timestamps && !cq->ts)) {
+	err = !cq->ring || (timestamps && !cq->ts) ?
+		      ENOMEM :
+		      sv_share_add(context, SV_SHARE_CQ, cq, &cq->ex.handle);
+	if (err) {
 		sv_queue_free(cq->ring_owner, cq->ring, SV_RES_TYPE_CQ);
 		free(cq->ts);
 		free(cq);
-		return sv_null_errno(ENOMEM);
+		return sv_null_errno(err);
 	}
 	cq->parent = parent;
 	if (parent)
@@ -186,7 +192,7 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct sv_pd *owner;
 	uint32_t used, slots, i;
 
-	if (!ibcq || !cqe_valid(cqe))
+	if (sv_check_cq(ibcq, "ibv_resize_cq") || !cqe_valid(cqe))
 		return EINVAL;
 	cq = to_sv_cq(ibcq);
 	slots = ring_slots(cqe);
@@ -238,13 +244,14 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct sv_cq *cq;
 	uint32_t comp_reported = 0, async_reported;
 
-	if (!ibcq)
+	if (sv_check_cq(ibcq, "ibv_destroy_cq"))
 		return EINVAL;
 	cq = to_sv_cq(ibcq);
 	ctx = cq->ctx;
 	/* IBA 11.2.8.4 (Destroy CQ): fails while a QP is associated. */
 	if (atomic_load(&cq->users))
 		return EBUSY;
+	sv_share_del(ibcq->context, ibcq->handle, cq);
 	/* Off the moderation timer first: it writes to the channel. */
 	sv_cq_mod_forget(cq);
 	if (ibcq->channel) {
@@ -400,7 +407,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
  * 16 bits wide, so any value is in range). */
 int sv_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
 {
-	if (!ibcq || !attr)
+	if (sv_check_cq(ibcq, "ibv_modify_cq") || !attr)
 		return EINVAL;
 	if (attr->attr_mask >= IBV_CQ_ATTR_RESERVED) {
 		sv_warn("ibv_modify_cq: attr_mask 0x%x has bits beyond IBV_CQ_ATTR_MODERATE",

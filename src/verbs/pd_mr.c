@@ -14,6 +14,7 @@
  */
 #include "verbs/verbs.h"
 
+#include "verbs/objcheck.h"
 #include "verbs/share.h"
 
 #include <stdlib.h>
@@ -50,17 +51,19 @@
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct sv_pd *pd;
+	int err;
 
-	if (!context)
+	if (sv_check_ctx(context, "ibv_alloc_pd"))
 		return sv_null_errno(EINVAL);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return sv_null_errno(ENOMEM);
 	pd->ibv.context = context;
 	atomic_init(&pd->users, 0);
-	if (sv_share_add(context, SV_SHARE_PD, pd, &pd->ibv.handle)) {
+	err = sv_share_add(context, SV_SHARE_PD, pd, &pd->ibv.handle);
+	if (err) {
 		free(pd);
-		return sv_null_errno(ENOMEM);
+		return sv_null_errno(err);
 	}
 	return &pd->ibv;
 }
@@ -77,7 +80,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct sv_pd *pd;
 
-	if (!ibpd)
+	if (sv_check_pd(ibpd, "ibv_dealloc_pd"))
 		return EINVAL;
 	pd = to_sv_pd(ibpd);
 	/* IBA 10.6.3.1 (Deallocate PD): fails while any object uses it. */
@@ -192,7 +195,7 @@ static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
 	struct sv_mr *mr;
 	int err;
 
-	if (!ibpd)
+	if (sv_check_pd(ibpd, verb))
 		return sv_null_errno(EINVAL);
 	err = check_access(access);
 	if (!err)
@@ -277,7 +280,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	uint64_t iova;
 	int err;
 
-	if (!ibmr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	if (sv_check_mr(ibmr, "ibv_rereg_mr") ||
+	    (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
 	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
 	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
 		errno = EINVAL;
@@ -287,7 +291,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	new_pd = mr->pd;
 	err = flags ? 0 : EINVAL; /* the kernel refuses an empty change */
 	if (!err && (flags & IBV_REREG_MR_CHANGE_PD)) {
-		if (!ibpd || ibpd->context != ibmr->context)
+		if (sv_check_pd(ibpd, "ibv_rereg_mr") ||
+		    ibpd->context != ibmr->context)
 			err = EINVAL;
 		else
 			new_pd = sv_pd_real(to_sv_pd(ibpd));
@@ -358,7 +363,7 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr;
 
-	if (!ibmr)
+	if (sv_check_mr(ibmr, "ibv_dereg_mr"))
 		return EINVAL;
 	mr = to_sv_mr(ibmr);
 	/* man ibv_alloc_mw: deregistration fails while a window is bound
@@ -395,7 +400,7 @@ SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 {
 	struct sv_pd *real, *pd;
 
-	if (!context)
+	if (sv_check_ctx(context, "ibv_import_pd"))
 		return sv_null_errno(EINVAL);
 	real = sv_share_find(context, SV_SHARE_PD, pd_handle);
 	if (!real) {
@@ -422,7 +427,7 @@ SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
 	struct sv_mr *real, *mr;
 
-	if (!pd)
+	if (sv_check_pd(pd, "ibv_import_mr"))
 		return sv_null_errno(EINVAL);
 	real = sv_share_find(pd->context, SV_SHARE_MR, mr_handle);
 	if (!real) {

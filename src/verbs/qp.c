@@ -27,6 +27,8 @@
 #include "engine/stats.h"
 #include "engine/xrcfwd.h"
 #include "util/lockorder.h"
+#include "verbs/objcheck.h"
+#include "verbs/share.h"
 
 /* ---- the state machine -------------------------------------------------- */
 
@@ -514,7 +516,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	struct sv_qp *qp;
 	int err;
 
-	if (!ibqp || !attr)
+	if (sv_check_qp(ibqp, "ibv_modify_qp") || !attr)
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
 	if (qp->real)
@@ -550,7 +552,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 {
 	struct sv_qp *qp;
 
-	if (!ibqp || !attr || !init_attr)
+	if (sv_check_qp(ibqp, "ibv_query_qp") || !attr || !init_attr)
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
 	if (qp->real)
@@ -686,6 +688,7 @@ static int check_create(struct ibv_pd *pd, const struct ibv_qp_init_attr *ia,
 
 static void qp_free(struct sv_qp *qp)
 {
+	sv_share_del(qp->qpx.qp_base.context, qp->qpx.qp_base.handle, qp);
 	sv_qp_wr_free(qp);
 	pthread_mutex_destroy(&qp->state_lock);
 	pthread_mutex_destroy(&qp->qpx.qp_base.mutex);
@@ -705,7 +708,12 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	bool tgt, ini;
 	int err;
 
-	if (!context || !ia)
+	if (sv_check_ctx(context, "ibv_create_qp") || !ia)
+		return sv_null_errno(EINVAL);
+	if ((pd && sv_check_pd(pd, "ibv_create_qp")) ||
+	    (ia->send_cq && sv_check_cq(ia->send_cq, "ibv_create_qp")) ||
+	    (ia->recv_cq && sv_check_cq(ia->recv_cq, "ibv_create_qp")) ||
+	    (ia->srq && sv_check_srq(ia->srq, "ibv_create_qp")))
 		return sv_null_errno(EINVAL);
 	err = check_create(pd, ia, xrcd != NULL);
 	if (err)
@@ -718,6 +726,12 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	if (!qp)
 		return sv_null_errno(ENOMEM);
 	ibqp = &qp->qpx.qp_base;
+	ibqp->context = context;
+	err = sv_share_add(context, SV_SHARE_QP, qp, &ibqp->handle);
+	if (err) {
+		free(qp);
+		return sv_null_errno(err);
+	}
 	cap = &qp->cap;
 
 	/* Send WQE: header, then either the gather list or inline data;
@@ -754,12 +768,12 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		cap->max_recv_sge = ia->cap.max_recv_sge;
 	}
 	if (err) {
+		sv_share_del(context, ibqp->handle, qp);
 		sv_queue_free(qp->sq.buf_owner, qp->sq.buf, SV_RES_TYPE_QP);
 		free(qp);
 		return sv_null_errno(err);
 	}
 
-	ibqp->context = context;
 	ibqp->qp_context = ia->qp_context;
 	ibqp->pd = tgt ? NULL : pd;
 	ibqp->send_cq = tgt ? NULL : ia->send_cq;
@@ -826,7 +840,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	uint32_t reported;
 	struct sv_qp *qp;
 
-	if (!ibqp)
+	if (sv_check_qp(ibqp, "ibv_destroy_qp"))
 		return EINVAL;
 	qp = to_sv_qp(ibqp);
 	if (qp->real) {

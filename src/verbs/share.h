@@ -13,11 +13,27 @@
 #ifndef SV_VERBS_SHARE_H
 #define SV_VERBS_SHARE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/objects.h"
 
-enum sv_share_kind { SV_SHARE_PD = 1, SV_SHARE_MR, SV_SHARE_DM };
+/* Every object a verb names gets a handle (ibv_pd.handle, ibv_qp.handle...,
+ * the kernel's lookup key): the verbs that go to the kernel in rdma-core
+ * (create on, modify, query, destroy) look the object up by it, as the
+ * kernel does, and refuse one whose handle or context does not name it
+ * (objcheck.h).  Only PDs, MRs and DMs are found by handle for import. */
+enum sv_share_kind {
+	SV_SHARE_PD = 1,
+	SV_SHARE_MR,
+	SV_SHARE_DM,
+	SV_SHARE_CQ,
+	SV_SHARE_QP,
+	SV_SHARE_SRQ,
+	SV_SHARE_AH,
+	SV_SHARE_MW,
+	SV_SHARE_KINDS
+};
 
 /* A new share for ctx with its cmd_fd (0 or errno). */
 int sv_share_new(struct sv_context *ctx);
@@ -28,7 +44,8 @@ int sv_share_join(struct sv_context *ctx, int fd);
 /* Leave ctx's share (at close), closing its cmd_fd. */
 void sv_share_leave(struct sv_context *ctx);
 
-/* A handle for obj in ctx's share (0 or ENOMEM). */
+/* A handle for obj in ctx's share, in O(1) (0, or ENOMEM: no memory, or
+ * the device's limit of that kind is reached, said in a log line). */
 int sv_share_add(struct ibv_context *ctx, enum sv_share_kind kind, void *obj,
 		 uint32_t *handle);
 /* Drop obj's handle (nothing if handle names another object: objects
@@ -37,5 +54,11 @@ void sv_share_del(struct ibv_context *ctx, uint32_t handle, const void *obj);
 /* The object of that kind behind handle in ctx's share, or NULL. */
 void *sv_share_find(struct ibv_context *ctx, enum sv_share_kind kind,
 		    uint32_t handle);
+/* Is ctx an open context whose share has obj, of that kind, at handle?
+ * (ctx is compared with the open contexts before it is followed.) */
+bool sv_share_holds(const struct ibv_context *ctx, enum sv_share_kind kind,
+		    uint32_t handle, const void *obj);
+/* Is ctx an open context of this process? */
+bool sv_share_context_live(const struct ibv_context *ctx);
 
 #endif

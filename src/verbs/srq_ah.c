@@ -21,6 +21,8 @@
 #include "proto/addr.h"
 #include "proto/ip.h"
 #include "util/lockorder.h"
+#include "verbs/objcheck.h"
+#include "verbs/share.h"
 
 /* ---- SRQ ---------------------------------------------------------------- */
 
@@ -47,8 +49,9 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	struct ibv_srq_attr *a;
 	struct sv_srq *srq;
 	uint32_t max_sge;
+	int err;
 
-	if (!pd || !init)
+	if (sv_check_pd(pd, "ibv_create_srq") || !init)
 		return sv_null_errno(EINVAL);
 	a = &init->attr;
 	/* rxe's rules: 1..max_srq_wr WRs, at most max_srq_sge SGEs.  The
@@ -70,9 +73,13 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	srq->rq.buf = sv_queue_alloc(to_sv_pd(pd),
 				     (size_t)srq->rq.size * srq->rq.stride,
 				     SV_RES_TYPE_SRQ, &srq->rq.buf_owner);
-	if (!srq->rq.buf) {
+	err = srq->rq.buf ? sv_share_add(pd->context, SV_SHARE_SRQ, srq,
+					 &srq->ibv.handle) :
+			    ENOMEM;
+	if (err) {
+		sv_queue_free(srq->rq.buf_owner, srq->rq.buf, SV_RES_TYPE_SRQ);
 		free(srq);
-		return sv_null_errno(ENOMEM);
+		return sv_null_errno(err);
 	}
 	srq->ibv.context = pd->context;
 	srq->ibv.srq_context = init->srq_context;
@@ -130,7 +137,8 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	uint32_t max_wr, size = 0;
 	int err = 0;
 
-	if (!ibsrq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+	if (sv_check_srq(ibsrq, "ibv_modify_srq") || !attr ||
+	    (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
 		return EINVAL;
 	srq = to_sv_srq(ibsrq);
 	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
@@ -163,7 +171,7 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct sv_srq *srq;
 
-	if (!ibsrq || !attr)
+	if (sv_check_srq(ibsrq, "ibv_query_srq") || !attr)
 		return EINVAL;
 	srq = to_sv_srq(ibsrq);
 	sv_mutex_lock(&srq->lock, SV_LOCK_SRQ);
@@ -179,7 +187,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct sv_srq *srq;
 	uint32_t reported;
 
-	if (!ibsrq)
+	if (sv_check_srq(ibsrq, "ibv_destroy_srq"))
 		return EINVAL;
 	srq = to_sv_srq(ibsrq);
 	/* man ibv_create_srq: fails while a QP is associated. */
@@ -191,6 +199,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		if (err)
 			return err;
 	}
+	sv_share_del(ibsrq->context, ibsrq->handle, srq);
 	reported = sv_async_purge(srq->ctx, &srq->async_events_reported);
 	sv_mutex_lock(&ibsrq->mutex, SV_LOCK_IBV_EVENTS);
 	while (ibsrq->events_completed != reported)
@@ -375,14 +384,20 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 				       struct ibv_ah_attr *attr)
 {
 	struct sv_ah *ah;
+	int err;
 
-	if (!pd || !attr)
+	if (sv_check_pd(pd, "ibv_create_ah") || !attr)
 		return sv_null_errno(EINVAL);
 	if (sv_ah_attr_check(to_sv_ctx(pd->context), attr, "ibv_create_ah"))
 		return sv_null_errno(EINVAL);
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return sv_null_errno(ENOMEM);
+	err = sv_share_add(pd->context, SV_SHARE_AH, ah, &ah->ibv.handle);
+	if (err) {
+		free(ah);
+		return sv_null_errno(err);
+	}
 	ah->ibv.context = pd->context;
 	ah->ibv.pd = pd;
 	ah->attr = *attr;
@@ -397,9 +412,10 @@ SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct sv_ah *ah;
 
-	if (!ibah)
+	if (sv_check_ah(ibah, "ibv_destroy_ah"))
 		return EINVAL;
 	ah = to_sv_ah(ibah);
+	sv_share_del(ibah->context, ibah->handle, ah);
 	sv_pd_put(ah->pd);
 	free(ah);
 	return 0;

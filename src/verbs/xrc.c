@@ -13,6 +13,8 @@
 
 #include "core/xrc.h"
 #include "engine/xrcfwd.h"
+#include "verbs/objcheck.h"
+#include "verbs/share.h"
 
 struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 			      struct ibv_xrcd_init_attr *attr)
@@ -64,7 +66,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 	struct sv_cq *cq;
 	int err;
 
-	if (!context || !a)
+	if (sv_check_ctx(context, "ibv_create_srq_ex") || !a)
 		return sv_null_errno(EINVAL);
 	if (a->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_RESERVED - 1))
 		return sv_null_errno(EOPNOTSUPP);
@@ -81,7 +83,8 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 		return sv_null_errno(EINVAL);
 	/* An XRC SRQ needs its domain and the CQ its receives complete on. */
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
-	    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
+	    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+	    sv_check_cq(a->cq, "ibv_create_srq_ex") ||
 	    a->cq->context != context)
 		return sv_null_errno(EINVAL);
 
@@ -145,7 +148,7 @@ struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	struct ibv_qp *ibqp;
 	struct sv_qp *qp, *real;
 
-	if (!context || !a)
+	if (sv_check_ctx(context, "ibv_open_qp") || !a)
 		return sv_null_errno(EINVAL);
 	if (a->comp_mask & ~(uint32_t)(IBV_QP_OPEN_ATTR_RESERVED - 1))
 		return sv_null_errno(EOPNOTSUPP);
@@ -162,6 +165,11 @@ struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	}
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = context;
+	if (sv_share_add(context, SV_SHARE_QP, qp, &ibqp->handle)) {
+		sv_xrc_tgt_close(real);
+		free(qp);
+		return sv_null_errno(ENOMEM);
+	}
 	ibqp->qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
 				   a->qp_context :
 				   NULL;
