@@ -152,12 +152,14 @@ static int check_pages(const char *verb, void *addr, size_t length,
 	return EFAULT;
 }
 
-/* Checks shared by reg_mr and rereg_mr's translation change. */
+/* Checks shared by reg_mr and rereg_mr's translation change.  A region of
+ * length 0 is legal, as the kernel pins no page for it (rxe registers
+ * it): only a zero-length access may name it. */
 static int check_range(void *addr, size_t length, uint64_t iova)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (!length || length > SV_MAX_MR_SIZE)
+	if (length > SV_MAX_MR_SIZE)
 		return EINVAL;
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
 		return EINVAL;

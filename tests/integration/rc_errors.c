@@ -7,8 +7,9 @@
  *        responder, IBV_WC_REM_OP_ERR at the requester);
  *   receive buffer too small -> IBV_WC_LOC_LEN_ERR at the responder,
  *     IBV_WC_REM_INV_REQ_ERR at the requester;
- *   bad rkey, out of bounds, MR or QP without the access right
- *     -> IBV_WC_REM_ACCESS_ERR, target memory unchanged;
+ *   bad rkey, out of bounds, MR or QP without the access right, any
+ *     byte of a zero-length MR -> IBV_WC_REM_ACCESS_ERR, target memory
+ *     unchanged (a zero-length access to it succeeds);
  *   misaligned atomic, too many outstanding READs -> IBV_WC_REM_INV_REQ_ERR;
  *   then the QP is in ERR and every other WR, signaled or not, completes
  *   with IBV_WC_WR_FLUSH_ERR; CQ overrun -> IBV_EVENT_CQ_ERR, QP in ERR;
@@ -207,13 +208,15 @@ static void loc_len_b(int fd)
 
 /* ---- remote access ---------------------------------------------------------- */
 
+/* main, no-remote-write, no-remote-read, no-atomic, zero-length */
+#define NKEYS 5
 struct keys {
-	uint64_t addr[4]; /* main, no-remote-write, no-remote-read, no-atomic */
-	uint32_t rkey[4];
-	uint64_t len[4];
+	uint64_t addr[NKEYS];
+	uint32_t rkey[NKEYS];
+	uint64_t len[NKEYS];
 };
 
-enum { K_MAIN, K_NOW, K_NOR, K_NOA };
+enum { K_MAIN, K_NOW, K_NOR, K_NOA, K_ZERO };
 
 struct access_case {
 	const char *what;
@@ -254,6 +257,12 @@ static const struct access_case acc[] = {
 	  0, IBV_WC_REM_ACCESS_ERR },
 	{ "READ beyond the MR end", IBV_WR_RDMA_READ, K_MAIN, 0, 2 * MAIN_LEN,
 	  0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE of 8 bytes into a zero-length MR", IBV_WR_RDMA_WRITE, K_ZERO,
+	  0, 8, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "READ of 1 byte from a zero-length MR", IBV_WR_RDMA_READ, K_ZERO, 0,
+	  1, 0, 0, IBV_WC_REM_ACCESS_ERR },
+	{ "WRITE of 0 bytes to a zero-length MR", IBV_WR_RDMA_WRITE, K_ZERO, 0,
+	  0, 0, 0, IBV_WC_SUCCESS },
 	{ "READ with a bad rkey", IBV_WR_RDMA_READ, K_MAIN, 0, 64, 1, 0,
 	  IBV_WC_REM_ACCESS_ERR },
 	{ "WRITE to a QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, K_MAIN, 0,
@@ -311,7 +320,7 @@ static void rem_access_a(int fd)
 static void rem_access_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
-	struct ibv_mr *now, *nor, *noa;
+	struct ibv_mr *now, *nor, *noa, *zero;
 	struct hx_ep ep;
 	struct keys k;
 
@@ -331,9 +340,13 @@ static void rem_access_b(int fd)
 	noa = ibv_reg_mr(ep.pd, ep.buf + 3 * SUB_LEN + MAIN_LEN, SUB_LEN,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				 IBV_ACCESS_REMOTE_READ);
-	REQUIRE(ep.mr && now && nor && noa);
-	struct ibv_mr *mrs[4] = { ep.mr, now, nor, noa };
-	for (int i = 0; i < 4; i++) {
+	/* A zero-length region (rxe registers one), in the main one. */
+	zero = ibv_reg_mr(ep.pd, ep.buf + 2 * SUB_LEN, 0,
+			  IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+	REQUIRE(ep.mr && now && nor && noa && zero);
+	CHECK_EQ(zero->length, 0);
+	struct ibv_mr *mrs[NKEYS] = { ep.mr, now, nor, noa, zero };
+	for (int i = 0; i < NKEYS; i++) {
 		k.addr[i] = (uintptr_t)mrs[i]->addr;
 		k.rkey[i] = mrs[i]->rkey;
 		k.len[i] = mrs[i]->length;
@@ -350,7 +363,7 @@ static void rem_access_b(int fd)
 		}
 		hx_sync(fd);
 		hx_sync(fd);
-		if (acc[i].want == IBV_WC_SUCCESS) {
+		if (acc[i].want == IBV_WC_SUCCESS && acc[i].len) {
 			/* The allowed WRITE landed exactly at the end... */
 			HX_CHECK_PATTERN(ep.buf + SUB_LEN + MAIN_LEN - 8, 8, 7);
 			hx_fill(ep.buf, total, 900);
@@ -366,6 +379,7 @@ static void rem_access_b(int fd)
 	CHECK_EQ(ibv_dereg_mr(now), 0);
 	CHECK_EQ(ibv_dereg_mr(nor), 0);
 	CHECK_EQ(ibv_dereg_mr(noa), 0);
+	CHECK_EQ(ibv_dereg_mr(zero), 0);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 

@@ -55,7 +55,6 @@ static void test_access_rules(struct ibv_pd *pd, char *buf, size_t len)
 	reg_fails(pd, buf, len,
 		  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, EINVAL,
 		  __LINE__);
-	reg_fails(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE, EINVAL, __LINE__);
 	reg_fails(pd, (void *)(UINTPTR_MAX - 4095), 8192, 0, EINVAL, __LINE__);
 	reg_fails(NULL, buf, len, 0, EINVAL, __LINE__);
 
