@@ -51,6 +51,12 @@ static inline int sv_cm_err(int err)
  * its DREP at once from the peer's progress thread.  TIMEWAIT lasts about
  * 4.096 us * 2^(packet life time + 1), half a second on RoCE. */
 #define SV_CM_REP_TIMEOUT_MS 64000
+/* A connect refused at the TCP level (no listener on the port) is tried
+ * again after 1, 2, 4 ... ms, this many times (511 ms in all), before it
+ * is reported as REJECTED: a server may send its port to the client
+ * before rdma_listen (qperf 0.4.11 does), a window a HCA's address and
+ * route resolution covers and a connect on one host does not. */
+#define SV_CM_REFUSED_RETRIES 9
 #define SV_CM_RTU_TIMEOUT_MS 64000
 #define SV_CM_REQ_WAIT_MS 10000 /* accepted socket must send its REQ */
 #define SV_CM_DREQ_TIMEOUT_MS 5000
@@ -113,6 +119,7 @@ enum sv_cm_timer {
 	SV_TIMER_DREQ, /* DREQ_SENT: no DREP in time */
 	SV_TIMER_DREQ_GRACE, /* DISCONNECTED: report the peer's DREQ */
 	SV_TIMER_TIMEWAIT, /* DISCONNECTED: TIMEWAIT_EXIT due */
+	SV_TIMER_RECONNECT, /* CONNECT: refused, connect() again */
 };
 
 struct sv_cm_channel {
@@ -153,6 +160,7 @@ struct sv_cm_sock {
 	struct sv_cm_id *id; /* owner; NULL: orphan, lingering */
 	struct sv_cm_id *listener; /* accepted, its REQ not yet read */
 	bool connecting; /* nonblocking connect() in progress */
+	bool parked; /* refused, out of epoll until connected again */
 	bool dead; /* EOF or error seen */
 	bool linger; /* orphan: flush, shut down, wait EOF */
 	bool wr_shut;
@@ -229,6 +237,7 @@ struct sv_cm_id {
 	bool mad;
 	bool mad_mra; /* the peer's MRA: no resends, its service time */
 	int mad_retries;
+	int refusals; /* connects refused so far (SV_CM_REFUSED_RETRIES) */
 	uint32_t local_comm, remote_comm;
 	uint64_t tid;
 	struct sockaddr_storage mad_peer;

@@ -16,7 +16,8 @@
  *
  * What the kernel's CM would only learn from timeouts, TCP tells at once:
  * connecting where nobody listens is refused (REJECTED with the IB CM's
- * "invalid service ID" reason, as a RoCE peer's CM answers), and a peer
+ * "invalid service ID" reason, as a RoCE peer's CM answers, once the
+ * retries of SV_CM_REFUSED_RETRIES found nobody either), and a peer
  * that dies closes its sockets (DISCONNECTED, or UNREACHABLE while the
  * connection is being set up).
  */
@@ -671,6 +672,53 @@ void sv_conn_readable(struct sv_cm_sock *s)
 	}
 }
 
+/* A refused connect: true if it is to be tried again (the timer does),
+ * false once SV_CM_REFUSED_RETRIES are spent. */
+static bool retry_refused(struct sv_cm_id *id, struct sv_cm_sock *s)
+{
+	if (id->state != SV_CM_CONNECT || id->refusals >= SV_CM_REFUSED_RETRIES)
+		return false;
+	sv_dbg("cm: connect to port %u refused: again in %u ms (%d of %d)",
+	       sv_cm_port_of(&id->id.route.addr.dst_addr), 1u << id->refusals,
+	       id->refusals + 1, SV_CM_REFUSED_RETRIES);
+	/* Out of the epoll set (a closed TCP socket reports HUP) until
+	 * the timer connects it again. */
+	s->connecting = true;
+	s->parked = true;
+	sv_sock_want(s, 0);
+	sv_cm_timer_set(id, SV_TIMER_RECONNECT, 1u << id->refusals++);
+	return true;
+}
+
+/* connect() (again), nonblocking: 0 or errno. */
+static int start_connect(struct sv_cm_id *id, struct sv_cm_sock *s)
+{
+	struct rdma_cm_id *cmid = &id->id;
+
+	if (s->parked) {
+		/* A refused socket connects again once disconnected
+		 * (AF_UNSPEC); its bound port stays. */
+		struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+		connect(s->fd, &unspec, sizeof(unspec));
+		s->parked = false;
+	}
+	if (connect(s->fd, &cmid->route.addr.dst_addr,
+		    sv_cm_addrlen(&cmid->route.addr.dst_addr)) == 0) {
+		s->connecting = false;
+		sock_tune(s->fd);
+		return sv_sock_kick(s);
+	}
+	/* On loopback the refusal may come back before connect() does. */
+	if (errno == ECONNREFUSED && retry_refused(id, s))
+		return 0;
+	if (errno != EINPROGRESS)
+		return errno;
+	s->connecting = true;
+	sv_sock_want(s, EPOLLIN | EPOLLOUT);
+	return 0;
+}
+
 void sv_conn_writable(struct sv_cm_sock *s)
 {
 	struct sv_cm_id *id = s->id;
@@ -680,6 +728,8 @@ void sv_conn_writable(struct sv_cm_sock *s)
 	/* The nonblocking connect() finished: SO_ERROR says how. */
 	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len))
 		err = errno;
+	if (err == ECONNREFUSED && id && retry_refused(id, s))
+		return;
 	s->connecting = false;
 	if (!err) {
 		sock_tune(s->fd);
@@ -698,6 +748,19 @@ void sv_conn_writable(struct sv_cm_sock *s)
 
 void sv_conn_timer(struct sv_cm_id *id, enum sv_cm_timer t)
 {
+	if (t == SV_TIMER_RECONNECT) {
+		int err;
+
+		if (id->state != SV_CM_CONNECT || !id->sock)
+			return;
+		sv_cm_timer_set(id, SV_TIMER_REP, SV_CM_REP_TIMEOUT_MS);
+		err = start_connect(id, id->sock);
+		if (err) {
+			id->sock->dead = true;
+			connect_failed(id, err);
+		}
+		return;
+	}
 	/* MADs may be lost: the REQ, REP or DREQ waiting for its answer is
 	 * sent again, unless the peer's MRA asked us to wait. */
 	if (id->mad && !id->mad_mra && id->mad_retries < SV_MAD_RETRIES &&
@@ -846,7 +909,7 @@ SV_EXPORT int rdma_connect(struct rdma_cm_id *cmid,
 			   struct rdma_conn_param *param)
 {
 	struct sv_cm_id *id = to_sv_id(cmid);
-	int type, ret, plen;
+	int type, ret, plen, err;
 	struct sv_cm_wire m;
 	struct sv_cm_sock *s;
 
@@ -928,14 +991,10 @@ SV_EXPORT int rdma_connect(struct rdma_cm_id *cmid,
 	s->kind = SV_SOCK_CONN;
 	sv_cm_id_set_state(id, SV_CM_CONNECT);
 	sv_cm_timer_set(id, SV_TIMER_REP, SV_CM_REP_TIMEOUT_MS);
-	if (connect(s->fd, &cmid->route.addr.dst_addr,
-		    sv_cm_addrlen(&cmid->route.addr.dst_addr)) == 0) {
-		sock_tune(s->fd);
-	} else if (errno == EINPROGRESS) {
-		s->connecting = true;
-	} else {
+	err = start_connect(id, s);
+	if (err) {
 		/* Reported as the kernel would: by an event, not the call. */
-		connect_failed(id, errno);
+		connect_failed(id, err);
 		goto out;
 	}
 	if (sv_sock_send(s, &m))

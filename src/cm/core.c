@@ -352,6 +352,10 @@ static void sock_update_events(struct sv_cm_sock *s)
 {
 	uint32_t ev = EPOLLIN;
 
+	if (s->parked) {
+		sv_sock_want(s, 0);
+		return;
+	}
 	if (s->wlen || s->connecting)
 		ev |= EPOLLOUT;
 	sv_sock_want(s, ev);

@@ -444,6 +444,32 @@ cmtime)
 	check "cmtime disconnected" grep -Eq "^disconnect +:" "$tmp/client"
 	check "the cmtime server is still serving" kill -0 "$server_pid"
 	;;
+qperf_cm | qperf_cm_netns)
+	# qperf -cm1: one server child per test, which sends its CM port
+	# before rdma_listen (qperf 0.4.11), four tests in one run; one host
+	# or two namespaces.
+	command -v qperf >/dev/null || { echo "SKIP: qperf not installed"; exit 77; }
+	port=$(free_port)
+	host=127.0.0.1 cli=() srv=()
+	if [ "$case_name" = qperf_cm_netns ]; then
+		netns_pair 239
+		host=10.239.0.2 cli=(ip netns exec "$a") srv=(ip netns exec "$b")
+	fi
+	start server "${srv[@]}" timeout 120 "$sv" run -- qperf -lp "$port"
+	wait_listen "$port" "${b:-}" || { show server; exit 1; }
+	"${cli[@]}" timeout 120 "$sv" run -- qperf -lp "$port" -cm1 "$host" -t 1 \
+		rc_bw rc_lat rc_rdma_read_bw rc_compare_swap_mr >"$tmp/client" 2>&1
+	crc=$?
+	show client 20
+	check "qperf client exit 0" [ "$crc" = 0 ]
+	for t in rc_bw rc_lat rc_rdma_read_bw rc_compare_swap_mr; do
+		check "qperf $t ran" grep -q "^$t:" "$tmp/client"
+	done
+	check "two bandwidths" [ "$(grep -Ec '^ +bw += +[0-9.]+ [KMG]B/sec' "$tmp/client")" = 2 ]
+	check "a latency" grep -Eq '^ +latency += +[0-9.]+ (ns|us|ms)' "$tmp/client"
+	check "a message rate" grep -Eq '^ +msg_rate += +[0-9.]+ [KM]/sec' "$tmp/client"
+	check "no CM error" absent "unexpected event" "$tmp/client"
+	;;
 udaddy_cm)
 	need udaddy
 	private_ports

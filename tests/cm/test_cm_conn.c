@@ -320,6 +320,61 @@ static void refused_a(int unused)
 	rdma_destroy_event_channel(ch);
 }
 
+/* ---- a listener that comes late ------------------------------------------------------------ */
+
+/* The server sends its port before rdma_listen (qperf 0.4.11): B's connect
+ * is made while A's id is bound but not listening, so the kernel refuses
+ * it; A listens only once B's rdma_connect has returned.  The connection
+ * must still be made (the refused connect is tried again), as a HCA's
+ * slower address resolution lets it be. */
+static void listen_late_a(int fd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ct_addr4("127.0.0.1", 0);
+	struct rdma_conn_param cp = { .qp_num = 0x42 };
+	struct rdma_cm_id *ls, *child;
+	struct rdma_cm_event *ev;
+
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &ls, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(ls, (struct sockaddr *)&a) == 0);
+	ct_send_u32(fd, ntohs(rdma_get_src_port(ls)));
+	ct_sync(fd); /* B's rdma_connect returned */
+	REQUIRE(rdma_listen(ls, 8) == 0);
+	ev = CT_EXPECT(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	REQUIRE(ev);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_accept(child, &cp) == 0);
+	CT_EXPECT_ACK(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ct_sync(fd);
+	rdma_destroy_id(child);
+	rdma_destroy_id(ls);
+	rdma_destroy_event_channel(ch);
+}
+
+static void listen_late_b(int fd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .qp_num = 0x43 };
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(ct_resolve(ch, id, ct_recv_u32(fd)) == 0);
+	CHECK(rdma_connect(id, &cp) == 0);
+	ct_sync(fd);
+	ev = CT_EXPECT(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	if (ev) {
+		rdma_ack_cm_event(ev);
+		CHECK(rdma_establish(id) == 0);
+	}
+	ct_sync(fd);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
 /* ---- disconnect by the passive side ------------------------------------------------------ */
 
 static struct rdma_cm_id *accept_one(struct rdma_event_channel *ch,
@@ -1073,6 +1128,7 @@ static const struct ct_case cases[] = {
 	CT_CASE(accept_pdata, 30),
 	CT_CASE(reject, 30),
 	CT_CASE1(refused, 30),
+	CT_CASE(listen_late, 30),
 	CT_CASE(server_disconnects, 30),
 	CT_CASE(both_disconnect, 30),
 	CT_CASE1(client_death, 30),
