@@ -69,7 +69,6 @@ pair() {
 				ip netns exec "$a" ss -Hltn "sport = :$port" | grep -q . || break
 				sleep 0.05
 			done
-			sleep 0.5
 			ip -n "$a" route change 10.231.7.0/24 dev sv0 proto kernel scope link src 10.231.7.11
 			ip -n "$a" route get 10.231.7.2 >"$tmp/route"
 			echo "$((SECONDS - t0))" >"$tmp/route.at"
@@ -103,10 +102,11 @@ said=$(sv_pp_stat src_said "$tmp/said.server")
 echo "said: server src_said $said"
 [ "$said" -ge 2000 ] || { echo "FAIL: said: the server named its source $said times, expected every send (2000 at least)"; fail=1; }
 
-# 300,000 round trips (about 4.5 s here): the route changes half a second
-# after the exchange starts, well inside the run (100,000 took 1.5 s, and
-# one CI run saw the change come after the end: no src_said).
-pair moved 10.231.7.1 300000
+# 100,000 round trips (about 1.5 s on a quiet host, longer under load):
+# the route changes as soon as the exchange starts (the listener is gone),
+# so the run outlasts the change whatever the load; the 60 s timeout is
+# only a safety net.
+pair moved 10.231.7.1 100000
 echo "route after the change: $(cat "$tmp/route" 2>/dev/null)"
 echo "moved: the route changed at $(cat "$tmp/route.at" 2>/dev/null) s, the server ended at $(cat "$tmp/moved.end") s (from the pair's start)"
 grep -q "src 10.231.7.11" "$tmp/route" 2>/dev/null || { echo "FAIL: moved: the route did not change (the run ended first?)"; fail=1; }
