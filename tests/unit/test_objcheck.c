@@ -6,13 +6,18 @@
  * object of its kind, or whose context pointer is another open context,
  * every destroy, create-on, modify and query verb fails with EINVAL and
  * leaves the object alone: restored, it works and is destroyed once.
+ * Random handles and random context pointers (fuzz) are refused the same
+ * way by the exported destroy verbs, which never follow a context pointer
+ * that is not an open context.
  * Then the device limits hold at the value ibv_query_device advertises
  * (max_cq, max_srq: one more is ENOMEM, and one freed makes room), and
  * handles freed are handed out again.
  */
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "ctx.h"
@@ -216,6 +221,67 @@ static void test_qp(void)
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 }
 
+/* A field set to random values, FUZZ_N times: destroy refuses each. */
+#define FUZZ_N 2000
+#define FUZZED(obj, fn)                                                     \
+	do {                                                                \
+		uint32_t h_ = (obj)->handle;                                \
+		struct ibv_context *c_ = (obj)->context;                    \
+		int bad_ = 0;                                               \
+                                                                            \
+		for (int i_ = 0; i_ < FUZZ_N; i_++) {                       \
+			(obj)->handle = (uint32_t)random();                 \
+			if ((obj)->handle != h_ && (fn) != EINVAL)          \
+				bad_++;                                     \
+		}                                                           \
+		(obj)->handle = h_;                                         \
+		for (int i_ = 0; i_ < FUZZ_N; i_++) {                       \
+			(obj)->context =                                    \
+				(struct ibv_context                         \
+					 *)(uintptr_t)((uint64_t)random()   \
+							       << 24 ^      \
+						       (uint64_t)random()); \
+			if ((fn) != EINVAL)                                 \
+				bad_++;                                     \
+		}                                                           \
+		(obj)->context = c_;                                        \
+		CHECK_EQ(bad_, 0);                                          \
+	} while (0)
+
+static void test_fuzz(void)
+{
+	struct ibv_qp_init_attr qa = qp_attr(cq, NULL);
+	struct ibv_pd *p = ibv_alloc_pd(ctx);
+	struct ibv_cq *c = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), 0);
+	struct ibv_srq *srq = new_srq(pd);
+	struct ibv_ah *ah = new_ah(pd);
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	int null = open("/dev/null", O_WRONLY), saved;
+
+	REQUIRE(p && c && mr && srq && ah && qp);
+	/* 24,000 refusals, each with its warning: not into the test log. */
+	fflush(stderr);
+	saved = dup(2);
+	REQUIRE(saved >= 0 && null >= 0 && dup2(null, 2) == 2);
+	srandom(7);
+	FUZZED(p, ibv_dealloc_pd(p));
+	FUZZED(c, ibv_destroy_cq(c));
+	FUZZED(mr, ibv_dereg_mr(mr));
+	FUZZED(srq, ibv_destroy_srq(srq));
+	FUZZED(ah, ibv_destroy_ah(ah));
+	FUZZED(qp, ibv_destroy_qp(qp));
+	dup2(saved, 2);
+	close(saved);
+	close(null);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_destroy_cq(c), 0);
+	CHECK_EQ(ibv_dealloc_pd(p), 0);
+}
+
 /* ibv_query_device's max_cq CQs can be made, not one more; one destroyed
  * makes room again. */
 static void test_limit_cq(void)
@@ -320,6 +386,7 @@ int main(void)
 	test_srq();
 	test_ah();
 	test_qp();
+	test_fuzz();
 	test_limit_cq();
 	test_limit_srq();
 	test_handle_reuse();
