@@ -50,9 +50,12 @@ static struct key_table ltab, rtab, wtab;
  */
 static struct sv_readlock tab_lock;
 
+static void key_pool_forget(void);
+
 __attribute__((constructor)) static void keys_init(void)
 {
 	sv_readlock_init(&tab_lock);
+	pthread_atfork(NULL, NULL, key_pool_forget);
 }
 
 /* Wakes unpublish when the last reference of an invalid MR goes. */
@@ -146,16 +149,33 @@ static void tab_del(struct key_table *t, struct key_slot *s)
 
 /* A random key, not 0, unique in t, with the bits of `clear` clear and
  * those of `set` set. */
+/* Random bits for keys, drawn 64 keys at a time (a getrandom call per key
+ * was a tenth of a registration); used under tab_lock, written.  A forked
+ * child draws its own: it must not repeat its parent's next keys. */
+static uint32_t key_pool[64];
+static unsigned int key_pool_left;
+
+static void key_pool_forget(void)
+{
+	key_pool_left = 0;
+}
+
 static int fresh_key(const struct key_table *t, uint32_t clear, uint32_t set,
 		     uint32_t *key)
 {
+	unsigned int left = key_pool_left;
 	uint32_t k;
 
 	do {
-		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
-			return errno ? errno : EIO;
-		k = (k & ~clear) | set;
+		if (!left) {
+			if (getrandom(key_pool, sizeof(key_pool), 0) !=
+			    sizeof(key_pool))
+				return errno ? errno : EIO;
+			left = sizeof(key_pool) / sizeof(key_pool[0]);
+		}
+		k = (key_pool[--left] & ~clear) | set;
 	} while (!k || tab_find(t, k));
+	key_pool_left = left;
 	*key = k;
 	return 0;
 }

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,33 @@ static bool check_query(int fd, uintptr_t at, uintptr_t end, bool write,
 	return true;
 }
 
+/* The maps file the queries use, opened once per process: an open costs
+ * more than the query (a path walk), and registrations come by the
+ * thousand.  A forked child opens its own (the parent's describes the
+ * parent's mappings); the queries keep no position, so threads share it. */
+static pthread_mutex_t query_lock = PTHREAD_MUTEX_INITIALIZER;
+static int query_fd = -1;
+static pid_t query_pid;
+
+static int query_file(void)
+{
+	pid_t me = getpid();
+	int fd;
+
+	pthread_mutex_lock(&query_lock);
+	if (query_fd >= 0 && query_pid != me) {
+		close(query_fd);
+		query_fd = -1;
+	}
+	if (query_fd < 0) {
+		query_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		query_pid = me;
+	}
+	fd = query_fd;
+	pthread_mutex_unlock(&query_lock);
+	return fd;
+}
+
 static enum sv_pages_fault check(const void *addr, size_t len, bool write,
 				 uintptr_t *bad_p, bool text_only)
 {
@@ -198,11 +226,16 @@ static enum sv_pages_fault check(const void *addr, size_t len, bool write,
 	enum sv_pages_fault f;
 	int fd;
 
+	if (!text_only && !atomic_load(&no_query)) {
+		fd = query_file();
+		if (fd >= 0 && check_query(fd, at, end, write, &f, bad_p))
+			return f;
+	}
+	/* The text is read from the start: a file of this call's own. */
 	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return check_mincore(at, end, page, bad_p);
-	if (text_only || !check_query(fd, at, end, write, &f, bad_p))
-		f = check_text(fd, at, end, write, bad_p);
+	f = check_text(fd, at, end, write, bad_p);
 	close(fd);
 	return f;
 }

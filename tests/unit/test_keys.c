@@ -6,6 +6,7 @@
 #include "core/keys.c"
 
 #include <pthread.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,11 +178,47 @@ static void test_many(void)
 	CHECK_EQ(rtab.used, 0);
 }
 
+/* Keys come from a pool of random bits: a forked child must not draw
+ * what its parent draws next (a peer who saw one's keys would know the
+ * other's).  Parent and child each publish one MR after the fork. */
+static void test_fork_keys(void)
+{
+	struct sv_mr before, mine;
+	struct sv_pd pd;
+	uint32_t theirs[2];
+	char buf[8];
+	int p[2], st;
+	pid_t pid;
+
+	mr_init(&before, &pd, buf, 0, sizeof(buf), 0);
+	REQUIRE(sv_mr_publish(&before) == 0); /* the pool is filled */
+	REQUIRE(pipe(p) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	mr_init(&mine, &pd, buf, 0, sizeof(buf), 0);
+	REQUIRE(sv_mr_publish(&mine) == 0);
+	if (pid == 0) {
+		uint32_t k[2] = { mine.ibv.lkey, mine.ibv.rkey };
+
+		_exit(write(p[1], k, sizeof(k)) == sizeof(k) ? 0 : 1);
+	}
+	REQUIRE(read(p[0], theirs, sizeof(theirs)) == sizeof(theirs));
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(theirs[0] != mine.ibv.lkey);
+	CHECK(theirs[1] != mine.ibv.rkey);
+	sv_mr_unpublish(&mine);
+	sv_mr_unpublish(&before);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	test_check();
 	test_lookup();
 	test_drain();
 	test_many();
+	test_fork_keys();
 	return check_done();
 }
