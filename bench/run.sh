@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
 # Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu,
-# setup_cost, udp_floor, and with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/,
+# setup_cost, udp_floor, objects, and with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/,
 # then runs bench/bench.py, which runs perftest through softverbs and every
 # anchor and writes bench/results/, and bench/netns.py, softverbs' UDP path
 # between two network namespaces against iperf3 and sockperf on the same
@@ -23,11 +23,11 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 mkdir -p "$build/bench"
-for prog in memcpy_bw pvm_bw idle_cpu setup_cost udp_floor; do
+for prog in memcpy_bw pvm_bw idle_cpu setup_cost udp_floor objects; do
 	# idle_cpu and setup_cost are verbs programs: rdma-core's headers,
 	# linked against our library (they run through `softverbs run` anyway).
 	libs=""
-	case $prog in idle_cpu | setup_cost) libs="-L$build/lib -libverbs" ;; esac
+	case $prog in idle_cpu | setup_cost | objects) libs="-L$build/lib -libverbs" ;; esac
 	if [ ! -x "$build/bench/$prog" ] || [ "$here/$prog.c" -nt "$build/bench/$prog" ]; then
 		# shellcheck disable=SC2086
 		${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$build/bench/$prog" "$here/$prog.c" $libs
@@ -56,4 +56,29 @@ if [ "$netns" != only ]; then
 fi
 if [ "$netns" != 0 ]; then
 	python3 "$here/netns.py" "$build"
+fi
+
+# What a million PDs and a million MRs cost to make and destroy, against
+# a system call in the same run (bench/objects.c, issue #39):
+# bench/results/objects.md.  BENCH_ONLY runs it only when it names
+# "objects"; BENCH_QUICK makes 100,000 of each.
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",$BENCH_ONLY," == *,objects,* ]]; then
+	n=1000000
+	[ -n "${BENCH_QUICK:-}" ] && n=100000
+	line=$("$build/bin/softverbs" run -- "$build/bench/objects" "$n")
+	out=$here/results/objects.md
+	[ -n "${BENCH_QUICK:-}" ] && out=$here/results/quick/objects.md
+	mkdir -p "$(dirname "$out")"
+	{
+		echo "# Making and destroying verbs objects ($(date -u +%Y-%m-%d))"
+		echo
+		echo "One process, one context (bench/objects.c): N PDs allocated then"
+		echo "deallocated, N MRs of 4 KiB registered then deregistered; the anchor is"
+		echo "one getppid() system call, measured in the same run."
+		echo
+		echo '```'
+		echo "$line"
+		echo '```'
+	} >"$out"
+	echo "objects: $line"
 fi
