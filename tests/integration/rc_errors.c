@@ -106,13 +106,25 @@ static void loc_prot_a(int fd)
 	CHECK_EQ(ibv_dereg_mr(nolw), 0);
 	hx_sync(fd);
 
-	/* 5. The responder's receive WQE has the bad lkey. */
+	/* 5. WRITE with a bad lkey and a bad rkey: the local error, as the
+	 * gather comes before the request leaves (docs/conformance.md). */
 	renew(&ep);
 	hx_sync(fd);
-	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 5, ep.buf,
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 5,
+				 ep.buf, 64, badkey, ep.peer.addr,
+				 ep.peer.rkey ^ 0x00ffff00, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 5, IBV_WC_LOC_PROT_ERR, -1, -1);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
+	hx_sync(fd);
+
+	/* 6. The responder's receive WQE has the bad lkey. */
+	renew(&ep);
+	hx_sync(fd);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 6, ep.buf,
 				 64, ep.mr->lkey, 0, 0, 0),
 		    0);
-	HX_EXPECT(ep.scq, NULL, 5, IBV_WC_REM_OP_ERR, -1, -1);
+	HX_EXPECT(ep.scq, NULL, 6, IBV_WC_REM_OP_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
@@ -126,7 +138,7 @@ static void loc_prot_b(int fd)
 	o.recv_cqe = 64;
 	pair(&ep, fd, &o);
 	hx_fill(ep.buf, 4096, 2);
-	for (int round = 1; round <= 4; round++) {
+	for (int round = 1; round <= 5; round++) {
 		if (round > 1)
 			renew(&ep);
 		HX_CHECK_RC(hx_post_recv(&ep, 100 + round, ep.buf + 8192, 4096,
@@ -140,12 +152,12 @@ static void loc_prot_b(int fd)
 		HX_CHECK_PATTERN(ep.buf, 4096, 2);
 	}
 	renew(&ep);
-	HX_CHECK_RC(hx_post_recv(&ep, 105, ep.buf + 8192, 4096,
+	HX_CHECK_RC(hx_post_recv(&ep, 106, ep.buf + 8192, 4096,
 				 ep.mr->lkey ^ 0x00ffff00),
 		    0);
 	hx_sync(fd);
 	hx_sync(fd);
-	HX_EXPECT(ep.rcq, NULL, 105, IBV_WC_LOC_PROT_ERR, -1, -1);
+	HX_EXPECT(ep.rcq, NULL, 106, IBV_WC_LOC_PROT_ERR, -1, -1);
 	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
