@@ -729,7 +729,10 @@ udpong)
 	port=$(free_port)
 	# The server answers until killed; bind it where the client sends.
 	start server timeout 120 "$sv" run -- stdbuf -oL udpong -p "$port" -b 127.0.0.1
-	sleep 0.5
+	for _ in $(seq 1 100); do # its UDP port is bound (5 s)
+		ss -Hlun "sport = :$port" | grep -q . && break
+		sleep 0.05
+	done
 	# Blocking (-T b) and rpoll (-T a) runs; the nonblocking default
 	# only briefly: its server spins, and on a 2-core machine that starves
 	# the progress threads and stretches each round trip towards
