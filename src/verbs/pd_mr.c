@@ -149,12 +149,14 @@ static int check_pages(const char *verb, void *addr, size_t length,
 	return EFAULT;
 }
 
-/* Checks shared by reg_mr and rereg_mr's translation change. */
+/* Checks shared by reg_mr and rereg_mr's translation change.  A zero
+ * length is a region as the kernel makes it (ib_umem_get pins no page;
+ * rxe and the HCAs accept it): only zero-length transfers fit in it. */
 static int check_range(void *addr, size_t length, uint64_t iova)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (!length || length > SV_MAX_MR_SIZE)
+	if (length > SV_MAX_MR_SIZE)
 		return EINVAL;
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
 		return EINVAL;

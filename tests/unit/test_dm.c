@@ -128,6 +128,21 @@ int main(int argc, char **argv)
 	CHECK(ibv_reg_dm_mr(pd, dm, max - 1000 - 8, 16,
 			    IBV_ACCESS_ZERO_BASED) == NULL);
 	CHECK_EQ(errno, EINVAL);
+	/* A zero length anywhere inside, as the kernel allows (rdma-core's
+	 * test_create_dm_mr registers 0 bytes of a 4-byte allocation). */
+	errno = 0;
+	CHECK(ibv_reg_dm_mr(pd, dm, max - 1000 + 4, 0, IBV_ACCESS_ZERO_BASED) ==
+	      NULL);
+	CHECK_EQ(errno, EINVAL);
+	mr = ibv_reg_dm_mr(pd, dm, 0, 0,
+			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	CHECK_EQ(mr->length, 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_dm_mr(pd, dm, 4096, 0, IBV_ACCESS_ZERO_BASED);
+	REQUIRE(mr);
+	CHECK(mr->addr == (void *)4096);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	mr = ibv_reg_dm_mr(pd, dm, 8192, 4096,
 			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
 				   IBV_ACCESS_REMOTE_WRITE |
