@@ -235,7 +235,7 @@ struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
 		return sv_null_errno(EINVAL);
 	}
 	/* Zero-based: address 0 of the MR is dm_offset of the memory. */
-	mr = ibv_reg_mr_iova2(pd, dm->base + dm_offset, length, 0, access);
+	mr = sv_reg_dm_range(pd, dm->base + dm_offset, length, access);
 	if (!mr)
 		return NULL;
 	to_sv_mr(mr)->dm = dm;

@@ -139,9 +139,16 @@ int main(int argc, char **argv)
 	REQUIRE(mr);
 	CHECK_EQ(mr->length, 0);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
-	mr = ibv_reg_dm_mr(pd, dm, 4096, 0, IBV_ACCESS_ZERO_BASED);
+	/* At the end, and at an offset inside a page: device memory has no
+	 * pages (mlx5 registers any offset). */
+	mr = ibv_reg_dm_mr(pd, dm, max - 1000, 0, IBV_ACCESS_ZERO_BASED);
 	REQUIRE(mr);
-	CHECK(mr->addr == (void *)4096);
+	CHECK(mr->addr == (void *)(uintptr_t)(max - 1000));
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_dm_mr(pd, dm, 100, 8, IBV_ACCESS_ZERO_BASED);
+	REQUIRE(mr);
+	CHECK(mr->addr == (void *)100);
+	CHECK_EQ(mr->length, 8);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	mr = ibv_reg_dm_mr(pd, dm, 8192, 4096,
 			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
