@@ -17,7 +17,9 @@
 # use it too).  Made from nothing (debootstrap, installed with apt-get if
 # missing, and the packages below) it takes minutes and about 1.7 GB.
 #
-# SV_DISTRO_LABELS: the ctest label regex for `test` (default unit|abi).
+# SV_DISTRO_LABELS: the ctest label regex for `test` (default
+# unit|abi|pyverbs_suite: the last is rdma-core's whole pyverbs suite of
+# that release, run by the tree built there, about a minute each).
 # SV_DISTRO_MIRROR: the Debian mirror (default http://deb.debian.org/debian).
 #
 # `test` prints, per suite, the compiler, the rdma-core release and ctest's
@@ -26,7 +28,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mirror=${SV_DISTRO_MIRROR:-http://deb.debian.org/debian}
-labels=${SV_DISTRO_LABELS:-unit|abi}
+labels=${SV_DISTRO_LABELS:-unit|abi|pyverbs_suite}
 
 # The build and test tools, and the release's own RDMA programs and
 # middleware (ibverbs-utils, rdmacm-utils, perftest, pyverbs, UCX,
@@ -121,6 +123,13 @@ ready() {
 		[ -e "$d/usr/bin/ibv_devinfo" ] && mountpoint -q "$d/proc"
 }
 
+# pyverbs_summary LOG: what tests/stack/pyverbs_suite.sh printed in a
+# ctest log (the release, the counts, the skips, the known test bugs).
+pyverbs_summary() {
+	[ -f "$1" ] || return 0
+	grep -E '^(rdma-core [0-9][^ ]*, Python|rdma-core pyverbs suite:|  skipped +[0-9]+:|  known |    \(a test bug)' "$1" || true
+}
+
 # run_suite SUITE: build the tree in the chroot and run the labels there.
 run_suite() {
 	local s=$1 d mnt build log rc summary cc rc_ver
@@ -159,6 +168,10 @@ run_suite() {
 			"$log" | tail -n 80
 		summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)
 		say "$s: ${summary:-no ctest summary} (exit $rc)"
+		# rdma-core's pyverbs suite of the release: its counts and
+		# each skip's reason (ctest keeps the output of every test).
+		pyverbs_summary "$root/$build/Testing/Temporary/LastTest.log" |
+			sed "s/^/distro: $s: /"
 	fi
 	rm -f "$log"
 	umount "$d$mnt" && rmdir "$d$mnt"

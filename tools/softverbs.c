@@ -5,6 +5,8 @@
  *   softverbs run [--no-sysfs] [--] CMD [ARGS...]
  *                                      run an unmodified RDMA program on softverbs
  *   softverbs devices                  list devices, ports and GIDs
+ *   softverbs rdma ARGS                `rdma link` and `rdma dev` (rdmatool.c),
+ *                                      as the rdma that `run` puts on PATH
  *   softverbs setup [--undo]           the device's /dev and /sys files, for good
  *   softverbs stats [--all] [-v | --json | --watch [S] [--count N] | --clean] [PID]
  *                                      live counters of running (and killed)
@@ -39,6 +41,7 @@
 #include "link/shm.h"
 #include "middleware.h"
 #include "presence.h"
+#include "rdmatool.h"
 #include "stats.h"
 #include "sv_version.h"
 #include "util/env.h"
@@ -69,6 +72,9 @@ static void usage(FILE *f)
 		"                          softverbs0; for mpirun, mpiexec* and ucx_* one line\n"
 		"                          says which were set)\n"
 		"  devices                 list devices, ports (state, MTU, link layer) and GIDs\n"
+		"  rdma link|dev [show] [DEV[/PORT]] [-j] [-p] [-d]\n"
+		"                          iproute2's rdma link and dev for softverbs0: run puts\n"
+		"                          an rdma that answers them first on PATH\n"
 		"  setup                   (root) the same files in the current mount namespace,\n"
 		"                          for every program: tmpfs mounts on /dev/infiniband and\n"
 		"                          /sys/class; again: refresh (GIDs are a snapshot)\n"
@@ -133,6 +139,38 @@ static int find_libdir(char *out, size_t len)
 	return 0;
 }
 
+/* The directory `run` puts first on PATH: <dir of this executable>/
+ * ../libexec/softverbs, whose rdma is this command (rdmatool.c).  Absent
+ * (a copy of the binary alone): 0 and an empty string. */
+static void find_tooldir(char *out, size_t len)
+{
+	char exe[PATH_MAX], dir[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	out[0] = '\0';
+	if (n < 0)
+		return;
+	exe[n] = '\0';
+	snprintf(dir, sizeof(dir), "%s/../libexec/softverbs", dirname(exe));
+	if (!realpath(dir, out) || strlen(out) >= len)
+		out[0] = '\0';
+}
+
+/* PATH with DIR first (the user's entries after it). */
+static int path_prepend(const char *dir)
+{
+	const char *old = getenv("PATH");
+	char *val;
+	int ret;
+
+	if (asprintf(&val, "%s%s%s", dir, old && *old ? ":" : "",
+		     old ? old : "") < 0)
+		return -1;
+	ret = setenv("PATH", val, 1);
+	free(val);
+	return ret;
+}
+
 #ifdef SV_SANITIZER_BUILD
 struct san_list {
 	char buf[4 * PATH_MAX];
@@ -191,7 +229,7 @@ static int preload_sanitizers(void)
 
 static int cmd_run(int argc, char **argv)
 {
-	char libdir[PATH_MAX];
+	char libdir[PATH_MAX], tooldir[PATH_MAX];
 	const char *old;
 	char *val;
 	bool sysfs = true;
@@ -226,6 +264,12 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	free(val);
+	/* `rdma link` and `rdma dev` answered for softverbs0 (rdmatool.c). */
+	find_tooldir(tooldir, sizeof(tooldir));
+	if (tooldir[0] && path_prepend(tooldir)) {
+		fprintf(stderr, "%s: setenv: %s\n", prog, strerror(errno));
+		return 1;
+	}
 	if (preload_sanitizers())
 		return 1;
 	/* Last before exec: a user namespace wants a single thread, and the
@@ -481,6 +525,9 @@ int main(int argc, char **argv)
 {
 	const char *cmd;
 
+	/* Called as rdma: the symlink `run` puts first on PATH. */
+	if (argc >= 1 && !strcmp(basename(argv[0]), "rdma"))
+		return sv_cmd_rdma("rdma", argc, argv);
 	if (argc < 2) {
 		short_usage();
 		return EXIT_USAGE;
@@ -492,6 +539,8 @@ int main(int argc, char **argv)
 		return cmd_devices(argc - 2, argv + 2);
 	if (!strcmp(cmd, "setup"))
 		return cmd_setup(argc - 2, argv + 2);
+	if (!strcmp(cmd, "rdma"))
+		return sv_cmd_rdma("softverbs rdma", argc - 1, argv + 1);
 	if (!strcmp(cmd, "stats"))
 		return sv_cmd_stats(prog, argc - 2, argv + 2);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

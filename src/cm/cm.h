@@ -82,7 +82,12 @@ static inline int sv_cm_err(int err)
 
 /* Connection parameters the CM hands to the QP (rdma_init_qp_attr). */
 #define SV_CM_DEFAULT_ACK_TIMEOUT 17 /* 4.096 us * 2^17 = 0.5 s */
-#define SV_CM_MIN_RNR_TIMER 12 /* RNR NAK timer encoding 12: 0.64 ms */
+/* The kernel CM's (cm_init_qp_rtr_attr): encoding 0, the longest RNR NAK
+ * timer, 655.36 ms.  A receiver that posts its WQE a little after the
+ * peer's SEND arrives (rdma-core's test_rdmacm_async_traffic_external_qp
+ * replies before its peer reposts) is then retried in time: with a short
+ * timer, rnr_retry 5 runs out within milliseconds on a loaded host. */
+#define SV_CM_MIN_RNR_TIMER 0
 #define SV_CM_HOP_LIMIT 64
 
 /* IB CM REJ reasons and SIDR_REP statuses (IBA chapter 12). */

@@ -205,6 +205,10 @@ static void rx_open(struct sv_qp_engine *qe)
 		sv_shm_chan_slots(qe->sock->ring.hdr, sv_qpn_slot(qe->qpn));
 	qe->chan.rx.gen = gen;
 	qe->chan.rx.head = 0;
+	/* Acknowledged up to the new head: a channel reopened (its QP reset
+	 * and connected again) acknowledges its first message, whatever the
+	 * last one before acknowledged. */
+	qe->chan.rx_acked = 0;
 	/* Open last: a producer reads open (acquire), then the rest. */
 	atomic_store_explicit(&ch->open, 1, memory_order_release);
 }

@@ -227,14 +227,15 @@ struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
 		sv_warn("ibv_reg_dm_mr: device memory MRs are zero-based (IBV_ACCESS_ZERO_BASED)");
 		return sv_null_errno(EINVAL);
 	}
-	if (!length || dm_offset > dm->length ||
-	    length > dm->length - dm_offset) {
+	/* The kernel's bounds (UVERBS_METHOD_DM_MR_REG): a zero length
+	 * anywhere inside the allocation is a region too. */
+	if (dm_offset > dm->length || length > dm->length - dm_offset) {
 		sv_warn("ibv_reg_dm_mr: offset %llu length %zu outside the %zu bytes allocated",
 			(unsigned long long)dm_offset, length, dm->length);
 		return sv_null_errno(EINVAL);
 	}
 	/* Zero-based: address 0 of the MR is dm_offset of the memory. */
-	mr = ibv_reg_mr_iova2(pd, dm->base + dm_offset, length, 0, access);
+	mr = sv_reg_dm_range(pd, dm->base + dm_offset, length, access);
 	if (!mr)
 		return NULL;
 	to_sv_mr(mr)->dm = dm;

@@ -152,10 +152,10 @@ static int check_pages(const char *verb, void *addr, size_t length,
 	return EFAULT;
 }
 
-/* Checks shared by reg_mr and rereg_mr's translation change.  A region of
- * length 0 is legal, as the kernel pins no page for it (rxe registers
- * it): only a zero-length access may name it. */
-static int check_range(void *addr, size_t length, uint64_t iova)
+/* Checks shared by reg_mr and rereg_mr's translation change.  A zero
+ * length is a region as the kernel makes it (ib_umem_get pins no page;
+ * rxe and the HCAs accept it): only zero-length transfers fit in it. */
+static int check_range(void *addr, size_t length, uint64_t iova, bool dm)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
@@ -163,8 +163,10 @@ static int check_range(void *addr, size_t length, uint64_t iova)
 		return EINVAL;
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
 		return EINVAL;
-	/* As the kernel: the iova keeps the page offset of the address. */
-	if (((uintptr_t)addr & (page - 1)) != (iova & (page - 1)))
+	/* As the kernel: the iova keeps the page offset of the address
+	 * (ib_umem); device memory has no pages, and a DM MR may start at
+	 * any offset of it (UVERBS_METHOD_DM_MR_REG bounds it only). */
+	if (!dm && ((uintptr_t)addr & (page - 1)) != (iova & (page - 1)))
 		return EINVAL;
 	if (iova + length < iova)
 		return EINVAL;
@@ -174,11 +176,11 @@ static int check_range(void *addr, size_t length, uint64_t iova)
 /* The translation of a registration: the range given, or for an
  * implicit on-demand one everything, addressed by virtual address. */
 static int check_translation(void *addr, size_t length, uint64_t iova,
-			     unsigned int access)
+			     unsigned int access, bool dm)
 {
 	if (implicit_odp(addr, length, access))
 		return iova ? EINVAL : 0;
-	return check_range(addr, length, iova);
+	return check_range(addr, length, iova, dm);
 }
 
 static void set_translation(struct sv_mr *mr, void *addr, size_t length,
@@ -192,7 +194,8 @@ static void set_translation(struct sv_mr *mr, void *addr, size_t length,
 }
 
 static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
-			     size_t length, uint64_t iova, unsigned int access)
+			     size_t length, uint64_t iova, unsigned int access,
+			     bool dm)
 {
 	struct sv_mr *mr;
 	int err;
@@ -201,7 +204,7 @@ static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
 		return sv_null_errno(EINVAL);
 	err = check_access(access);
 	if (!err)
-		err = check_translation(addr, length, iova, access);
+		err = check_translation(addr, length, iova, access, dm);
 	/* On demand: nothing is pinned, pages are faulted in when used. */
 	if (!err && !(access & IBV_ACCESS_ON_DEMAND))
 		err = check_pages(verb, addr, length, access);
@@ -249,7 +252,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
 				    size_t length, int access)
 {
 	return reg_mr("ibv_reg_mr", pd, addr, length, (uintptr_t)addr,
-		      (unsigned int)access);
+		      (unsigned int)access, false);
 }
 
 #undef ibv_reg_mr_iova
@@ -258,14 +261,21 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
 					 int access)
 {
 	return reg_mr("ibv_reg_mr_iova", pd, addr, length, iova,
-		      (unsigned int)access);
+		      (unsigned int)access, false);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 					  size_t length, uint64_t iova,
 					  unsigned int access)
 {
-	return reg_mr("ibv_reg_mr_iova2", pd, addr, length, iova, access);
+	return reg_mr("ibv_reg_mr_iova2", pd, addr, length, iova, access,
+		      false);
+}
+
+struct ibv_mr *sv_reg_dm_range(struct ibv_pd *pd, void *addr, size_t length,
+			       unsigned int access)
+{
+	return reg_mr("ibv_reg_dm_mr", pd, addr, length, 0, access, true);
 }
 
 /* Conceptually dereg + reg (man ibv_rereg_mr), but like rxe and mlx5
@@ -308,7 +318,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	iova = (uintptr_t)addr;
 	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
 		err = check_translation(addr, length, iova,
-					mr->odp ? IBV_ACCESS_ON_DEMAND : 0);
+					mr->odp ? IBV_ACCESS_ON_DEMAND : 0,
+					false);
 	/* The kernel pins again what a new translation or new rights
 	 * need: the resulting range against the resulting rights (an
 	 * on-demand region pins nothing). */

@@ -65,9 +65,17 @@ int sv_dealloc_td(struct ibv_td *ibtd)
 
 /* ---- parent domains ---------------------------------------------------- */
 
+/* IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC (rdma-core 65's
+ * verbs.h; older headers lack the name): the application allows shared
+ * memory for buffers on a device that reports IBV_DEVICE_CC_DMA_BOUNCE.
+ * softverbs0 never reports it, and as mlx5 does on such a device the
+ * parent domain is made and the buffers stay plain memory. */
+#define SV_PD_INIT_ALLOW_CC_UNPROTECTED_ALLOC (1u << 2)
+
 #define SV_PD_INIT_KNOWN                          \
 	(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | \
-	 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+	 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT | \
+	 SV_PD_INIT_ALLOW_CC_UNPROTECTED_ALLOC)
 
 struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
 				      struct ibv_parent_domain_init_attr *a)

@@ -335,6 +335,13 @@ static bool has_cap_net_raw(void)
 	return d[CAP_NET_RAW / 32].effective & (1u << (CAP_NET_RAW % 32));
 }
 
+/* The access flags a QP takes: LOCAL_WRITE to HUGETLB (bits 0-7) and, as
+ * the kernel's uverbs ABI defines them since Linux 6.2 and rdma-core 43's
+ * headers, FLUSH_GLOBAL and FLUSH_PERSISTENT (bits 8 and 9).  A QP accepts
+ * them as rxe and the HCAs do (rdma-core's tests set them on every RC QP);
+ * IBV_WR_FLUSH itself is not offered: a region refuses those flags. */
+#define SV_QP_ACCESS_KNOWN 0x3ffu
+
 /* Range checks of the attributes present in the mask (the kernel's and
  * rxe's, and the widths of the IBA fields). */
 static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -342,13 +349,14 @@ static int check_attrs(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	char who[64];
 
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
-	    (a->qp_access_flags & ~(0xffu | IBV_ACCESS_OPTIONAL_RANGE)))
+	    (a->qp_access_flags &
+	     ~(SV_QP_ACCESS_KNOWN | IBV_ACCESS_OPTIONAL_RANGE)))
 		return REFUSE(
 			qp, EINVAL,
 			"attr.qp_access_flags 0x%x has bits no access flag has (0x%x)",
 			a->qp_access_flags,
-			a->qp_access_flags &
-				~(0xffu | IBV_ACCESS_OPTIONAL_RANGE));
+			a->qp_access_flags & ~(SV_QP_ACCESS_KNOWN |
+					       IBV_ACCESS_OPTIONAL_RANGE));
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SV_MAX_PKEYS)
 		return REFUSE(
 			qp, EINVAL,

@@ -115,6 +115,10 @@ int sv_free_dm(struct ibv_dm *dm);
 struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 			    uint64_t dm_offset, size_t length,
 			    unsigned int access);
+/* pd_mr.c: the region of a DM MR, [addr, addr + length) of the device
+ * memory's mapping, zero-based, at any offset (no page rule). */
+struct ibv_mr *sv_reg_dm_range(struct ibv_pd *pd, void *addr, size_t length,
+			       unsigned int access);
 
 /* PD users: every object created on a PD holds a use (EBUSY on dealloc). */
 static inline void sv_pd_get(struct sv_pd *pd)

@@ -96,6 +96,12 @@ static void accept_pdata_a(int fd)
 		CHECK(mask & IBV_QP_AV);
 		CHECK(mask & IBV_QP_MAX_DEST_RD_ATOMIC);
 		CHECK_EQ(qa.max_dest_rd_atomic, 2);
+		/* The kernel CM's RNR NAK timer: encoding 0, 655.36 ms. */
+		CHECK(mask & IBV_QP_MIN_RNR_TIMER);
+		qa.min_rnr_timer = 99;
+		qa.qp_state = IBV_QPS_RTR;
+		CHECK(rdma_init_qp_attr(child, &qa, &mask) == 0);
+		CHECK_EQ(qa.min_rnr_timer, 0);
 		qa.qp_state = IBV_QPS_INIT;
 		CHECK(rdma_init_qp_attr(child, &qa, &mask) == 0);
 		CHECK_EQ(qa.qp_access_flags, IBV_ACCESS_REMOTE_WRITE |

@@ -46,6 +46,11 @@ for c in $cmds; do
 	grep -Eq "^ +$c( |,|\$)" "$prefix/man1.txt" || fail "softverbs(1) lacks the command $c"
 done
 
+# The rdma that run puts first on PATH (tools/rdmatool.c), installed.
+run_ok 30 "$prefix/bin/softverbs" run -- rdma link show softverbs0/1
+expect '^link softverbs0/1 state ACTIVE physical_state LINK_UP netdev '
+[ "$(readlink "$prefix/libexec/softverbs/rdma")" = ../../bin/softverbs ] ||
+	fail "no libexec/softverbs/rdma -> ../../bin/softverbs in the prefix"
 run_ok 30 "$prefix/bin/softverbs" devices
 expect '^  port 1: PORT_ACTIVE'
 run_ok 30 "$prefix/bin/softverbs" run -- sh -c 'echo "$LD_LIBRARY_PATH"'

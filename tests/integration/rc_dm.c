@@ -11,7 +11,9 @@
 #include "harness.h"
 
 #define DM_LEN (64 * 1024)
-#define MR_OFF 4096 /* the MR starts here in the device memory */
+/* The MR starts here in the device memory: not at a page boundary, which
+ * device memory does not have (mlx5 registers any offset). */
+#define MR_OFF (4096 + 64)
 #define MR_LEN (32 * 1024)
 #define RD_LEN 8192 /* READ: MR bytes 0.. */
 #define WR_AT 16384 /* WRITE: MR bytes 16K.. */

@@ -31,26 +31,5 @@ grep -q '^ok   DM copy_to_dm/copy_from_dm' "$TMP/out" ||
 grep -q '^ok   ParentDomain: the ring given back' "$TMP/out" ||
 	fail "no parent domain allocator round trip"
 
-# rdma-core's own pyverbs tests of these features (python3-pyverbs ships
-# them, compressed, in /usr/share/doc/rdma-core/tests): every parent
-# domain test, the DM tests, the import of a PD, MR and DM into a second
-# context (test_shared_pd, SharedDMTest), on-demand paging (test_odp:
-# explicit, implicit, prefetch, RC/UD/XRC/SRQ), and the ATOMIC WRITE test.
-if [ -f /usr/share/doc/rdma-core/tests/run_tests.py ]; then
-	mkdir -p "$TMP/rt/tests"
-	cp -r /usr/share/doc/rdma-core/tests/. "$TMP/rt/tests/"
-	gunzip -f "$TMP"/rt/tests/*.gz
-	rc=0
-	(cd "$TMP/rt/tests" && timeout -k 5 120 "$SV" run -- /usr/bin/python3 -B \
-		-W ignore run_tests.py -v test_parent_domain test_device.DMTest \
-		test_device.SharedDMTest test_shared_pd test_odp \
-		test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write) \
-		>"$TMP/rt.out" 2>&1 || rc=$?
-	show "rdma-core's tests (exit $rc)" "$TMP/rt.out"
-	[ $rc = 0 ] || fail "rdma-core's parent domain, DM, import, ODP or ATOMIC WRITE tests failed"
-	grep -Eq '^Ran (1[0-9]|[2-9][0-9]) tests' "$TMP/rt.out" ||
-		fail "rdma-core's tests did not run"
-else
-	echo "rdma-core's tests are not installed: skipped"
-fi
+# rdma-core's own pyverbs tests, all of them: pyverbs_suite.sh.
 finish

@@ -128,6 +128,28 @@ int main(int argc, char **argv)
 	CHECK(ibv_reg_dm_mr(pd, dm, max - 1000 - 8, 16,
 			    IBV_ACCESS_ZERO_BASED) == NULL);
 	CHECK_EQ(errno, EINVAL);
+	/* A zero length anywhere inside, as the kernel allows (rdma-core's
+	 * test_create_dm_mr registers 0 bytes of a 4-byte allocation). */
+	errno = 0;
+	CHECK(ibv_reg_dm_mr(pd, dm, max - 1000 + 4, 0, IBV_ACCESS_ZERO_BASED) ==
+	      NULL);
+	CHECK_EQ(errno, EINVAL);
+	mr = ibv_reg_dm_mr(pd, dm, 0, 0,
+			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	CHECK_EQ(mr->length, 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	/* At the end, and at an offset inside a page: device memory has no
+	 * pages (mlx5 registers any offset). */
+	mr = ibv_reg_dm_mr(pd, dm, max - 1000, 0, IBV_ACCESS_ZERO_BASED);
+	REQUIRE(mr);
+	CHECK(mr->addr == (void *)(uintptr_t)(max - 1000));
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_dm_mr(pd, dm, 100, 8, IBV_ACCESS_ZERO_BASED);
+	REQUIRE(mr);
+	CHECK(mr->addr == (void *)100);
+	CHECK_EQ(mr->length, 8);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	mr = ibv_reg_dm_mr(pd, dm, 8192, 4096,
 			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
 				   IBV_ACCESS_REMOTE_WRITE |

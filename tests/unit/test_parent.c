@@ -103,8 +103,14 @@ static void test_rules(struct ibv_context *ctx, struct ibv_context *ctx2)
 	pa.td = td2;
 	PD_FAILS(EINVAL); /* another context's td */
 	pa.td = td;
-	pa.comp_mask = 1 << 2;
+	pa.comp_mask = 1 << 3;
 	PD_FAILS(EINVAL); /* unknown bit */
+	/* rdma-core 65's ALLOW_CC_UNPROTECTED_ALLOC: taken, as mlx5 takes
+	 * it on a device without IBV_DEVICE_CC_DMA_BOUNCE (plain memory). */
+	pa.comp_mask = 1 << 2;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	REQUIRE(par);
+	CHECK_EQ(ibv_dealloc_pd(par), 0);
 	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
 	PD_FAILS(EINVAL); /* allocators without functions */
 	pa.alloc = my_alloc;

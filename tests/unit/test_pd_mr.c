@@ -55,6 +55,12 @@ static void test_access_rules(struct ibv_pd *pd, char *buf, size_t len)
 	reg_fails(pd, buf, len,
 		  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, EINVAL,
 		  __LINE__);
+	/* A zero length is a region, as the kernel and rxe make it. */
+	mr = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	CHECK_EQ(mr->length, 0);
+	CHECK(mr->addr == buf && mr->lkey != 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	reg_fails(pd, (void *)(UINTPTR_MAX - 4095), 8192, 0, EINVAL, __LINE__);
 	reg_fails(NULL, buf, len, 0, EINVAL, __LINE__);
 

@@ -429,6 +429,7 @@ static void sp_port2(struct ibv_qp_attr *a) { a->port_num = 2; }
 static void sp_port0(struct ibv_qp_attr *a) { a->port_num = 0; }
 static void sp_pkey(struct ibv_qp_attr *a) { a->pkey_index = 1; }
 static void sp_access(struct ibv_qp_attr *a) { a->qp_access_flags |= 1 << 12; }
+static void sp_access10(struct ibv_qp_attr *a) { a->qp_access_flags |= 1 << 10; }
 static void sp_mtu0(struct ibv_qp_attr *a) { a->path_mtu = 0; }
 static void sp_mtu6(struct ibv_qp_attr *a) { a->path_mtu = 6; }
 static void sp_noglobal(struct ibv_qp_attr *a) { a->ah_attr.is_global = 0; }
@@ -459,6 +460,7 @@ static void test_ranges(void)
 	bad_value(qp, RC, IBV_QPS_INIT, 0, sp_port0, __LINE__);
 	bad_value(qp, RC, IBV_QPS_INIT, 0, sp_pkey, __LINE__);
 	bad_value(qp, RC, IBV_QPS_INIT, 0, sp_access, __LINE__);
+	bad_value(qp, RC, IBV_QPS_INIT, 0, sp_access10, __LINE__);
 	CHECK_EQ(step(qp, RC, IBV_QPS_INIT), 0);
 	bad_value(qp, RC, IBV_QPS_RTR, 0, sp_mtu0, __LINE__);
 	bad_value(qp, RC, IBV_QPS_RTR, 0, sp_mtu6, __LINE__);
@@ -516,6 +518,17 @@ static void test_ranges(void)
 		 0);
 	CHECK_EQ(ibv_query_qp(qp, &a, IBV_QP_ACCESS_FLAGS, &ia), 0);
 	CHECK_EQ(a.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	/* FLUSH_GLOBAL and FLUSH_PERSISTENT (1 << 8, 1 << 9 since rdma-core
+	 * 43's headers) are access flags a QP takes, as rxe does: rdma-core's
+	 * test_qpex sets them on every RC QP. */
+	qp = new_qp(RC);
+	full_attr(&a, IBV_QPS_RESET, IBV_QPS_INIT);
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (1 << 8) | (1 << 9);
+	CHECK_EQ(ibv_modify_qp(qp, &a,
+			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_ACCESS_FLAGS),
+		 0);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 }
 
