@@ -204,8 +204,16 @@ void sv_share_leave(struct sv_context *ctx)
 	sv_mutex_lock(&share_lock, SV_LOCK_SHARE);
 	live_del_locked(ctx);
 	last = --s->contexts == 0;
-	if (last)
+	if (last) {
+		uint32_t i;
+
 		list_del(&s->node);
+		/* Objects left at the close go with their handles, and
+		 * leave the device's limits (the kernel destroys them). */
+		for (i = 0; i < s->used; i++)
+			if (s->objs[i].kind)
+				counts[s->objs[i].kind]--;
+	}
 	sv_mutex_unlock(&share_lock);
 	if (last) {
 		free(s->objs);

@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -282,6 +283,36 @@ static void test_fuzz(void)
 	CHECK_EQ(ibv_dealloc_pd(p), 0);
 }
 
+/* Objects outliving their context (pyverbs' garbage collector closes a
+ * context before its QP when a test fails): each destroy is refused, the
+ * closed context is never followed.  In a child that leaves with _exit:
+ * the objects stay allocated, as a provider's do after a close, and a
+ * leak checker at exit would count them. */
+static void test_after_close(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct ibv_context *c = open_ctx();
+		struct ibv_pd *p = ibv_alloc_pd(c);
+		struct ibv_cq *q = ibv_create_cq(c, 4, NULL, NULL, 0);
+		struct ibv_qp_init_attr qa = qp_attr(q, NULL);
+		struct ibv_qp *qp = ibv_create_qp(p, &qa);
+
+		REQUIRE(p && q && qp);
+		CHECK_EQ(ibv_close_device(c), 0);
+		CHECK_EQ(ibv_destroy_qp(qp), EINVAL);
+		CHECK_EQ(ibv_destroy_cq(q), EINVAL);
+		CHECK_EQ(ibv_dealloc_pd(p), EINVAL);
+		fflush(stderr);
+		_exit(check_failed ? 1 : 0);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* ibv_query_device's max_cq CQs can be made, not one more; one destroyed
  * makes room again. */
 static void test_limit_cq(void)
@@ -390,6 +421,7 @@ int main(void)
 	test_ah();
 	test_qp();
 	test_fuzz();
+	test_after_close();
 	test_limit_cq();
 	test_limit_srq();
 	test_handle_reuse();
