@@ -36,6 +36,7 @@ static void cq_notify(struct sv_cq *cq)
 	if (write(sch->wfd, &token, sizeof(token)) != sizeof(token))
 		sv_warn("CQ %p: completion event lost (%s)", (void *)cq,
 			strerror(errno));
+	atomic_fetch_add(&sch->written, 1);
 }
 
 static void cq_overrun(struct sv_cq *cq)

@@ -1350,7 +1350,8 @@ static enum sv_path_r chan_send(struct sv_qp_engine *qe,
  * the first sleep with channels open is a nap, and SENDs waiting for
  * their ack keep a watchdog running. */
 static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
-			       uint64_t until, bool busy)
+			       uint64_t until, bool busy, bool napped,
+			       bool *nap)
 {
 	if (!busy && until != now && !chan_idle(eng))
 		until = now;
@@ -1359,10 +1360,10 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 	 * visible published without ringing.  So the first sleep is a
 	 * nap, after which we look again with the word still set, and
 	 * only then sleep for good. */
-	if (!busy && until > now + SV_CHAN_NAP_NS && !eng->napped &&
+	if (!busy && until > now + SV_CHAN_NAP_NS && !napped &&
 	    eng->paths_active) {
 		until = now + SV_CHAN_NAP_NS;
-		eng->nap = true;
+		*nap = true;
 	}
 	/* Messages waiting for their ack: the stall watchdog. */
 	if (until > now + SV_CHAN_WATCH_NS && chan_need_watchdog(eng))
