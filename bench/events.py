@@ -45,6 +45,7 @@ import csv
 import os
 import re
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -383,6 +384,8 @@ def main():
     if len(sys.argv) != 2:
         print("usage: events.py BUILD_DIR", file=sys.stderr)
         return 2
+    # Ended (make's ^C, a timeout): the namespaces and servers go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     Events(sys.argv[1]).run()
     return 0
 

@@ -93,6 +93,8 @@ struct sv_engine {
 	 * thread waits on the sockets now (a waiter that comes rings it
 	 * off them). */
 	_Atomic unsigned int waiters;
+	/* Doorbell rings so far, and the count the last drain saw. */
+	_Atomic uint64_t bells, bells_drained;
 	_Atomic uint64_t wait_seen;
 	atomic_bool thread_socks;
 	/* The application's last pass (poll hint) read every wire socket:

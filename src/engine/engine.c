@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cq.h"
 #include "engine/gsifwd.h"
 #include "engine/inject.h"
 #include "engine/limits.h"
@@ -63,6 +64,8 @@ static void bell_ring(struct sv_engine *eng)
 {
 	uint64_t one = 1;
 
+	/* (A waiter drains the bell only when it may hold a ring.) */
+	atomic_fetch_add_explicit(&eng->bells, 1, memory_order_relaxed);
 	if (write(eng->bellfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -71,6 +74,10 @@ static void bell_drain(struct sv_engine *eng)
 {
 	uint64_t v;
 
+	atomic_store_explicit(&eng->bells_drained,
+			      atomic_load_explicit(&eng->bells,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
 	if (read(eng->bellfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -824,12 +831,12 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
  * Meanwhile the progress thread stays off the sockets (app_waits) and
  * keeps only its doorbell and timers.  Several waiters (threads, channels)
  * all wait on the sockets: each wakes and one at a time runs the pass. */
-int sv_engine_wait_event(struct sv_context *ctx, int fd,
-			 const _Atomic uint64_t *written, uint64_t seen)
+int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
+			 uint64_t seen, uint64_t *token)
 {
 	struct sv_engine *eng = ctx->engine;
-	bool napped = false, woken = false;
-	int ret = 0;
+	bool napped = false, woken = false, awake = false;
+	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
 		return -1;
@@ -844,7 +851,7 @@ int sv_engine_wait_event(struct sv_context *ctx, int fd,
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 				       { .fd = eng->epfd, .events = POLLIN } };
-		uint64_t now, until, dl;
+		uint64_t now, until, dl, bells;
 		struct timespec ts;
 		bool nap = false;
 		int n;
@@ -853,14 +860,24 @@ int sv_engine_wait_event(struct sv_context *ctx, int fd,
 		 * (those its QPs receive from); after a wake-up, which one
 		 * of them may have brought, all of them, as the thread. */
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		if (napped)
+			goto look_again; /* the words still set (below) */
 		sv_links_wake(eng);
+		awake = true;
 		eng->in_thread = woken;
+		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (atomic_load(written) != seen) {
+		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
-			break; /* our event (or someone's) is in the fd */
+			ret = 1; /* our event, straight from our pass */
+			break;
 		}
+		if (atomic_load(&ch->written) != seen) {
+			sv_mutex_unlock(&eng->lock);
+			break; /* an event (ours or someone's) is in the fd */
+		}
+look_again:
 		now = sv_now_ns();
 		watch_socks(eng, true);
 		until = list_empty(&eng->work) ? UINT64_MAX : now;
@@ -868,8 +885,11 @@ int sv_engine_wait_event(struct sv_context *ctx, int fd,
 			until = now;
 		until = sv_paths_next_wake(eng, now, until, false, napped,
 					   &nap);
-		if (until > now)
+		if (until > now) {
 			eng->stats->app_wait_sleeps++;
+			awake = false; /* the words set */
+		}
+		bells = atomic_load_explicit(&eng->bells, memory_order_relaxed);
 		sv_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -893,11 +913,19 @@ int sv_engine_wait_event(struct sv_context *ctx, int fd,
 		}
 		if (p[0].revents)
 			break;
-		/* The doorbell too may be what woke us: the pass below does
-		 * what it asked for (the thread, woken by it, finds it
-		 * done). */
-		if (p[1].revents)
+		/* The doorbell too may be what woke us (rung since we
+		 * looked, or never drained): the pass below does what it
+		 * asked for, and the thread, woken by it, finds it done. */
+		if (p[1].revents &&
+		    (atomic_load_explicit(&eng->bells, memory_order_relaxed) !=
+			     bells ||
+		     atomic_load_explicit(&eng->bells_drained,
+					  memory_order_relaxed) != bells))
 			bell_drain(eng);
+		/* A nap with nothing: look again with the words still set,
+		 * as the thread does (a producer that read its word just
+		 * before our store was visible published without ringing),
+		 * and only then sleep for good. */
 		napped = nap && n == 0;
 		woken = true;
 		/* What the thread serves after its wait (peers' large
@@ -905,12 +933,14 @@ int sv_engine_wait_event(struct sv_context *ctx, int fd,
 		if (n > 0)
 			sv_paths_serve(eng, false);
 	}
-	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-	sv_links_wake(eng);
-	sv_mutex_unlock(&eng->lock);
-	atomic_store_explicit(&eng->wait_seen, ret ? 0 : sv_now_ns(),
+	if (!awake) { /* the words may still be set */
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		sv_links_wake(eng);
+		sv_mutex_unlock(&eng->lock);
+	}
+	atomic_store_explicit(&eng->wait_seen, ret < 0 ? 0 : sv_now_ns(),
 			      memory_order_relaxed);
-	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret)
+	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret < 0)
 		bell_ring(eng);
 	return ret;
 }

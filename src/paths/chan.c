@@ -275,14 +275,21 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
 }
 
 /* The other side's progress thread sleeps: ring its doorbell.  No fence
- * between our publication and the load of its word (a fence costs a
- * whole cache-line transfer per message): a thread that set the word just
- * as we looked may miss our message, so a thread with channels naps first
- * (SV_CHAN_NAP_NS) and looks again before it sleeps for good (engine.c). */
-static void poke(struct sv_qp_engine *qe, bool locked)
+ * per message between our publication and the load of its word (a fence
+ * costs a whole cache-line transfer per message): a thread that set the
+ * word just as we looked may miss our message, so a thread with channels
+ * naps first (SV_CHAN_NAP_NS) and looks again before it sleeps for good
+ * (engine.c).  fence: a message after a pause (nothing of ours was
+ * outstanding) and an acknowledgement, once a pass: the other side is
+ * likely going to sleep just then (a ping-pong's answer comes as its
+ * waiter lies down), and without the fence about one such round trip in
+ * 80 missed it and waited for the nap. */
+static void poke(struct sv_qp_engine *qe, bool locked, bool fence)
 {
 	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;
 
+	if (fence)
+		atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(sl, memory_order_relaxed) &&
 	    atomic_exchange(sl, 0)) {
 		if (locked) /* (the counters are the engine lock's) */
@@ -344,7 +351,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	if (qe->chan.rx.ch)
 		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
 				      memory_order_relaxed);
-	poke(qe, true);
+	poke(qe, true, true);
 }
 
 /* Where a receive completion goes: the poller's array when this pass has
@@ -794,7 +801,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 			      memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
 	ready_note(qe);
-	poke(qe, false);
+	poke(qe, false, idle);
 	/* A thread asleep for good would not run the watchdog. */
 	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
@@ -878,6 +885,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	uint8_t *dst;
+	bool paused;
 
 	if (atomic) {
 		len = sizeof(struct sv_chan_atomic);
@@ -987,6 +995,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	wqe->sent = atomic ? 0 : len;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
+	paused = !qe->chan.outstanding;
 	if (!qe->chan.outstanding++) {
 		qe->chan.stall_since = 0;
 		/* Passes must now visit it, busy polls watch our ack line. */
@@ -997,7 +1006,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
 	ready_note(qe);
-	poke(qe, true);
+	poke(qe, true, paused);
 	lean_enter(qe);
 	return SV_CHAN_SENT;
 }

@@ -309,7 +309,7 @@ static ssize_t read_nowait(int fd, uint64_t *token)
  * wrong count costs one look). */
 static ssize_t read_event(struct sv_comp_channel *ch, uint64_t *token)
 {
-	int fd = ch->ibv.fd, fl = -1;
+	int fd = ch->ibv.fd, fl = -1, r;
 	ssize_t n;
 
 	for (;;) {
@@ -323,8 +323,12 @@ static ssize_t read_event(struct sv_comp_channel *ch, uint64_t *token)
 		}
 		if (fl < 0)
 			fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || (fl & O_NONBLOCK) ||
-		    sv_engine_wait_event(ch->ctx, fd, &ch->written, seen)) {
+		r = fl < 0 || (fl & O_NONBLOCK) ?
+			    -1 :
+			    sv_engine_wait_event(ch->ctx, ch, seen, token);
+		if (r > 0)
+			return sizeof(*token); /* never in the pipe */
+		if (r < 0) {
 			/* Blocks, or -1/EAGAIN on an O_NONBLOCK fd. */
 			n = read(fd, token, sizeof(*token));
 			break;
