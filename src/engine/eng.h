@@ -93,6 +93,9 @@ struct sv_engine {
 	 * thread waits on the sockets now (a waiter that comes rings it
 	 * off them). */
 	_Atomic unsigned int waiters;
+	/* ns the last pass that served ring packets ended (waiters leave
+	 * such streams to the thread: engine.c). */
+	_Atomic uint64_t ring_served;
 	/* Doorbell rings so far, and the count the last drain saw. */
 	_Atomic uint64_t bells, bells_drained;
 	_Atomic uint64_t wait_seen;
