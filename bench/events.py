@@ -310,9 +310,11 @@ class Events:
         md = ["# Applications that sleep on completion channels (issue #35)",
               "",
               "bench/events.py, %s; %d run(s) per row, pinned to cores %s "
-              "and %s; median (min-max) of the runs." % (
+              "and %s; median (min-max) of the runs; load average %.2f at "
+              "the start, %.2f at the end." % (
                   time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                  self.repeats, self.cpus[0], self.cpus[1]), "",
+                  self.repeats, self.cpus[0], self.cpus[1], self.load0,
+                  os.getloadavg()[0]), "",
               "| path | row | figure | unit | runs |",
               "|---|---|---|---|---|"]
         rows = []
@@ -353,6 +355,7 @@ class Events:
         print("\n".join(md))
 
     def run(self):
+        self.load0 = os.getloadavg()[0]
         os.makedirs(self.raw, exist_ok=True)
         why = ns_usable() if self.netns else "BENCH_EVENTS_NETNS=0"
         if why:
