@@ -585,8 +585,11 @@ static void *progress_main(void *arg)
 		    shm) {
 			uint64_t t = sv_now_ns();
 
-			atomic_store_explicit(&eng->ring_served, t,
-					      memory_order_relaxed);
+			if (eng->stats->shm_rx_pkts +
+				    eng->stats->chan_atomics_served - shm >=
+			    SV_WAIT_STREAM_PKTS)
+				atomic_store_explicit(&eng->ring_served, t,
+						      memory_order_relaxed);
 			if (!busy)
 				eng->spin_until = t + SV_SERVE_SPIN_NS;
 		}
@@ -846,8 +849,10 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 
 	if (!eng || !eng->thread_started)
 		return -1;
-	/* Ring packets served within SV_HINT_HOLD_NS (a stream through
-	 * the shm link's rings): the thread serves them, spinning
+	/* A pass served SV_WAIT_STREAM_PKTS ring packets or more within
+	 * SV_HINT_HOLD_NS (a stream through the shm link's rings; a
+	 * ping-pong's packets are a few a pass): the thread serves them,
+	 * spinning
 	 * SV_SERVE_SPIN_NS after each batch so that the next needs no
 	 * doorbell, while the application sleeps in its read.  Woken per
 	 * batch instead, a waiter halved ib_send_bw -e at 64 KiB and 1 MiB
@@ -889,12 +894,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		/* Packets served through the rings (a stream's, or messages
-		 * too long for a channel): the thread's way serves them
-		 * better (above). */
+		/* A stream's packets through the rings: the thread's way
+		 * serves them better (above). */
 		stream = eng->stats->shm_rx_pkts +
-				 eng->stats->chan_atomics_served !=
-			 served;
+				 eng->stats->chan_atomics_served - served >=
+			 SV_WAIT_STREAM_PKTS;
 		if (stream)
 			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
 					      memory_order_relaxed);

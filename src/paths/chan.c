@@ -280,10 +280,10 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
  * word just as we looked may miss our message, so a thread with channels
  * naps first (SV_CHAN_NAP_NS) and looks again before it sleeps for good
  * (engine.c).  fence: a message after a pause (nothing of ours was
- * outstanding) and an acknowledgement, once a pass: the other side is
- * likely going to sleep just then (a ping-pong's answer comes as its
- * waiter lies down), and without the fence about one such round trip in
- * 80 missed it and waited for the nap. */
+ * outstanding, or all we sent was taken) and an acknowledgement: the
+ * other side is likely lying down just then (a ping-pong's answer comes
+ * as its waiter does), and without the fence about one round trip in 80
+ * of ib_send_lat -e missed it and waited for the nap. */
 static void poke(struct sv_qp_engine *qe, bool locked, bool fence)
 {
 	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;
@@ -738,13 +738,18 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	uint32_t flags = 0;
 	uint64_t end;
 	uint8_t *dst;
-	bool idle;
+	bool idle, caught_up;
 
 	if ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
 	    len > SV_CHAN_MAX_MSG ||
 	    atomic_load_explicit(&qe->state, memory_order_acquire) !=
 		    IBV_QPS_RTS)
 		return false;
+	/* The peer took all we sent before (it may be lying down now): our
+	 * doorbell's look at its word is fenced (poke).  A stream's peer
+	 * lags, and this line seldom changes then. */
+	caught_up = atomic_load_explicit(&t->own->ack, memory_order_relaxed) ==
+		    t->tail;
 	dst = sv_chan_reserve(t, len);
 	if (!dst)
 		return false; /* full or closed: the engine waits or decides */
@@ -801,7 +806,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 			      memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
 	ready_note(qe);
-	poke(qe, false, idle);
+	poke(qe, false, idle || caught_up);
 	/* A thread asleep for good would not run the watchdog. */
 	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
