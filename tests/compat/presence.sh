@@ -46,6 +46,17 @@ skip() {
 	exit 77
 }
 
+# need_userns WHO [AS...]: skip unless AS (a prefix acting as a user, or
+# nothing: this process) may make a user namespace, which the modes of an
+# ordinary user rest on.  The kernel refuses one to any process in a
+# chroot (and everywhere where they are disabled).
+need_userns() {
+	local who=$1
+	shift
+	"$@" unshare -U true 2>/dev/null ||
+		skip "the kernel makes $who no user namespace here (it refuses one inside a chroot, or they are disabled): $("$@" unshare -U true 2>&1 | head -n 1)"
+}
+
 # The library's own answers, from `softverbs devices` outside any run.
 timeout 30 "$SV" devices >"$tmp/devices" || { echo "FAIL: softverbs devices"; exit 1; }
 read -r devname ibdev < <(awk '$1 == "dev_name" { sub(":", "", $2); n = split($4, p, "/"); print $2, p[n] }' "$tmp/devices")
@@ -89,7 +100,9 @@ check_view() {
 	# Every GID of `softverbs devices`, in sysfs form, with type and netdev.
 	local n=0 idx addr ifn full
 	while read -r idx addr ifn; do
-		full=$(python3 -c 'import ipaddress, sys; print(ipaddress.IPv6Address(sys.argv[1]).exploded)' "$addr")
+		# Eight groups of four hex digits, as the kernel's gids/N (Python
+		# 3.13's .exploded writes an IPv4-mapped address's tail dotted).
+		full=$(python3 -c 'import ipaddress, sys; h = "%032x" % int(ipaddress.IPv6Address(sys.argv[1])); print(":".join(h[i:i + 4] for i in range(0, 32, 4)))' "$addr")
 		has "^gid $idx $full RoCE v2 $ifn\$" "GID $idx $addr"
 		n=$((n + 1))
 	done < <(sed -n 's/^    GID\[ *\([0-9]*\)\]  \([^ ]*\) *RoCE v2 *\([^ ]*\)$/\1 \2 \3/p' "$tmp/devices")
@@ -142,10 +155,11 @@ view)
 user)
 	as=()
 	if [ "$(id -u)" = 0 ]; then
-		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_users_ready || skip "$SV_USERS_WHY"
 		sv_as 1
 		as=("${SV_AS[@]}")
 	fi
+	need_userns "an ordinary user" ${as[@]+"${as[@]}"}
 	uid=$("${as[@]}" id -u) gid=$("${as[@]}" id -g)
 	[ "$uid" != 0 ] || fail "not an ordinary user"
 	run_ok 30 "${as[@]}" "$SV" run -- id -u
@@ -184,10 +198,11 @@ shm)
 	pp=$(command -v ibv_rc_pingpong) || skip "ibv_rc_pingpong not installed (ibverbs-utils)"
 	as=()
 	if [ "$(id -u)" = 0 ]; then
-		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_users_ready || skip "$SV_USERS_WHY"
 		sv_as 1
 		as=("${SV_AS[@]}")
 	fi
+	need_userns "an ordinary user" ${as[@]+"${as[@]}"}
 	. "$here/../net/port.sh"
 	port=$(sv_free_port) || exit 1
 	iters=200
@@ -223,6 +238,7 @@ shm)
 	;;
 fallback)
 	[ "$(id -u)" = 0 ] || skip "needs root to forbid namespaces in a user namespace of its own"
+	need_userns root
 	# A real refusal, not a simulated one: inside `unshare -U -r`, no
 	# more user namespaces may be made there (max_user_namespaces is
 	# per user namespace), and setpriv drops every capability for good
