@@ -240,7 +240,8 @@ fi
 
 # --- the result tables --------------------------------------------------------
 if [ $kind = bw ]; then
-	header='^ *#bytes +#iterations +BW peak\[MB/sec\] +BW average\[MB/sec\] +MsgRate\[Mpps\]'
+	# perftest 4.5 writes MB/sec, 25.01 MiB/sec (the same unit, 2^20 B).
+	header='^ *#bytes +#iterations +BW peak\[Mi?B/sec\] +BW average\[Mi?B/sec\] +MsgRate\[Mpps\]'
 else
 	header='^ *#bytes +#iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\]'
 fi
