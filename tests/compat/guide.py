@@ -9,9 +9,12 @@ do with it (an unannotated block is an error, so the guide cannot gain a
 command this test does not run or explicitly leave out):
 
     <!-- guide: run [cwd=source] [host=a|b] [background] [status=nonzero]
-                    [expect="REGEX"]... -->   run it with bash; it must exit 0
+                    [tty] [expect="REGEX"]... -->
+                                              run it with bash; it must exit 0
                                               (or not, with status=nonzero)
-                                              and print every REGEX
+                                              and print every REGEX; with tty
+                                              its input is a terminal, as
+                                              where a user types it
     <!-- guide: define -->                    shell definitions prepended to
                                               every later block
     <!-- guide: file NAME -->                 write the block to NAME
@@ -144,10 +147,19 @@ class Runner:
         if "host" in opts:
             cmd = ["ip", "netns", "exec", NETNS[opts["host"]][0]] + cmd
         cwd = self.source if opts.get("cwd") == "source" else self.home
-        return subprocess.Popen(cmd, cwd=cwd, env=self.env,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+        # A pseudo-terminal for tty blocks (its other end stays open until
+        # the block ends: a closed one would read as end of input).
+        stdin, opts["pty"] = None, None
+        if opts.get("tty"):
+            opts["pty"], stdin = os.openpty()
+        try:
+            return subprocess.Popen(cmd, cwd=cwd, env=self.env, stdin=stdin,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+        finally:
+            if opts["pty"] is not None:
+                os.close(stdin)
 
     def finish(self, proc, where, opts, secs):
         try:
@@ -157,6 +169,10 @@ class Runner:
             out, _ = proc.communicate()
             self.fail(where, "did not end within %d s" % secs, out)
             return
+        finally:
+            if opts.get("pty") is not None:
+                os.close(opts["pty"])
+                opts["pty"] = None
         try:  # whatever the block left behind
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -9,6 +9,8 @@
 #                  SRV_NSNAME/CLI_NSNAME; exits 77 where namespaces cannot
 #                  be made (not root)
 #   sv_need PKG:FILE...   fail naming the Debian package when FILE is absent
+#   sv_has_uct_ib         whether UCX has its verbs transports
+#   sv_need_uct_ib WHAT   skip when it has not
 #   sv_wait_port PORT PID NS...  until something listens on TCP PORT in NS
 #   fail MSG / finish     count failures; print PASS or exit 1
 #
@@ -46,6 +48,22 @@ sv_need() {
 			exit 1
 		fi
 	done
+}
+
+# sv_need_uct_ib WHAT: skip (77) when this system's UCX has no verbs
+# transports (Debian sid's UCX 1.23~rc1 is built without libuct_ib), so
+# that WHAT, which needs them, cannot reach softverbs0.
+sv_has_uct_ib() {
+	local lib
+	for lib in /usr/lib/*/ucx/libuct_ib.so.0; do
+		[ -e "$lib" ] && return 0
+	done
+	return 1
+}
+sv_need_uct_ib() {
+	sv_has_uct_ib && return 0
+	echo "SKIP: $1: this system's UCX ($(dpkg-query -W -f '${Version}' libucx0 2>/dev/null)) is built without its verbs transports (no ucx/libuct_ib.so.0)"
+	exit 77
 }
 
 TMP=$(mktemp -d /tmp/sv-stack.XXXXXX)
