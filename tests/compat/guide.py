@@ -9,12 +9,14 @@ do with it (an unannotated block is an error, so the guide cannot gain a
 command this test does not run or explicitly leave out):
 
     <!-- guide: run [cwd=source] [host=a|b] [background] [status=nonzero]
-                    [tty] [expect="REGEX"]... -->
+                    [tty] [requires=GLOB] [expect="REGEX"]... -->
                                               run it with bash; it must exit 0
                                               (or not, with status=nonzero)
                                               and print every REGEX; with tty
                                               its input is a terminal, as
-                                              where a user types it
+                                              where a user types it; with
+                                              requires, skipped (visibly)
+                                              where no file matches GLOB
     <!-- guide: define -->                    shell definitions prepended to
                                               every later block
     <!-- guide: file NAME -->                 write the block to NAME
@@ -30,6 +32,7 @@ the next foreground block has ended, then must have exited too; in a
 namespace, the next block starts once the background one listens on a new
 TCP port there (a server is ready), or after 20 s."""
 
+import glob
 import os
 import re
 import shlex
@@ -202,6 +205,10 @@ class Runner:
                                        .strip()))
         elif kind == "run":
             opts = options(directive)
+            if "requires" in opts and not glob.glob(opts["requires"]):
+                print("SKIP: %s: needs %s" % (where, opts["requires"]))
+                self.skips += 1
+                return
             if "host" in opts and not self.netns():
                 print("SKIP: %s: needs root and ip netns (two hosts)" % where)
                 self.skips += 1
