@@ -29,6 +29,7 @@
 mode=${1:-info} where=${2:-host}
 sv_need ucx-utils:/usr/bin/ucx_perftest ucx-utils:/usr/bin/ucx_info
 sv_need_uct_ib "UCX over softverbs0"
+sv_need_uverbs
 sv_place "$where"
 unset UCX_TLS UCX_NET_DEVICES UCX_IB_GID_INDEX
 if [ "$mode" = perf ] && [ "${4:-}" != none ]; then
