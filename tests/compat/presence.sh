@@ -30,6 +30,7 @@
 #                            directory, not a mount point (root only): the
 #                            view as outside, nothing of it in the
 #                            chroot's /dev or /sys/class afterwards
+SV_TESTS_VIEW=1
 . "$(dirname "$0")/lib.sh"
 mode=${1:-view}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -129,6 +130,7 @@ val_of() { awk -v k="$1" '$1 == k { print $2 }' "$out"; }
 
 case $mode in
 view)
+	[ "$(id -u)" = 0 ] || need_userns "this user"
 	run_ok 30 "$SV" run -- "$dump" "$devname" "$ibdev"
 	check_view "$(id -u)" "$(id -g)"
 	# Outside, while a run is alive: nothing.
@@ -338,6 +340,7 @@ EOF
 ucx)
 	command -v ucx_info >/dev/null || skip "ucx_info not installed (ucx-utils)"
 	ucx_has_verbs || skip "this system's UCX has no verbs transports (no ucx/libuct_ib.so.0, as Debian sid's)"
+	[ "$(id -u)" = 0 ] || need_userns "this user"
 	rc=0
 	timeout -k 5 60 "$SV" run -- ucx_info -d >"$out" 2>"$err" || rc=$?
 	grep -q 'symbol lookup error' "$err" &&
