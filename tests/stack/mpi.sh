@@ -64,8 +64,9 @@ if [ "$where" = user ]; then
 		chmod 755 "$TMP"
 	fi
 fi
-# UCX opens /dev/infiniband/uverbs_sv0 (where it has verbs at all).
-[ $uct_ib = 0 ] || sv_need_uverbs ${as[@]+"${as[@]}"}
+# UCX opens /dev/infiniband/uverbs_sv0, and without it run sets none of
+# the variables these checks expect.
+sv_need_uverbs ${as[@]+"${as[@]}"}
 sv_place "$where"
 
 prog=$TMP/mpi_check
