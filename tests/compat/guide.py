@@ -9,14 +9,17 @@ do with it (an unannotated block is an error, so the guide cannot gain a
 command this test does not run or explicitly leave out):
 
     <!-- guide: run [cwd=source] [host=a|b] [background] [status=nonzero]
-                    [tty] [requires=GLOB] [expect="REGEX"]... -->
+                    [tty] [requires=GLOB] [view] [expect="REGEX"]... -->
                                               run it with bash; it must exit 0
                                               (or not, with status=nonzero)
                                               and print every REGEX; with tty
                                               its input is a terminal, as
                                               where a user types it; with
                                               requires, skipped (visibly)
-                                              where no file matches GLOB
+                                              where no file matches GLOB;
+                                              with view, where softverbs
+                                              run makes no /dev/infiniband
+                                              (a user in a chroot)
     <!-- guide: define -->                    shell definitions prepended to
                                               every later block
     <!-- guide: file NAME -->                 write the block to NAME
@@ -207,6 +210,16 @@ class Runner:
             opts = options(directive)
             if "requires" in opts and not glob.glob(opts["requires"]):
                 print("SKIP: %s: needs %s" % (where, opts["requires"]))
+                self.skips += 1
+                return
+            if "view" in opts and subprocess.run(
+                    ["softverbs", "run", "--", "test", "-c",
+                     "/dev/infiniband/uverbs_sv0"], env=self.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL).returncode:
+                print("SKIP: %s: needs the /dev/infiniband softverbs run "
+                      "makes, which it cannot here (as a user without a "
+                      "user namespace: a chroot)" % where)
                 self.skips += 1
                 return
             if "host" in opts and not self.netns():
