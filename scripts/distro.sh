@@ -18,8 +18,11 @@
 # missing, and the packages below) it takes minutes and about 1.7 GB.
 #
 # SV_DISTRO_LABELS: the ctest label regex for `test` (default
-# unit|abi|pyverbs_suite: the last is rdma-core's whole pyverbs suite of
-# that release, run by the tree built there, about a minute each).
+# unit|abi|distro|pyverbs_suite: "distro" marks the few tests of other
+# labels that run the release's own programs through the tree built there,
+# bounded in time: the release artifacts installed and used, rping,
+# cmtime, each perftest tool, UCX, Open MPI, MPICH, libfabric; the last is
+# rdma-core's whole pyverbs suite of that release, about a minute each).
 # SV_DISTRO_MIRROR: the Debian mirror (default http://deb.debian.org/debian).
 #
 # `test` prints, per suite, the compiler, the rdma-core release and ctest's
@@ -28,7 +31,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mirror=${SV_DISTRO_MIRROR:-http://deb.debian.org/debian}
-labels=${SV_DISTRO_LABELS:-unit|abi|pyverbs_suite}
+labels=${SV_DISTRO_LABELS:-unit|abi|distro|pyverbs_suite}
 
 # The build and test tools, and the release's own RDMA programs and
 # middleware (ibverbs-utils, rdmacm-utils, perftest, pyverbs, UCX,

@@ -9,9 +9,17 @@ do with it (an unannotated block is an error, so the guide cannot gain a
 command this test does not run or explicitly leave out):
 
     <!-- guide: run [cwd=source] [host=a|b] [background] [status=nonzero]
-                    [expect="REGEX"]... -->   run it with bash; it must exit 0
+                    [tty] [requires=GLOB] [view] [expect="REGEX"]... -->
+                                              run it with bash; it must exit 0
                                               (or not, with status=nonzero)
-                                              and print every REGEX
+                                              and print every REGEX; with tty
+                                              its input is a terminal, as
+                                              where a user types it; with
+                                              requires, skipped (visibly)
+                                              where no file matches GLOB;
+                                              with view, where softverbs
+                                              run makes no /dev/infiniband
+                                              (a user in a chroot)
     <!-- guide: define -->                    shell definitions prepended to
                                               every later block
     <!-- guide: file NAME -->                 write the block to NAME
@@ -27,6 +35,7 @@ the next foreground block has ended, then must have exited too; in a
 namespace, the next block starts once the background one listens on a new
 TCP port there (a server is ready), or after 20 s."""
 
+import glob
 import os
 import re
 import shlex
@@ -144,10 +153,19 @@ class Runner:
         if "host" in opts:
             cmd = ["ip", "netns", "exec", NETNS[opts["host"]][0]] + cmd
         cwd = self.source if opts.get("cwd") == "source" else self.home
-        return subprocess.Popen(cmd, cwd=cwd, env=self.env,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+        # A pseudo-terminal for tty blocks (its other end stays open until
+        # the block ends: a closed one would read as end of input).
+        stdin, opts["pty"] = None, None
+        if opts.get("tty"):
+            opts["pty"], stdin = os.openpty()
+        try:
+            return subprocess.Popen(cmd, cwd=cwd, env=self.env, stdin=stdin,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+        finally:
+            if opts["pty"] is not None:
+                os.close(stdin)
 
     def finish(self, proc, where, opts, secs):
         try:
@@ -157,6 +175,10 @@ class Runner:
             out, _ = proc.communicate()
             self.fail(where, "did not end within %d s" % secs, out)
             return
+        finally:
+            if opts.get("pty") is not None:
+                os.close(opts["pty"])
+                opts["pty"] = None
         try:  # whatever the block left behind
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -186,6 +208,20 @@ class Runner:
                                        .strip()))
         elif kind == "run":
             opts = options(directive)
+            if "requires" in opts and not glob.glob(opts["requires"]):
+                print("SKIP: %s: needs %s" % (where, opts["requires"]))
+                self.skips += 1
+                return
+            if "view" in opts and subprocess.run(
+                    ["softverbs", "run", "--", "test", "-c",
+                     "/dev/infiniband/uverbs_sv0"], env=self.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL).returncode:
+                print("SKIP: %s: needs the /dev/infiniband softverbs run "
+                      "makes, which it cannot here (as a user without a "
+                      "user namespace: a chroot)" % where)
+                self.skips += 1
+                return
             if "host" in opts and not self.netns():
                 print("SKIP: %s: needs root and ip netns (two hosts)" % where)
                 self.skips += 1

@@ -30,6 +30,7 @@
 #                            directory, not a mount point (root only): the
 #                            view as outside, nothing of it in the
 #                            chroot's /dev or /sys/class afterwards
+SV_TESTS_VIEW=1
 . "$(dirname "$0")/lib.sh"
 mode=${1:-view}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +45,20 @@ trap 'rm -f "$out" "$err"; [ -n "$bg" ] && kill $bg 2>/dev/null; rm -rf "$tmp"' 
 skip() {
 	echo "SKIP: $*"
 	exit 77
+}
+
+# Whether UCX has its verbs transports (Debian sid's is built without).
+ucx_has_verbs() { compgen -G '/usr/lib/*/ucx/libuct_ib.so*' >/dev/null; }
+
+# need_userns WHO [AS...]: skip unless AS (a prefix acting as a user, or
+# nothing: this process) may make a user namespace, which the modes of an
+# ordinary user rest on.  The kernel refuses one to any process in a
+# chroot (and everywhere where they are disabled).
+need_userns() {
+	local who=$1
+	shift
+	"$@" unshare -U true 2>/dev/null ||
+		skip "the kernel makes $who no user namespace here (it refuses one inside a chroot, or they are disabled): $("$@" unshare -U true 2>&1 | head -n 1)"
 }
 
 # The library's own answers, from `softverbs devices` outside any run.
@@ -89,7 +104,9 @@ check_view() {
 	# Every GID of `softverbs devices`, in sysfs form, with type and netdev.
 	local n=0 idx addr ifn full
 	while read -r idx addr ifn; do
-		full=$(python3 -c 'import ipaddress, sys; print(ipaddress.IPv6Address(sys.argv[1]).exploded)' "$addr")
+		# Eight groups of four hex digits, as the kernel's gids/N (Python
+		# 3.13's .exploded writes an IPv4-mapped address's tail dotted).
+		full=$(python3 -c 'import ipaddress, sys; h = "%032x" % int(ipaddress.IPv6Address(sys.argv[1])); print(":".join(h[i:i + 4] for i in range(0, 32, 4)))' "$addr")
 		has "^gid $idx $full RoCE v2 $ifn\$" "GID $idx $addr"
 		n=$((n + 1))
 	done < <(sed -n 's/^    GID\[ *\([0-9]*\)\]  \([^ ]*\) *RoCE v2 *\([^ ]*\)$/\1 \2 \3/p' "$tmp/devices")
@@ -113,6 +130,7 @@ val_of() { awk -v k="$1" '$1 == k { print $2 }' "$out"; }
 
 case $mode in
 view)
+	[ "$(id -u)" = 0 ] || need_userns "this user"
 	run_ok 30 "$SV" run -- "$dump" "$devname" "$ibdev"
 	check_view "$(id -u)" "$(id -g)"
 	# Outside, while a run is alive: nothing.
@@ -142,10 +160,11 @@ view)
 user)
 	as=()
 	if [ "$(id -u)" = 0 ]; then
-		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_users_ready || skip "$SV_USERS_WHY"
 		sv_as 1
 		as=("${SV_AS[@]}")
 	fi
+	need_userns "an ordinary user" ${as[@]+"${as[@]}"}
 	uid=$("${as[@]}" id -u) gid=$("${as[@]}" id -g)
 	[ "$uid" != 0 ] || fail "not an ordinary user"
 	run_ok 30 "${as[@]}" "$SV" run -- id -u
@@ -170,7 +189,7 @@ user)
 	wait $bg 2>/dev/null || true
 	bg=
 	echo "user namespaces: first run $first, with a live peer $(cat "$tmp/ns1")"
-	if command -v ucx_info >/dev/null; then
+	if command -v ucx_info >/dev/null && ucx_has_verbs; then
 		# ucx_* commands get run's one line naming UCX's variables.
 		timeout -k 5 60 "${as[@]}" "$SV" run -- ucx_info -d >"$out" 2>"$err" ||
 			fail "ucx_info -d as the user exited $?"
@@ -184,10 +203,11 @@ shm)
 	pp=$(command -v ibv_rc_pingpong) || skip "ibv_rc_pingpong not installed (ibverbs-utils)"
 	as=()
 	if [ "$(id -u)" = 0 ]; then
-		sv_users_ready || skip "no test users (useradd, setpriv)"
+		sv_users_ready || skip "$SV_USERS_WHY"
 		sv_as 1
 		as=("${SV_AS[@]}")
 	fi
+	need_userns "an ordinary user" ${as[@]+"${as[@]}"}
 	. "$here/../net/port.sh"
 	port=$(sv_free_port) || exit 1
 	iters=200
@@ -223,6 +243,7 @@ shm)
 	;;
 fallback)
 	[ "$(id -u)" = 0 ] || skip "needs root to forbid namespaces in a user namespace of its own"
+	need_userns root
 	# A real refusal, not a simulated one: inside `unshare -U -r`, no
 	# more user namespaces may be made there (max_user_namespaces is
 	# per user namespace), and setpriv drops every capability for good
@@ -318,6 +339,8 @@ EOF
 	;;
 ucx)
 	command -v ucx_info >/dev/null || skip "ucx_info not installed (ucx-utils)"
+	ucx_has_verbs || skip "this system's UCX has no verbs transports (no ucx/libuct_ib.so.0, as Debian sid's)"
+	[ "$(id -u)" = 0 ] || need_userns "this user"
 	rc=0
 	timeout -k 5 60 "$SV" run -- ucx_info -d >"$out" 2>"$err" || rc=$?
 	grep -q 'symbol lookup error' "$err" &&

@@ -6,7 +6,16 @@ Run through `softverbs run` by pyverbs.sh, so pyverbs' extension modules
 bind to our libibverbs.so.1."""
 import sys
 
-import pyverbs.enums as e
+try:
+    import pyverbs.enums as e
+except ImportError:  # rdma-core 65: most values only in their enum classes
+    import enum
+    import types
+    import pyverbs.libibverbs_enums as _enums
+    e = types.SimpleNamespace(**vars(_enums))
+    for _c in list(vars(_enums).values()):
+        if isinstance(_c, enum.EnumMeta):
+            vars(e).update(_c.__members__)
 from pyverbs.cq import CQ
 from pyverbs.device import Context, get_device_list
 from pyverbs.mr import MR

@@ -33,7 +33,7 @@ udp) srv_env+=(SOFTVERBS_FASTPATH=0) cli_env+=(SOFTVERBS_FASTPATH=0) ;;
 users | root)
 	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to act as two users)"; exit 77; }
 	. "$(dirname "$0")/../users.sh"
-	sv_users_ready || { echo "SKIP: no test users (useradd, setpriv)"; exit 77; }
+	sv_users_ready || { echo "SKIP: $SV_USERS_WHY"; exit 77; }
 	sv_as 2
 	cli_pre=("${SV_AS[@]}")
 	if [ "$mode" = users ]; then

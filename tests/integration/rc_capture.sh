@@ -24,6 +24,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A live capture needs the privilege to capture (root, or dumpcap made
+# capable for the user, which Debian does not do by default).
+if ! probe=$(timeout 20 dumpcap -q -i lo -a duration:1 -w "$tmp/probe.pcapng" 2>&1); then
+	echo "SKIP: no live capture on lo for this user: $(echo "$probe" | grep -m1 -i 'permission\|denied\|error' || echo "$probe" | tail -n 1)"
+	exit 77
+fi
+
 # The capture needs the wire: no shared-memory fast path for this run,
 # and no UDP_SEGMENT sends, which lo carries unsegmented (README.md, live
 # capture; udp_gso.sh wire checks what a segmenting device sends).

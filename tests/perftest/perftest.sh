@@ -103,7 +103,16 @@ all) args=(-a -n "$all_iters"); runsecs=150 ;;
 rdma_cm) args=(-R) ;;
 uc) args=(-c UC) ;;
 ud) args=(-c UD) ;;
-xrc) args=(-c XRC) ;;
+xrc)
+	args=(-c XRC)
+	# perftest keeps each side's XRC domain in a fixed file it opens
+	# read-only, creating it mode 0440: one left by another user (a run
+	# as root) cannot be opened ("Permission denied").
+	for f in /tmp/xrc_domain_server /tmp/xrc_domain_client; do
+		[ ! -e "$f" ] || [ -r "$f" ] ||
+			{ echo "SKIP: $f, perftest's XRC domain file, belongs to $(stat -c %U "$f") (mode $(stat -c %a "$f")): this user cannot open it"; exit 77; }
+	done
+	;;
 big) args=(-s 4194304 -n 100) ;;
 event) args=(-e) ;;
 *) echo "unknown mode $MODE"; exit 2 ;;
@@ -240,7 +249,8 @@ fi
 
 # --- the result tables --------------------------------------------------------
 if [ $kind = bw ]; then
-	header='^ *#bytes +#iterations +BW peak\[MB/sec\] +BW average\[MB/sec\] +MsgRate\[Mpps\]'
+	# perftest 4.5 writes MB/sec, 25.01 MiB/sec (the same unit, 2^20 B).
+	header='^ *#bytes +#iterations +BW peak\[Mi?B/sec\] +BW average\[Mi?B/sec\] +MsgRate\[Mpps\]'
 else
 	header='^ *#bytes +#iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\]'
 fi

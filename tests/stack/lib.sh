@@ -9,6 +9,9 @@
 #                  SRV_NSNAME/CLI_NSNAME; exits 77 where namespaces cannot
 #                  be made (not root)
 #   sv_need PKG:FILE...   fail naming the Debian package when FILE is absent
+#   sv_has_uct_ib         whether UCX has its verbs transports
+#   sv_need_uct_ib WHAT   skip when it has not
+#   sv_need_uverbs [AS...]  skip when run cannot make AS the device file
 #   sv_wait_port PORT PID NS...  until something listens on TCP PORT in NS
 #   fail MSG / finish     count failures; print PASS or exit 1
 #
@@ -46,6 +49,34 @@ sv_need() {
 			exit 1
 		fi
 	done
+}
+
+# sv_need_uct_ib WHAT: skip (77) when this system's UCX has no verbs
+# transports (Debian sid's UCX 1.23~rc1 is built without libuct_ib), so
+# that WHAT, which needs them, cannot reach softverbs0.
+sv_has_uct_ib() {
+	local lib
+	for lib in /usr/lib/*/ucx/libuct_ib.so.0; do
+		[ -e "$lib" ] && return 0
+	done
+	return 1
+}
+sv_need_uct_ib() {
+	sv_has_uct_ib && return 0
+	echo "SKIP: $1: this system's UCX ($(dpkg-query -W -f '${Version}' libucx0 2>/dev/null)) is built without its verbs transports (no ucx/libuct_ib.so.0)"
+	exit 77
+}
+
+# sv_need_uverbs [AS...]: skip (77) where `softverbs run` cannot give
+# AS (a prefix acting as a user; nothing: this process) the
+# /dev/infiniband/uverbs_sv0 that UCX opens: an ordinary user needs a user
+# namespace for it, which the kernel refuses inside a chroot.
+sv_need_uverbs() {
+	[ -e /dev/infiniband/uverbs_sv0 ] && return 0
+	[ $# = 0 ] && [ "$(id -u)" = 0 ] && return 0
+	"$@" unshare -U true 2>/dev/null && return 0
+	echo "SKIP: the user gets no user namespace here (the kernel refuses one inside a chroot), so run makes no /dev/infiniband/uverbs_sv0 for UCX: $("$@" unshare -U true 2>&1 | head -n 1)"
+	exit 77
 }
 
 TMP=$(mktemp -d /tmp/sv-stack.XXXXXX)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# UCX (Debian's ucx-utils 1.13) over softverbs0, unmodified, through
-# `softverbs run`:
+# UCX (Debian's ucx-utils: 1.13 in Debian 12, 1.18 in 13) over softverbs0,
+# unmodified, through `softverbs run` (77 where UCX has no verbs
+# transports, as Debian sid's):
 #   ucx.sh info WHERE              ucx_info -d, with no UCX_* variable,
 #                                  lists softverbs0:1 with the rc_verbs and
 #                                  ud_verbs transports
@@ -27,6 +28,8 @@
 . "$(dirname "$0")/lib.sh"
 mode=${1:-info} where=${2:-host}
 sv_need ucx-utils:/usr/bin/ucx_perftest ucx-utils:/usr/bin/ucx_info
+sv_need_uct_ib "UCX over softverbs0"
+sv_need_uverbs
 sv_place "$where"
 unset UCX_TLS UCX_NET_DEVICES UCX_IB_GID_INDEX
 if [ "$mode" = perf ] && [ "${4:-}" != none ]; then
@@ -55,6 +58,14 @@ ud) export UCX_TLS=ud_verbs ;;
 none) ;;
 *) echo "unknown TLS set $tls"; exit 2 ;;
 esac
+# A ucx_perftest built with MPI support (UCX 1.18, Debian 13) takes a run
+# whose input is not a terminal for an MPI launch unless told -P 0, which
+# UCX 1.13 (Debian 12) does not know.
+help=$(ucx_perftest -h 2>&1 || true)
+case $help in
+*'-P <0|1>'*) nompi=(-P 0) ;;
+*) nompi=() ;;
+esac
 # Small counts: the label checks that the data moves, not how fast.
 case $test in
 tag_lat | ucp_am_lat) args=(-s 8 -n 500 -w 20) ;;
@@ -66,14 +77,14 @@ port=$(sv_free_port "${SRV_NS[@]}")
 echo "ucx_perftest -t $test ${args[*]} UCX_TLS=${UCX_TLS:-(unset)} $where, port $port"
 export SOFTVERBS_STATS=1
 
-"${SRV_NS[@]}" timeout -k 5 60 "$SV" run -- ucx_perftest -p "$port" \
+"${SRV_NS[@]}" timeout -k 5 60 "$SV" run -- ucx_perftest -p "$port" ${nompi[@]+"${nompi[@]}"} \
 	>"$TMP/server" 2>&1 &
 srv=$!
 SV_BG_PIDS+=("$srv")
 sv_wait_port "$port" "$srv" "${SRV_NS[@]}" || fail "the server did not listen on $port"
 crc=0
 "${CLI_NS[@]}" timeout -k 5 60 "$SV" run -- ucx_perftest "$SRV_IP" -p "$port" \
-	-t "$test" "${args[@]}" >"$TMP/client" 2>&1 || crc=$?
+	${nompi[@]+"${nompi[@]}"} -t "$test" "${args[@]}" >"$TMP/client" 2>&1 || crc=$?
 src=0
 wait "$srv" || src=$?
 show "server (exit $src)" "$TMP/server"

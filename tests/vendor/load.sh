@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# Every perftest binary loads through our libraries: `softverbs run -- BIN
-# --help` (or LD_LIBRARY_PATH=LIBDIR BIN --help when the command is not
-# built) resolves libmlx5.so.1, libefa.so.1 and libibverbs.so.1 to LIBDIR,
+# Every perftest binary (ib_*, raw_ethernet_*) loads through our
+# libraries: `softverbs run -- BIN --help` (or LD_LIBRARY_PATH=LIBDIR BIN
+# --help when the command is not built) resolves libmlx5.so.1, libefa.so.1
+# and libibverbs.so.1 to LIBDIR,
 # binds every symbol at start-up (LD_BIND_NOW) without a "symbol lookup
 # error" or "version ... not found", prints perftest's usage and exits with
 # the status perftest's --help has with the system's own libraries.
@@ -22,7 +23,7 @@ err=$(mktemp)
 ctl=$(mktemp -d)
 trap 'rm -rf "$out" "$err" "$ctl"' EXIT
 
-mapfile -t bins < <(dpkg-query -L perftest 2>/dev/null | grep -E '^/usr/bin/ib_' | sort)
+mapfile -t bins < <(dpkg-query -L perftest 2>/dev/null | grep -E '^/usr/bin/(ib_|raw_ethernet_)' | sort)
 if [ ${#bins[@]} -eq 0 ]; then
 	echo "SKIP: perftest is not installed"
 	exit 77

@@ -3,8 +3,9 @@
 # Unmodified Debian middleware that links the vendor libraries loads through
 # `softverbs run` with our libmlx5.so.1 / libefa.so.1:
 #  - UCX: ucx_info -v and -d exit 0, and its InfiniBand transport modules
-#    (libuct_ib, which imports 20 mlx5dv_* functions, and libuct_rdmacm,
-#    which needs libuct_ib) are loaded, not skipped;
+#    (libuct_ib, libuct_ib_mlx5 where UCX has it, which import mlx5dv_*
+#    functions, and libuct_rdmacm, which needs libuct_ib) are loaded, not
+#    skipped;
 #  - libfabric: fi_info -l exits 0 (libfabric.so.1 imports efadv_*);
 #  - pyverbs: the mlx5dv and efadv extension modules import.
 # Everything runs with LD_BIND_NOW=1, so that every symbol of every library
@@ -68,18 +69,31 @@ resolves() {
 }
 
 # UCX.  Its module loader reports (at debug level) "loaded PATH" or
-# "dlopen(PATH) failed: REASON" for each transport module.
+# "dlopen(PATH) failed: REASON" for each transport module.  UCX 1.13
+# (Debian 12) links libmlx5 into libuct_ib; from 1.16 (Debian 13) a module
+# of its own, libuct_ib_mlx5, does.  Debian sid's UCX (1.23~rc1) is built
+# without its IB transports: nothing of it links our libraries.
 uct_ib=$(dpkg-query -L libucx0 2>/dev/null | grep '/ucx/libuct_ib\.so\.0$' | head -1)
-[ -n "$uct_ib" ] || fail "libucx0 ships no ucx/libuct_ib.so.0 (test broken?)"
-[ -n "$uct_ib" ] && resolves "$uct_ib" libmlx5.so.1
+uct_mlx5=$(dpkg-query -L libucx0 2>/dev/null | grep '/ucx/libuct_ib_mlx5\.so\.0$' | head -1)
 if run "ucx_info -v" ucx_info -v; then
-	grep -q '^# Version' "$out" || fail "ucx_info -v printed no version"
+	grep -Eq '^# (Library )?[Vv]ersion' "$out" || fail "ucx_info -v printed no version"
 fi
-if UCX_MODULE_LOG_LEVEL=debug UCX_LOG_LEVEL=debug run "ucx_info -d" ucx_info -d; then
-	for mod in ib rdmacm; do
-		grep -Eq "loaded .*/libuct_$mod\.so" "$out" ||
-			fail "ucx_info -d did not load libuct_$mod: $(grep -Eo "dlopen.*libuct_$mod.*" "$out" | head -1)"
-	done
+if [ -z "$uct_ib" ]; then
+	echo "UCX's IB transports: skipped, $(dpkg-query -W -f '${Package} ${Version}' libucx0 2>/dev/null) ships no ucx/libuct_ib.so.0 (built without verbs)"
+else
+	mods="ib rdmacm"
+	if [ -n "$uct_mlx5" ]; then
+		resolves "$uct_mlx5" libmlx5.so.1
+		mods="$mods ib_mlx5"
+	else
+		resolves "$uct_ib" libmlx5.so.1
+	fi
+	if UCX_MODULE_LOG_LEVEL=debug UCX_LOG_LEVEL=debug run "ucx_info -d" ucx_info -d; then
+		for mod in $mods; do
+			grep -Eq "loaded .*/libuct_$mod\.so" "$out" ||
+				fail "ucx_info -d did not load libuct_$mod: $(grep -Eo "dlopen.*libuct_$mod\..*" "$out" | head -1)"
+		done
+	fi
 fi
 
 # libfabric (linked with -z now: a missing efadv_* stops every program).
