@@ -399,6 +399,9 @@ int main(void)
 	struct ibv_cq_init_attr_ex ca = { .cqe = 4 };
 	struct ibv_cq_ex *cqx;
 
+	/* First, while no thread exists: it forks (a sanitizer refuses
+	 * threads started after a fork of a threaded process). */
+	test_after_close();
 	ctx = open_ctx();
 	other = open_ctx();
 	pd = ibv_alloc_pd(ctx);
@@ -421,7 +424,6 @@ int main(void)
 	test_ah();
 	test_qp();
 	test_fuzz();
-	test_after_close();
 	test_limit_cq();
 	test_limit_srq();
 	test_handle_reuse();
