@@ -28,6 +28,7 @@
 #include "engine/eng.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -35,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cq.h"
 #include "engine/gsifwd.h"
 #include "engine/inject.h"
 #include "engine/limits.h"
@@ -62,6 +64,8 @@ static void bell_ring(struct sv_engine *eng)
 {
 	uint64_t one = 1;
 
+	/* (A waiter drains the bell only when it may hold a ring.) */
+	atomic_fetch_add_explicit(&eng->bells, 1, memory_order_relaxed);
 	if (write(eng->bellfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -70,6 +74,10 @@ static void bell_drain(struct sv_engine *eng)
 {
 	uint64_t v;
 
+	atomic_store_explicit(&eng->bells_drained,
+			      atomic_load_explicit(&eng->bells,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
 	if (read(eng->bellfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -464,6 +472,18 @@ static int wait_events(int epfd, struct epoll_event *ev, int max, uint64_t now,
 	return n;
 }
 
+/* Is an application thread sleeping for the engine (waiting for a
+ * completion event), or was one within SV_HINT_HOLD_NS?  Between two
+ * waits it handles its event, and its next wait comes soon. */
+static bool app_waits(struct sv_engine *eng, uint64_t now)
+{
+	uint64_t seen =
+		atomic_load_explicit(&eng->wait_seen, memory_order_relaxed);
+
+	return atomic_load(&eng->waiters) ||
+	       (seen && now - seen < SV_HINT_HOLD_NS);
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_engine *eng = arg;
@@ -472,14 +492,19 @@ static void *progress_main(void *arg)
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns();
-		bool busy = sv_app_polls(eng, now);
+		/* An application thread waiting for a completion event
+		 * watches the sockets and rings itself: the thread stays
+		 * off them as beside a busy poller, or a packet would wake
+		 * both. */
+		bool waited = app_waits(eng, now);
+		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		uint64_t wire, shm;
-		bool nap;
+		bool nap, pnap = false, socks;
 		int timeout, n, i;
 
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-		nap = busy && app_does_it(eng);
+		nap = busy && !waited && app_does_it(eng);
 		if (nap && until > now + eng->nap_ns)
 			until = now + eng->nap_ns;
 		if (nap)
@@ -492,9 +517,10 @@ static void *progress_main(void *arg)
 		if (!busy && until != now && !sv_links_sleep(eng))
 			until = now;
 		/* And the paths: what their peers published, naps,
-		 * watchdogs (path.h). */
-		eng->nap = false;
-		until = sv_paths_next_wake(eng, now, until, busy);
+		 * watchdogs (path.h); a waiter asks them itself. */
+		if (!waited)
+			until = sv_paths_next_wake(eng, now, until, busy,
+						   eng->napped, &pnap);
 		/* Passes hold ACKs back for the application's answer only
 		 * while we nap no longer than they may wait (hold_acks). */
 		if (busy && now - eng->hold_tried < SV_HINT_HOLD_NS &&
@@ -514,6 +540,13 @@ static void *progress_main(void *arg)
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
 			until = dl;
+		/* Dekker with a waiter coming (sv_engine_wait_event): we say
+		 * we wait on the sockets, then look for one; it counts
+		 * itself, then looks at what we said. */
+		socks = !nap && !waited;
+		atomic_store(&eng->thread_socks, socks);
+		if (socks && atomic_load(&eng->waiters))
+			until = now;
 		if (until == UINT64_MAX)
 			timeout = -1;
 		else if (until <= now)
@@ -525,15 +558,16 @@ static void *progress_main(void *arg)
 		/* Spinning: the pass below reads every link anyway. */
 		n = timeout == 0 && now < eng->spin_until ?
 			    0 :
-			    wait_events(nap ? eng->bell_epfd : eng->epfd, ev, 8,
-					now, until);
+			    wait_events(socks ? eng->epfd : eng->bell_epfd, ev,
+					8, now, until);
+		atomic_store(&eng->thread_socks, false);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
 			if (ev[i].data.ptr == NULL)
 				bell_drain(eng);
 		if (atomic_load(&eng->stop))
 			break;
-		eng->napped = eng->nap && n == 0;
+		eng->napped = pnap && n == 0;
 		if (eng->napped)
 			continue; /* look again, the words still set */
 		sv_paths_serve(eng, busy);
@@ -547,10 +581,18 @@ static void *progress_main(void *arg)
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy &&
-		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
-			    shm)
-			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
+		if (eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
+		    shm) {
+			uint64_t t = sv_now_ns();
+
+			if (eng->stats->shm_rx_pkts +
+				    eng->stats->chan_atomics_served - shm >=
+			    SV_WAIT_STREAM_PKTS)
+				atomic_store_explicit(&eng->ring_served, t,
+						      memory_order_relaxed);
+			if (!busy)
+				eng->spin_until = t + SV_SERVE_SPIN_NS;
+		}
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
@@ -787,22 +829,161 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	return (int)n;
 }
 
-void sv_engine_app_sleeps(struct sv_context *ctx)
+/* An application thread blocked for a completion event sleeps for the
+ * engine: it waits on the sockets (the shm link's doorbells, UDP
+ * datagrams) and on its channel's fd together, and runs the pass a
+ * packet calls for itself.  A message for it then costs one wake-up, its
+ * own, as a kernel's completion does (the softirq places the data and
+ * wakes the waiter), where the progress thread's wake-up and pass, then
+ * the pipe's wake-up of the application, were two in a row on one core.
+ * Meanwhile the progress thread stays off the sockets (app_waits) and
+ * keeps only its doorbell and timers.  Several waiters (threads, channels)
+ * all wait on the sockets: each wakes and one at a time runs the pass. */
+int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
+			 uint64_t seen, uint64_t *token)
 {
 	struct sv_engine *eng = ctx->engine;
-	uint64_t until;
+	bool napped = false, woken = false, awake = false, stream = false;
+	uint64_t served;
+	int fd = ch->ibv.fd, ret = 0;
 
-	if (!eng ||
-	    !atomic_load_explicit(&eng->last_hint, memory_order_relaxed) ||
-	    !atomic_exchange(&eng->last_hint, 0))
-		return;
-	/* A thread that waits beside a busy poller watches no shm ring
-	 * (peers ring only a thread that says it sleeps) for up to
-	 * SV_HINT_HOLD_NS: packets for the application would wait there
-	 * that long.  Awake (0) or asleep for good, it needs nothing. */
-	until = atomic_load(&eng->sleep_until);
-	if (until && until != UINT64_MAX)
+	if (!eng || !eng->thread_started)
+		return -1;
+	/* A pass served SV_WAIT_STREAM_PKTS ring packets or more within
+	 * SV_HINT_HOLD_NS (a stream through the shm link's rings; a
+	 * ping-pong's packets are a few a pass): the thread serves them,
+	 * spinning
+	 * SV_SERVE_SPIN_NS after each batch so that the next needs no
+	 * doorbell, while the application sleeps in its read.  Woken per
+	 * batch instead, a waiter halved ib_send_bw -e at 64 KiB and 1 MiB
+	 * on one host. */
+	served = atomic_load_explicit(&eng->ring_served, memory_order_relaxed);
+	if (served && sv_now_ns() - served < SV_HINT_HOLD_NS) {
+		/* (The thread may still leave the sockets to a waiter.) */
+		if (atomic_exchange(&eng->wait_seen, 0))
+			bell_ring(eng);
+		return -1;
+	}
+	atomic_fetch_add(&eng->waiters, 1);
+	/* No busy poller any more: the thread stops counting on polls. */
+	if (atomic_load_explicit(&eng->last_hint, memory_order_relaxed))
+		atomic_store(&eng->last_hint, 0);
+	/* A thread waiting on the sockets leaves them to us (Dekker with
+	 * progress_main: we count ourselves, then look). */
+	if (atomic_load(&eng->thread_socks))
 		bell_ring(eng);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+				       { .fd = eng->epfd, .events = POLLIN } };
+		uint64_t now, until, dl, bells;
+		struct timespec ts;
+		bool nap = false;
+		int n;
+
+		/* The first look reads the wire sockets as a busy poll does
+		 * (those its QPs receive from); after a wake-up, which one
+		 * of them may have brought, all of them, as the thread. */
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		if (napped)
+			goto look_again; /* the words still set (below) */
+		sv_links_wake(eng);
+		awake = true;
+		eng->in_thread = woken;
+		served = eng->stats->shm_rx_pkts +
+			 eng->stats->chan_atomics_served;
+		sv_cq_grab_begin(ch);
+		sv_engine_pass(eng, true);
+		eng->in_thread = false;
+		/* A stream's packets through the rings: the thread's way
+		 * serves them better (above). */
+		stream = eng->stats->shm_rx_pkts +
+				 eng->stats->chan_atomics_served - served >=
+			 SV_WAIT_STREAM_PKTS;
+		if (stream)
+			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
+					      memory_order_relaxed);
+		if (sv_cq_grab_end(token)) {
+			sv_mutex_unlock(&eng->lock);
+			ret = 1; /* our event, straight from our pass */
+			break;
+		}
+		if (atomic_load(&ch->written) != seen) {
+			sv_mutex_unlock(&eng->lock);
+			break; /* an event (ours or someone's) is in the fd */
+		}
+		if (stream) {
+			sv_mutex_unlock(&eng->lock);
+			ret = -1;
+			break;
+		}
+look_again:
+		now = sv_now_ns();
+		watch_socks(eng, true);
+		until = list_empty(&eng->work) ? UINT64_MAX : now;
+		if (until != now && !sv_links_sleep(eng))
+			until = now;
+		until = sv_paths_next_wake(eng, now, until, false, napped,
+					   &nap);
+		if (until > now) {
+			eng->stats->app_wait_sleeps++;
+			awake = false; /* the words set */
+		}
+		bells = atomic_load_explicit(&eng->bells, memory_order_relaxed);
+		sv_mutex_unlock(&eng->lock);
+		dl = atomic_load(&eng->next_deadline);
+		if (dl && dl < until)
+			until = dl;
+		if (until <= now) {
+			napped = false;
+			woken = true;
+			continue;
+		}
+		if (until != UINT64_MAX) {
+			ts.tv_sec = (time_t)((until - now) / 1000000000);
+			ts.tv_nsec = (long)((until - now) % 1000000000);
+		}
+		n = ppoll(p, 2, until == UINT64_MAX ? NULL : &ts, NULL);
+		if (n < 0) {
+			/* A signal (EINTR): the caller reads as before,
+			 * restarted or not as the handler says, and the
+			 * thread takes the sockets back at once. */
+			ret = -1;
+			break;
+		}
+		if (p[0].revents)
+			break;
+		/* The doorbell too may be what woke us (rung since we
+		 * looked, or never drained): the pass below does what it
+		 * asked for, and the thread, woken by it, finds it done. */
+		if (p[1].revents &&
+		    (atomic_load_explicit(&eng->bells, memory_order_relaxed) !=
+			     bells ||
+		     atomic_load_explicit(&eng->bells_drained,
+					  memory_order_relaxed) != bells))
+			bell_drain(eng);
+		/* A nap with nothing: look again with the words still set,
+		 * as the thread does (a producer that read its word just
+		 * before our store was visible published without ringing),
+		 * and only then sleep for good. */
+		napped = nap && n == 0;
+		woken = true;
+		/* What the thread serves after its wait (peers' large
+		 * WRITEs we said we would help with). */
+		if (n > 0)
+			sv_paths_serve(eng, false);
+	}
+	if (!awake) { /* the words may still be set */
+		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		sv_links_wake(eng);
+		sv_mutex_unlock(&eng->lock);
+	}
+	/* Handing back to the thread (a signal, a stream): at once. */
+	stream = ret < 0 || stream;
+	atomic_store_explicit(&eng->wait_seen, stream ? 0 : sv_now_ns(),
+			      memory_order_relaxed);
+	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && stream)
+		bell_ring(eng);
+	return ret;
 }
 
 void sv_engine_poll_hint(struct sv_context *ctx)
