@@ -85,6 +85,10 @@ struct sv_engine {
 	int epfd; /* sockets + doorbell */
 	int bellfd; /* eventfd */
 	int bell_epfd; /* the doorbell alone: the thread's naps (engine.c) */
+	/* The sockets without the doorbell, never left during a nap: an
+	 * application thread waiting for a completion event watches them
+	 * (sv_engine_wait_event); the doorbell is the progress thread's. */
+	int wait_epfd;
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
 	/* Application threads waiting for a completion event, which sleep
 	 * for the engine meanwhile (engine.c, sv_engine_wait_event), and
@@ -96,8 +100,6 @@ struct sv_engine {
 	/* ns the last pass that served ring packets ended (waiters leave
 	 * such streams to the thread: engine.c). */
 	_Atomic uint64_t ring_served;
-	/* Doorbell rings so far, and the count the last drain saw. */
-	_Atomic uint64_t bells, bells_drained;
 	_Atomic uint64_t wait_seen;
 	atomic_bool thread_socks;
 	/* The application's last pass (poll hint) read every wire socket:

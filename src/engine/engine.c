@@ -64,8 +64,6 @@ static void bell_ring(struct sv_engine *eng)
 {
 	uint64_t one = 1;
 
-	/* (A waiter drains the bell only when it may hold a ring.) */
-	atomic_fetch_add_explicit(&eng->bells, 1, memory_order_relaxed);
 	if (write(eng->bellfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -74,10 +72,6 @@ static void bell_drain(struct sv_engine *eng)
 {
 	uint64_t v;
 
-	atomic_store_explicit(&eng->bells_drained,
-			      atomic_load_explicit(&eng->bells,
-						   memory_order_relaxed),
-			      memory_order_relaxed);
 	if (read(eng->bellfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		sv_warn("engine: doorbell: %s", strerror(errno));
 }
@@ -572,7 +566,9 @@ static void *progress_main(void *arg)
 			continue; /* look again, the words still set */
 		sv_paths_serve(eng, busy);
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-		if (!busy)
+		/* Not the words of a waiter that came while we slept: it
+		 * sleeps on them now. */
+		if (!busy && !atomic_load(&eng->waiters))
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
 		/* Requests served for peers through the rings or a channel
@@ -633,7 +629,10 @@ int sv_engine_watch(struct sv_engine *eng, int fd, void *tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
 
-	return epoll_ctl(eng->epfd, EPOLL_CTL_ADD, fd, &ev) ? errno : 0;
+	if (epoll_ctl(eng->epfd, EPOLL_CTL_ADD, fd, &ev) ||
+	    epoll_ctl(eng->wait_epfd, EPOLL_CTL_ADD, fd, &ev))
+		return errno;
+	return 0;
 }
 
 /* ---- lifecycle --------------------------------------------------------------- */
@@ -651,7 +650,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	eng->ctx = ctx;
 	eng->paths = paths;
 	sv_inject_get(); /* the spec read, and printed, at startup */
-	eng->epfd = eng->bellfd = eng->bell_epfd = -1;
+	eng->epfd = eng->bellfd = eng->bell_epfd = eng->wait_epfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);
 	list_head_init(&eng->socks);
@@ -683,7 +682,9 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	eng->bellfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
 	eng->bell_epfd = epoll_create1(EPOLL_CLOEXEC);
+	eng->wait_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (eng->bellfd < 0 || eng->epfd < 0 || eng->bell_epfd < 0 ||
+	    eng->wait_epfd < 0 ||
 	    epoll_ctl(eng->epfd, EPOLL_CTL_ADD, eng->bellfd, &ev) ||
 	    epoll_ctl(eng->bell_epfd, EPOLL_CTL_ADD, eng->bellfd, &ev)) {
 		err = errno;
@@ -699,6 +700,8 @@ fail_free:
 		close(eng->epfd);
 	if (eng->bell_epfd >= 0)
 		close(eng->bell_epfd);
+	if (eng->wait_epfd >= 0)
+		close(eng->wait_epfd);
 	free(eng->tx);
 	free(eng->rxmem);
 	sv_statseg_engine_close(eng);
@@ -737,6 +740,7 @@ void sv_engine_close(struct sv_context *ctx)
 	close(eng->bellfd);
 	close(eng->epfd);
 	close(eng->bell_epfd);
+	close(eng->wait_epfd);
 	free(eng->tx);
 	free(eng->rxmem);
 	pthread_mutex_destroy(&eng->lock);
@@ -874,8 +878,9 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		bell_ring(eng);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
-				       { .fd = eng->epfd, .events = POLLIN } };
-		uint64_t now, until, dl, bells;
+				       { .fd = eng->wait_epfd,
+					 .events = POLLIN } };
+		uint64_t now, until, dl;
 		struct timespec ts;
 		bool nap = false;
 		int n;
@@ -918,7 +923,6 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		}
 look_again:
 		now = sv_now_ns();
-		watch_socks(eng, true);
 		until = list_empty(&eng->work) ? UINT64_MAX : now;
 		if (until != now && !sv_links_sleep(eng))
 			until = now;
@@ -928,7 +932,6 @@ look_again:
 			eng->stats->app_wait_sleeps++;
 			awake = false; /* the words set */
 		}
-		bells = atomic_load_explicit(&eng->bells, memory_order_relaxed);
 		sv_mutex_unlock(&eng->lock);
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
@@ -952,15 +955,6 @@ look_again:
 		}
 		if (p[0].revents)
 			break;
-		/* The doorbell too may be what woke us (rung since we
-		 * looked, or never drained): the pass below does what it
-		 * asked for, and the thread, woken by it, finds it done. */
-		if (p[1].revents &&
-		    (atomic_load_explicit(&eng->bells, memory_order_relaxed) !=
-			     bells ||
-		     atomic_load_explicit(&eng->bells_drained,
-					  memory_order_relaxed) != bells))
-			bell_drain(eng);
 		/* A nap with nothing: look again with the words still set,
 		 * as the thread does (a producer that read its word just
 		 * before our store was visible published without ringing),
