@@ -16,6 +16,12 @@
  *           sleeps for the engine and takes what wakes it), while a second
  *           thread epolls the same fd, which must still become readable
  *           as events are written
+ *   barriered   rdma-core's pyverbs test_rdmacm_sync_traffic: 1064-byte
+ *           SENDs, each side blocked in ibv_get_cq_event, the two
+ *           processes meeting at a barrier between the steps; the server
+ *           idles past the thread's hold before it answers, and the
+ *           client's next SEND comes while the server waits at the
+ *           barrier: only the progress thread can take it
  * Before the ack of a channel SEND was written ahead of the receive
  * completion, the answer's event came first now and then; perftest then
  * took it for the send's, its send CQ overran at the next completion, and
@@ -30,6 +36,7 @@
 
 #define ROUNDS 2000
 #define DEPTH 16
+#define BARRIER_ROUNDS 300
 
 struct side {
 	struct hx_ep ep;
@@ -214,6 +221,50 @@ static void run(int fd, uint32_t len, bool first, bool blocked)
 	CHECK_EQ(hx_ep_close(&s.ep), 0);
 }
 
+/* The server (B): barrier, barrier, a pause, receive, answer, barrier;
+ * the client (A): barrier, SEND, barrier, barrier, receive. */
+static void run_barriered(int fd, bool client)
+{
+	static struct side s;
+	int r;
+
+	s.blocked = true;
+	open_side(&s, fd, 1064);
+	for (r = 0; r < BARRIER_ROUNDS; r++) {
+		bool ok;
+
+		hx_sync(fd);
+		if (client) {
+			ok = send_one(&s, r);
+			hx_sync(fd);
+			hx_sync(fd);
+			ok = ok && recv_one(&s, r);
+		} else {
+			hx_sync(fd);
+			/* Idle: the progress thread goes back to the sockets
+			 * (SV_HINT_HOLD_NS), and the waiter that comes next
+			 * rings it off them. */
+			hx_msleep(3);
+			ok = recv_one(&s, r) && send_one(&s, r);
+			hx_sync(fd);
+		}
+		if (!ok)
+			break;
+	}
+	CHECK_EQ(r, BARRIER_ROUNDS);
+	CHECK_EQ(hx_ep_close(&s.ep), 0);
+}
+
+static void barriered_a(int fd)
+{
+	run_barriered(fd, true);
+}
+
+static void barriered_b(int fd)
+{
+	run_barriered(fd, false);
+}
+
 static void small_a(int fd)
 {
 	run(fd, 8, true, false);
@@ -255,11 +306,9 @@ static void blocked_large_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(small, 60),
-	HX_CASE(large, 60),
-	HX_CASE(blocked_small, 60),
-	HX_CASE(blocked_large, 60),
-	{ 0 },
+	HX_CASE(small, 60),	    HX_CASE(large, 60),
+	HX_CASE(blocked_small, 60), HX_CASE(blocked_large, 60),
+	HX_CASE(barriered, 60),	    { 0 },
 };
 
 HX_MAIN(cases)
