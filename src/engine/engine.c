@@ -892,6 +892,9 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		if (napped)
 			goto look_again; /* the words still set (below) */
 		sv_links_wake(eng);
+		/* The pass finds ready sockets in the thread's set when
+		 * there are many (links.c): it may have left them to nap. */
+		watch_socks(eng, true);
 		awake = true;
 		eng->in_thread = woken;
 		served = eng->stats->shm_rx_pkts +
