@@ -193,6 +193,10 @@ struct sv_comp_channel {
 	atomic_int refs; /* CQs attached */
 	struct sv_context *ctx;
 	struct list_head cqs; /* CQs attached (ctx->lock) */
+	/* Events written and taken so far: a thread that sleeps for the
+	 * engine (sv_engine_wait_event) knows without a system call that
+	 * its pass wrote one, and ibv_get_cq_event that none is there. */
+	_Atomic uint64_t written, taken;
 };
 
 /* When a completion entered its CQ: CLOCK_MONOTONIC (the device clock,

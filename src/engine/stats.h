@@ -116,7 +116,8 @@
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
-	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong")
+	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
+	X(app_wait_sleeps, "sleeps of an app thread waiting for an event")
 /* clang-format on */
 
 struct sv_stats {
