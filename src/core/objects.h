@@ -256,6 +256,7 @@ struct sv_ah_route {
 	bool resolved;
 	struct sv_ipaddr dst, src;
 	uint32_t scope; /* link-local and multicast: the source's interface */
+	uint8_t tclass; /* grh.traffic_class: the packets' TOS */
 };
 
 /* One send work request as the requester needs it: a copy of the user's WR

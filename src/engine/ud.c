@@ -39,6 +39,9 @@ void sv_engine_ah_resolve(struct sv_context *ctx, struct sv_ah *ah)
 	int n;
 
 	memset(r, 0, sizeof(*r));
+	/* The IP header's TOS / traffic class: rxe takes it from the AH
+	 * whether or not is_global is set (a RoCE AH always has a GRH). */
+	r->tclass = ah->attr.grh.traffic_class;
 	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &r->dst,
 			      NULL);
 	n = sv_gid_table(tab, SV_MAX_GIDS);

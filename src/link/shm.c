@@ -763,7 +763,9 @@ static unsigned int shm_transmit(void *ep, void *peer,
 		unsigned int k = n < SV_LINK_BATCH ? n : SV_LINK_BATCH, done;
 
 		for (i = 0; i < k; i++) {
+			memset(&f[i], 0, sizeof(f[i]));
 			f[i].src = *pkt[i].src;
+			f[i].tclass = pkt[i].tclass;
 			sv_sockaddr_to_ipaddr(
 				(const struct sockaddr *)pkt[i].dst, &f[i].dst,
 				&f[i].dport);
@@ -807,6 +809,7 @@ static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 		struct sv_flow flow = sl->flow;
 
 		flow.dport = r->port;
+		flow.unused = 0;
 		fn(arg, (uint8_t *)sl->data, len > SV_MAX_PKT ? 0 : len,
 		   len > SV_MAX_PKT, &flow);
 		sv_shm_ring_next(r);

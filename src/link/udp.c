@@ -46,9 +46,13 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
+	/* The addresses and the traffic class of each datagram: the ICRC
+	 * and a UD receive's GRH area rebuild its IP header (proto/ip.h). */
 	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)))
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
 		goto fail;
 	/* DF and no fragmentation: an IB packet is never fragmented, and an
 	 * unconnected socket with DF sends IPv4 ID 0, which the ICRC's
@@ -152,11 +156,14 @@ int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
 /* ---- receive ----------------------------------------------------------- */
 
 #define SV_UDP_BATCH 64
-/* Control data of a message: its addresses, and its segment size (UDP_GRO
- * received as an int, UDP_SEGMENT sent as a uint16_t). */
-#define SV_CMSG_SPACE                             \
-	(CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
-	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
+/* Control data of a message: its addresses, its traffic class (IP_TOS
+ * received as a byte, IPV6_TCLASS as an int; either sent as an int) and
+ * its segment size (UDP_GRO received as an int, UDP_SEGMENT sent as a
+ * uint16_t). */
+#define SV_CMSG_SPACE                                                      \
+	(CMSG_SPACE(sizeof(struct in6_pktinfo)) +                          \
+	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)) + \
+	 CMSG_SPACE(sizeof(int)))
 
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 {
@@ -207,6 +214,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&from[i], &r->flow.src,
 				      &r->flow.sport);
 		r->flow.dport = s->port;
+		r->flow.tclass = r->flow.unused = 0;
 		memset(&r->flow.dst, 0, sizeof(r->flow.dst));
 		r->flow.dst.family = r->flow.src.family;
 		for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -227,6 +235,15 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 				tmp.sin6_addr = pi.ipi6_addr;
 				sv_sockaddr_to_ipaddr((struct sockaddr *)&tmp,
 						      &r->flow.dst, NULL);
+			} else if (c->cmsg_level == IPPROTO_IP &&
+				   c->cmsg_type == IP_TOS) {
+				r->flow.tclass = *CMSG_DATA(c);
+			} else if (c->cmsg_level == IPPROTO_IPV6 &&
+				   c->cmsg_type == IPV6_TCLASS) {
+				int tc;
+
+				memcpy(&tc, CMSG_DATA(c), sizeof(tc));
+				r->flow.tclass = (uint8_t)tc;
 			} else if (c->cmsg_level == IPPROTO_UDP &&
 				   c->cmsg_type == UDP_GRO) {
 				int seg;
@@ -334,6 +351,30 @@ static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
 	}
 }
 
+/* A traffic class other than 0 (the socket's): IP_TOS towards an IPv4
+ * (v4-mapped) destination, IPV6_TCLASS towards an IPv6 one, as rxe puts
+ * the AH's grh.traffic_class into the header it builds. */
+static void set_tclass(struct msghdr *m, uint8_t *ctl,
+		       const struct sv_link_pkt *t)
+{
+	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
+	int tc = t->tclass;
+
+	if (!tc)
+		return;
+	m->msg_control = ctl;
+	if (IN6_IS_ADDR_V4MAPPED(&t->dst->sin6_addr)) {
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+	} else {
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+	}
+	c->cmsg_len = CMSG_LEN(sizeof(tc));
+	memcpy(CMSG_DATA(c), &tc, sizeof(tc));
+	m->msg_controllen += CMSG_SPACE(sizeof(tc));
+}
+
 static void set_seg(struct msghdr *m, uint8_t *ctl, uint16_t seg)
 {
 	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
@@ -350,7 +391,8 @@ static bool same_dst(const struct sv_link_pkt *a, const struct sv_link_pkt *b)
 {
 	bool asrc = a->src && a->src->family, bsrc = b->src && b->src->family;
 
-	return a->dst->sin6_port == b->dst->sin6_port &&
+	return a->tclass == b->tclass &&
+	       a->dst->sin6_port == b->dst->sin6_port &&
 	       a->dst->sin6_scope_id == b->dst->sin6_scope_id &&
 	       !memcmp(&a->dst->sin6_addr, &b->dst->sin6_addr, 16) &&
 	       asrc == bsrc && (!asrc || sv_ipaddr_eq(a->src, b->src));
@@ -446,6 +488,7 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 			m->msg_iov = &iov[used];
 			m->msg_iovlen = (size_t)k;
 			set_src(s, m, ctl[nmsg], t);
+			set_tclass(m, ctl[nmsg], t);
 			if (k > 1) {
 				set_seg(m, ctl[nmsg], (uint16_t)t->len);
 				gso_ids(t, k, false);
