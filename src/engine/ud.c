@@ -86,6 +86,14 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 		SV_STAT(qe->eng, drop_qkey);
 		return;
 	}
+	/* IBA: a UD message is one packet of at most the path MTU; a longer
+	 * one is a malformed packet, dropped as rxe drops it (its responder's
+	 * length check, class D: no completion).  Our senders refuse it at
+	 * post; another sender, or a port with a larger MTU, may not. */
+	if (pkt->paylen > sv_engine_port_mtu(qe->eng->ctx)) {
+		SV_STAT(qe->eng, drop_ud_mtu);
+		return;
+	}
 	if (!sv_rq_get(qe)) {
 		SV_STAT(qe->eng, drop_ud_no_wqe);
 		return;
