@@ -394,6 +394,7 @@ static inline uint32_t sv_wq_used(struct sv_wq *wq)
 
 struct sv_srq {
 	struct ibv_srq ibv; /* first */
+	unsigned int forks; /* as struct sv_qp's */
 	pthread_mutex_t lock;
 	struct sv_wq rq;
 	uint32_t srq_limit; /* armed limit, 0 = not armed */
@@ -443,6 +444,9 @@ struct sv_qp {
 		unsigned char qpx_room[SV_QP_EX_ROOM];
 	};
 	struct sv_context *ctx;
+	/* sv_fork_count at creation (util/forks.h): another value means
+	 * this process is a forked child of the one that made the QP */
+	unsigned int forks;
 	struct sv_pd *pd;
 	struct sv_pd *pd_held; /* as struct sv_srq's */
 	struct sv_cq *scq, *rcq;
