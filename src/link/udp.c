@@ -46,13 +46,9 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
-	/* The addresses and the traffic class of each datagram: the ICRC
-	 * and a UD receive's GRH area rebuild its IP header (proto/ip.h). */
 	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)))
 		goto fail;
 	/* DF and no fragmentation: an IB packet is never fragmented, and an
 	 * unconnected socket with DF sends IPv4 ID 0, which the ICRC's
@@ -81,6 +77,11 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 		goto fail;
 	s->fd = fd;
 	s->port = ntohs(a.sin6_port);
+	s->rx_tclass = false;
+	/* Standard mode's 4791 socket forwards UD datagrams to other
+	 * processes; a capture records every packet's header. */
+	if (shared || sv_env_pcap()[0])
+		sv_udp_want_tclass(s);
 	s->gro = false;
 	s->gso = false;
 	s->gso_sends = s->gso_pkts = s->gro_pkts = 0;
@@ -99,6 +100,20 @@ fail:
 	err = errno;
 	close(fd);
 	return err;
+}
+
+void sv_udp_want_tclass(struct sv_udp_sock *s)
+{
+	int on = 1;
+
+	if (s->rx_tclass || s->fd < 0)
+		return;
+	if (setsockopt(s->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
+	    setsockopt(s->fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
+		sv_dbg("udp: port %u: no traffic class on receive: %s", s->port,
+		       strerror(errno));
+	else
+		s->rx_tclass = true;
 }
 
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
