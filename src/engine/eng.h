@@ -64,6 +64,7 @@ struct sv_tx {
 	struct sv_sock *sock;
 	struct sockaddr_in6 dst;
 	struct sv_ipaddr src;
+	uint8_t tclass; /* the QP's or the AH's grh.traffic_class */
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
 	struct sv_qp_engine *qe; /* whose packet (fault injection) */

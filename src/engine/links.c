@@ -370,6 +370,8 @@ void sv_links_qp_created(struct sv_qp_engine *qe)
 	if (qe->type == IBV_QPT_UD) {
 		why(qe, "UD uses UDP");
 		set_rx_udp(qe, true);
+		/* Its receives' GRH area holds the traffic class. */
+		sv_udp_want_tclass(&qe->sock->udp);
 	} else {
 		why(qe, "not connected");
 	}

@@ -64,6 +64,7 @@
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
 	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
+	X(drop_ud_mtu, "dropped: UD message longer than the port MTU")      \
 	X(ud_ah_resolved, "UD address handles resolved (a GID-table scan)") \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \

@@ -44,6 +44,7 @@ struct sv_link_pkt {
 	uint32_t len;
 	const struct sockaddr_in6 *dst;
 	const struct sv_ipaddr *src;
+	uint8_t tclass; /* IPv4 TOS / IPv6 traffic class */
 	/* Never one segment of a larger send (udp.h): a resent request.  A
 	 * loss takes a whole send (a drop before segmentation, a full
 	 * socket buffer), and recovery that resends a flight as one send

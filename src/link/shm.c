@@ -26,8 +26,8 @@
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 /* 2: message channels after the slots, 3: help jobs, 4: atomics through
  * channels, 5: the channels' ready word, their lines apart from their
- * slots */
-#define SV_SHM_VERSION 5
+ * slots, 6: the slot's flow carries the traffic class */
+#define SV_SHM_VERSION 6
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
  * producer is known dead, or after this long whoever it was. */
@@ -763,7 +763,9 @@ static unsigned int shm_transmit(void *ep, void *peer,
 		unsigned int k = n < SV_LINK_BATCH ? n : SV_LINK_BATCH, done;
 
 		for (i = 0; i < k; i++) {
+			memset(&f[i], 0, sizeof(f[i]));
 			f[i].src = *pkt[i].src;
+			f[i].tclass = pkt[i].tclass;
 			sv_sockaddr_to_ipaddr(
 				(const struct sockaddr *)pkt[i].dst, &f[i].dst,
 				&f[i].dport);
@@ -807,6 +809,7 @@ static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 		struct sv_flow flow = sl->flow;
 
 		flow.dport = r->port;
+		flow.unused = 0;
 		fn(arg, (uint8_t *)sl->data, len > SV_MAX_PKT ? 0 : len,
 		   len > SV_MAX_PKT, &flow);
 		sv_shm_ring_next(r);

@@ -77,6 +77,11 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 		goto fail;
 	s->fd = fd;
 	s->port = ntohs(a.sin6_port);
+	s->rx_tclass = false;
+	/* Standard mode's 4791 socket forwards UD datagrams to other
+	 * processes; a capture records every packet's header. */
+	if (shared || sv_env_pcap()[0])
+		sv_udp_want_tclass(s);
 	s->gro = false;
 	s->gso = false;
 	s->gso_sends = s->gso_pkts = s->gro_pkts = 0;
@@ -95,6 +100,20 @@ fail:
 	err = errno;
 	close(fd);
 	return err;
+}
+
+void sv_udp_want_tclass(struct sv_udp_sock *s)
+{
+	int on = 1;
+
+	if (s->rx_tclass || s->fd < 0)
+		return;
+	if (setsockopt(s->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
+	    setsockopt(s->fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
+		sv_dbg("udp: port %u: no traffic class on receive: %s", s->port,
+		       strerror(errno));
+	else
+		s->rx_tclass = true;
 }
 
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
@@ -152,11 +171,14 @@ int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
 /* ---- receive ----------------------------------------------------------- */
 
 #define SV_UDP_BATCH 64
-/* Control data of a message: its addresses, and its segment size (UDP_GRO
- * received as an int, UDP_SEGMENT sent as a uint16_t). */
-#define SV_CMSG_SPACE                             \
-	(CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
-	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
+/* Control data of a message: its addresses, its traffic class (IP_TOS
+ * received as a byte, IPV6_TCLASS as an int; either sent as an int) and
+ * its segment size (UDP_GRO received as an int, UDP_SEGMENT sent as a
+ * uint16_t). */
+#define SV_CMSG_SPACE                                                      \
+	(CMSG_SPACE(sizeof(struct in6_pktinfo)) +                          \
+	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)) + \
+	 CMSG_SPACE(sizeof(int)))
 
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 {
@@ -207,6 +229,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&from[i], &r->flow.src,
 				      &r->flow.sport);
 		r->flow.dport = s->port;
+		r->flow.tclass = r->flow.unused = 0;
 		memset(&r->flow.dst, 0, sizeof(r->flow.dst));
 		r->flow.dst.family = r->flow.src.family;
 		for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -227,6 +250,15 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 				tmp.sin6_addr = pi.ipi6_addr;
 				sv_sockaddr_to_ipaddr((struct sockaddr *)&tmp,
 						      &r->flow.dst, NULL);
+			} else if (c->cmsg_level == IPPROTO_IP &&
+				   c->cmsg_type == IP_TOS) {
+				r->flow.tclass = *CMSG_DATA(c);
+			} else if (c->cmsg_level == IPPROTO_IPV6 &&
+				   c->cmsg_type == IPV6_TCLASS) {
+				int tc;
+
+				memcpy(&tc, CMSG_DATA(c), sizeof(tc));
+				r->flow.tclass = (uint8_t)tc;
 			} else if (c->cmsg_level == IPPROTO_UDP &&
 				   c->cmsg_type == UDP_GRO) {
 				int seg;
@@ -334,6 +366,30 @@ static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
 	}
 }
 
+/* A traffic class other than 0 (the socket's): IP_TOS towards an IPv4
+ * (v4-mapped) destination, IPV6_TCLASS towards an IPv6 one, as rxe puts
+ * the AH's grh.traffic_class into the header it builds. */
+static void set_tclass(struct msghdr *m, uint8_t *ctl,
+		       const struct sv_link_pkt *t)
+{
+	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
+	int tc = t->tclass;
+
+	if (!tc)
+		return;
+	m->msg_control = ctl;
+	if (IN6_IS_ADDR_V4MAPPED(&t->dst->sin6_addr)) {
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+	} else {
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+	}
+	c->cmsg_len = CMSG_LEN(sizeof(tc));
+	memcpy(CMSG_DATA(c), &tc, sizeof(tc));
+	m->msg_controllen += CMSG_SPACE(sizeof(tc));
+}
+
 static void set_seg(struct msghdr *m, uint8_t *ctl, uint16_t seg)
 {
 	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
@@ -350,7 +406,8 @@ static bool same_dst(const struct sv_link_pkt *a, const struct sv_link_pkt *b)
 {
 	bool asrc = a->src && a->src->family, bsrc = b->src && b->src->family;
 
-	return a->dst->sin6_port == b->dst->sin6_port &&
+	return a->tclass == b->tclass &&
+	       a->dst->sin6_port == b->dst->sin6_port &&
 	       a->dst->sin6_scope_id == b->dst->sin6_scope_id &&
 	       !memcmp(&a->dst->sin6_addr, &b->dst->sin6_addr, 16) &&
 	       asrc == bsrc && (!asrc || sv_ipaddr_eq(a->src, b->src));
@@ -446,6 +503,7 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 			m->msg_iov = &iov[used];
 			m->msg_iovlen = (size_t)k;
 			set_src(s, m, ctl[nmsg], t);
+			set_tclass(m, ctl[nmsg], t);
 			if (k > 1) {
 				set_seg(m, ctl[nmsg], (uint16_t)t->len);
 				gso_ids(t, k, false);

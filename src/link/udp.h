@@ -62,6 +62,7 @@ struct sv_udp_sock {
 	 * shared by its sockets): nrx of them, each with its size. */
 	struct sv_udp_rx *rx;
 	unsigned int nrx;
+	bool rx_tclass; /* receives read the traffic class (below) */
 	bool gso; /* sends runs with UDP_SEGMENT */
 	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
 	/* The last receive found the socket empty: the next asks for one
@@ -94,6 +95,12 @@ int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
  * and IPV6_MULTICAST_ALL off, so that it gets none of their datagrams.
  * Any other socket on the port still makes the bind fail. */
 int sv_udp_open_shared(struct sv_udp_sock *s, uint16_t port);
+/* Receive each datagram's traffic class too (IP_RECVTOS,
+ * IPV6_RECVTCLASS: flow.tclass, else 0), from now on.  Only where it is
+ * used: a UD QP's GRH area, standard mode's 4791 socket (it forwards UD
+ * datagrams), a capture (on at open then); one control message more per
+ * datagram costs a busy ping-pong's every trip. */
+void sv_udp_want_tclass(struct sv_udp_sock *s);
 void sv_udp_close(struct sv_udp_sock *s);
 
 /* One message of a receive batch: a datagram, or with UDP_GRO several of
