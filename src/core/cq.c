@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 #include "core/async.h"
@@ -81,14 +82,6 @@ static void cq_overrun(struct sv_cq *cq)
 	sv_async_post(cq->ctx, &ev);
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Under cq->lock: the armed CQ took a completion it is armed for.  True
  * when its event is due now; else it waits for cq_count completions or,
  * from the first of them, cq_period (*timer_us: start that wait). */
@@ -152,8 +145,8 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	/* The timestamp is taken as the completion is generated, so it is
 	 * what ibv_wc_read_completion_ts promises. */
 	if (cq->ts) {
-		cq->ts[slot].dev_ns = clock_ns(CLOCK_MONOTONIC);
-		cq->ts[slot].wall_ns = clock_ns(CLOCK_REALTIME);
+		cq->ts[slot].dev_ns = sv_clock_ns(CLOCK_MONOTONIC);
+		cq->ts[slot].wall_ns = sv_clock_ns(CLOCK_REALTIME);
 	}
 	/* Pollers peek at tail without the lock (verbs/cq.c cq_pop): the
 	 * entry is written before tail says it is there. */

@@ -26,6 +26,7 @@
 #include "link/udp.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
+#include "util/clock.h"
 #include "util/list.h"
 
 struct sv_qp_engine;
@@ -219,7 +220,6 @@ struct sv_engine {
 	bool help_avail; /* what the segments' helping words say */
 };
 
-uint64_t sv_now_ns(void);
 void sv_engine_pass(struct sv_engine *eng, bool rx);
 
 /* The time of the pass: a busy pass that arms no timer and receives

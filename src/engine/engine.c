@@ -52,14 +52,6 @@
 #include "util/lockorder.h"
 #include "util/log.h"
 
-uint64_t sv_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void bell_ring(struct sv_engine *eng)
 {
 	uint64_t one = 1;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/pubtab.h"
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 
@@ -44,14 +45,6 @@ static size_t seg_size(void)
 	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot) +
 	       (size_t)SV_SHM_CHANS *
 		       (sizeof(struct sv_chan) + sizeof(struct sv_chan_ring));
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -693,7 +686,7 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 	else
 		p->pidfd = -1;
 #endif
-	p->checked_ns = mono_ns();
+	p->checked_ns = sv_now_ns();
 	*out = p;
 	return 0;
 }
@@ -710,7 +703,7 @@ void sv_shm_peer_detach(struct sv_shm_peer *p)
 
 bool sv_shm_peer_current(struct sv_shm_peer *p)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = sv_now_ns();
 	char name[48];
 
 	/* (A peer may set closed in its own header: we only look again.) */

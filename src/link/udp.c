@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "proto/icrc.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -279,14 +280,6 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
  * rather than cost a route lookup each. */
 #define SV_UDP_SRC_LOOKUP_NS (1000ull * 1000)
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Must this packet name its source address?  The ICRC covers it, so it
  * must be the one the engine computed with; but saying so (IP_PKTINFO)
  * costs the kernel a lookup of that address on every send: 0.15-0.2 us of
@@ -318,7 +311,7 @@ static bool said_src(struct sv_udp_sock *s, const struct sv_link_pkt *t)
 	if (e->gen == gen && !memcmp(&e->dst, d, sizeof(*d)) &&
 	    sv_ipaddr_eq(&e->src, t->src))
 		return !e->implied;
-	now = mono_ns();
+	now = sv_now_ns();
 	if (s->src_looked_ns && now - s->src_looked_ns < SV_UDP_SRC_LOOKUP_NS)
 		return true;
 	s->src_looked_ns = now;
