@@ -787,7 +787,7 @@ static unsigned int shm_transmit(void *ep, void *peer,
 }
 
 static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
-				unsigned int budget, uint64_t now)
+				unsigned int budget, uint64_t now, bool app)
 {
 	struct sv_shm_ring *r = ep;
 	const struct sv_shm_slot *sl;

@@ -85,7 +85,7 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 		sv_udp_want_tclass(s);
 	s->gro = false;
 	s->gso = false;
-	s->gso_sends = s->gso_pkts = s->gro_pkts = 0;
+	memset(&s->counts, 0, sizeof(s->counts));
 	if (sv_env_gso()) {
 		/* The option exists from Linux 4.18; whether the route's
 		 * device takes it is seen at the first send (sv_udp_send). */
@@ -315,7 +315,7 @@ static bool said_src(struct sv_udp_sock *s, const struct sv_link_pkt *t)
 	if (s->src_looked_ns && now - s->src_looked_ns < SV_UDP_SRC_LOOKUP_NS)
 		return true;
 	s->src_looked_ns = now;
-	s->src_lookups++;
+	s->counts.src_lookups++;
 	sv_sockaddr_to_ipaddr((const struct sockaddr *)t->dst, &dst, NULL);
 	e->gen = gen;
 	e->dst = *d;
@@ -332,7 +332,7 @@ static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
 
 	if (!t->src || !t->src->family || !said_src(s, t))
 		return;
-	s->src_said++;
+	s->counts.src_said++;
 	/* The source address is part of the ICRC: say it. */
 	m->msg_control = ctl;
 	if (t->src->family == AF_INET) {
@@ -538,8 +538,8 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 		for (i = 0; i < sent; i++) {
 			done += count[i];
 			if (count[i] > 1) {
-				s->gso_sends++;
-				s->gso_pkts += (uint64_t)count[i];
+				s->counts.gso_sends++;
+				s->counts.gso_pkts += (uint64_t)count[i];
 			}
 		}
 		/* Runs built but not sent: their ICRCs back to ID 0, as the
@@ -587,13 +587,13 @@ static unsigned int udp_transmit(void *ep, void *peer,
  * it because datagrams wait, and a stream it receives would otherwise
  * pay a pass more after each time it drains the socket. */
 static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
-				unsigned int budget, uint64_t now)
+				unsigned int budget, uint64_t now, bool app)
 {
 	struct sv_udp_sock *s = ep;
 	unsigned int got = 0;
 
 	while (got < budget) {
-		unsigned int want = s->rx_dry && s->rx_poller ? 1 : s->nrx;
+		unsigned int want = s->rx_dry && app ? 1 : s->nrx;
 		int i, n = sv_udp_recv(s, s->rx, (int)want);
 
 		for (i = 0; i < n; i++) {
@@ -613,7 +613,7 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 				   len < r->seg ? len : r->seg, false,
 				   &r->flow);
 				got++;
-				s->gro_pkts++;
+				s->counts.gro_pkts++;
 			}
 		}
 		s->rx_dry = n == 0;
@@ -623,6 +623,18 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 	return got;
 }
 
+static void udp_take_counts(void *ep, struct sv_link_counts *c)
+{
+	struct sv_udp_sock *s = ep;
+
+	c->gso_sends += s->counts.gso_sends;
+	c->gso_pkts += s->counts.gso_pkts;
+	c->gro_pkts += s->counts.gro_pkts;
+	c->src_said += s->counts.src_said;
+	c->src_lookups += s->counts.src_lookups;
+	memset(&s->counts, 0, sizeof(s->counts));
+}
+
 const struct sv_link_ops sv_link_udp = {
 	.name = "udp",
 	.wire = true,
@@ -630,4 +642,5 @@ const struct sv_link_ops sv_link_udp = {
 	.close = udp_close,
 	.transmit = udp_transmit,
 	.receive = udp_receive,
+	.take_counts = udp_take_counts,
 };

@@ -66,17 +66,11 @@ struct sv_udp_sock {
 	bool gso; /* sends runs with UDP_SEGMENT */
 	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
 	/* The last receive found the socket empty: the next asks for one
-	 * datagram only, if it is a busy poller's (rx_poller, set by the
-	 * engine before each receive: the progress thread, woken by the
-	 * datagrams, takes a full batch at once; udp.c udp_receive). */
-	bool rx_dry, rx_poller;
-	/* Counted here, collected by the engine (its stats, engine/stats.h):
-	 * UDP_SEGMENT sends and the packets they carried; packets received
-	 * coalesced. */
-	uint64_t gso_sends, gso_pkts, gro_pkts;
-	/* Sends that named their source address (IP_PKTINFO), and route
-	 * lookups made to know whether they must. */
-	uint64_t src_said, src_lookups;
+	 * datagram only, if it is a busy poller's (the progress thread,
+	 * woken by the datagrams, takes a full batch at once; udp.c
+	 * udp_receive). */
+	bool rx_dry;
+	struct sv_link_counts counts; /* collected by the engine */
 	struct sv_udp_src srcs[SV_UDP_SRC_CACHE];
 	uint64_t src_looked_ns; /* the last lookup (they are rate-limited) */
 };
