@@ -20,7 +20,7 @@
 
 #include "engine/eng.h"
 #include "engine/qpe.h"
-#include "engine/statread.h"
+#include "engine/statid.h"
 #include "link/shm.h"
 #include "util/clock.h"
 #include "util/lockorder.h"
@@ -98,7 +98,7 @@ static void sweep(int dir, int self)
 		int pid, f;
 		ssize_t n;
 
-		if (sv_statread_pid(e->d_name, &pid) || pid == self)
+		if (sv_statid_pid(e->d_name, &pid) || pid == self)
 			continue;
 		f = openat(dir, e->d_name,
 			   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -106,12 +106,12 @@ static void sweep(int dir, int self)
 		if (f >= 0)
 			close(f);
 		if (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC &&
-		    (sv_statread_alive(pid, h.start_ticks) ||
+		    (sv_statid_alive(pid, h.start_ticks) ||
 		     now - h.updated_ns <
 			     (uint64_t)SV_STATSEG_STALE_S * 1000000000ull))
 			continue;
 		/* Dead and stale, or no segment at all: ours to remove. */
-		if (!sv_statread_alive(pid, 0) ||
+		if (!sv_statid_alive(pid, 0) ||
 		    (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC))
 			unlinkat(dir, e->d_name, 0);
 	}
@@ -160,10 +160,10 @@ static struct sv_statseg *seg_create(void)
 	h->nqps = SV_STATSEG_QPS;
 	h->ncounters = sizeof(struct sv_stats) / sizeof(uint64_t);
 	h->nqp_counters = sizeof(struct sv_qp_stats) / sizeof(uint64_t);
-	h->counters_hash = sv_statseg_hash();
+	h->counters_hash = sv_statid_hash();
 	h->pid = self;
 	h->uid = (uint32_t)geteuid();
-	h->start_ticks = sv_statseg_start_ticks(self);
+	h->start_ticks = sv_statid_start_ticks(self);
 	h->start_ns = sv_real_ns();
 	atomic_store(&h->updated_ns, h->start_ns);
 	read_text("/proc/self/comm", h->comm, sizeof(h->comm));
