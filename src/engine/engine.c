@@ -458,6 +458,16 @@ static int wait_events(int epfd, struct epoll_event *ev, int max, uint64_t now,
 	return n;
 }
 
+/* Packets through the shm link's rings both ways, and atomics served
+ * through channels: a pass that moved SV_WAIT_STREAM_PKTS or more served
+ * a stream, which the progress thread carries better than a thread
+ * waiting for an event (sv_engine_wait_event). */
+static uint64_t ring_pkts(const struct sv_engine *eng)
+{
+	return eng->stats->shm_rx_pkts + eng->stats->shm_tx_pkts +
+	       eng->stats->chan_atomics_served;
+}
+
 /* Is an application thread sleeping for the engine (waiting for a
  * completion event), or was one within SV_HINT_HOLD_NS?  Between two
  * waits it handles its event, and its next wait comes soon. */
@@ -485,7 +495,7 @@ static void *progress_main(void *arg)
 		bool waited = app_waits(eng, now);
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire, shm;
+		uint64_t wire, shm, ring;
 		bool nap, pnap = false, socks;
 		int timeout, n, i;
 
@@ -566,21 +576,17 @@ static void *progress_main(void *arg)
 		/* Requests served for peers through the rings or a channel
 		 * (an atomic: its requester waits for the answer). */
 		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
+		ring = ring_pkts(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
-		    shm) {
-			uint64_t t = sv_now_ns();
-
-			if (eng->stats->shm_rx_pkts +
-				    eng->stats->chan_atomics_served - shm >=
-			    SV_WAIT_STREAM_PKTS)
-				atomic_store_explicit(&eng->ring_served, t,
-						      memory_order_relaxed);
-			if (!busy)
-				eng->spin_until = t + SV_SERVE_SPIN_NS;
-		}
+		if (ring_pkts(eng) - ring >= SV_WAIT_STREAM_PKTS)
+			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
+					      memory_order_relaxed);
+		if (!busy &&
+		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
+			    shm)
+			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
@@ -889,16 +895,13 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		watch_socks(eng, true);
 		awake = true;
 		eng->in_thread = woken;
-		served = eng->stats->shm_rx_pkts +
-			 eng->stats->chan_atomics_served;
+		served = ring_pkts(eng);
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
 		/* A stream's packets through the rings: the thread's way
 		 * serves them better (above). */
-		stream = eng->stats->shm_rx_pkts +
-				 eng->stats->chan_atomics_served - served >=
-			 SV_WAIT_STREAM_PKTS;
+		stream = ring_pkts(eng) - served >= SV_WAIT_STREAM_PKTS;
 		if (stream)
 			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
 					      memory_order_relaxed);
