@@ -659,6 +659,17 @@ void sv_links_rx(struct sv_engine *eng)
 	}
 }
 
+bool sv_links_rx_pending(const struct sv_sock *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nlinks; i++)
+		if (s->link[i].ops->pending &&
+		    s->link[i].ops->pending(s->link[i].ep))
+			return true;
+	return false;
+}
+
 /* ---- the progress thread's sleep ------------------------------------------- */
 
 bool sv_links_sleep(struct sv_engine *eng)

@@ -56,6 +56,9 @@ void sv_links_sock_close(struct sv_sock *s);
 /* A pass receives from the socket's links: the cheap ones always, the
  * others (UDP) when a QP may receive there or this is the thread. */
 void sv_links_rx(struct sv_engine *eng);
+/* Do packets wait in the socket's links, as far as a look without a
+ * system call tells (the shm ring's head)? */
+bool sv_links_rx_pending(const struct sv_sock *s);
 /* Send pkt[0..n) of socket s over `link` to `peer`; counts what is lost. */
 void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 		 const struct sv_link_ops *link, void *peer,

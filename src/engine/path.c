@@ -104,6 +104,15 @@ void sv_paths_qp_state(struct sv_qp_engine *qe)
 			path(qe->eng, i)->qp_state(qe);
 }
 
+void sv_paths_settle(struct sv_qp_engine *qe)
+{
+	unsigned int i;
+
+	for (i = 0; i < qe->npaths; i++)
+		if (qe->paths[i]->settle)
+			qe->paths[i]->settle(qe);
+}
+
 void sv_paths_qp_destroyed(struct sv_qp_engine *qe)
 {
 	unsigned int i;

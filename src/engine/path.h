@@ -62,6 +62,11 @@ struct sv_path_ops {
 	/* The QP's state changed (modify_qp, the engine's move to ERR, the
 	 * first packet of an RTR QP raising COMM_EST). */
 	void (*qp_state)(struct sv_qp_engine *qe);
+	/* The packet path is about to complete a receive on the QP: a path
+	 * that carries the QP's SENDs retires those the peer acknowledged
+	 * before, so that the completions tell it in the peer's order (the
+	 * peer acknowledged them before it could answer). */
+	void (*settle)(struct sv_qp_engine *qe);
 	/* The QP is going away: after this no peer reaches it here. */
 	void (*qp_destroyed)(struct sv_qp_engine *qe);
 	/* A progress pass that receives: take what peers put in. */
@@ -98,6 +103,7 @@ enum sv_path_r sv_paths_send(struct sv_qp_engine *qe, struct sv_send_wqe *wqe);
 void sv_paths_quiesce(struct sv_qp_engine *qe);
 void sv_paths_qp_state(struct sv_qp_engine *qe);
 void sv_paths_qp_destroyed(struct sv_qp_engine *qe);
+void sv_paths_settle(struct sv_qp_engine *qe);
 void sv_paths_poll(struct sv_engine *eng);
 void sv_paths_watch(struct sv_engine *eng);
 uint64_t sv_paths_next_wake(struct sv_engine *eng, uint64_t now, uint64_t until,

@@ -158,6 +158,9 @@ struct sv_qp_engine {
 		uint32_t tries; /* attach attempts */
 		uint64_t acked; /* the ack line as last seen */
 		uint64_t rx_acked; /* rx.head as last acknowledged */
+		/* rx.head when a message waited for the ring once (chan.c,
+		 * rx_run: the ACK of our packets may be there). */
+		uint64_t rx_ring_waited;
 		uint64_t stall_since; /* ns: acked has not moved since */
 		bool listed; /* on sv_engine.chans */
 		bool rx_hot; /* rx.ch is looked at every pass (not cold) */

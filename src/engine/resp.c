@@ -39,6 +39,7 @@
 #include "engine/explain.h"
 #include "engine/limits.h"
 #include "engine/links.h"
+#include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/resp.h"
 #include "engine/sgl.h"
@@ -607,6 +608,7 @@ static enum resp_state complete(struct resp_ctx *c)
 	struct sv_qp_engine *qe = c->qe;
 	struct sv_pkt *p = c->pkt;
 	struct ibv_wc wc;
+	bool acked;
 
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	if (p->mask & SV_M_SEND)
@@ -643,6 +645,19 @@ static enum resp_state complete(struct resp_ctx *c)
 	wc.qp_num = qe->qpn;
 	wc.src_qp = qe->dest_qpn;
 	qe->resp.have_wqe = false;
+	/* A peer on this host may answer through a message channel, which
+	 * does not queue behind our ring packets: the ACK leaves before the
+	 * completion that lets the application answer, as on a wire, where
+	 * the ACK is out before the answer can be (perftest -e takes the
+	 * first event after a post for its send's). */
+	acked = qe->shm && !c->uc && sv_bth_ackreq(p->hdr);
+	if (acked) {
+		set_ack(qe, SV_AETH_ACK | SV_AETH_CREDIT_INVALID, p->psn);
+		sv_resp_ack_flush(qe);
+		sv_tx_flush(qe->eng);
+	}
+	/* And our SENDs it acknowledged another way complete first. */
+	sv_paths_settle(qe);
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_QSTAT(qe, recv_done);
 	SV_QSTAT_ADD(qe, recv_bytes, wc.byte_len);
@@ -650,7 +665,7 @@ static enum resp_state complete(struct resp_ctx *c)
 		sv_explain_cq_overrun(qe, wc.wr_id);
 		return RESP_ERR_CQ_OVERFLOW;
 	}
-	return RESP_ACKNOWLEDGE;
+	return acked ? RESP_DONE : RESP_ACKNOWLEDGE;
 }
 
 static enum resp_state acknowledge(struct resp_ctx *c)

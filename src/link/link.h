@@ -105,6 +105,9 @@ struct sv_link_ops {
 	 * it is awake again.  NULL: the kernel wakes epoll by itself. */
 	bool (*sleep)(void *ep);
 	void (*wake)(void *ep);
+	/* Does a packet wait, as far as it can tell without a system call?
+	 * NULL: it cannot. */
+	bool (*pending)(void *ep);
 	/* The peer socket at `port` on this link (a handle for transmit), or
 	 * an errno with a static reason in *why.  NULL: every address is
 	 * reachable as it is. */

@@ -368,6 +368,14 @@ bool sv_shm_ring_sleep(struct sv_shm_ring *r)
 	return true;
 }
 
+bool sv_shm_ring_pending(const struct sv_shm_ring *r)
+{
+	uint64_t base;
+	struct sv_shm_slot *s = slot_of(r->hdr, r->head, &base);
+
+	return atomic_load_explicit(&s->seq, memory_order_acquire) == base + 1;
+}
+
 void sv_shm_ring_wake(struct sv_shm_ring *r)
 {
 	if (atomic_load_explicit(&r->hdr->sleeping, memory_order_relaxed))
@@ -818,6 +826,13 @@ static bool shm_sleep(void *ep)
 	return !r->hdr || sv_shm_ring_sleep(r);
 }
 
+static bool shm_pending(void *ep)
+{
+	struct sv_shm_ring *r = ep;
+
+	return r->hdr && sv_shm_ring_pending(r);
+}
+
 static void shm_wake(void *ep)
 {
 	struct sv_shm_ring *r = ep;
@@ -844,6 +859,7 @@ const struct sv_link_ops sv_link_shm = {
 	.transmit = shm_transmit,
 	.receive = shm_receive,
 	.sleep = shm_sleep,
+	.pending = shm_pending,
 	.wake = shm_wake,
 	.attach = shm_attach,
 	.detach = shm_detach,

@@ -89,6 +89,7 @@
 #include "engine/eng.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
+#include "engine/links.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
 #include "engine/sgl.h"
@@ -538,6 +539,16 @@ static bool rx_run(struct sv_qp_engine *qe)
 			break;
 		if (ack_moved(qe)) {
 			ack_first = true;
+			break;
+		}
+		/* Our packet-path SENDs wait for their ACK and packets wait
+		 * in our ring: the ACK may be among them, written before
+		 * this message (the peer acknowledged before it could
+		 * answer).  The next pass reads the ring first; once. */
+		if (qe->comp.psn != qe->req.max_psn &&
+		    qe->chan.rx.head != qe->chan.rx_ring_waited &&
+		    sv_links_rx_pending(qe->sock)) {
+			qe->chan.rx_ring_waited = qe->chan.rx.head;
 			break;
 		}
 		if (m.flags & SV_CHAN_F_ATOMIC) {
@@ -1101,6 +1112,19 @@ static void tx_retire(struct sv_qp_engine *qe)
 	}
 }
 
+/* A receive of the packet path is about to complete: our SENDs the peer
+ * acknowledged first complete first (chan_poll retires them before it
+ * takes messages for the same reason). */
+static void chan_settle(struct sv_qp_engine *qe)
+{
+	if (!qe->chan.tx.own)
+		return;
+	if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
+		lean_retire(qe);
+	else if (qe->chan.outstanding)
+		tx_retire(qe);
+}
+
 /* Will the peer still take what we sent?  Yes while its channel is the
  * one we attached to, open, and its process runs: its engine consumes
  * every message, perhaps late (waiting for a receive WQE: an RNR NAK on
@@ -1406,6 +1430,7 @@ const struct sv_path_ops sv_path_chan = {
 	.quiesce = lean_leave,
 	.qp_state = chan_qp_state,
 	.qp_destroyed = chan_qp_destroyed,
+	.settle = chan_settle,
 	.poll = chan_poll,
 	.watch = chan_watch,
 	.next_wake = chan_next_wake,

@@ -16,6 +16,9 @@
  *           sleeps for the engine and takes what wakes it), while a second
  *           thread epolls the same fd, which must still become readable
  *           as events are written
+ *   mixed   4 KiB SENDs (packets) and 8-byte ones (channels) in turn:
+ *           the ACK of a packet SEND must still come before the answer
+ *           that a channel message brings
  *   barriered   rdma-core's pyverbs test_rdmacm_sync_traffic: 1064-byte
  *           SENDs, each side blocked in ibv_get_cq_event, the two
  *           processes meeting at a barrier between the steps; the server
@@ -42,6 +45,7 @@ struct side {
 	struct hx_ep ep;
 	uint32_t len;
 	bool blocked; /* get_cq_event without a poll of the fd first */
+	bool mixed; /* odd rounds send 8 bytes (channels), even ones len */
 	unsigned int bad; /* checks failed: stop the exchange */
 };
 
@@ -65,6 +69,11 @@ static void open_side(struct side *s, int fd, uint32_t len)
 	HX_CHECK_RC(ibv_req_notify_cq(s->ep.scq, 0), 0);
 	HX_CHECK_RC(ibv_req_notify_cq(s->ep.rcq, 0), 0);
 	hx_ep_connect(&s->ep);
+}
+
+static uint32_t msg_len(const struct side *s, int round)
+{
+	return s->mixed && round % 2 ? 8 : s->len;
 }
 
 /* The channel's next event, as perftest takes it; it must be want's. */
@@ -115,7 +124,7 @@ static bool poll_once(struct side *s, struct ibv_cq *cq, struct ibv_wc *wc,
 static bool send_one(struct side *s, int round)
 {
 	uint8_t *src = s->ep.buf + (size_t)DEPTH * s->len;
-	uint32_t len = s->len;
+	uint32_t len = msg_len(s, round);
 	struct ibv_wc wc;
 
 	hx_fill(src, len, (uint64_t)round * 2 + (*hx_role == 'A'));
@@ -137,7 +146,7 @@ static bool recv_one(struct side *s, int round)
 	    !poll_once(s, s->ep.rcq, &wc, "receive completion", round))
 		return false;
 	dst = s->ep.buf + (size_t)wc.wr_id * s->len;
-	if (wc.opcode != IBV_WC_RECV || wc.byte_len != s->len ||
+	if (wc.opcode != IBV_WC_RECV || wc.byte_len != msg_len(s, round) ||
 	    wc.wr_id >= DEPTH ||
 	    hx_verify(dst, wc.byte_len,
 		      (uint64_t)round * 2 + (*hx_role != 'A')) != -1) {
@@ -179,7 +188,7 @@ static void *watch_fd(void *arg)
 }
 
 /* A sends first, B answers; each round both ways. */
-static void run(int fd, uint32_t len, bool first, bool blocked)
+static void run(int fd, uint32_t len, bool first, bool blocked, bool mixed)
 {
 	static struct side s;
 	struct watcher w = { .stop = -1 };
@@ -189,6 +198,7 @@ static void run(int fd, uint32_t len, bool first, bool blocked)
 	int r;
 
 	s.blocked = blocked;
+	s.mixed = mixed;
 	if (blocked)
 		setenv("SOFTVERBS_STATS", "1", 1);
 	open_side(&s, fd, len);
@@ -267,48 +277,62 @@ static void barriered_b(int fd)
 
 static void small_a(int fd)
 {
-	run(fd, 8, true, false);
+	run(fd, 8, true, false, false);
 }
 
 static void small_b(int fd)
 {
-	run(fd, 8, false, false);
+	run(fd, 8, false, false, false);
 }
 
 static void large_a(int fd)
 {
-	run(fd, 4096, true, false);
+	run(fd, 4096, true, false, false);
 }
 
 static void large_b(int fd)
 {
-	run(fd, 4096, false, false);
+	run(fd, 4096, false, false, false);
+}
+
+static void mixed_a(int fd)
+{
+	run(fd, 4096, true, false, true);
+}
+
+static void mixed_b(int fd)
+{
+	run(fd, 4096, false, false, true);
 }
 
 static void blocked_small_a(int fd)
 {
-	run(fd, 8, true, true);
+	run(fd, 8, true, true, false);
 }
 
 static void blocked_small_b(int fd)
 {
-	run(fd, 8, false, true);
+	run(fd, 8, false, true, false);
 }
 
 static void blocked_large_a(int fd)
 {
-	run(fd, 4096, true, true);
+	run(fd, 4096, true, true, false);
 }
 
 static void blocked_large_b(int fd)
 {
-	run(fd, 4096, false, true);
+	run(fd, 4096, false, true, false);
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(small, 60),	    HX_CASE(large, 60),
-	HX_CASE(blocked_small, 60), HX_CASE(blocked_large, 60),
-	HX_CASE(barriered, 60),	    { 0 },
+	HX_CASE(small, 60),
+	HX_CASE(large, 60),
+	HX_CASE(mixed, 60),
+	HX_CASE(blocked_small, 60),
+	HX_CASE(blocked_large, 60),
+	HX_CASE(barriered, 60),
+	{ 0 },
 };
 
 HX_MAIN(cases)
