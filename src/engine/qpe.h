@@ -197,6 +197,7 @@ struct sv_qp_engine {
 		uint32_t since_ackreq;
 		bool local_done; /* a local operation is ready to retire */
 		bool blocked; /* a WQE failed locally: send nothing more */
+		uint32_t win; /* packets it may have in flight this run */
 		bool probing; /* sending a probe: ask for an ACK */
 		/* sv_req_ask_ack asked for the ACK of everything before
 		 * asked_psn (valid while asked) */

@@ -95,6 +95,31 @@ static uint32_t in_flight(struct sv_qp_engine *qe)
 	return d > 0 ? (uint32_t)d : 0;
 }
 
+/* The packets the QP may have in flight this run: its congestion window;
+ * to a peer on this host, no more than it has while the peer's ring is
+ * over half full (at least SV_WINDOW_MIN).  Every QP of every process
+ * sending to that peer fills the one ring, and a full ring loses what
+ * does not fit (the transport then resends whole windows: 8 QPs of a
+ * messenger streaming both ways lost hundreds of packets a second);
+ * the ACKs that come as the peer drains it run us again. */
+static void set_window(struct sv_qp_engine *qe)
+{
+	uint32_t held = in_flight(qe);
+
+	qe->req.win = 0;
+	if (qe->shm && held < qe->cwnd &&
+	    !sv_shm_peer_room(qe->shm, SV_SHM_SLOTS / 2)) {
+		SV_STAT(qe->eng, shm_ring_holds);
+		qe->req.win = held > SV_WINDOW_MIN ? held : SV_WINDOW_MIN;
+	}
+}
+
+/* 0: no hold (a probe or resend outside a run goes by cwnd). */
+static uint32_t window(const struct sv_qp_engine *qe)
+{
+	return qe->req.win && qe->req.win < qe->cwnd ? qe->req.win : qe->cwnd;
+}
+
 /* Start the ACK timer when the first un-ACKed packet leaves (IBA: the
  * timer runs while responses are outstanding). */
 static void arm_timer(struct sv_qp_engine *qe)
@@ -228,7 +253,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 
 		if (!*budget)
 			return false;
-		if (rc && in_flight(qe) >= qe->cwnd)
+		if (rc && in_flight(qe) >= window(qe))
 			return false;
 		t = sv_tx_get(qe->eng);
 		b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
@@ -268,8 +293,8 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			/* Ask for an ACK at the end of a message and a few
 			 * times per window so the window keeps moving. */
 			if ((last && ack_at_end(qe, wqe)) || qe->req.probing ||
-			    qe->req.since_ackreq >= qe->cwnd / 4 ||
-			    in_flight(qe) + 1 >= qe->cwnd) {
+			    qe->req.since_ackreq >= window(qe) / 4 ||
+			    in_flight(qe) + 1 >= window(qe)) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
 				/* Timed (engine/rtt.h), never a resend
@@ -360,7 +385,7 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	}
 	if (wqe->sent == wqe->length && wqe->length)
 		return true;
-	room = qe->cwnd > in_flight(qe) ? qe->cwnd - in_flight(qe) : 0;
+	room = window(qe) > in_flight(qe) ? window(qe) - in_flight(qe) : 0;
 	if (room > max)
 		room = max;
 	if (!room || !*budget)
@@ -368,7 +393,7 @@ static bool send_read(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	fresh = wqe->sent >= wqe->rd_end;
 	if (fresh) {
 		uint32_t rest = npkts(wqe->length - wqe->sent, qe->pmtu);
-		uint32_t want = qe->cwnd / 2 ? qe->cwnd / 2 : 1;
+		uint32_t want = window(qe) / 2 ? window(qe) / 2 : 1;
 
 		if (want > max)
 			want = max;
@@ -587,7 +612,7 @@ static bool send_rc_uc(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 		return send_read(qe, wqe, budget);
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (!*budget || in_flight(qe) >= qe->cwnd)
+		if (!*budget || in_flight(qe) >= window(qe))
 			return false;
 		send_atomic(qe, wqe, budget);
 		return true;
@@ -617,6 +642,8 @@ void sv_req_run(struct sv_qp_engine *qe)
 	if (sv_psn_diff(qe->comp.psn, qe->req.psn) > 0)
 		qe->req.psn = qe->comp.psn;
 	tail = sv_sq_tail(qe);
+	if (qe->req.idx != tail)
+		set_window(qe);
 	while (qe->req.idx != tail) {
 		struct sv_send_wqe *wqe = sv_wq_at(&qp->sq, qe->req.idx);
 		/* A big copy counts like several packets, so that one QP
@@ -671,6 +698,7 @@ void sv_req_run(struct sv_qp_engine *qe)
 			break;
 		wqe_sent(qe, wqe);
 	}
+	qe->req.win = 0;
 	if (qe->type != IBV_QPT_RC || qe->req.local_done) {
 		qe->req.local_done = false;
 		sv_comp_retire(qe);

@@ -91,6 +91,7 @@
 	X(shm_tx_pkts, "packets sent through shared memory")                \
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
+	X(shm_ring_holds, "requester runs held: the peer's ring half full") \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(shm_other_user, "peers of another user: UDP, no fast path")      \
 	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \

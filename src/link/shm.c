@@ -376,6 +376,23 @@ bool sv_shm_ring_pending(const struct sv_shm_ring *r)
 	return atomic_load_explicit(&s->seq, memory_order_acquire) == base + 1;
 }
 
+bool sv_shm_peer_room(const struct sv_shm_peer *p, unsigned int n)
+{
+	struct sv_shm_hdr *h = p->hdr;
+	struct sv_shm_slot *s;
+	uint64_t base, pos;
+
+	if (!h || !n)
+		return true;
+	if (n > SV_SHM_SLOTS)
+		n = SV_SHM_SLOTS;
+	pos = atomic_load_explicit(&h->tail, memory_order_relaxed);
+	s = slot_of(h, pos + n - 1, &base);
+	/* As claim() looks: free for this round (or claimed since). */
+	return (int64_t)(atomic_load_explicit(&s->seq, memory_order_acquire) -
+			 base) >= 0;
+}
+
 void sv_shm_ring_wake(struct sv_shm_ring *r)
 {
 	if (atomic_load_explicit(&r->hdr->sleeping, memory_order_relaxed))

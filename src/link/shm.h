@@ -174,6 +174,8 @@ const struct sv_shm_slot *sv_shm_ring_peek(struct sv_shm_ring *r, uint64_t now);
 void sv_shm_ring_next(struct sv_shm_ring *r);
 /* Set the sleeping word; false when the ring is not empty (don't sleep). */
 bool sv_shm_ring_sleep(struct sv_shm_ring *r);
+/* Would n more packets fit in the peer's ring now?  (A look, no claim.) */
+bool sv_shm_peer_room(const struct sv_shm_peer *p, unsigned int n);
 /* Does a published packet wait at the head?  (No system call.) */
 bool sv_shm_ring_pending(const struct sv_shm_ring *r);
 void sv_shm_ring_wake(struct sv_shm_ring *r);
