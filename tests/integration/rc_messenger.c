@@ -19,9 +19,22 @@
  *   stream     as above
  *   moderated  the receive CQ moderated (ibv_modify_cq: 4 completions or
  *              200 us), so the events come later and fewer
+ *   tcp        the same messages over NQP TCP connections on loopback,
+ *              the same loop (poll the sockets while there is work and
+ *              POLL_MS after, then sleep in poll), the same fill and
+ *              check of every byte: the kernel's figure for the same
+ *              work, which bench/events.py sets beside the others
+ * Each side logs the bytes it sent and received and the time from the
+ * connection to the last message, as MiB/s each way.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -244,13 +257,30 @@ static bool all_done(const struct side *s)
 	return true;
 }
 
+/* The bytes one side moves each way, and its rate over ms. */
+static uint64_t each_way(void)
+{
+	uint64_t b = 0;
+
+	for (int k = 0; k < PER_QP; k++)
+		b += msg_len(k);
+	return b * NQP;
+}
+
+static void log_rate(uint64_t ms)
+{
+	hx_log("moved %llu MiB each way in %llu ms: %.0f MiB/s each way",
+	       (unsigned long long)(each_way() >> 20), (unsigned long long)ms,
+	       ms ? (double)each_way() / (1 << 20) * 1000.0 / (double)ms : 0.0);
+}
+
 static void run(int fd, bool moderated)
 {
 	static struct side s;
-	uint64_t last;
+	uint64_t last, start;
 
 	open_side(&s, fd, moderated);
-	last = hx_now_ms();
+	start = last = hx_now_ms();
 	while (!s.failed && !all_done(&s)) {
 		struct ibv_cq *cq;
 		void *ctx;
@@ -283,6 +313,8 @@ static void run(int fd, bool moderated)
 	hx_log("%s: longest SEND %llu ms, %lu sleeps",
 	       s.failed ? "failed" : "all messages whole",
 	       (unsigned long long)s.max_ms, s.sleeps);
+	if (!s.failed)
+		log_rate(hx_now_ms() - start);
 	CHECK(!s.failed);
 	CHECK(all_done(&s));
 	CHECK(s.max_ms < STALL_MS);
@@ -315,9 +347,201 @@ static void moderated_b(int fd)
 	run(fd, true);
 }
 
+/* ---- the same over TCP --------------------------------------------------- */
+
+/* A message on a connection: its length and its number, then its bytes. */
+struct tcp_hdr {
+	uint32_t len, k;
+};
+
+struct tcp_conn {
+	int fd;
+	int sent, recvd; /* messages done each way */
+	size_t out, in; /* bytes of the current message each way */
+	struct tcp_hdr oh, ih;
+	uint8_t *sbuf, *rbuf;
+};
+
+/* Move what the socket takes or gives without blocking; false on a
+ * failure (logged). */
+static bool tcp_step(struct tcp_conn *c, int i, bool *moved)
+{
+	char peer = *hx_role == 'A' ? 'B' : 'A';
+	ssize_t n;
+
+	while (c->sent < PER_QP) {
+		size_t hl = sizeof(c->oh), tot;
+
+		if (!c->out) {
+			c->oh.len = msg_len(c->sent);
+			c->oh.k = (uint32_t)c->sent;
+			hx_fill(c->sbuf, c->oh.len,
+				msg_seed(*hx_role, i, c->sent));
+		}
+		tot = hl + c->oh.len;
+		if (c->out < hl)
+			n = send(c->fd, (uint8_t *)&c->oh + c->out, hl - c->out,
+				 MSG_NOSIGNAL | MSG_MORE);
+		else
+			n = send(c->fd, c->sbuf + (c->out - hl), tot - c->out,
+				 MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			hx_log("send on connection %d: %s", i, strerror(errno));
+			return false;
+		}
+		*moved = true;
+		c->out += (size_t)n;
+		if (c->out == tot) {
+			c->out = 0;
+			c->sent++;
+		}
+	}
+	while (c->recvd < PER_QP) {
+		size_t hl = sizeof(c->ih);
+
+		if (c->in < hl)
+			n = recv(c->fd, (uint8_t *)&c->ih + c->in, hl - c->in,
+				 0);
+		else
+			n = recv(c->fd, c->rbuf + (c->in - hl),
+				 hl + c->ih.len - c->in, 0);
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			hx_log("receive on connection %d: %s", i,
+			       n ? strerror(errno) : "closed");
+			return false;
+		}
+		*moved = true;
+		c->in += (size_t)n;
+		if (c->in == hl && (c->ih.len != msg_len(c->recvd) ||
+				    c->ih.k != (uint32_t)c->recvd)) {
+			hx_log("connection %d: message %u of %u bytes, expected %d",
+			       i, c->ih.k, c->ih.len, c->recvd);
+			return false;
+		}
+		if (c->in > hl && c->in == hl + c->ih.len) {
+			if (hx_verify(c->rbuf, c->ih.len,
+				      msg_seed(peer, i, c->recvd)) != -1) {
+				hx_log("connection %d message %d: not the bytes sent",
+				       i, c->recvd);
+				return false;
+			}
+			c->in = 0;
+			c->recvd++;
+		}
+	}
+	return true;
+}
+
+static int tcp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		hx_die("socket: %s", strerror(errno));
+	return fd;
+}
+
+static void run_tcp(int fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	static struct tcp_conn c[NQP];
+	struct pollfd p[NQP];
+	uint64_t start, last;
+	unsigned long sleeps = 0;
+	bool ok = true;
+	int i, one = 1;
+
+	if (*hx_role == 'A') {
+		int l = tcp_socket();
+
+		if (bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+		    listen(l, NQP) ||
+		    getsockname(l, (struct sockaddr *)&a, &al))
+			hx_die("listen: %s", strerror(errno));
+		hx_send(fd, &a.sin_port, sizeof(a.sin_port));
+		for (i = 0; i < NQP; i++)
+			if ((c[i].fd = accept(l, NULL, NULL)) < 0)
+				hx_die("accept: %s", strerror(errno));
+		close(l);
+	} else {
+		hx_recv(fd, &a.sin_port, sizeof(a.sin_port));
+		for (i = 0; i < NQP; i++) {
+			c[i].fd = tcp_socket();
+			if (connect(c[i].fd, (struct sockaddr *)&a, sizeof(a)))
+				hx_die("connect: %s", strerror(errno));
+		}
+	}
+	for (i = 0; i < NQP; i++) {
+		c[i].sbuf = hx_alloc(MAX_MSG);
+		c[i].rbuf = hx_alloc(MAX_MSG);
+		setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			   sizeof(one));
+		fcntl(c[i].fd, F_SETFL, O_NONBLOCK);
+	}
+	hx_sync(fd);
+	start = last = hx_now_ms();
+	for (;;) {
+		bool moved = false, done = true;
+
+		for (i = 0; i < NQP && ok; i++) {
+			ok = tcp_step(&c[i], i, &moved);
+			done = done && c[i].sent == PER_QP &&
+			       c[i].recvd == PER_QP;
+		}
+		if (!ok || done)
+			break;
+		if (moved) {
+			last = hx_now_ms();
+			continue;
+		}
+		if (hx_now_ms() - last < POLL_MS)
+			continue;
+		for (i = 0; i < NQP; i++) {
+			p[i].fd = c[i].fd;
+			p[i].events =
+				(short)((c[i].recvd < PER_QP ? POLLIN : 0) |
+					(c[i].sent < PER_QP ? POLLOUT : 0));
+		}
+		sleeps++;
+		if (poll(p, NQP, STALL_MS) <= 0) {
+			hx_log("nothing to move for %d ms", STALL_MS);
+			ok = false;
+			break;
+		}
+		last = hx_now_ms();
+	}
+	hx_log("%s: %lu sleeps", ok ? "all messages whole" : "failed", sleeps);
+	CHECK(ok);
+	if (ok)
+		log_rate(hx_now_ms() - start);
+	hx_sync(fd);
+	for (i = 0; i < NQP; i++) {
+		close(c[i].fd);
+		hx_free(c[i].sbuf, MAX_MSG);
+		hx_free(c[i].rbuf, MAX_MSG);
+	}
+}
+
+static void tcp_a(int fd)
+{
+	run_tcp(fd);
+}
+
+static void tcp_b(int fd)
+{
+	run_tcp(fd);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(stream, 120),
 	HX_CASE(moderated, 120),
+	HX_CASE(tcp, 120),
 	{ 0 },
 };
 
