@@ -47,6 +47,7 @@ import re
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -200,6 +201,42 @@ class Events:
                                               server_exits=False))
         return run
 
+    def host_messenger(self, sv, mode):
+        """tests/integration/rc_messenger (one process pair, both cores):
+        mode stream over shm, udp (the same, SOFTVERBS_FASTPATH=0), or
+        tcp (kernel TCP on loopback, the same messages and loop).  The
+        slower side's rate each way, and the longest SEND."""
+        def run(tag):
+            prog = os.path.join(os.path.dirname(sv), "rc_messenger")
+            env = dict(os.environ)
+            if mode == "udp":
+                env["SOFTVERBS_FASTPATH"] = "0"
+            cpus = ",".join(self.cpus)
+            try:
+                r = subprocess.run(["taskset", "-c", cpus, prog,
+                                    "tcp" if mode == "tcp" else "stream"],
+                                   env=env, timeout=120, text=True,
+                                   stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT)
+            except subprocess.TimeoutExpired:
+                raise B.RunError("rc_messenger %s: timed out" % mode)
+            out = r.stdout
+            os.makedirs(self.raw, exist_ok=True)
+            with open(os.path.join(self.raw, tag + ".log"), "w") as f:
+                f.write(out)
+            rates = [float(m) for m in re.findall(
+                r"([0-9.]+) MiB/s each way", out)]
+            waits = [float(m) for m in re.findall(
+                r"longest SEND ([0-9]+) ms", out)]
+            if len(rates) != 2:
+                raise B.RunError("rc_messenger %s: no rate of both sides"
+                                 % mode)
+            fig = {"bw": min(rates)}
+            if waits:
+                fig["wait"] = max(waits)
+            return fig
+        return run
+
     def host_rows(self):
         if not hasattr(self, "gid"):
             # The loopback GID, as bench.py's perftest rows use.
@@ -228,6 +265,17 @@ class Events:
                             unit, self.host_qperf(sv, test, poll))
         self.record("one host", "sockperf UDP blocking 16 B", "lat", "us",
                     self.host_sockperf)
+        for label, sv in self.builds:
+            for mode in ("shm", "udp"):
+                self.record("one host", "messenger %s%s" % (mode, label),
+                            "bw", "MiB/s",
+                            self.host_messenger(sv, mode))
+                # The issue's other target: no SEND waits 100 ms.
+                self.record("one host", "messenger %s longest SEND%s" % (
+                    mode, label), "wait", "ms",
+                    self.host_messenger(sv, mode))
+        self.record("one host", "messenger kernel TCP", "bw", "MiB/s",
+                    self.host_messenger(self.builds[0][1], "tcp"))
 
     # ---- two namespaces ------------------------------------------------
 
@@ -290,6 +338,10 @@ class Events:
                                     BW_TARGET if tool == "ib_send_bw"
                                     else None, "ge"))
                 if path == "one host":
+                    for mode in ("shm", "udp"):
+                        m = "messenger %s%s" % (mode, label)
+                        out.append((path, m + " / kernel TCP", m,
+                                    "messenger kernel TCP", "bw", 1.0, "ge"))
                     q = "qperf rc_lat events" + label
                     out.append((path, q + " / sockperf blocking", q,
                                 "sockperf UDP blocking 16 B", "lat",
