@@ -37,30 +37,35 @@ static bool maps_every_uid(void)
 	return total >= 4294967295ull;
 }
 
-bool sv_uid_ambiguous(void)
+/* Read once: the sysctl is the machine's, and a process does not change
+ * its user namespace once it runs threads (setns refuses a multithreaded
+ * caller).  overflow: the id plus one, 0 not read yet; full: 0 not known
+ * yet, 1 every uid mapped, 2 not. */
+static atomic_ulong overflow;
+static atomic_int full;
+
+bool sv_uid_unmapped(uid_t seen)
 {
-	/* Read once: the sysctl is the machine's, and a process does not
-	 * change its user namespace once it runs threads (setns refuses a
-	 * multithreaded caller).  Our uid is asked each time.  overflow: the
-	 * id plus one, 0 not read yet; state: 0 not known yet, 1 every uid
-	 * mapped, 2 not. */
-	static atomic_ulong overflow;
-	static atomic_int state;
 	unsigned long o = atomic_load_explicit(&overflow, memory_order_relaxed);
-	int s;
+	int f;
 
 	if (!o) {
 		o = overflow_uid() + 1;
 		atomic_store_explicit(&overflow, o, memory_order_relaxed);
 	}
-	if ((unsigned long)geteuid() != o - 1)
+	if ((unsigned long)seen != o - 1)
 		return false;
-	s = atomic_load_explicit(&state, memory_order_relaxed);
-	if (!s) {
-		s = maps_every_uid() ? 1 : 2;
-		atomic_store_explicit(&state, s, memory_order_relaxed);
+	f = atomic_load_explicit(&full, memory_order_relaxed);
+	if (!f) {
+		f = maps_every_uid() ? 1 : 2;
+		atomic_store_explicit(&full, f, memory_order_relaxed);
 	}
-	return s == 2;
+	return f == 2;
+}
+
+bool sv_uid_ambiguous(void)
+{
+	return sv_uid_unmapped(geteuid());
 }
 
 bool sv_uid_mine(uid_t seen)

@@ -25,4 +25,8 @@ bool sv_uid_mine(uid_t seen);
  * by uid (its uid shows as the overflow uid of a partial namespace). */
 bool sv_uid_ambiguous(void);
 
+/* True when `seen` is the overflow uid standing for a uid our user
+ * namespace does not map (it could be anyone). */
+bool sv_uid_unmapped(uid_t seen);
+
 #endif
