@@ -51,7 +51,10 @@ bool sv_unixdg_recv_mine(int fd, void *buf, size_t size, ssize_t *got,
 		    c->cmsg_type != SCM_CREDENTIALS)
 			continue;
 		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		mine = sv_uid_mine(cr.uid);
+		/* Our own process is ours in any namespace: the kernel
+		 * lets a sender name only its own pid (or one of a pid
+		 * namespace it administers, never ours). */
+		mine = sv_uid_mine(cr.uid) || cr.pid == getpid();
 		if (pid)
 			*pid = cr.pid;
 	}

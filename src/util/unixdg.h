@@ -22,7 +22,7 @@ int sv_unixdg_socket(void);
 
 /* One datagram into buf (nonblocking).  *got: its length, or -1 with
  * errno.  True when it came whole from a process of our effective uid,
- * by sv_uid_mine (*pid: its pid, if pid). */
+ * by sv_uid_mine, or from this process (*pid: its pid, if pid). */
 bool sv_unixdg_recv_mine(int fd, void *buf, size_t size, ssize_t *got,
 			 struct sockaddr_un *from, socklen_t *fromlen,
 			 pid_t *pid);

@@ -10,6 +10,10 @@
 #   roce_thief.py name SECS   hold the abstract name the election used,
 #                             @softverbs-roce-4791, for SECS seconds
 #                             ("held" on stdout once bound)
+#   roce_thief.py mad NAME N  send N datagrams of one GRH area and one MAD
+#                             (296 bytes, a CM REQ's class and attribute) to
+#                             the abstract name NAME, a CM's route; exit 1
+#                             when no one has that name (nothing tested)
 import errno
 import socket
 import sys
@@ -62,7 +66,24 @@ def hold_name(secs):
     return 0
 
 
+def send_mads(name, n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    mad = bytearray(296)
+    mad[40:44] = bytes((1, 7, 2, 3))  # base version, CM class, version, Send
+    mad[56:58] = (0x0010).to_bytes(2, "big")  # attribute: ConnectRequest
+    for _ in range(n):
+        s.sendto(bytes(mad), "\0" + name)
+    print(f"sent {n} datagrams to @{name}")
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "bind":
         sys.exit(bind_all(sys.argv[2:]))
+    if sys.argv[1] == "mad":
+        try:
+            sys.exit(send_mads(sys.argv[2], int(sys.argv[3])))
+        except OSError as e:
+            print(f"sendto @{sys.argv[2]}: {e}")
+            sys.exit(1)
     sys.exit(hold_name(float(sys.argv[2])))

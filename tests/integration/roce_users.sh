@@ -16,6 +16,17 @@
 # A's traffic must complete with its buffers validated (-c) and every
 # byte counted, while B tries.  WHO is who runs through `softverbs run`
 # (a user namespace of its own): none, owner or thief.
+#   roce_users.sh mad WHO    A's rping server listens in standard mode
+#                            (its CM's route is an abstract Unix name); B
+#                            sends it MAD datagrams: A must drop each (one
+#                            debug line each) and then serve its own
+#                            client's 10 pings (A has CAP_NET_RAW, which
+#                            a CM on QP1 needs, as an ambient capability;
+#                            `softverbs run` drops it, so WHO is not owner
+#                            here).  WHO also takes unmapped: A
+#                            in a user namespace that maps no uid
+#                            (`unshare --user`), where every other user's
+#                            uid shows as A's own.
 set -u
 attack=${1:-bind} who=${2:-none}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,10 +48,14 @@ a_run=("${lib[@]}") b_run=("${lib[@]}")
 case $who in
 none) ;;
 owner) a_run=("$sv" run --) ;;
+unmapped) a_run=(unshare --user --keep-caps env "${lib[@]}") ;;
 thief) b_run=("$sv" run --) ;;
 *) echo "unknown WHO $who"; exit 2 ;;
 esac
 sv_as 1; as_a=("${SV_AS[@]}" SOFTVERBS_ROCE=standard "${a_run[@]}")
+# The IB CM on QP1 needs CAP_NET_RAW (its Q_Key is privileged, as the
+# kernel's CM is): A gets it as an ambient capability, as a site grants it.
+as_a_cm=("${SV_AS[0]}" --inh-caps=+net_raw --ambient-caps=+net_raw "${SV_AS[@]:1}" SOFTVERBS_ROCE=standard "${a_run[@]}")
 sv_as 2; as_b=("${SV_AS[@]}" SOFTVERBS_ROCE=standard "${b_run[@]}")
 
 tmp=$(mktemp -d /tmp/sv-roceusers.XXXXXX)
@@ -68,6 +83,46 @@ g1=$(gid_of 10.233.0.1 "${in1[@]}") g2=$(gid_of 10.233.0.2 "${in2[@]}")
 [ -n "$g1" ] && [ -n "$g2" ] || { echo "FAIL: no GID for 10.233.0.1 / 10.233.0.2"; exit 1; }
 
 fail=0
+if [ "$attack" = mad ]; then
+	need_rping=$(command -v rping) || { echo "rping not installed (rdmacm-utils)"; exit 1; }
+	port=7174
+	"${in1[@]}" timeout -k 5 60 "${as_a_cm[@]}" env SOFTVERBS_LOG=3 rping -s -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/server" 2>"$tmp/server.err" &
+	srv=$!
+	pids+=($srv)
+	for _ in $(seq 200); do
+		"${in1[@]}" ss -Hlun "sport = :4791" | grep -q . && break
+		kill -0 "$srv" 2>/dev/null || break
+		sleep 0.05
+	done
+	# The CM's route carries A's uid as A's namespace shows it.
+	seen=$uid_a
+	[ "$who" = unmapped ] && seen=$(cat /proc/sys/kernel/overflowuid)
+	name=$(printf "softverbs-cm.%u.service.%016x" "$seen" $(((0x0106 << 16) | port)))
+	for _ in $(seq 200); do
+		grep -qaF "@$name" <("${in1[@]}" cat /proc/net/unix) && break
+		sleep 0.05
+	done
+	"${in1[@]}" timeout -k 2 10 "${as_b[@]}" "$py" "$here/roce_thief.py" mad "$name" 3 ||
+		{ echo "FAIL: B could not send to A's CM route @$name"; cat "$tmp/server.err"; exit 1; }
+	for _ in $(seq 100); do
+		[ "$(grep -c "dropped: not one MAD from a process of our user" "$tmp/server.err")" -ge 3 ] && break
+		sleep 0.05
+	done
+	n=$(grep -c "GSI: a forwarded datagram of 296 bytes from pid [0-9]* dropped: not one MAD from a process of our user" "$tmp/server.err")
+	[ "$n" = 3 ] || { echo "FAIL: A's CM dropped $n of B's 3 datagrams"; grep "cm\[" "$tmp/server.err" | head; fail=1; }
+	echo "A's CM dropped $n of B's 3 datagrams"
+	"${in2[@]}" timeout -k 5 60 "${as_a_cm[@]}" rping -c -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/client" 2>"$tmp/client.err"
+	crc=$?
+	wait "$srv"; src=$?
+	pids=()
+	# Debian's rping may exit 255 after a complete run (rdma-core PR
+	# #1622, tests/cm/compat.sh): the pings printed decide.
+	[ "$(grep -c '^ping data: rdma-ping-' "$tmp/client")" = 10 ] &&
+		[ "$(grep -c '^server ping data: rdma-ping-' "$tmp/server")" = 10 ] ||
+		{ echo "FAIL: A's rping did not complete 10 pings (exit $src / $crc):"; cat "$tmp/client" "$tmp/client.err" "$tmp/server"; fail=1; }
+	[ $fail = 0 ] && echo "PASS: mad ($who): B's MADs dropped, A's 10 pings done"
+	exit $fail
+fi
 if [ "$attack" = name ]; then
 	"${in1[@]}" timeout -k 2 60 "${as_b[@]}" "$py" "$here/roce_thief.py" name 50 >"$tmp/name" 2>&1 &
 	pids+=($!)
