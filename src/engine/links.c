@@ -227,21 +227,16 @@ int sv_links_roce_open(struct sv_engine *eng)
 	if (eng->roce || eng->roce_retry || !sv_links_standard())
 		return 0;
 	err = roce_bind(eng, holder, sizeof(holder), &ours);
-	if (err == EADDRINUSE && !ours) {
-		/* Nothing reaches us while it holds the port: said as the
-		 * error it is, whatever the log level, and tried again. */
-		if (!atomic_exchange(&said, true))
+	if (err == EADDRINUSE && sv_shm_available(&why)) {
+		/* Held by another user (or the kernel), nothing reaches us:
+		 * said as the error it is, whatever the log level. */
+		if (!ours && !atomic_exchange(&said, true))
 			sv_err("SOFTVERBS_ROCE=standard: UDP %u is %s: this "
 			       "process receives no RoCE packets while it "
 			       "holds the port; taking the port over when "
 			       "it is free",
 			       SV_ROCE_PORT, holder);
-		eng->roce_retry = sv_now_ns() + SV_ROCE_RETRY_NS;
-		sv_timer_note(eng, eng->roce_retry);
-		return 0;
-	}
-	if (err == EADDRINUSE && sv_shm_available(&why)) {
-		if (!atomic_exchange(&said, true))
+		if (ours && !atomic_exchange(&said, true))
 			sv_warn("SOFTVERBS_ROCE=standard: UDP %u is %s: its "
 				"packets for this process come through it "
 				"if it is softverbs; taking the port over "
