@@ -40,7 +40,6 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,37 +172,6 @@ static struct hx_user other, other_b;
 /* cinfo.other_user: C's user and user namespace. */
 enum { SAME_USER, OTHER_USER, OTHER_UNMAPPED, OTHER_RUN };
 
-static void write_file(const char *path, const char *text)
-{
-	int f = open(path, O_WRONLY);
-
-	if (f < 0 || write(f, text, strlen(text)) != (ssize_t)strlen(text))
-		hx_die("write %s: %s", path, strerror(errno));
-	close(f);
-}
-
-/* A user namespace of our own: mapping nothing, or our own ids to
- * themselves as `softverbs run` does (tools/presence.c). */
-static void enter_userns(bool map)
-{
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	char m[64];
-
-	if (unshare(CLONE_NEWUSER))
-		hx_die("unshare(CLONE_NEWUSER): %s", strerror(errno));
-	if (!map) {
-		CHECK_EQ(geteuid(), (uid_t)65534);
-		return;
-	}
-	write_file("/proc/self/setgroups", "deny");
-	snprintf(m, sizeof(m), "%u %u 1", (unsigned)uid, (unsigned)uid);
-	write_file("/proc/self/uid_map", m);
-	snprintf(m, sizeof(m), "%u %u 1", (unsigned)gid, (unsigned)gid);
-	write_file("/proc/self/gid_map", m);
-	CHECK_EQ(geteuid(), uid);
-}
-
 static void c_main(int fd)
 {
 	struct hx_opts o = opts();
@@ -217,7 +185,7 @@ static void c_main(int fd)
 	if (s.ci.other_user)
 		hx_become(&other);
 	if (s.ci.other_user == OTHER_UNMAPPED || s.ci.other_user == OTHER_RUN)
-		enter_userns(s.ci.other_user == OTHER_RUN);
+		hx_enter_userns(s.ci.other_user == OTHER_RUN);
 	hx_ep_open(&s.ep, &o, fd);
 	s.file = open(s.ci.path, O_RDONLY);
 	if (s.file < 0)
