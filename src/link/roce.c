@@ -16,12 +16,14 @@
 #include "link/shm.h"
 #include "util/uid.h"
 
-/* The oldest socket bound to local port `port` and the wildcard address
- * (a holder; multicast receivers bind their group's address) in one of
- * the kernel's /proc/net/udp tables of this namespace, other than `not`:
- * the lowest inode (the kernel numbers sockets as it makes them; 0 is a
- * kernel socket such as rxe's) and its owner's uid as we see it.  1 when
- * there is one, 0 not. */
+#define NO_INODE (~0ul)
+
+/* A socket bound to local port `port` and the wildcard address (a
+ * holder; multicast receivers bind their group's address) in one of the
+ * kernel's /proc/net/udp tables of this namespace, other than the one of
+ * inode `not` (NO_INODE: none excluded): its inode (0 for a kernel
+ * socket such as rxe's; the lowest when there are several) and its
+ * owner's uid as we see it.  1 when there is one, 0 not. */
 static int port_inode(const char *table, uint16_t port, unsigned long not,
 		      unsigned long *inode, unsigned int *uid)
 {
@@ -119,54 +121,57 @@ static int inode_pid(unsigned long inode, char *comm, size_t commlen)
 	return pid;
 }
 
-/* Who holds the port, into why; true when it is a process of our user. */
+/* Who holds the port, into why; true when it is a process of our user
+ * (one that may forward to us). */
 static bool holder(char *why, size_t whylen)
 {
+	static const char kernel[] =
+		"the kernel (rxe, or a tunnel such as VXLAN, in this "
+		"namespace?)";
 	unsigned long inode = 0;
 	unsigned int uid = 0;
 	char comm[64];
 	int pid;
 
-	if (!wildcard_socket(0, &inode, &uid)) {
+	if (!wildcard_socket(NO_INODE, &inode, &uid)) {
 		snprintf(why, whylen,
 			 "held by a socket /proc/net/udp does "
 			 "not show");
 		return false;
 	}
 	if (!inode) {
-		snprintf(why, whylen,
-			 "held by the kernel (rxe or another "
-			 "RoCE device in this namespace?)");
+		snprintf(why, whylen, "held by %s", kernel);
 		return false;
 	}
 	pid = inode_pid(inode, comm, sizeof(comm));
-	if (!sv_uid_mine((uid_t)uid) && sv_uid_unmapped((uid_t)uid)) {
-		snprintf(why, whylen,
-			 "held by another user's process (a uid this user "
-			 "namespace does not map, socket inode %lu)",
-			 inode);
-		return false;
-	}
-	if (!sv_uid_mine((uid_t)uid)) {
-		if (pid)
-			snprintf(why, whylen,
-				 "held by another user's process (uid %u, "
-				 "pid %d, %s)",
-				 uid, pid, comm);
-		else
-			snprintf(why, whylen,
-				 "held by another user's process (uid %u, "
-				 "socket inode %lu)",
-				 uid, inode);
-		return false;
+	if (pid && sv_uid_mine((uid_t)uid)) {
+		snprintf(why, whylen, "held by pid %d (%s)", pid, comm);
+		return true;
 	}
 	if (pid)
-		snprintf(why, whylen, "held by pid %d (%s)", pid, comm);
+		snprintf(why, whylen,
+			 "held by another user's process (uid %u, pid %d, %s)",
+			 uid, pid, comm);
+	else if (sv_uid_mine((uid_t)uid) || uid == 0)
+		/* No process of ours has it (root sees every process's): a
+		 * socket the kernel made, root's or one we cannot see. */
+		snprintf(why, whylen,
+			 "held by %s%s: uid %u, socket inode %lu, in no "
+			 "process we may look at",
+			 uid == 0 && geteuid() != 0 ? "root's process or " : "",
+			 kernel, uid, inode);
+	else if (sv_uid_unmapped((uid_t)uid))
+		snprintf(why, whylen,
+			 "held by another user's process, root's or %s: a "
+			 "uid this user namespace does not map, socket inode "
+			 "%lu",
+			 kernel, inode);
 	else
 		snprintf(why, whylen,
-			 "held by a process of this user (socket inode %lu)",
-			 inode);
-	return true;
+			 "held by another user's process (uid %u, socket "
+			 "inode %lu)",
+			 uid, inode);
+	return false;
 }
 
 /* The election among our user's processes of this network namespace:
@@ -207,17 +212,18 @@ int sv_roce_open(struct sv_udp_sock *s, int *lock, char *why, size_t whylen,
 	*ours = false;
 	fd = roce_lock(&err);
 	/* Our user's sockets may share the port (SO_REUSEPORT), and the
-	 * kernel would spread unicast among them: bind only when no
-	 * holder is there, and keep the port only if ours is the oldest
-	 * (another /dev/shm, and so another lock, in the same network
-	 * namespace). */
-	if (!err && wildcard_socket(0, &inode, &uid))
+	 * kernel would spread unicast among them: bind only when no holder
+	 * is there, and keep the port only if ours is still alone (a process
+	 * that sees another /dev/shm, and so takes another lock, in the same
+	 * network namespace; two that bound at once both let go and try
+	 * again at their next retries). */
+	if (!err && wildcard_socket(NO_INODE, &inode, &uid))
 		err = EADDRINUSE;
 	if (!err)
 		err = sv_udp_open_shared(s, SV_ROCE_PORT);
 	if (!err) {
-		mine = fstat(s->fd, &st) ? 0 : (unsigned long)st.st_ino;
-		if (wildcard_socket(mine, &inode, &uid) && inode < mine) {
+		mine = fstat(s->fd, &st) ? NO_INODE : (unsigned long)st.st_ino;
+		if (wildcard_socket(mine, &inode, &uid)) {
 			sv_udp_close(s);
 			err = EADDRINUSE;
 		}

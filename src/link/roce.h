@@ -14,8 +14,9 @@
  * rxe's kernel socket (issue #37).  Among our own user's processes, a
  * lock on a file of our registry directory (which no other user can
  * enter, so no other user can take it first) elects one, and the port
- * itself is checked before and after the bind (the oldest socket on it
- * keeps it), which also covers processes that see another /dev/shm.
+ * itself is checked before and after the bind (a socket that is not
+ * alone on it lets go), which also covers processes that see another
+ * /dev/shm.
  * A socket on 4791 of another user or without SO_REUSEPORT (rxe's in the
  * kernel, another program) refuses the bind.
  */

@@ -16,6 +16,12 @@
 # A's traffic must complete with its buffers validated (-c) and every
 # byte counted, while B tries.  WHO is who runs through `softverbs run`
 # (a user namespace of its own): none, owner or thief.
+#   roce_users.sh kernel WHO a kernel socket holds 4791 in namespace 1 (a
+#                            VXLAN device's, standing in for rxe's): A's
+#                            standard-mode process says in one error line
+#                            that the kernel has it and receives nothing,
+#                            and does not blame a user (or a process of
+#                            its own, as it did when A was root)
 #   roce_users.sh mad WHO    A's rping server listens in standard mode
 #                            (its CM's route is an abstract Unix name); B
 #                            sends it MAD datagrams: A must drop each (one
@@ -83,6 +89,33 @@ g1=$(gid_of 10.233.0.1 "${in1[@]}") g2=$(gid_of 10.233.0.2 "${in2[@]}")
 [ -n "$g1" ] && [ -n "$g2" ] || { echo "FAIL: no GID for 10.233.0.1 / 10.233.0.2"; exit 1; }
 
 fail=0
+if [ "$attack" = kernel ]; then
+	"${in1[@]}" ip link add vx0 type vxlan id 1 dstport 4791 local 10.233.0.1 2>"$tmp/vx" &&
+		"${in1[@]}" ip link set vx0 up ||
+		{ echo "SKIP: no VXLAN device here: $(cat "$tmp/vx")"; exit 77; }
+	for as in as_a root; do
+		if [ $as = root ]; then
+			cmd=(env SOFTVERBS_ROCE=standard "${lib[@]}")
+		else
+			cmd=("${as_a[@]}")
+		fi
+		"${in1[@]}" timeout -k 2 5 "${cmd[@]}" "$pp" -g "$g1" >"$tmp/k" 2>&1
+		want="softverbs error: SOFTVERBS_ROCE=standard: UDP 4791 is held by "
+		if [ $as = root ]; then
+			want+="the kernel (rxe, or a tunnel such as VXLAN, in this namespace?): uid 0, "
+		elif [ "$who" = owner ]; then
+			# From A's user namespace root's uid is not mapped.
+			want+="another user's process, root's or the kernel (rxe, or a tunnel such as VXLAN, in this namespace?): a uid this user namespace does not map, "
+		else
+			want+="root's process or the kernel (rxe, or a tunnel such as VXLAN, in this namespace?): uid 0, "
+		fi
+		grep -qF "$want" "$tmp/k" ||
+			{ echo "FAIL: $as was not told the kernel holds 4791 ($want...):"; cat "$tmp/k"; fail=1; }
+		grep -F SOFTVERBS_ROCE "$tmp/k" | head -n1
+	done
+	[ $fail = 0 ] && echo "PASS: kernel ($who): the kernel's socket on 4791 named as such"
+	exit $fail
+fi
 if [ "$attack" = mad ]; then
 	need_rping=$(command -v rping) || { echo "rping not installed (rdmacm-utils)"; exit 1; }
 	port=7174
@@ -160,9 +193,9 @@ fi
 # B's own standard-mode endpoint: refused by the kernel, and told why.
 "${in1[@]}" timeout -k 2 5 "${as_b[@]}" "$pp" -g "$g1" -p 18600 >"$tmp/b" 2>&1
 # Seen from B's own user namespace, A's uid is one it does not map.
-holder_is="uid $uid_a, "
-[ "$who" = thief ] && holder_is="a uid this user namespace does not map, "
-want="softverbs error: SOFTVERBS_ROCE=standard: UDP 4791 is held by another user's process ($holder_is"
+holder_is="another user's process (uid $uid_a, "
+[ "$who" = thief ] && holder_is="another user's process, root's or the kernel (rxe, or a tunnel such as VXLAN, in this namespace?): a uid this user namespace does not map, "
+want="softverbs error: SOFTVERBS_ROCE=standard: UDP 4791 is held by $holder_is"
 grep -qF "$want" "$tmp/b" ||
 	{ echo "FAIL: B's process did not say who holds the port ($want...):"; cat "$tmp/b"; fail=1; }
 grep -F "SOFTVERBS_ROCE" "$tmp/b" | head -n1
