@@ -7,6 +7,11 @@
 # anchor and writes bench/results/, and bench/netns.py, softverbs' UDP path
 # between two network namespaces against iperf3 and sockperf on the same
 # veth, and what 10,000 connections cost (bench/results/netns.md).
+# Last, bench/events.py: applications that sleep on completion channels
+# (perftest -e, qperf's default mode) against sockperf's blocking
+# ping-pong and the same tools polling, on one host and between two
+# namespaces (bench/results/events.md); BENCH_EVENTS=0 skips it,
+# BENCH_EVENTS=only runs it alone (as does BENCH_ONLY=events).
 # BENCH_QUICK=1 runs a small subset to check the pipeline (bench/results/quick/);
 # the other knobs are described at the top of bench/bench.py.
 set -euo pipefail
@@ -48,6 +53,13 @@ fi
 # so otherwise).  BENCH_NETNS=0 skips that section, BENCH_NETNS=only runs
 # it alone; with BENCH_ONLY it runs only when one of the words is "netns".
 netns=${BENCH_NETNS:-1}
+events=${BENCH_EVENTS:-1}
+if [ -n "${BENCH_ONLY:-}" ]; then
+	case ",$BENCH_ONLY," in *,events,*) events=only ;; *) events=0 ;; esac
+fi
+if [ "$events" = only ]; then
+	exec python3 "$here/events.py" "$build"
+fi
 if [ -n "${BENCH_ONLY:-}" ] && [ "$netns" != only ]; then
 	case ",$BENCH_ONLY," in *,netns,*) netns=only ;; *) netns=0 ;; esac
 fi
@@ -56,6 +68,9 @@ if [ "$netns" != only ]; then
 fi
 if [ "$netns" != 0 ]; then
 	python3 "$here/netns.py" "$build"
+fi
+if [ "$events" != 0 ] && [ "$netns" != only ]; then
+	python3 "$here/events.py" "$build"
 fi
 
 # What a million PDs and a million MRs cost to make and destroy, against

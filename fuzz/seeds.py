@@ -107,10 +107,11 @@ recv = [
 write("recv", recv)
 
 # ---- shm: ctl(1) tail_delta(2) t1(4) t2(4), then per slot kind(1)
-# len(2) pid(4) flow(sizeof sv_flow = 2+16+2+16+2+2 = 40 with padding) data
+# len(2) pid(4) flow(sizeof sv_flow = 2+16+2+16+2+2+1+1 = 42: the
+# addresses, the ports, the traffic class and a zero byte) data
 
-FLOW = struct.pack("<H16sH16sHH", 10, bytes(15) + b"\1", 10, bytes(15) + b"\1",
-                   4791, 4791)
+FLOW = struct.pack("<H16sH16sHHBB", 10, bytes(15) + b"\1", 10,
+                   bytes(15) + b"\1", 4791, 4791, 0, 0)
 
 
 def slot(kind, length, pid=0, data=b""):

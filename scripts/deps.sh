@@ -43,6 +43,7 @@ qemu-system-x86:/usr/bin/qemu-system-x86_64
 cpio:/usr/bin/cpio"
 bench_pkgs="iperf3:/usr/bin/iperf3
 sockperf:/usr/bin/sockperf
+qperf:/usr/bin/qperf
 gnuplot-nox:/usr/bin/gnuplot
 python3:/usr/bin/python3"
 

@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/statread.h"
+#include "engine/statid.h"
+#include "statread.h"
 #include "link/shm.h"
 
 #define EXIT_USAGE 2
@@ -78,7 +79,7 @@ static int scan(int dir, int only, struct found *f)
 	/* A dup shares the offset: the last scan left it at the end. */
 	rewinddir(d);
 	while ((e = readdir(d))) {
-		if (sv_statread_pid(e->d_name, &pid) || (only && pid != only))
+		if (sv_statid_pid(e->d_name, &pid) || (only && pid != only))
 			continue;
 		if (n == cap) {
 			int *p = realloc(pids, (cap = cap ? 2 * cap : 16) *

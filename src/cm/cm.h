@@ -34,6 +34,7 @@
 
 #include "cm/mad.h"
 #include "cm/wire.h"
+#include "util/clock.h"
 #include "util/list.h"
 #include "util/lockorder.h"
 
@@ -304,7 +305,6 @@ extern struct sv_cm_global sv_cm;
 #define sv_cm_lock() sv_mutex_lock(&sv_cm.lock, SV_LOCK_CM)
 #define sv_cm_unlock() sv_mutex_unlock(&sv_cm.lock)
 
-uint64_t sv_now_ms(void);
 uint32_t sv_cm_random24(void);
 void sv_cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

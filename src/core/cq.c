@@ -16,9 +16,33 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 #include "core/async.h"
+
+/* A thread sleeping for the engine in ibv_get_cq_event (engine.c) takes
+ * the first event its own pass makes for its channel from here: the
+ * pipe's write and read would only hand it to itself (two system calls
+ * on the way from a peer's message to the application).  Later events of
+ * the same pass go through the pipe, after it in order. */
+static __thread struct sv_comp_channel *grab_ch;
+static __thread uint64_t grab_token;
+static __thread bool grabbed;
+
+void sv_cq_grab_begin(struct sv_comp_channel *ch)
+{
+	grab_ch = ch;
+	grabbed = false;
+}
+
+bool sv_cq_grab_end(uint64_t *token)
+{
+	grab_ch = NULL;
+	if (grabbed)
+		*token = grab_token;
+	return grabbed;
+}
 
 /* Called without cq->lock: the token and the channel never change while
  * the CQ exists.  The write end is non-blocking, so a full pipe (8192
@@ -33,6 +57,16 @@ static void cq_notify(struct sv_cq *cq)
 	if (!ch)
 		return; /* armed without a channel: nobody to tell */
 	sch = sv_container_of(ch, struct sv_comp_channel, ibv);
+	/* Only while the pipe holds nothing: its events came first. */
+	if (sch == grab_ch && !grabbed &&
+	    atomic_load(&sch->written) == atomic_load(&sch->taken)) {
+		grab_token = token;
+		grabbed = true;
+		return;
+	}
+	/* Counted before it is there: a waiter that sees the count looks
+	 * into the pipe (and waits for it there if it is not yet). */
+	atomic_fetch_add(&sch->written, 1);
 	if (write(sch->wfd, &token, sizeof(token)) != sizeof(token))
 		sv_warn("CQ %p: completion event lost (%s)", (void *)cq,
 			strerror(errno));
@@ -46,14 +80,6 @@ static void cq_overrun(struct sv_cq *cq)
 	};
 
 	sv_async_post(cq->ctx, &ev);
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* Under cq->lock: the armed CQ took a completion it is armed for.  True
@@ -119,8 +145,8 @@ int sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	/* The timestamp is taken as the completion is generated, so it is
 	 * what ibv_wc_read_completion_ts promises. */
 	if (cq->ts) {
-		cq->ts[slot].dev_ns = clock_ns(CLOCK_MONOTONIC);
-		cq->ts[slot].wall_ns = clock_ns(CLOCK_REALTIME);
+		cq->ts[slot].dev_ns = sv_clock_ns(CLOCK_MONOTONIC);
+		cq->ts[slot].wall_ns = sv_clock_ns(CLOCK_REALTIME);
 	}
 	/* Pollers peek at tail without the lock (verbs/cq.c cq_pop): the
 	 * entry is written before tail says it is there. */

@@ -21,6 +21,13 @@ bool sv_cq_has_room(const struct sv_cq *cq);
  * or destroyed: its completions must not surface afterwards). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qp_num);
 
+/* A thread about to run a pass while it waits for an event of ch
+ * (sv_engine_wait_event) takes the first event the pass makes for ch
+ * instead of its pipe: between begin and end (same thread), end returns
+ * it in *token (true) or false. */
+void sv_cq_grab_begin(struct sv_comp_channel *ch);
+bool sv_cq_grab_end(uint64_t *token);
+
 /* Completion moderation (core/cq_mod.c).  Set a CQ's cq_count and
  * cq_period (microseconds; 0 and 0: every completion signals an armed
  * CQ); starts the timer thread for the process's first CQ with a period.

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 
@@ -42,14 +43,6 @@ static struct {
 };
 
 static pthread_once_t mod_once = PTHREAD_ONCE_INIT;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void cond_init(void)
 {
@@ -85,7 +78,7 @@ static void *timer_thread(void *arg)
 	(void)arg;
 	sv_mutex_lock(&mod.lock, SV_LOCK_CQ_MOD);
 	while (!mod.stop) {
-		uint64_t now = mono_ns(), next = UINT64_MAX;
+		uint64_t now = sv_now_ns(), next = UINT64_MAX;
 		struct list_node *it, *tmp;
 
 		list_for_each_safe (&mod.timers, it, tmp) {
@@ -180,7 +173,7 @@ int sv_cq_moderate(struct sv_cq *cq, uint16_t count, uint16_t period_us)
 
 void sv_cq_mod_timer(struct sv_cq *cq, uint16_t period_us)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)period_us * 1000;
+	uint64_t deadline = sv_now_ns() + (uint64_t)period_us * 1000;
 
 	pthread_once(&mod_once, mod_init);
 	sv_mutex_lock(&mod.lock, SV_LOCK_CQ_MOD);

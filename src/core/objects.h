@@ -193,6 +193,10 @@ struct sv_comp_channel {
 	atomic_int refs; /* CQs attached */
 	struct sv_context *ctx;
 	struct list_head cqs; /* CQs attached (ctx->lock) */
+	/* Events written and taken so far: a thread that sleeps for the
+	 * engine (sv_engine_wait_event) knows without a system call that
+	 * its pass wrote one, and ibv_get_cq_event that none is there. */
+	_Atomic uint64_t written, taken;
 };
 
 /* When a completion entered its CQ: CLOCK_MONOTONIC (the device clock,
@@ -256,6 +260,7 @@ struct sv_ah_route {
 	bool resolved;
 	struct sv_ipaddr dst, src;
 	uint32_t scope; /* link-local and multicast: the source's interface */
+	uint8_t tclass; /* grh.traffic_class: the packets' TOS */
 };
 
 /* One send work request as the requester needs it: a copy of the user's WR
@@ -393,6 +398,7 @@ static inline uint32_t sv_wq_used(struct sv_wq *wq)
 
 struct sv_srq {
 	struct ibv_srq ibv; /* first */
+	unsigned int forks; /* as struct sv_qp's */
 	pthread_mutex_t lock;
 	struct sv_wq rq;
 	uint32_t srq_limit; /* armed limit, 0 = not armed */
@@ -442,6 +448,9 @@ struct sv_qp {
 		unsigned char qpx_room[SV_QP_EX_ROOM];
 	};
 	struct sv_context *ctx;
+	/* sv_fork_count at creation (util/forks.h): another value means
+	 * this process is a forked child of the one that made the QP */
+	unsigned int forks;
 	struct sv_pd *pd;
 	struct sv_pd *pd_held; /* as struct sv_srq's */
 	struct sv_cq *scq, *rcq;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
@@ -340,16 +341,14 @@ bool sv_pubtab_is_self(const struct sv_pubtab_view *tab)
 /* Wait until no peer uses the entry; false after SV_PUB_DRAIN_NS. */
 static bool drain(_Atomic uint32_t *users, const char *what, uint32_t key)
 {
-	struct timespec ts = { 0, 20000 }, t0, t;
+	struct timespec ts = { 0, 20000 };
+	uint64_t t0;
 
 	if (!atomic_load(users))
 		return true;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = sv_now_ns();
 	while (atomic_load(users)) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull +
-			    (uint64_t)t.tv_nsec - (uint64_t)t0.tv_nsec >=
-		    SV_PUB_DRAIN_NS) {
+		if (sv_now_ns() - t0 >= SV_PUB_DRAIN_NS) {
 			sv_warn("pubtab: %s 0x%x still used by a peer after 1 s; going on",
 				what, key);
 			return false;

@@ -37,7 +37,12 @@
  *                   or an ACK beyond an unanswered READ/ATOMIC means a
  *                   response was lost ("implied NAK", IBA):
  *                   resend from comp.psn;
- *   ATOMIC ACK      the original value goes to the WQE's SGE.
+ *   ATOMIC ACK      the original value goes to the WQE's SGE;
+ *   wrong ones      a response of the wrong kind for the oldest WQE (a
+ *                   READ response to a SEND, an ATOMIC ACK to a READ)
+ *                   fails it with IBV_WC_FATAL_ERR, a READ response
+ *                   longer than asked with IBV_WC_LOC_PROT_ERR, at once,
+ *                   as rxe's completer does.
  * The ACK timer (timeout, retry_cnt, then IBV_WC_RETRY_EXC_ERR) resends
  * from comp.psn when nothing arrives.
  *
@@ -46,6 +51,9 @@
  * a real HCA.
  */
 #include "engine/comp.h"
+
+#include <inttypes.h>
+
 #include "engine/eng.h"
 #include "engine/explain.h"
 #include "engine/limits.h"
@@ -90,6 +98,8 @@
 	X(ERR_NAK_REM_OP)                                                    \
 	X(ERR_NAK_INV_RD)                                                    \
 	X(ERR_LOC_PROT)                                                      \
+	X(ERR_READ_LONG)                                                     \
+	X(ERR_BAD_RESP)                                                      \
 	X(ERR_RNR_RETRY_EXC)
 
 #define X(name) COMP_##name,
@@ -101,11 +111,13 @@ static const char *const comp_state_names[] = { COMP_STATES(X) };
 /* clang-format on */
 
 /* Each failure: nak, the AETH NAK code that reports it (IBA), 0 for one
- * found here; wc, the status of the WQE it fails.  The QP then enters the
- * error state and the later WQEs are flushed. */
+ * found here; wc, the status of the WQE it fails; said: its state warned
+ * why (not sv_explain_wqe's reading of the status).  The QP then enters
+ * the error state and the later WQEs are flushed. */
 static const struct comp_error {
 	uint8_t nak;
 	enum ibv_wc_status wc;
+	bool said;
 } comp_errors[COMP_NUM_STATES] = {
 	[COMP_ERR_NAK_INV_REQ] = { SV_AETH_NAK_INVALID,
 				   IBV_WC_REM_INV_REQ_ERR },
@@ -116,6 +128,12 @@ static const struct comp_error {
 				  IBV_WC_REM_INV_RD_REQ_ERR },
 	/* The READ data or atomic result cannot be stored (a bad SGE). */
 	[COMP_ERR_LOC_PROT] = { 0, IBV_WC_LOC_PROT_ERR },
+	/* A READ response carries more than the WQE asked for: rxe's
+	 * completer fails to place it and reports the same. */
+	[COMP_ERR_READ_LONG] = { 0, IBV_WC_LOC_PROT_ERR, true },
+	/* A response of the wrong kind for its WQE (a READ response to a
+	 * SEND, an ATOMIC ACK to a READ...): rxe's IB_WC_FATAL_ERR. */
+	[COMP_ERR_BAD_RESP] = { 0, IBV_WC_FATAL_ERR, true },
 	[COMP_ERR_RNR_RETRY_EXC] = { 0, IBV_WC_RNR_RETRY_EXC_ERR },
 };
 
@@ -196,9 +214,10 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 }
 
 static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
-		     enum ibv_wc_status st)
+		     enum ibv_wc_status st, bool explained)
 {
-	sv_explain_wqe(qe, w, st);
+	if (!explained)
+		sv_explain_wqe(qe, w, st);
 	w->state = SV_WQE_ERROR;
 	w->status = st;
 	sv_comp_retire(qe);
@@ -516,7 +535,7 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
 		if (sv_log_level >= SV_LOG_DBG)
 			sv_stats_print(qe->eng, stderr);
 		if (qe->comp.idx != sv_sq_tail(qe))
-			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
+			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR, false);
 		return;
 	}
 	if (!free_retry)
@@ -724,13 +743,44 @@ static enum comp_state rnr_retry(struct comp_ctx *c)
 	return COMP_DONE;
 }
 
-/* The READ/ATOMIC WQE a response answers. */
+/* A response of the wrong kind for the WQE at its PSN (c->w). */
+static enum comp_state bad_resp(struct comp_ctx *c)
+{
+	struct sv_qp_engine *qe = c->qe;
+
+	sv_warn_qp(&qe->qp->lograte, qe->qpn, "completer",
+		   "wr_id %#" PRIx64 " IBV_WR_%s fails with IBV_WC_FATAL_ERR: "
+		   "QP 0x%06x answered it with %s (PSN %u), a response for "
+		   "%s",
+		   c->w->wr_id, sv_wr(c->w->opcode)->name, qe->dest_qpn,
+		   sv_opcode_name(c->pkt->opcode), c->pkt->psn,
+		   c->kind == KIND_READ	  ? "an RDMA READ" :
+		   c->kind == KIND_ATOMIC ? "an atomic operation" :
+					    "another request");
+	SV_STAT(qe->eng, drop_bad_resp);
+	return COMP_ERR_BAD_RESP;
+}
+
+/* The READ/ATOMIC WQE a response answers.  One at the PSN of the oldest
+ * WQE, a SEND or a WRITE, is a response of the wrong kind: it fails that
+ * WQE at once, as rxe's completer does (not the ACK timer's retries).
+ * An ATOMIC WRITE is answered by an empty READ response by rxe (IBA 1.5)
+ * and by an ACK by us: such a response is dropped, a later ACK covers
+ * it. */
 static enum comp_state get_wqe(struct comp_ctx *c)
 {
-	struct sv_send_wqe *w = sv_wqe_of_psn(c->qe, c->pkt->psn);
+	struct sv_qp_engine *qe = c->qe;
+	struct sv_send_wqe *w = sv_wqe_of_psn(qe, c->pkt->psn);
 
-	if (!w || !sv_wr_is_rd_atomic(w->opcode))
+	if (!w)
 		return COMP_DROP_BAD;
+	if (!sv_wr_is_rd_atomic(w->opcode)) {
+		if (w != wqe_at(qe, qe->comp.idx) ||
+		    w->opcode == IBV_WR_ATOMIC_WRITE)
+			return COMP_DROP_BAD;
+		c->w = w;
+		return bad_resp(c);
+	}
 	c->w = w;
 	if (sv_psn_diff(w->first_psn, c->qe->comp.psn) > 0)
 		return COMP_COMP_ACK;
@@ -758,8 +808,8 @@ static enum comp_state check_seq(struct comp_ctx *c)
 		return COMP_IMPLIED_NAK; /* responses missing before it */
 	if (c->kind == KIND_READ)
 		return c->w->opcode == IBV_WR_RDMA_READ ? COMP_READ :
-							  COMP_DROP_QUIET;
-	return c->w->opcode == IBV_WR_RDMA_READ ? COMP_DROP_BAD : COMP_ATOMIC;
+							  bad_resp(c);
+	return c->w->opcode == IBV_WR_RDMA_READ ? bad_resp(c) : COMP_ATOMIC;
 }
 
 /* A response moved comp.psn by one: UPDATE_COMP then DONE. */
@@ -787,7 +837,21 @@ static enum comp_state do_read(struct comp_ctx *c)
 	 * the request it answers ends does not matter: after a resend the
 	 * responder may still be answering an earlier, longer request for the
 	 * same bytes, and those responses are as good. */
-	if (pkt->paylen != want || off != w->read_done)
+	if (off != w->read_done)
+		return COMP_DROP_BAD;
+	if (pkt->paylen > want) {
+		/* More than the WQE asked for at that offset: no responder
+		 * sends it, whichever request it answers. */
+		sv_warn_qp(&qe->qp->lograte, qe->qpn, "completer",
+			   "wr_id %#" PRIx64 " IBV_WR_RDMA_READ fails with "
+			   "IBV_WC_LOC_PROT_ERR: QP 0x%06x answered with %u "
+			   "bytes at PSN %u where %u were asked (rxe fails it "
+			   "so)",
+			   w->wr_id, qe->dest_qpn, pkt->paylen, pkt->psn, want);
+		SV_STAT(qe->eng, drop_bad_resp);
+		return COMP_ERR_READ_LONG;
+	}
+	if (pkt->paylen != want)
 		return COMP_DROP_BAD;
 	if (want) {
 		enum sv_sgl_err e = sv_sgl_copy(qe->qp->pd, w->sge, w->num_sge,
@@ -882,8 +946,7 @@ static enum comp_state drop_bad(struct comp_ctx *c)
 	return COMP_DONE;
 }
 
-/* Dropped uncounted: not the oldest WQE's response yet, or a READ
- * response for a non-READ WQE. */
+/* Dropped uncounted: not the oldest WQE's response yet. */
 static enum comp_state drop_quiet(struct comp_ctx *c)
 {
 	(void)c;
@@ -901,7 +964,8 @@ static void comp_error(struct comp_ctx *c, enum comp_state s)
 
 	if (!e->nak) {
 		target = c->w ? c->w : sv_wqe_of_psn(qe, psn);
-		fail_wqe(qe, target ? target : wqe_at(qe, qe->comp.idx), e->wc);
+		fail_wqe(qe, target ? target : wqe_at(qe, qe->comp.idx), e->wc,
+			 e->said);
 		return;
 	}
 	/* An error NAK: everything before its PSN was executed. */
@@ -921,7 +985,7 @@ static void comp_error(struct comp_ctx *c, enum comp_state s)
 		sv_complete_send(qe, IBV_WC_WR_FLUSH_ERR);
 	}
 	if (qe->comp.idx != tail)
-		fail_wqe(qe, target, e->wc);
+		fail_wqe(qe, target, e->wc, false);
 	else
 		sv_qp_to_error(qe, SV_ERR_NO_EVENT);
 }

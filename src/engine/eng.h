@@ -26,6 +26,7 @@
 #include "link/udp.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
+#include "util/clock.h"
 #include "util/list.h"
 
 struct sv_qp_engine;
@@ -64,6 +65,7 @@ struct sv_tx {
 	struct sv_sock *sock;
 	struct sockaddr_in6 dst;
 	struct sv_ipaddr src;
+	uint8_t tclass; /* the QP's or the AH's grh.traffic_class */
 	const struct sv_link_ops *link; /* the QP's link to its peer */
 	void *peer; /* the link's handle of the peer (NULL: UDP) */
 	struct sv_qp_engine *qe; /* whose packet (fault injection) */
@@ -85,7 +87,23 @@ struct sv_engine {
 	int epfd; /* sockets + doorbell */
 	int bellfd; /* eventfd */
 	int bell_epfd; /* the doorbell alone: the thread's naps (engine.c) */
+	/* The sockets without the doorbell, never left during a nap: an
+	 * application thread waiting for a completion event watches them
+	 * (sv_engine_wait_event); the doorbell is the progress thread's. */
+	int wait_epfd;
 	_Atomic uint64_t last_hint; /* ns of the last poll hint */
+	/* Application threads waiting for a completion event, which sleep
+	 * for the engine meanwhile (engine.c, sv_engine_wait_event), and
+	 * when the last one left (ns); while either says so the progress
+	 * thread leaves the sockets and rings to them.  thread_socks: the
+	 * thread waits on the sockets now (a waiter that comes rings it
+	 * off them). */
+	_Atomic unsigned int waiters;
+	/* ns the last pass that served ring packets ended (waiters leave
+	 * such streams to the thread: engine.c). */
+	_Atomic uint64_t ring_served;
+	_Atomic uint64_t wait_seen;
+	atomic_bool thread_socks;
 	/* The application's last pass (poll hint) read every wire socket:
 	 * the thread may nap without the sockets while such passes carry
 	 * a stream (engine.c, app_does_it). */
@@ -194,15 +212,14 @@ struct sv_engine {
 		struct ibv_wc *wc;
 		int max, n;
 	} sink;
-	bool in_thread; /* the progress thread runs this pass */
+	bool in_thread; /* the thread sleeping for the engine runs this pass */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */
-	bool nap, napped;
+	bool napped;
 	bool help_avail; /* what the segments' helping words say */
 };
 
-uint64_t sv_now_ns(void);
 void sv_engine_pass(struct sv_engine *eng, bool rx);
 
 /* The time of the pass: a busy pass that arms no timer and receives

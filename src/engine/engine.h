@@ -65,12 +65,17 @@ void sv_engine_poll_hint(struct sv_context *ctx);
 int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 			   struct ibv_wc *wc, int max);
 
-/* The application is about to block for a completion event
- * (ibv_get_cq_event): it polls no more.  The thread stops counting on its
- * polls and, if it waits as it does beside a busy poller (without saying
- * so to the shm link's producers), is woken to wait as for a sleeping
- * application. */
-void sv_engine_app_sleeps(struct sv_context *ctx);
+/* The application blocks for a completion event (ibv_get_cq_event on a
+ * blocking channel fd): the calling thread sleeps for the engine, waiting
+ * on the channel's fd and the engine's sockets together and running the
+ * passes what comes calls for.  1: its own pass made an event for ch,
+ * handed in *token (not through the pipe); 0: the fd is readable or the
+ * channel's count of events written is no longer seen (the caller reads
+ * the fd); -1 when the engine cannot be waited for this way (no engine
+ * thread yet) or a signal came: the caller blocks in its read as
+ * before, the progress thread making progress. */
+int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
+			 uint64_t seen, uint64_t *token);
 
 /* UD (ud.c): the largest UD message the port carries (its active MTU,
  * in bytes), for the post-time check. */

@@ -545,7 +545,8 @@ static void release_one(struct sv_engine *eng, struct sv_held *h)
 		struct sv_link_pkt p = { .buf = h->t.buf,
 					 .len = h->t.len,
 					 .dst = &h->t.dst,
-					 .src = &h->t.src };
+					 .src = &h->t.src,
+					 .tclass = h->t.tclass };
 		const struct sv_link_ops *link;
 		void *peer;
 

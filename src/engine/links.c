@@ -382,6 +382,8 @@ void sv_links_qp_created(struct sv_qp_engine *qe)
 	if (qe->type == IBV_QPT_UD) {
 		why(qe, "UD uses UDP");
 		set_rx_udp(qe, true);
+		/* Its receives' GRH area holds the traffic class. */
+		sv_udp_want_tclass(&qe->sock->udp);
 	} else {
 		why(qe, "not connected");
 	}
@@ -520,16 +522,20 @@ void sv_links_of_qp(const struct sv_qp_engine *qe,
 	}
 }
 
-/* The UDP link counts its offloads in the socket: into the engine's stats. */
-static void udp_counts(struct sv_engine *eng, struct sv_sock *s)
+/* What a link counted of its own work: into the engine's stats. */
+static void link_counts(struct sv_engine *eng, const struct sv_link_ops *link,
+			void *ep)
 {
-	eng->stats->gso_sends += s->udp.gso_sends;
-	eng->stats->gso_pkts += s->udp.gso_pkts;
-	eng->stats->gro_pkts += s->udp.gro_pkts;
-	eng->stats->src_said += s->udp.src_said;
-	eng->stats->src_lookups += s->udp.src_lookups;
-	s->udp.gso_sends = s->udp.gso_pkts = s->udp.gro_pkts = 0;
-	s->udp.src_said = s->udp.src_lookups = 0;
+	struct sv_link_counts c = { 0 };
+
+	if (!link->take_counts)
+		return;
+	link->take_counts(ep, &c);
+	eng->stats->gso_sends += c.gso_sends;
+	eng->stats->gso_pkts += c.gso_pkts;
+	eng->stats->gro_pkts += c.gro_pkts;
+	eng->stats->src_said += c.src_said;
+	eng->stats->src_lookups += c.src_lookups;
 }
 
 /* ---- transmit ---------------------------------------------------------------- */
@@ -580,8 +586,7 @@ void sv_links_tx(struct sv_engine *eng, struct sv_sock *s,
 		}
 	}
 	eng->stats->shm_wakeups += bells;
-	if (link == &sv_link_udp)
-		udp_counts(eng, s);
+	link_counts(eng, link, ep);
 	if (link->wire)
 		eng->stats->send_err += lost;
 	else
@@ -630,11 +635,9 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 			eng->rx_skipped = true;
 			continue;
 		}
-		if (ops == &sv_link_udp)
-			s->udp.rx_poller = !eng->in_thread;
-		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now);
-		if (ops == &sv_link_udp)
-			udp_counts(eng, s);
+		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now,
+			     !eng->in_thread);
+		link_counts(eng, ops, s->link[i].ep);
 	}
 }
 

@@ -110,7 +110,9 @@ static int mc_socket(struct sv_udp_sock *u, uint16_t port,
 	    setsockopt(fd, SOL_SOCKET, group ? SO_REUSEPORT : SO_REUSEADDR, &on,
 		       sizeof(on)) ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)))
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
 		goto fail;
 	/* Only the groups this socket joined, not every group of the host
 	 * (both default to on; IPV6_MULTICAST_ALL needs Linux 4.20). */

@@ -133,13 +133,15 @@ void sv_paths_watch(struct sv_engine *eng)
 }
 
 uint64_t sv_paths_next_wake(struct sv_engine *eng, uint64_t now, uint64_t until,
-			    bool busy)
+			    bool busy, bool napped, bool *nap)
 {
 	unsigned int i;
 
+	*nap = false;
 	for (i = 0; i < eng->paths->n; i++)
 		if (path(eng, i)->next_wake)
-			until = path(eng, i)->next_wake(eng, now, until, busy);
+			until = path(eng, i)->next_wake(eng, now, until, busy,
+							napped, nap);
 	return until;
 }
 

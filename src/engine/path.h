@@ -69,13 +69,15 @@ struct sv_path_ops {
 	/* After a pass whose watch set changed: add the words a lock-free
 	 * busy poll compares (sv_watch_word, engine.c) from index *n on. */
 	void (*watch)(struct sv_engine *eng, unsigned int *n);
-	/* The progress thread, before it waits until `until` (ns;
-	 * UINT64_MAX: no timeout); busy: the application polls.  Returns
-	 * the time it may wait until (<= until); may ask for a nap
-	 * (eng->nap: if the wait brings nothing, look again before a
-	 * pass). */
+	/* The thread about to sleep for the engine (the progress thread,
+	 * or an application thread waiting for a completion event), before
+	 * it waits until `until` (ns; UINT64_MAX: no timeout); busy: the
+	 * application polls.  Returns the time it may wait until (<=
+	 * until); may ask for a nap (*nap: if the wait brings nothing, look
+	 * again, napped, before sleeping for good). */
 	uint64_t (*next_wake)(struct sv_engine *eng, uint64_t now,
-			      uint64_t until, bool busy);
+			      uint64_t until, bool busy, bool napped,
+			      bool *nap);
 	/* The progress thread after its wait, without the engine lock. */
 	void (*serve)(struct sv_engine *eng, bool busy);
 };
@@ -99,7 +101,7 @@ void sv_paths_qp_destroyed(struct sv_qp_engine *qe);
 void sv_paths_poll(struct sv_engine *eng);
 void sv_paths_watch(struct sv_engine *eng);
 uint64_t sv_paths_next_wake(struct sv_engine *eng, uint64_t now, uint64_t until,
-			    bool busy);
+			    bool busy, bool napped, bool *nap);
 void sv_paths_serve(struct sv_engine *eng, bool busy);
 
 #endif

@@ -292,6 +292,9 @@ static void set_path(struct sv_qp_engine *qe)
 	qe->flow.dst = dst;
 	qe->flow.sport = qe->sock->udp.port;
 	qe->flow.dport = sv_links_dport(qe->dest_qpn);
+	/* The IP header's TOS / traffic class, as rxe sets it from the
+	 * QP's address vector. */
+	qe->flow.tclass = ah->is_global ? ah->grh.traffic_class : 0;
 }
 
 static void set_window(struct sv_qp_engine *qe)

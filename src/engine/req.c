@@ -501,6 +501,7 @@ static bool send_ud(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 	sv_ipaddr_to_sin6(&route->dst, sv_links_dport(rqpn), route->scope,
 			  &t->dst);
 	t->src = route->src;
+	t->tclass = route->tclass;
 	sv_tx_finish(qe, t);
 	psn_sent(qe, 1);
 	wqe->sent = pay;

@@ -64,6 +64,7 @@
 	X(drop_pkey, "dropped: P_Key mismatch")                              \
 	X(drop_qkey, "dropped: Q_Key mismatch")                              \
 	X(drop_ud_no_wqe, "dropped: UD message without a receive WQE")       \
+	X(drop_ud_mtu, "dropped: UD message longer than the port MTU")      \
 	X(ud_ah_resolved, "UD address handles resolved (a GID-table scan)") \
 	X(drop_stale_resp, "dropped: stale or unexpected responses")         \
 	X(drop_bad_resp, "dropped: inconsistent responses")                  \
@@ -116,7 +117,8 @@
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
-	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong")
+	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
+	X(app_wait_sleeps, "sleeps of an app thread waiting for an event")
 /* clang-format on */
 
 struct sv_stats {

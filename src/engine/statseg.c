@@ -20,8 +20,9 @@
 
 #include "engine/eng.h"
 #include "engine/qpe.h"
-#include "engine/statread.h"
+#include "engine/statid.h"
 #include "link/shm.h"
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 
@@ -33,14 +34,6 @@ static struct sv_statseg *_Atomic seg;
 static _Atomic int seg_pid;
 static char seg_name[32];
 static unsigned int seg_users; /* contexts with a slot in it (seg_lock) */
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A file of ours, NUL-free text squeezed into out (NULs become spaces:
  * /proc/self/cmdline). */
@@ -88,7 +81,7 @@ static bool sweep_due(int dir, uint64_t now)
  * directory. */
 static void sweep(int dir, int self)
 {
-	uint64_t now = real_ns();
+	uint64_t now = sv_real_ns();
 	struct dirent *e;
 	DIR *d = NULL;
 	int fd;
@@ -105,7 +98,7 @@ static void sweep(int dir, int self)
 		int pid, f;
 		ssize_t n;
 
-		if (sv_statread_pid(e->d_name, &pid) || pid == self)
+		if (sv_statid_pid(e->d_name, &pid) || pid == self)
 			continue;
 		f = openat(dir, e->d_name,
 			   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -113,12 +106,12 @@ static void sweep(int dir, int self)
 		if (f >= 0)
 			close(f);
 		if (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC &&
-		    (sv_statread_alive(pid, h.start_ticks) ||
+		    (sv_statid_alive(pid, h.start_ticks) ||
 		     now - h.updated_ns <
 			     (uint64_t)SV_STATSEG_STALE_S * 1000000000ull))
 			continue;
 		/* Dead and stale, or no segment at all: ours to remove. */
-		if (!sv_statread_alive(pid, 0) ||
+		if (!sv_statid_alive(pid, 0) ||
 		    (n == (ssize_t)sizeof(h) && h.magic == SV_STATSEG_MAGIC))
 			unlinkat(dir, e->d_name, 0);
 	}
@@ -167,11 +160,11 @@ static struct sv_statseg *seg_create(void)
 	h->nqps = SV_STATSEG_QPS;
 	h->ncounters = sizeof(struct sv_stats) / sizeof(uint64_t);
 	h->nqp_counters = sizeof(struct sv_qp_stats) / sizeof(uint64_t);
-	h->counters_hash = sv_statseg_hash();
+	h->counters_hash = sv_statid_hash();
 	h->pid = self;
 	h->uid = (uint32_t)geteuid();
-	h->start_ticks = sv_statseg_start_ticks(self);
-	h->start_ns = real_ns();
+	h->start_ticks = sv_statid_start_ticks(self);
+	h->start_ns = sv_real_ns();
 	atomic_store(&h->updated_ns, h->start_ns);
 	read_text("/proc/self/comm", h->comm, sizeof(h->comm));
 	read_text("/proc/self/cmdline", h->cmdline, sizeof(h->cmdline));
@@ -392,6 +385,6 @@ void sv_statseg_refresh(struct sv_engine *eng, uint64_t now, bool force)
 	}
 	eng->statslot->qps = n;
 	eng->statslot->others = others;
-	atomic_store_explicit(&s->hdr.updated_ns, real_ns(),
+	atomic_store_explicit(&s->hdr.updated_ns, sv_real_ns(),
 			      memory_order_relaxed);
 }

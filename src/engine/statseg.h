@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The live counters of a process in shared memory: the layout of its
- * segment (what `softverbs stats` reads, statread.c) and the writer's side
+ * segment (what `softverbs stats` reads, tools/statread.c) and the writer's side
  * (statseg.c).  docs/engine.md, "Live counters".
  *
  * Each process using softverbs has one segment, the file stats.<pid> in
@@ -22,7 +22,7 @@
  *
  * Writers are the engine (under its lock) and QP creation (slots claimed
  * with a CAS); readers are other processes, which treat every byte as
- * hostile and torn (statread.c).
+ * hostile and torn (tools/statread.c).
  */
 #ifndef SV_ENGINE_STATSEG_H
 #define SV_ENGINE_STATSEG_H
@@ -104,7 +104,7 @@ struct sv_statseg_hdr {
 	uint32_t hdr_size, eng_size, qp_size;
 	uint32_t nengines, nqps;
 	uint32_t ncounters, nqp_counters;
-	uint32_t counters_hash; /* of the counter names (sv_statseg_hash) */
+	uint32_t counters_hash; /* of the counter names (engine/statid.h) */
 	int32_t pid;
 	uint32_t uid;
 	uint64_t start_ticks; /* /proc/PID/stat's starttime: tells pid reuse */
@@ -121,13 +121,6 @@ struct sv_statseg {
 	struct sv_statseg_eng eng[SV_STATSEG_ENGINES];
 	struct sv_statseg_qp qp[SV_STATSEG_QPS];
 };
-
-/* FNV-1a of the engine's and the QP counters' names: a reader built
- * from another list of counters refuses the segment. */
-uint32_t sv_statseg_hash(void);
-/* The start time of process pid in clock ticks after boot (field 22 of
- * /proc/PID/stat), 0 if it has none. */
-uint64_t sv_statseg_start_ticks(int pid);
 
 struct sv_engine;
 struct sv_qp_engine;

@@ -39,6 +39,9 @@ void sv_engine_ah_resolve(struct sv_context *ctx, struct sv_ah *ah)
 	int n;
 
 	memset(r, 0, sizeof(*r));
+	/* The IP header's TOS / traffic class: rxe takes it from the AH
+	 * whether or not is_global is set (a RoCE AH always has a GRH). */
+	r->tclass = ah->attr.grh.traffic_class;
 	sv_sockaddr_to_ipaddr((const struct sockaddr *)&ah->dest, &r->dst,
 			      NULL);
 	n = sv_gid_table(tab, SV_MAX_GIDS);
@@ -81,6 +84,14 @@ void sv_ud_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	/* IBA: a datagram's Q_Key must match the QP's. */
 	if (sv_deth_qkey(deth) != qe->qkey) {
 		SV_STAT(qe->eng, drop_qkey);
+		return;
+	}
+	/* IBA: a UD message is one packet of at most the path MTU; a longer
+	 * one is a malformed packet, dropped as rxe drops it (its responder's
+	 * length check, class D: no completion).  Our senders refuse it at
+	 * post; another sender, or a port with a larger MTU, may not. */
+	if (pkt->paylen > sv_engine_port_mtu(qe->eng->ctx)) {
+		SV_STAT(qe->eng, drop_ud_mtu);
 		return;
 	}
 	if (!sv_rq_get(qe)) {

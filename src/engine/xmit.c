@@ -50,6 +50,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	t->sock = qe->sock;
 	t->dst = qe->peer;
 	t->src = qe->flow.src;
+	t->tclass = qe->flow.tclass;
 	t->qe = qe;
 	/* A lost segmented send loses every packet in it.  While the
 	 * congestion window is under a quarter of the window (losses cut
@@ -86,7 +87,9 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 		SV_STAT(eng, shm_tx_pkts);
 		return;
 	}
+	memset(&f, 0, sizeof(f));
 	f.src = t->src;
+	f.tclass = t->tclass;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
 	if (sv_pcap_active())
@@ -172,6 +175,7 @@ void sv_tx_flush(struct sv_engine *eng)
 				batch[n].len = t->len;
 				batch[n].dst = &t->dst;
 				batch[n].src = &t->src;
+				batch[n].tclass = t->tclass;
 				batch[n].alone = t->alone;
 				n++;
 			}

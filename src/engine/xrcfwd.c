@@ -39,6 +39,7 @@
 
 #include "core/cq.h"
 #include "core/xrc.h"
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/unixdg.h"
 #include "util/log.h"
@@ -379,14 +380,6 @@ void sv_xrcfwd_init(void)
 
 /* ---- the target QP's side ------------------------------------------------ */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Ask the owner of rq->srqn; its answer in an (FWD_GONE when it has none). */
 static void ask(struct sv_qp *qp, struct fwd_req *rq, const uint8_t *payload,
 		struct fwd_ans *an)
@@ -402,7 +395,7 @@ static void ask(struct sv_qp *qp, struct fwd_req *rq, const uint8_t *payload,
 		.msg_iov = iov,
 		.msg_iovlen = rq->len ? 2 : 1,
 	};
-	uint64_t deadline = now_ms() + FWD_WAIT_MS, t;
+	uint64_t deadline = sv_now_ms() + FWD_WAIT_MS, t;
 
 	memset(an, 0, sizeof(*an));
 	an->status = FWD_GONE;
@@ -424,7 +417,7 @@ static void ask(struct sv_qp *qp, struct fwd_req *rq, const uint8_t *payload,
 	rq->seq = ++cl.seq;
 	if (cl.fd < 0 || sendmsg(cl.fd, &m, MSG_NOSIGNAL) < 0)
 		goto out; /* ECONNREFUSED: no one serves that number now */
-	while ((t = now_ms()) < deadline) {
+	while ((t = sv_now_ms()) < deadline) {
 		struct pollfd p = { .fd = cl.fd, .events = POLLIN };
 		struct fwd_ans got;
 		ssize_t n;

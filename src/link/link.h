@@ -44,6 +44,7 @@ struct sv_link_pkt {
 	uint32_t len;
 	const struct sockaddr_in6 *dst;
 	const struct sv_ipaddr *src;
+	uint8_t tclass; /* IPv4 TOS / IPv6 traffic class */
 	/* Never one segment of a larger send (udp.h): a resent request.  A
 	 * loss takes a whole send (a drop before segmentation, a full
 	 * socket buffer), and recovery that resends a flight as one send
@@ -54,6 +55,18 @@ struct sv_link_pkt {
 /* A received packet handed to the engine: buf[0..len) with the flow it
  * came on (src = the sender, dst = us).  truncated: longer than any valid
  * packet (len is then meaningless). */
+/* What a link counted of its own work (offloads, route lookups) since the
+ * engine last took it: the engine adds it to its counters
+ * (engine/stats.h). */
+struct sv_link_counts {
+	/* UDP_SEGMENT sends and the packets they carried; packets
+	 * received coalesced (UDP_GRO). */
+	uint64_t gso_sends, gso_pkts, gro_pkts;
+	/* Sends that named their source address (IP_PKTINFO), and route
+	 * lookups made to know whether they must. */
+	uint64_t src_said, src_lookups;
+};
+
 typedef void sv_link_deliver_fn(void *arg, uint8_t *buf, uint32_t len,
 				bool truncated, const struct sv_flow *flow);
 
@@ -79,10 +92,14 @@ struct sv_link_ops {
 				 const struct sv_link_pkt *pkt, unsigned int n,
 				 unsigned int *bells);
 	/* Hand up to `budget` waiting packets to fn, without blocking; now:
-	 * the time in ns if the caller has read it (0: not read).  Returns
-	 * how many. */
+	 * the time in ns if the caller has read it (0: not read); app: an
+	 * application's busy poll asks (not the progress thread, which a
+	 * packet woke).  Returns how many. */
 	unsigned int (*receive)(void *ep, sv_link_deliver_fn *fn, void *arg,
-				unsigned int budget, uint64_t now);
+				unsigned int budget, uint64_t now, bool app);
+	/* Add what it counted to *c and count from zero again.  NULL: it
+	 * counts nothing of its own. */
+	void (*take_counts)(void *ep, struct sv_link_counts *c);
 	/* The owner's thread is about to sleep in epoll: arrange that a
 	 * sender wakes it (false: packets are waiting, don't sleep); wake:
 	 * it is awake again.  NULL: the kernel wakes epoll by itself. */

@@ -20,14 +20,15 @@
 #include <unistd.h>
 
 #include "core/pubtab.h"
+#include "util/clock.h"
 #include "util/lockorder.h"
 #include "util/log.h"
 
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 /* 2: message channels after the slots, 3: help jobs, 4: atomics through
  * channels, 5: the channels' ready word, their lines apart from their
- * slots */
-#define SV_SHM_VERSION 5
+ * slots, 6: the slot's flow carries the traffic class */
+#define SV_SHM_VERSION 6
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
  * producer is known dead, or after this long whoever it was. */
@@ -44,14 +45,6 @@ static size_t seg_size(void)
 	       (size_t)SV_SHM_SLOTS * sizeof(struct sv_shm_slot) +
 	       (size_t)SV_SHM_CHANS *
 		       (sizeof(struct sv_chan) + sizeof(struct sv_chan_ring));
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -693,7 +686,7 @@ int sv_shm_peer_attach(uint16_t port, struct sv_shm_peer **out,
 	else
 		p->pidfd = -1;
 #endif
-	p->checked_ns = mono_ns();
+	p->checked_ns = sv_now_ns();
 	*out = p;
 	return 0;
 }
@@ -710,7 +703,7 @@ void sv_shm_peer_detach(struct sv_shm_peer *p)
 
 bool sv_shm_peer_current(struct sv_shm_peer *p)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = sv_now_ns();
 	char name[48];
 
 	/* (A peer may set closed in its own header: we only look again.) */
@@ -763,7 +756,9 @@ static unsigned int shm_transmit(void *ep, void *peer,
 		unsigned int k = n < SV_LINK_BATCH ? n : SV_LINK_BATCH, done;
 
 		for (i = 0; i < k; i++) {
+			memset(&f[i], 0, sizeof(f[i]));
 			f[i].src = *pkt[i].src;
+			f[i].tclass = pkt[i].tclass;
 			sv_sockaddr_to_ipaddr(
 				(const struct sockaddr *)pkt[i].dst, &f[i].dst,
 				&f[i].dport);
@@ -792,7 +787,7 @@ static unsigned int shm_transmit(void *ep, void *peer,
 }
 
 static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
-				unsigned int budget, uint64_t now)
+				unsigned int budget, uint64_t now, bool app)
 {
 	struct sv_shm_ring *r = ep;
 	const struct sv_shm_slot *sl;
@@ -807,6 +802,7 @@ static unsigned int shm_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 		struct sv_flow flow = sl->flow;
 
 		flow.dport = r->port;
+		flow.unused = 0;
 		fn(arg, (uint8_t *)sl->data, len > SV_MAX_PKT ? 0 : len,
 		   len > SV_MAX_PKT, &flow);
 		sv_shm_ring_next(r);

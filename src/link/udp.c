@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "proto/icrc.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -79,9 +80,14 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 		goto fail;
 	s->fd = fd;
 	s->port = ntohs(a.sin6_port);
+	s->rx_tclass = false;
+	/* Standard mode's 4791 socket forwards UD datagrams to other
+	 * processes; a capture records every packet's header. */
+	if (shared || sv_env_pcap()[0])
+		sv_udp_want_tclass(s);
 	s->gro = false;
 	s->gso = false;
-	s->gso_sends = s->gso_pkts = s->gro_pkts = 0;
+	memset(&s->counts, 0, sizeof(s->counts));
 	if (sv_env_gso()) {
 		/* The option exists from Linux 4.18; whether the route's
 		 * device takes it is seen at the first send (sv_udp_send). */
@@ -97,6 +103,20 @@ fail:
 	err = errno;
 	close(fd);
 	return err;
+}
+
+void sv_udp_want_tclass(struct sv_udp_sock *s)
+{
+	int on = 1;
+
+	if (s->rx_tclass || s->fd < 0)
+		return;
+	if (setsockopt(s->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
+	    setsockopt(s->fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)))
+		sv_dbg("udp: port %u: no traffic class on receive: %s", s->port,
+		       strerror(errno));
+	else
+		s->rx_tclass = true;
 }
 
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port)
@@ -154,11 +174,14 @@ int sv_udp_route_src(const struct sv_ipaddr *dst, struct sv_ipaddr *src)
 /* ---- receive ----------------------------------------------------------- */
 
 #define SV_UDP_BATCH 64
-/* Control data of a message: its addresses, and its segment size (UDP_GRO
- * received as an int, UDP_SEGMENT sent as a uint16_t). */
-#define SV_CMSG_SPACE                             \
-	(CMSG_SPACE(sizeof(struct in6_pktinfo)) + \
-	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
+/* Control data of a message: its addresses, its traffic class (IP_TOS
+ * received as a byte, IPV6_TCLASS as an int; either sent as an int) and
+ * its segment size (UDP_GRO received as an int, UDP_SEGMENT sent as a
+ * uint16_t). */
+#define SV_CMSG_SPACE                                                      \
+	(CMSG_SPACE(sizeof(struct in6_pktinfo)) +                          \
+	 CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)) + \
+	 CMSG_SPACE(sizeof(int)))
 
 int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 {
@@ -209,6 +232,7 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		sv_sockaddr_to_ipaddr((struct sockaddr *)&from[i], &r->flow.src,
 				      &r->flow.sport);
 		r->flow.dport = s->port;
+		r->flow.tclass = r->flow.unused = 0;
 		memset(&r->flow.dst, 0, sizeof(r->flow.dst));
 		r->flow.dst.family = r->flow.src.family;
 		for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -229,6 +253,15 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 				tmp.sin6_addr = pi.ipi6_addr;
 				sv_sockaddr_to_ipaddr((struct sockaddr *)&tmp,
 						      &r->flow.dst, NULL);
+			} else if (c->cmsg_level == IPPROTO_IP &&
+				   c->cmsg_type == IP_TOS) {
+				r->flow.tclass = *CMSG_DATA(c);
+			} else if (c->cmsg_level == IPPROTO_IPV6 &&
+				   c->cmsg_type == IPV6_TCLASS) {
+				int tc;
+
+				memcpy(&tc, CMSG_DATA(c), sizeof(tc));
+				r->flow.tclass = (uint8_t)tc;
 			} else if (c->cmsg_level == IPPROTO_UDP &&
 				   c->cmsg_type == UDP_GRO) {
 				int seg;
@@ -248,14 +281,6 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
  * packets to more destinations than the cache holds name their source
  * rather than cost a route lookup each. */
 #define SV_UDP_SRC_LOOKUP_NS (1000ull * 1000)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Must this packet name its source address?  The ICRC covers it, so it
  * must be the one the engine computed with; but saying so (IP_PKTINFO)
@@ -288,11 +313,11 @@ static bool said_src(struct sv_udp_sock *s, const struct sv_link_pkt *t)
 	if (e->gen == gen && !memcmp(&e->dst, d, sizeof(*d)) &&
 	    sv_ipaddr_eq(&e->src, t->src))
 		return !e->implied;
-	now = mono_ns();
+	now = sv_now_ns();
 	if (s->src_looked_ns && now - s->src_looked_ns < SV_UDP_SRC_LOOKUP_NS)
 		return true;
 	s->src_looked_ns = now;
-	s->src_lookups++;
+	s->counts.src_lookups++;
 	sv_sockaddr_to_ipaddr((const struct sockaddr *)t->dst, &dst, NULL);
 	e->gen = gen;
 	e->dst = *d;
@@ -309,7 +334,7 @@ static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
 
 	if (!t->src || !t->src->family || !said_src(s, t))
 		return;
-	s->src_said++;
+	s->counts.src_said++;
 	/* The source address is part of the ICRC: say it. */
 	m->msg_control = ctl;
 	if (t->src->family == AF_INET) {
@@ -336,6 +361,30 @@ static void set_src(struct sv_udp_sock *s, struct msghdr *m, uint8_t *ctl,
 	}
 }
 
+/* A traffic class other than 0 (the socket's): IP_TOS towards an IPv4
+ * (v4-mapped) destination, IPV6_TCLASS towards an IPv6 one, as rxe puts
+ * the AH's grh.traffic_class into the header it builds. */
+static void set_tclass(struct msghdr *m, uint8_t *ctl,
+		       const struct sv_link_pkt *t)
+{
+	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
+	int tc = t->tclass;
+
+	if (!tc)
+		return;
+	m->msg_control = ctl;
+	if (IN6_IS_ADDR_V4MAPPED(&t->dst->sin6_addr)) {
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+	} else {
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+	}
+	c->cmsg_len = CMSG_LEN(sizeof(tc));
+	memcpy(CMSG_DATA(c), &tc, sizeof(tc));
+	m->msg_controllen += CMSG_SPACE(sizeof(tc));
+}
+
 static void set_seg(struct msghdr *m, uint8_t *ctl, uint16_t seg)
 {
 	struct cmsghdr *c = (struct cmsghdr *)(ctl + m->msg_controllen);
@@ -352,7 +401,8 @@ static bool same_dst(const struct sv_link_pkt *a, const struct sv_link_pkt *b)
 {
 	bool asrc = a->src && a->src->family, bsrc = b->src && b->src->family;
 
-	return a->dst->sin6_port == b->dst->sin6_port &&
+	return a->tclass == b->tclass &&
+	       a->dst->sin6_port == b->dst->sin6_port &&
 	       a->dst->sin6_scope_id == b->dst->sin6_scope_id &&
 	       !memcmp(&a->dst->sin6_addr, &b->dst->sin6_addr, 16) &&
 	       asrc == bsrc && (!asrc || sv_ipaddr_eq(a->src, b->src));
@@ -448,6 +498,7 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 			m->msg_iov = &iov[used];
 			m->msg_iovlen = (size_t)k;
 			set_src(s, m, ctl[nmsg], t);
+			set_tclass(m, ctl[nmsg], t);
 			if (k > 1) {
 				set_seg(m, ctl[nmsg], (uint16_t)t->len);
 				gso_ids(t, k, false);
@@ -489,8 +540,8 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 		for (i = 0; i < sent; i++) {
 			done += count[i];
 			if (count[i] > 1) {
-				s->gso_sends++;
-				s->gso_pkts += (uint64_t)count[i];
+				s->counts.gso_sends++;
+				s->counts.gso_pkts += (uint64_t)count[i];
 			}
 		}
 		/* Runs built but not sent: their ICRCs back to ID 0, as the
@@ -538,13 +589,13 @@ static unsigned int udp_transmit(void *ep, void *peer,
  * it because datagrams wait, and a stream it receives would otherwise
  * pay a pass more after each time it drains the socket. */
 static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
-				unsigned int budget, uint64_t now)
+				unsigned int budget, uint64_t now, bool app)
 {
 	struct sv_udp_sock *s = ep;
 	unsigned int got = 0;
 
 	while (got < budget) {
-		unsigned int want = s->rx_dry && s->rx_poller ? 1 : s->nrx;
+		unsigned int want = s->rx_dry && app ? 1 : s->nrx;
 		int i, n = sv_udp_recv(s, s->rx, (int)want);
 
 		for (i = 0; i < n; i++) {
@@ -564,7 +615,7 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 				   len < r->seg ? len : r->seg, false,
 				   &r->flow);
 				got++;
-				s->gro_pkts++;
+				s->counts.gro_pkts++;
 			}
 		}
 		s->rx_dry = n == 0;
@@ -574,6 +625,18 @@ static unsigned int udp_receive(void *ep, sv_link_deliver_fn *fn, void *arg,
 	return got;
 }
 
+static void udp_take_counts(void *ep, struct sv_link_counts *c)
+{
+	struct sv_udp_sock *s = ep;
+
+	c->gso_sends += s->counts.gso_sends;
+	c->gso_pkts += s->counts.gso_pkts;
+	c->gro_pkts += s->counts.gro_pkts;
+	c->src_said += s->counts.src_said;
+	c->src_lookups += s->counts.src_lookups;
+	memset(&s->counts, 0, sizeof(s->counts));
+}
+
 const struct sv_link_ops sv_link_udp = {
 	.name = "udp",
 	.wire = true,
@@ -581,4 +644,5 @@ const struct sv_link_ops sv_link_udp = {
 	.close = udp_close,
 	.transmit = udp_transmit,
 	.receive = udp_receive,
+	.take_counts = udp_take_counts,
 };

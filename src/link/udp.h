@@ -62,20 +62,15 @@ struct sv_udp_sock {
 	 * shared by its sockets): nrx of them, each with its size. */
 	struct sv_udp_rx *rx;
 	unsigned int nrx;
+	bool rx_tclass; /* receives read the traffic class (below) */
 	bool gso; /* sends runs with UDP_SEGMENT */
 	bool gro; /* receives may be coalesced (buffers: SV_UDP_GRO_BUF) */
 	/* The last receive found the socket empty: the next asks for one
-	 * datagram only, if it is a busy poller's (rx_poller, set by the
-	 * engine before each receive: the progress thread, woken by the
-	 * datagrams, takes a full batch at once; udp.c udp_receive). */
-	bool rx_dry, rx_poller;
-	/* Counted here, collected by the engine (its stats, engine/stats.h):
-	 * UDP_SEGMENT sends and the packets they carried; packets received
-	 * coalesced. */
-	uint64_t gso_sends, gso_pkts, gro_pkts;
-	/* Sends that named their source address (IP_PKTINFO), and route
-	 * lookups made to know whether they must. */
-	uint64_t src_said, src_lookups;
+	 * datagram only, if it is a busy poller's (the progress thread,
+	 * woken by the datagrams, takes a full batch at once; udp.c
+	 * udp_receive). */
+	bool rx_dry;
+	struct sv_link_counts counts; /* collected by the engine */
 	struct sv_udp_src srcs[SV_UDP_SRC_CACHE];
 	uint64_t src_looked_ns; /* the last lookup (they are rate-limited) */
 };
@@ -96,6 +91,12 @@ int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
  * on the port still makes the bind fail (EADDRINUSE), and so does ours
  * against another user's: the kernel compares the sockets' owners. */
 int sv_udp_open_shared(struct sv_udp_sock *s, uint16_t port);
+/* Receive each datagram's traffic class too (IP_RECVTOS,
+ * IPV6_RECVTCLASS: flow.tclass, else 0), from now on.  Only where it is
+ * used: a UD QP's GRH area, standard mode's 4791 socket (it forwards UD
+ * datagrams), a capture (on at open then); one control message more per
+ * datagram costs a busy ping-pong's every trip. */
+void sv_udp_want_tclass(struct sv_udp_sock *s);
 void sv_udp_close(struct sv_udp_sock *s);
 
 /* One message of a receive batch: a datagram, or with UDP_GRO several of

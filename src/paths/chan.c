@@ -279,14 +279,21 @@ static void chan_qp_destroyed(struct sv_qp_engine *qe)
 }
 
 /* The other side's progress thread sleeps: ring its doorbell.  No fence
- * between our publication and the load of its word (a fence costs a
- * whole cache-line transfer per message): a thread that set the word just
- * as we looked may miss our message, so a thread with channels naps first
- * (SV_CHAN_NAP_NS) and looks again before it sleeps for good (engine.c). */
-static void poke(struct sv_qp_engine *qe, bool locked)
+ * per message between our publication and the load of its word (a fence
+ * costs a whole cache-line transfer per message): a thread that set the
+ * word just as we looked may miss our message, so a thread with channels
+ * naps first (SV_CHAN_NAP_NS) and looks again before it sleeps for good
+ * (engine.c).  fence: a message after a pause (nothing of ours was
+ * outstanding, or all we sent was taken) and an acknowledgement: the
+ * other side is likely lying down just then (a ping-pong's answer comes
+ * as its waiter does), and without the fence about one round trip in 80
+ * of ib_send_lat -e missed it and waited for the nap. */
+static void poke(struct sv_qp_engine *qe, bool locked, bool fence)
 {
 	_Atomic uint32_t *sl = &qe->shm->hdr->sleeping;
 
+	if (fence)
+		atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(sl, memory_order_relaxed) &&
 	    atomic_exchange(sl, 0)) {
 		if (locked) /* (the counters are the engine lock's) */
@@ -348,7 +355,7 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	if (qe->chan.rx.ch)
 		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
 				      memory_order_relaxed);
-	poke(qe, true);
+	poke(qe, true, true);
 }
 
 /* Where a receive completion goes: the poller's array when this pass has
@@ -735,13 +742,18 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	uint32_t flags = 0;
 	uint64_t end;
 	uint8_t *dst;
-	bool idle;
+	bool idle, caught_up;
 
 	if ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
 	    len > SV_CHAN_MAX_MSG ||
 	    atomic_load_explicit(&qe->state, memory_order_acquire) !=
 		    IBV_QPS_RTS)
 		return false;
+	/* The peer took all we sent before (it may be lying down now): our
+	 * doorbell's look at its word is fenced (poke).  A stream's peer
+	 * lags, and this line seldom changes then. */
+	caught_up = atomic_load_explicit(&t->own->ack, memory_order_relaxed) ==
+		    t->tail;
 	dst = sv_chan_reserve(t, len);
 	if (!dst)
 		return false; /* full or closed: the engine waits or decides */
@@ -798,7 +810,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 			      memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
 	ready_note(qe);
-	poke(qe, false);
+	poke(qe, false, idle || caught_up);
 	/* A thread asleep for good would not run the watchdog. */
 	if (idle && atomic_load_explicit(&qe->eng->sleep_until,
 					 memory_order_relaxed) == UINT64_MAX)
@@ -882,6 +894,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	uint8_t *dst;
+	bool paused;
 
 	if (atomic) {
 		len = sizeof(struct sv_chan_atomic);
@@ -991,6 +1004,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	wqe->sent = atomic ? 0 : len;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
+	paused = !qe->chan.outstanding;
 	if (!qe->chan.outstanding++) {
 		qe->chan.stall_since = 0;
 		/* Passes must now visit it, busy polls watch our ack line. */
@@ -1001,7 +1015,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 			sv_timer_note(qe->eng, sv_now_ns() + SV_CHAN_WATCH_NS);
 	}
 	ready_note(qe);
-	poke(qe, true);
+	poke(qe, true, paused);
 	lean_enter(qe);
 	return SV_CHAN_SENT;
 }
@@ -1354,7 +1368,8 @@ static enum sv_path_r chan_send(struct sv_qp_engine *qe,
  * the first sleep with channels open is a nap, and SENDs waiting for
  * their ack keep a watchdog running. */
 static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
-			       uint64_t until, bool busy)
+			       uint64_t until, bool busy, bool napped,
+			       bool *nap)
 {
 	if (!busy && until != now && !chan_idle(eng))
 		until = now;
@@ -1363,10 +1378,10 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 	 * visible published without ringing.  So the first sleep is a
 	 * nap, after which we look again with the word still set, and
 	 * only then sleep for good. */
-	if (!busy && until > now + SV_CHAN_NAP_NS && !eng->napped &&
+	if (!busy && until > now + SV_CHAN_NAP_NS && !napped &&
 	    eng->paths_active) {
 		until = now + SV_CHAN_NAP_NS;
-		eng->nap = true;
+		*nap = true;
 	}
 	/* Messages waiting for their ack: the stall watchdog. */
 	if (until > now + SV_CHAN_WATCH_NS && chan_need_watchdog(eng))

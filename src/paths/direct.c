@@ -392,7 +392,8 @@ static void direct_qp_unpublish(struct sv_qp_engine *qe)
 /* The helper (help.c) is this path's other half: peers offer us parts of
  * their large WRITEs while our thread is free to take them. */
 static uint64_t direct_next_wake(struct sv_engine *eng, uint64_t now,
-				 uint64_t until, bool busy)
+				 uint64_t until, bool busy, bool napped,
+				 bool *nap)
 {
 	sv_help_available(eng, !busy);
 	return until;

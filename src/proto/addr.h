@@ -26,6 +26,10 @@ struct sv_ipaddr {
 struct sv_flow {
 	struct sv_ipaddr src, dst;
 	uint16_t sport, dport; /* host order */
+	/* IPv4 TOS / IPv6 traffic class (the ICRC masks it): the AH's or
+	 * the QP's grh.traffic_class on send, the received one on receive */
+	uint8_t tclass;
+	uint8_t unused; /* 0: flows are compared whole (icrc.c) */
 };
 
 static inline bool sv_ip_is_multicast(const struct sv_ipaddr *ip)

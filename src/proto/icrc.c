@@ -37,7 +37,7 @@
 
 #define PSEUDO_CACHE 8
 
-_Static_assert(sizeof(struct sv_flow) == 2 * (2 + 16) + 2 + 2,
+_Static_assert(sizeof(struct sv_flow) == 2 * (2 + 16) + 2 + 2 + 1 + 1,
 	       "struct sv_flow has padding: compare it field by field");
 
 /* The CRC of what precedes the BTH (the headers a flow implies, below). */

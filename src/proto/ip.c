@@ -15,6 +15,7 @@ static void ip4_header(uint8_t ip[20], const struct sv_flow *flow,
 {
 	memset(ip, 0, 20);
 	ip[0] = 0x45; /* version 4, IHL 5: no options */
+	ip[1] = flow->tclass; /* TOS */
 	sv_store_be16(ip + 2, 20 + udplen); /* total length */
 	sv_store_be16(ip + 6, 0x4000); /* ID 0; DF, offset 0 */
 	ip[8] = ttl;
@@ -27,7 +28,9 @@ static void ip6_header(uint8_t ip[40], const struct sv_flow *flow,
 		       uint32_t udplen, uint8_t ttl)
 {
 	memset(ip, 0, 40);
-	ip[0] = 0x60; /* version 6, traffic class and flow label 0 */
+	/* version 6, the traffic class, flow label 0 */
+	ip[0] = (uint8_t)(0x60 | flow->tclass >> 4);
+	ip[1] = (uint8_t)(flow->tclass << 4);
 	sv_store_be16(ip + 4, udplen); /* payload length */
 	ip[6] = IPPROTO_UDP; /* next header */
 	ip[7] = ttl; /* hop limit */

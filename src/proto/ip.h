@@ -25,9 +25,9 @@
 #define SV_IP_TTL 64 /* what the GRH reports: the received one is unseen */
 
 /* Write the IPv4 (20 bytes) or IPv6 (40 bytes) header of a datagram of
- * `udplen` UDP bytes on `flow` into ip[], with TTL/hop limit `ttl`, traffic
- * class 0 and a zero IPv4 checksum (20 or 40 bytes of room).  Returns its
- * length. */
+ * `udplen` UDP bytes on `flow` into ip[], with TTL/hop limit `ttl`, the
+ * flow's traffic class (TOS) and a zero IPv4 checksum (20 or 40 bytes of
+ * room).  Returns its length. */
 uint32_t sv_ip_header(uint8_t *ip, const struct sv_flow *flow, uint32_t udplen,
 		      uint8_t ttl);
 
@@ -36,7 +36,9 @@ uint32_t sv_ip_header(uint8_t *ip, const struct sv_flow *flow, uint32_t udplen,
 uint16_t sv_ip_checksum(const uint8_t *p, size_t n);
 
 /* The GRH area of a UD datagram received on `flow` (RoCE v2): the IPv6
- * header, or for IPv4 the IPv4 header (checksum valid) in bytes 20..39. */
+ * header, or for IPv4 the IPv4 header (checksum valid) in bytes 20..39,
+ * with the traffic class (TOS) the datagram arrived with, as rxe copies
+ * the received header. */
 void sv_grh_build(uint8_t grh[SV_GRH_BYTES], const struct sv_flow *flow,
 		  uint32_t udplen);
 

@@ -16,7 +16,9 @@
 #include "verbs/verbs.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/cq.h"
@@ -289,6 +291,61 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 /* ---- completion events -------------------------------------------------- */
 
+/* Read one event without blocking, whatever the fd's flags: -1/EAGAIN
+ * when there is none. */
+static ssize_t read_nowait(int fd, uint64_t *token)
+{
+	struct iovec v = { .iov_base = token, .iov_len = sizeof(*token) };
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n = preadv2(fd, &v, 1, -1, RWF_NOWAIT);
+
+	if (n >= 0 || (errno != EOPNOTSUPP && errno != EINVAL))
+		return n;
+	/* A kernel without RWF_NOWAIT for pipes (before 5.x). */
+	if (poll(&p, 1, 0) <= 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return read(fd, token, sizeof(*token));
+}
+
+/* One event: on a blocking fd the thread sleeps for the engine while it
+ * waits (sv_engine_wait_event), so what wakes it is the peer's packet
+ * itself, not the progress thread's pass and then the pipe.  The counts
+ * of events written and taken spare the look into an empty pipe (a
+ * wrong count costs one look). */
+static ssize_t read_event(struct sv_comp_channel *ch, uint64_t *token)
+{
+	int fd = ch->ibv.fd, fl = -1, r;
+	ssize_t n;
+
+	for (;;) {
+		uint64_t seen = atomic_load(&ch->written);
+
+		if (seen !=
+		    atomic_load_explicit(&ch->taken, memory_order_relaxed)) {
+			n = read_nowait(fd, token);
+			if (n >= 0 || errno != EAGAIN)
+				break;
+		}
+		if (fl < 0)
+			fl = fcntl(fd, F_GETFL);
+		r = fl < 0 || (fl & O_NONBLOCK) ?
+			    -1 :
+			    sv_engine_wait_event(ch->ctx, ch, seen, token);
+		if (r > 0)
+			return sizeof(*token); /* never in the pipe */
+		if (r < 0) {
+			/* Blocks, or -1/EAGAIN on an O_NONBLOCK fd. */
+			n = read(fd, token, sizeof(*token));
+			break;
+		}
+	}
+	if (n == (ssize_t)sizeof(*token))
+		atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
+	return n;
+}
+
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			       struct ibv_cq **cq_out, void **cq_context)
 {
@@ -301,15 +358,13 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	}
 	ch = sv_container_of(channel, struct sv_comp_channel, ibv);
 	ctx = ch->ctx;
-	sv_engine_app_sleeps(ctx);
 	for (;;) {
 		struct list_node *it, *tmp;
 		struct sv_cq *found = NULL;
 		uint64_t token;
 		ssize_t n;
 
-		/* Blocks, or -1/EAGAIN on an O_NONBLOCK fd. */
-		n = read(channel->fd, &token, sizeof(token));
+		n = read_event(ch, &token);
 		if (n != (ssize_t)sizeof(token)) {
 			if (n >= 0)
 				errno = EIO; /* 8-byte writes cannot split */

@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "paths/paths.h"
+#include "util/forks.h"
 #include "util/log.h"
 #include "verbs/share.h"
 
@@ -122,6 +123,7 @@ static struct ibv_context *open_context(int import_fd)
 	if (!ctx)
 		return sv_null_errno(ENOMEM);
 	ctx->dev = sv_device_get();
+	sv_forks_watch();
 	pthread_mutex_init(&ctx->lock, NULL);
 	list_head_init(&ctx->async_events);
 	err = import_fd < 0 ? sv_share_new(ctx) : sv_share_join(ctx, import_fd);

@@ -302,6 +302,11 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_wq *sq = &qp->sq;
 	int state, err = 0, posted = 0;
 
+	/* Before the lock: the parent may have held it at the fork. */
+	if (sv_forked(qp->forks)) {
+		*bad_wr = wr;
+		return REFUSE(qp, EINVAL, SV_FORKED_WHY);
+	}
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	state = sv_engine_qp_state(qp);
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
@@ -399,6 +404,10 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &qp->rq;
 	int state, err = 0, posted = 0;
 
+	if (sv_forked(qp->forks)) {
+		*bad_wr = wr;
+		return REFUSE(qp, EINVAL, SV_FORKED_WHY);
+	}
 	sv_qlock_lock(&qp->rq_lock, SV_LOCK_RQ);
 	state = sv_engine_qp_state(qp);
 	/* A QP on an SRQ has no receive queue of its own, nor has either

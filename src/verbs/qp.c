@@ -733,6 +733,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return sv_null_errno(ENOMEM);
+	qp->forks = sv_fork_count;
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = context;
 	err = sv_share_add(context, SV_SHARE_QP, qp, &ibqp->handle);

@@ -63,6 +63,7 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return sv_null_errno(ENOMEM);
+	srq->forks = sv_fork_count;
 	srq->rq.size = pow2_at_least(a->max_wr);
 	srq->rq.max_wr = srq->rq.size;
 	srq->rq.max_sge = max_sge;
@@ -223,6 +224,11 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct sv_wq *rq = &srq->rq;
 	int err = 0;
 
+	if (sv_forked(srq->forks)) {
+		*bad_wr = wr;
+		return sv_refuse(EINVAL, "ibv_post_srq_recv: SRQ %p: %s",
+				 (void *)srq, SV_FORKED_WHY);
+	}
 	/* SOFTVERBS_STRICT=1: before the SRQ's lock, which ranks after the
 	 * key table's. */
 	for (struct ibv_recv_wr *w = wr; w && sv_strict(); w = w->next)

@@ -13,12 +13,27 @@
 #include "core/async.h"
 #include "core/device.h"
 #include "core/objects.h"
+#include "util/forks.h"
 
 #define SV_EXPORT __attribute__((visibility("default")))
 
 /* Bind an implementation to a non-default (compat) symbol version. */
 #define SV_COMPAT_SYMBOL(impl, name, ver) \
 	__asm__(".symver " #impl "," #name "@" ver)
+
+/* A forked child posting on a QP or SRQ its parent made (util/forks.h):
+ * the data path refuses it with EINVAL and this reason.  Objects the
+ * child makes itself, even on an inherited context, are its own. */
+#define SV_FORKED_WHY                                                        \
+	"it was made by the process this one is a forked child of: the "     \
+	"parent's queues are not usable here (their memory is copied, not "  \
+	"what they stand for: the connection, the peer's rings); make them " \
+	"in the child, or fork before making them"
+
+static inline bool sv_forked(unsigned int forks)
+{
+	return __builtin_expect(forks != sv_fork_count, 0);
+}
 
 /* Set errno and return NULL: the constructor error convention. */
 static inline void *sv_null_errno(int err)

@@ -158,6 +158,7 @@ struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return sv_null_errno(ENOMEM);
+	qp->forks = sv_fork_count;
 	real = sv_xrc_tgt_open(to_sv_xrcd(a->xrcd), a->qp_num);
 	if (!real) {
 		free(qp);

@@ -413,6 +413,7 @@ int hx_ep_rtr(struct hx_ep *ep)
 	a.ah_attr.grh.dgid = ep->peer.gid;
 	a.ah_attr.grh.sgid_index = ep->gid_index;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = ep->o.tclass;
 	a.ah_attr.port_num = 1;
 	return ibv_modify_qp(ep->qp, &a,
 			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |

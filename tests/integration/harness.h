@@ -44,6 +44,7 @@ struct hx_opts {
 	bool no_mr; /* do not allocate/register a buffer */
 	enum ibv_mtu path_mtu; /* 0: the smaller of both ports' active_mtu */
 	const char *gid_addr; /* pick the GID of this IP address */
+	uint8_t tclass; /* ah_attr.grh.traffic_class at RTR */
 };
 
 /* Defaults: 1 MiB buffer with all access rights, 64-deep queues, 4 SGEs,

@@ -11,6 +11,17 @@
  * CQ's.  Each side checks exactly that, and the bytes of every answer.
  *   small   8-byte SENDs (the shm link's message channels)
  *   large   4 KiB SENDs (packets)
+ *   blocked_small, blocked_large   the same, each side blocked in
+ *           ibv_get_cq_event itself (no poll of the fd first: the thread
+ *           sleeps for the engine and takes what wakes it), while a second
+ *           thread epolls the same fd, which must still become readable
+ *           as events are written
+ *   barriered   rdma-core's pyverbs test_rdmacm_sync_traffic: 1064-byte
+ *           SENDs, each side blocked in ibv_get_cq_event, the two
+ *           processes meeting at a barrier between the steps; the server
+ *           idles past the thread's hold before it answers, and the
+ *           client's next SEND comes while the server waits at the
+ *           barrier: only the progress thread can take it
  * Before the ack of a channel SEND was written ahead of the receive
  * completion, the answer's event came first now and then; perftest then
  * took it for the send's, its send CQ overran at the next completion, and
@@ -18,12 +29,19 @@
  */
 #include "harness.h"
 
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #define ROUNDS 2000
 #define DEPTH 16
+#define BARRIER_ROUNDS 300
 
 struct side {
 	struct hx_ep ep;
 	uint32_t len;
+	bool blocked; /* get_cq_event without a poll of the fd first */
 	unsigned int bad; /* checks failed: stop the exchange */
 };
 
@@ -56,8 +74,9 @@ static bool next_event(struct side *s, struct ibv_cq *want, const char *what,
 	struct ibv_cq *cq;
 	void *ctx;
 
-	/* Bounded: a peer that stopped answering ends the case. */
-	if (!hx_wait_fd(s->ep.ch->fd, 10000)) {
+	/* Bounded: a peer that stopped answering ends the case (blocked:
+	 * the case's timeout does). */
+	if (!s->blocked && !hx_wait_fd(s->ep.ch->fd, 10000)) {
 		hx_log("round %d: no event for the %s in 10 s", round, what);
 		return false;
 	}
@@ -96,11 +115,12 @@ static bool poll_once(struct side *s, struct ibv_cq *cq, struct ibv_wc *wc,
 static bool send_one(struct side *s, int round)
 {
 	uint8_t *src = s->ep.buf + (size_t)DEPTH * s->len;
+	uint32_t len = s->len;
 	struct ibv_wc wc;
 
-	hx_fill(src, s->len, (uint64_t)round * 2 + (*hx_role == 'A'));
+	hx_fill(src, len, (uint64_t)round * 2 + (*hx_role == 'A'));
 	if (hx_post_send(&s->ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
-			 (uint64_t)round, src, s->len, s->ep.mr->lkey, 0, 0, 0))
+			 (uint64_t)round, src, len, s->ep.mr->lkey, 0, 0, 0))
 		hx_die("post_send round %d", round);
 	if (!next_event(s, s->ep.scq, "send completion", round) ||
 	    !poll_once(s, s->ep.scq, &wc, "send completion", round))
@@ -119,8 +139,8 @@ static bool recv_one(struct side *s, int round)
 	dst = s->ep.buf + (size_t)wc.wr_id * s->len;
 	if (wc.opcode != IBV_WC_RECV || wc.byte_len != s->len ||
 	    wc.wr_id >= DEPTH ||
-	    hx_verify(dst, s->len, (uint64_t)round * 2 + (*hx_role != 'A')) !=
-		    -1) {
+	    hx_verify(dst, wc.byte_len,
+		      (uint64_t)round * 2 + (*hx_role != 'A')) != -1) {
 		hx_log("round %d: receive wr_id %llu, %u bytes: not the message sent",
 		       round, (unsigned long long)wc.wr_id, wc.byte_len);
 		return false;
@@ -128,13 +148,55 @@ static bool recv_one(struct side *s, int round)
 	return hx_post_recv(&s->ep, wc.wr_id, dst, s->len, s->ep.mr->lkey) == 0;
 }
 
+/* blocked: a second thread epolls the channel's fd meanwhile and counts
+ * the times it saw it readable (level-triggered: it then waits until the
+ * event is taken). */
+struct watcher {
+	int fd, stop; /* stop: an eventfd */
+	unsigned int ready;
+};
+
+static void *watch_fd(void *arg)
+{
+	struct watcher *w = arg;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+
+	ev.data.fd = w->fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, w->fd, &ev);
+	ev.data.fd = w->stop;
+	epoll_ctl(ep, EPOLL_CTL_ADD, w->stop, &ev);
+	for (;;) {
+		struct epoll_event got;
+
+		if (epoll_wait(ep, &got, 1, -1) != 1 || got.data.fd == w->stop)
+			break;
+		w->ready++;
+		usleep(200); /* until the event is taken */
+	}
+	close(ep);
+	return NULL;
+}
+
 /* A sends first, B answers; each round both ways. */
-static void run(int fd, uint32_t len, bool first)
+static void run(int fd, uint32_t len, bool first, bool blocked)
 {
 	static struct side s;
+	struct watcher w = { .stop = -1 };
+	pthread_t tid;
+	unsigned long long sleeps;
+	uint64_t one = 1;
 	int r;
 
+	s.blocked = blocked;
+	if (blocked)
+		setenv("SOFTVERBS_STATS", "1", 1);
 	open_side(&s, fd, len);
+	if (blocked) {
+		w.fd = s.ep.ch->fd;
+		w.stop = eventfd(0, 0);
+		HX_CHECK_RC(pthread_create(&tid, NULL, watch_fd, &w), 0);
+	}
 	for (r = 0; r < ROUNDS; r++) {
 		bool ok = first ? send_one(&s, r) && recv_one(&s, r) :
 				  recv_one(&s, r) && send_one(&s, r);
@@ -143,33 +205,110 @@ static void run(int fd, uint32_t len, bool first)
 			break;
 	}
 	CHECK_EQ(r, ROUNDS);
+	if (blocked) {
+		CHECK_EQ(write(w.stop, &one, sizeof(one)),
+			 (ssize_t)sizeof(one));
+		pthread_join(tid, NULL);
+		close(w.stop);
+		hx_log("the fd was seen readable %u times", w.ready);
+		CHECK(w.ready > 0);
+		/* The thread slept for the engine, not in a read. */
+		sleeps = hx_ep_close_counter(&s.ep, "app_wait_sleeps");
+		hx_log("app_wait_sleeps %llu", sleeps);
+		CHECK(sleeps > 0);
+		return;
+	}
 	CHECK_EQ(hx_ep_close(&s.ep), 0);
+}
+
+/* The server (B): barrier, barrier, a pause, receive, answer, barrier;
+ * the client (A): barrier, SEND, barrier, barrier, receive. */
+static void run_barriered(int fd, bool client)
+{
+	static struct side s;
+	int r;
+
+	s.blocked = true;
+	open_side(&s, fd, 1064);
+	for (r = 0; r < BARRIER_ROUNDS; r++) {
+		bool ok;
+
+		hx_sync(fd);
+		if (client) {
+			ok = send_one(&s, r);
+			hx_sync(fd);
+			hx_sync(fd);
+			ok = ok && recv_one(&s, r);
+		} else {
+			hx_sync(fd);
+			/* Idle: the progress thread goes back to the sockets
+			 * (SV_HINT_HOLD_NS), and the waiter that comes next
+			 * rings it off them. */
+			hx_msleep(3);
+			ok = recv_one(&s, r) && send_one(&s, r);
+			hx_sync(fd);
+		}
+		if (!ok)
+			break;
+	}
+	CHECK_EQ(r, BARRIER_ROUNDS);
+	CHECK_EQ(hx_ep_close(&s.ep), 0);
+}
+
+static void barriered_a(int fd)
+{
+	run_barriered(fd, true);
+}
+
+static void barriered_b(int fd)
+{
+	run_barriered(fd, false);
 }
 
 static void small_a(int fd)
 {
-	run(fd, 8, true);
+	run(fd, 8, true, false);
 }
 
 static void small_b(int fd)
 {
-	run(fd, 8, false);
+	run(fd, 8, false, false);
 }
 
 static void large_a(int fd)
 {
-	run(fd, 4096, true);
+	run(fd, 4096, true, false);
 }
 
 static void large_b(int fd)
 {
-	run(fd, 4096, false);
+	run(fd, 4096, false, false);
+}
+
+static void blocked_small_a(int fd)
+{
+	run(fd, 8, true, true);
+}
+
+static void blocked_small_b(int fd)
+{
+	run(fd, 8, false, true);
+}
+
+static void blocked_large_a(int fd)
+{
+	run(fd, 4096, true, true);
+}
+
+static void blocked_large_b(int fd)
+{
+	run(fd, 4096, false, true);
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(small, 60),
-	HX_CASE(large, 60),
-	{ 0 },
+	HX_CASE(small, 60),	    HX_CASE(large, 60),
+	HX_CASE(blocked_small, 60), HX_CASE(blocked_large, 60),
+	HX_CASE(barriered, 60),	    { 0 },
 };
 
 HX_MAIN(cases)

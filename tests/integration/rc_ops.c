@@ -1110,6 +1110,78 @@ static void psn_wrap_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/* ---- tclass: the QP's traffic class -------------------------------------
+ *
+ * Both QPs carry ah_attr.grh.traffic_class 0xb8 (DSCP 46): ibv_query_qp
+ * reports it, and a SEND, a WRITE and a READ of several packets each go
+ * through.  With HX_NETNS_A/B (tclass_wire.sh) each side enters its
+ * namespace and uses HX_ADDR_A/B; that script reads the TOS of every
+ * packet on the veth, requests and responses. */
+
+#define RC_TC 0xb8
+
+static void tclass_open(struct hx_ep *ep, int fd, bool b)
+{
+	struct hx_opts o = hx_opts_default();
+	const char *ns = getenv(b ? "HX_NETNS_B" : "HX_NETNS_A");
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+
+	if (ns && *ns) {
+		hx_enter_netns(ns);
+		o.gid_addr = getenv(b ? "HX_ADDR_B" : "HX_ADDR_A");
+	}
+	o.tclass = RC_TC;
+	pair(ep, fd, &o);
+	CHECK(ibv_query_qp(ep->qp, &qa, IBV_QP_AV, &qi) == 0);
+	CHECK_EQ(qa.ah_attr.grh.traffic_class, RC_TC);
+}
+
+static void tclass_a(int fd)
+{
+	struct hx_ep ep;
+	uint32_t len;
+
+	tclass_open(&ep, fd, false);
+	len = 3 * ep.mtu_bytes + 100;
+	hx_fill(ep.buf, len, 81);
+	hx_sync(fd);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 len, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2,
+				 ep.buf, len, ep.mr->lkey,
+				 ep.peer.addr + (256u << 10), ep.peer.rkey, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 3,
+				 ep.buf + (512u << 10), len, ep.mr->lkey,
+				 ep.peer.addr + (128u << 10), ep.peer.rkey, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
+	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1);
+	HX_EXPECT(ep.scq, NULL, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	HX_CHECK_PATTERN(ep.buf + (512u << 10), len, 82);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void tclass_b(int fd)
+{
+	struct hx_ep ep;
+	uint32_t len;
+
+	tclass_open(&ep, fd, true);
+	len = 3 * ep.mtu_bytes + 100;
+	hx_fill(ep.buf + (128u << 10), len, 82);
+	HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf, len, ep.mr->lkey), 0);
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, len);
+	HX_CHECK_PATTERN(ep.buf, len, 81);
+	hx_sync(fd);
+	HX_CHECK_PATTERN(ep.buf + (256u << 10), len, 81);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 /* ---- every opcode once (also the traffic of the capture test) ------------ */
 /*
  * With $HX_PORTS_FILE set, A writes the UDP ports of both QPs (QPN >> 8)
@@ -1234,6 +1306,7 @@ static const struct hx_case cases[] = { HX_CASE(send_recv, 60),
 					HX_CASE(many_reads_depth1, 30),
 					HX_CASE(psn_wrap, 30),
 					HX_CASE(all_opcodes, 30),
+					HX_CASE(tclass, 30),
 					{ 0 } };
 
 HX_MAIN(cases)

@@ -14,7 +14,12 @@
  *              the QP still works afterwards;
  *   forged_in_seq: a well-formed WRITE with a wrong rkey at exactly the
  *              expected PSN from the peer's address: memory unchanged
- *              (IBA lets the responder NAK and enter ERR here).
+ *              (IBA lets the responder NAK and enter ERR here);
+ *   bad_resp:  a hostile responder answers READs, a SEND and an atomic
+ *              with responses too long or of the wrong kind: each WQE
+ *              fails at once as rxe fails it, nothing is placed;
+ *   ud_mtu:    a UD datagram longer than the port MTU is dropped and
+ *              counted, as rxe drops it.
  *
  * The attacker builds RoCE v2 packets by hand: BTH (+RETH) + payload + pad
  * + ICRC, the ICRC as IBA Annex A17 defines it over the masked IPv4/UDP
@@ -27,6 +32,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "xqp.h"
 
 #define VICTIM_LEN (1u << 20)
 #define SEED 950
@@ -130,7 +136,12 @@ static void refused_b(int fd)
 enum {
 	OP_SEND_ONLY = 0x04,
 	OP_WRITE_ONLY = 0x0a,
+	OP_READ_REQ = 0x0c,
+	OP_READ_RESP_ONLY = 0x10,
+	OP_ATOMIC_ACK = 0x12,
+	OP_FETCH_ADD = 0x14,
 	OP_RESERVED = 0x1f,
+	OP_UD_SEND_ONLY = 0x64,
 };
 
 /*
@@ -265,6 +276,8 @@ struct forge {
 	size_t plen;
 	int pad; /* -1: natural padding; else forced count */
 	int bad_icrc;
+	const uint8_t *ext; /* headers after the BTH (and RETH): AETH... */
+	size_t extlen;
 };
 
 /* Build and send one packet; returns its length. */
@@ -287,6 +300,10 @@ static size_t forge_send(const struct attacker *a, const struct forge *f)
 		put32(p + n + 8, f->rkey);
 		put32(p + n + 12, f->dmalen);
 		n += 16;
+	}
+	if (f->extlen) {
+		memcpy(p + n, f->ext, f->extlen);
+		n += f->extlen;
 	}
 	memcpy(p + n, f->payload, f->plen);
 	n += f->plen + pad;
@@ -558,9 +575,232 @@ static void forged_in_seq_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static const struct hx_case cases[] = { HX_CASE(refused, 30),
-					HX_CASE(garbage, 20),
-					HX_CASE(forged_in_seq, 20),
-					{ 0 } };
+/* ---- a hostile responder: answers of the wrong kind or length --------------
+ *
+ * A's RC QP is connected to an attacker's UDP socket on 127.0.0.1 whose
+ * port names the "peer QP" (QPN = port << 8): the attacker reads each
+ * request and answers it as it likes, from the very address and port the
+ * QP expects and with a right ICRC, so no raw socket is needed.  A READ
+ * answered with the right length is the positive control.  Then, as rxe's
+ * completer does, the WQE fails at once and the QP enters ERR: a READ
+ * response longer than asked with IBV_WC_LOC_PROT_ERR (nothing placed), a
+ * response of the wrong kind (a READ response to a SEND or an atomic, an
+ * ATOMIC ACK to a READ) with IBV_WC_FATAL_ERR.  Dropping them left the WQE
+ * to the ACK timer (IBV_WC_RETRY_EXC_ERR after its retries): with timeout
+ * 18 (1 s) and retry_cnt 7 that would take over 8 s, so the completion
+ * must come within 2 s.
+ */
+
+struct badcase {
+	const char *what;
+	enum ibv_wr_opcode wr;
+	uint32_t len;
+	uint8_t req_op, resp_op;
+	uint32_t resp_len;
+	enum ibv_wc_status want;
+	enum ibv_wc_opcode wc_op;
+};
+
+static const struct badcase badcases[] = {
+	{ "READ answered right", IBV_WR_RDMA_READ, 100, OP_READ_REQ,
+	  OP_READ_RESP_ONLY, 100, IBV_WC_SUCCESS, IBV_WC_RDMA_READ },
+	{ "READ answered with more bytes", IBV_WR_RDMA_READ, 100, OP_READ_REQ,
+	  OP_READ_RESP_ONLY, 200, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "SEND answered with a READ response", IBV_WR_SEND, 64, OP_SEND_ONLY,
+	  OP_READ_RESP_ONLY, 64, IBV_WC_FATAL_ERR, 0 },
+	{ "READ answered with an ATOMIC ACK", IBV_WR_RDMA_READ, 8, OP_READ_REQ,
+	  OP_ATOMIC_ACK, 0, IBV_WC_FATAL_ERR, 0 },
+	{ "FETCH_ADD answered with a READ response",
+	  IBV_WR_ATOMIC_FETCH_AND_ADD, 8, OP_FETCH_ADD, OP_READ_RESP_ONLY, 8,
+	  IBV_WC_FATAL_ERR, 0 },
+};
+
+/* The attacker's request: its opcode and PSN (0: nothing within 2 s). */
+static int take_request(const struct attacker *a, uint8_t *op, uint32_t *psn)
+{
+	uint8_t p[4200];
+	ssize_t n;
+
+	if (hx_wait_fd(a->s, 2000) <= 0)
+		return 0;
+	n = recv(a->s, p, sizeof(p), 0);
+	if (n < 12)
+		return 0;
+	*op = p[0];
+	*psn = (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+	return 1;
+}
+
+static void bad_resp_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct attacker a;
+	struct hx_ep ep;
+	size_t i;
+
+	o.timeout = 18;
+	hx_ep_open(&ep, &o, fd);
+	attacker_open(&a, "127.0.0.1", 0);
+	for (i = 0; i < sizeof(badcases) / sizeof(badcases[0]); i++) {
+		const struct badcase *c = &badcases[i];
+		uint8_t ext[12], payload[256], op = 0;
+		uint8_t *dst = ep.buf + 64 * 1024;
+		uint32_t psn = 0;
+		struct forge f;
+		struct ibv_wc wc;
+		uint64_t t0;
+		int rc;
+
+		hx_log("case: %s", c->what);
+		if (i)
+			hx_ep_new_qp(&ep);
+		memset(&ep.peer, 0, sizeof(ep.peer));
+		ep.peer.qpn = (uint32_t)ntohs(a.me.sin_port) << 8;
+		ep.peer.gid = ep.gid;
+		ep.peer.mtu = ep.mtu;
+		REQUIRE(hx_ep_rtr(&ep) == 0);
+		REQUIRE(hx_ep_rts(&ep) == 0);
+		attacker_set_victim(&a, (uint16_t)(ep.qp->qp_num >> 8));
+		memset(dst, 0, 512);
+		if (c->wr == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			rc = hx_post_atomic(&ep, c->wr, IBV_SEND_SIGNALED, i,
+					    dst, ep.mr->lkey, 0x1000, 0x1234, 1,
+					    0);
+		else
+			rc = hx_post_send(&ep, c->wr, IBV_SEND_SIGNALED, i, dst,
+					  c->len, ep.mr->lkey, 0x1000, 0x1234,
+					  0);
+		HX_CHECK_RC(rc, 0);
+		if (!take_request(&a, &op, &psn)) {
+			hx_log("no request reached the attacker");
+			CHECK(0);
+			continue;
+		}
+		CHECK_EQ(op, c->req_op);
+		/* AETH: ACK (syndrome 0x1f), MSN 1; an ATOMIC ACK's original
+		 * value after it. */
+		memset(ext, 0, sizeof(ext));
+		ext[0] = 0x1f;
+		ext[3] = 1;
+		hx_fill(payload, sizeof(payload), 500 + i);
+		f = (struct forge){
+			.opcode = c->resp_op,
+			.pkey = 0xffff,
+			.qpn = ep.qp->qp_num,
+			.psn = psn,
+			.payload = payload,
+			.plen = c->resp_len,
+			.pad = -1,
+			.ext = ext,
+			.extlen = c->resp_op == OP_ATOMIC_ACK ? 12 : 4,
+		};
+		t0 = hx_now_ms();
+		forge_send(&a, &f);
+		if (HX_EXPECT_T(ep.scq, &wc, i, c->want, c->wc_op,
+				c->want == IBV_WC_SUCCESS ? (int64_t)c->len :
+							    -1,
+				5000)) {
+			hx_log("completed in %llu ms",
+			       (unsigned long long)(hx_now_ms() - t0));
+			CHECK(hx_now_ms() - t0 < 2000);
+		}
+		if (c->want == IBV_WC_SUCCESS) {
+			CHECK(!memcmp(dst, payload, c->len));
+		} else {
+			uint8_t zero[512] = { 0 };
+
+			/* Nothing of the bad response was placed. */
+			CHECK(!memcmp(dst, zero, sizeof(zero)));
+			CHECK_EQ(hx_qp_state(ep.qp), IBV_QPS_ERR);
+		}
+	}
+	close(a.s);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void bad_resp_b(int fd)
+{
+	(void)fd;
+}
+
+/* ---- a UD datagram longer than the port MTU ------------------------------
+ *
+ * An attacker's socket sends UD SEND ONLY packets with a right ICRC to
+ * A's UD QP: one of the port's active MTU is received (the control), one
+ * 4 bytes longer is dropped without a completion (rxe's responder drops
+ * it too; our own senders refuse it at post) and counted (drop_ud_mtu).
+ * Then a datagram of the MTU again is received: the QP goes on.
+ */
+static void ud_mtu_a(int fd)
+{
+	static const char *const names[] = { "drop_ud_mtu", NULL };
+	struct hx_opts o = hx_opts_default();
+	unsigned long long drops;
+	struct ibv_port_attr pa;
+	struct attacker a;
+	struct hx_ep ep;
+	uint8_t deth[8], *payload;
+	uint32_t mtu, len[3];
+	struct forge f;
+	struct ibv_wc wc;
+	int i;
+
+	setenv("SOFTVERBS_STATS", "1", 1);
+	o.max_recv_wr = 8;
+	hx_ep_open(&ep, &o, fd);
+	xq_new_qp(&ep, IBV_QPT_UD, NULL);
+	REQUIRE(xq_ud_rts(ep.qp) == 0);
+	REQUIRE(ibv_query_port(ep.ctx, 1, &pa) == 0);
+	mtu = (uint32_t)hx_mtu_bytes(pa.active_mtu);
+	len[0] = mtu;
+	len[1] = mtu + 4;
+	len[2] = mtu;
+	for (i = 0; i < 3; i++)
+		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * 8192, 8192,
+				     ep.mr->lkey) == 0);
+	attacker_open(&a, "127.0.0.1", (uint16_t)(ep.qp->qp_num >> 8));
+	payload = hx_alloc(8192);
+	/* DETH: the QP's Q_Key, the source QP the attacker's port names. */
+	put32(deth, XQ_QKEY);
+	put32(deth + 4, (uint32_t)ntohs(a.me.sin_port) << 8);
+	for (i = 0; i < 3; i++) {
+		hx_fill(payload, len[i], 600 + i);
+		f = (struct forge){
+			.opcode = OP_UD_SEND_ONLY,
+			.pkey = 0xffff,
+			.qpn = ep.qp->qp_num,
+			.psn = (uint32_t)i,
+			.payload = payload,
+			.plen = len[i],
+			.pad = -1,
+			.ext = deth,
+			.extlen = sizeof(deth),
+		};
+		forge_send(&a, &f);
+		if (i == 1)
+			continue;
+		/* Receives complete in order: the second datagram's WQE
+		 * takes the third one. */
+		if (HX_EXPECT(ep.rcq, &wc, i ? 1 : 0, IBV_WC_SUCCESS,
+			      IBV_WC_RECV, XQ_GRH + len[i]))
+			HX_CHECK_PATTERN(ep.buf + (i ? 1 : 0) * 8192 + XQ_GRH,
+					 len[i], 600 + i);
+	}
+	HX_EXPECT_NONE(ep.rcq, 200);
+	hx_free(payload, 8192);
+	close(a.s);
+	hx_ep_close_counters(&ep, names, &drops);
+	CHECK_EQ(drops, 1);
+}
+
+static void ud_mtu_b(int fd)
+{
+	(void)fd;
+}
+
+static const struct hx_case cases[] = {
+	HX_CASE(refused, 30),  HX_CASE(garbage, 20), HX_CASE(forged_in_seq, 20),
+	HX_CASE(bad_resp, 30), HX_CASE(ud_mtu, 20),  { 0 }
+};
 
 HX_MAIN(cases)

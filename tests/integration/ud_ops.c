@@ -9,8 +9,9 @@
  * the datagram as misaddressed otherwise), ibv_init_ah_from_wc / ibv_create_ah_from_wc on
  * what was received (a reply goes back through them), the Q_Key check and
  * the privileged Q_Key rule, messages above the MTU refused at post,
- * receive buffers too small (the WQE fails, the QP goes on), receive states, several senders, an SRQ, and
- * datagrams without a receive WQE dropped.  Payload bytes are compared end
+ * receive buffers too small (the WQE fails, the QP goes on), receive states, several senders, an SRQ,
+ * datagrams without a receive WQE dropped, and the AH's traffic class
+ * carried to the receiver's GRH area.  Payload bytes are compared end
  * to end.
  */
 #include <arpa/inet.h>
@@ -892,6 +893,155 @@ static void wr_api_b(int fd)
 	CHECK(hx_ep_close(&ep) == 0);
 }
 
+/* ---- tclass: the AH's traffic class on the wire and in the GRH -------
+ *
+ * A sends through an AH with grh.traffic_class TC_A, then through one
+ * with 0; B finds each in the IPv4 TOS / IPv6 traffic class of the GRH
+ * area (rxe copies the received IP header there) and in the AH
+ * ibv_init_ah_from_wc makes of it, answers through an AH made from the
+ * first with its own TC_B, and A finds TC_B.  With HX_NETNS_A/B
+ * (tclass_wire.sh) each side enters its namespace and uses HX_ADDR_A/B
+ * (HX_ADDR6_A/B for IPv6); that script also reads the bytes on the
+ * veth. */
+
+#define TC_A 0xb8 /* DSCP 46 (expedited forwarding) */
+#define TC_B 0x48 /* DSCP 18 (AF21) */
+
+static uint8_t grh_tclass(const uint8_t *grh, bool v6)
+{
+	const struct ibv_grh *g = (const void *)grh;
+
+	if (!v6)
+		return grh[20 + 1]; /* the IPv4 header's TOS */
+	return (uint8_t)(be32toh(g->version_tclass_flow) >> 20);
+}
+
+static void open_tc(struct hx_ep *ep, int fd, bool b, bool v6)
+{
+	const char *ns = getenv(b ? "HX_NETNS_B" : "HX_NETNS_A");
+	const char *addr = getenv(b ? (v6 ? "HX_ADDR6_B" : "HX_ADDR_B") :
+				      (v6 ? "HX_ADDR6_A" : "HX_ADDR_A"));
+
+	if (ns && *ns)
+		hx_enter_netns(ns);
+	else
+		addr = v6 ? "::1" : NULL;
+	open_ud(ep, fd, addr);
+}
+
+static struct ibv_ah *ah_tc(struct hx_ep *ep, uint8_t tc)
+{
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = ep->peer.gid;
+	aa.grh.sgid_index = (uint8_t)ep->gid_index;
+	aa.grh.hop_limit = 64;
+	aa.grh.traffic_class = tc;
+	aa.port_num = 1;
+	ah = ibv_create_ah(ep->pd, &aa);
+	if (!ah)
+		hx_die("ibv_create_ah: %s", strerror(errno));
+	return ah;
+}
+
+static void tc_a(int fd, bool v6)
+{
+	struct ibv_ah *ah[2];
+	struct hx_ep ep;
+	struct ibv_wc wc;
+	int i;
+
+	open_tc(&ep, fd, false, v6);
+	REQUIRE(xq_post_recv(ep.qp, 77, ep.buf + 2 * SLOT, SLOT, ep.mr->lkey) ==
+		0);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	ah[0] = ah_tc(&ep, TC_A);
+	ah[1] = ah_tc(&ep, 0);
+	hx_sync(fd); /* B posted its receives */
+	for (i = 0; i < 2; i++) {
+		hx_fill(ep.buf + i * SLOT, 200, 30 + i);
+		HX_CHECK_RC(xq_ud_send(ep.qp, ah[i], ep.peer.qpn, XQ_QKEY,
+				       IBV_WR_SEND, IBV_SEND_SIGNALED, i,
+				       ep.buf + i * SLOT, 200, ep.mr->lkey, 0),
+			    0);
+		HX_EXPECT(ep.scq, NULL, i, IBV_WC_SUCCESS, IBV_WC_SEND, 200);
+	}
+	if (HX_EXPECT(ep.rcq, &wc, 77, IBV_WC_SUCCESS, IBV_WC_RECV,
+		      XQ_GRH + 300)) {
+		HX_CHECK_PATTERN(ep.buf + 2 * SLOT + XQ_GRH, 300, 33);
+		CHECK_EQ(grh_tclass(ep.buf + 2 * SLOT, v6), TC_B);
+	}
+	hx_sync(fd);
+	for (i = 0; i < 2; i++)
+		CHECK(ibv_destroy_ah(ah[i]) == 0);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
+static void tc_b(int fd, bool v6)
+{
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+	struct hx_ep ep;
+	struct ibv_wc wc[2];
+	static const uint8_t want[2] = { TC_A, 0 };
+	int i;
+
+	open_tc(&ep, fd, true, v6);
+	for (i = 0; i < 2; i++)
+		REQUIRE(xq_post_recv(ep.qp, i, ep.buf + i * SLOT, SLOT,
+				     ep.mr->lkey) == 0);
+	hx_ep_exchange(&ep);
+	ready(&ep);
+	hx_sync(fd);
+	for (i = 0; i < 2; i++) {
+		if (!HX_EXPECT(ep.rcq, &wc[i], i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			       XQ_GRH + 200))
+			hx_die("datagram %d missing", i);
+		HX_CHECK_PATTERN(ep.buf + i * SLOT + XQ_GRH, 200, 30 + i);
+		CHECK_EQ(grh_tclass(ep.buf + i * SLOT, v6), want[i]);
+		CHECK(ibv_init_ah_from_wc(ep.ctx, 1, &wc[i],
+					  (struct ibv_grh *)(ep.buf + i * SLOT),
+					  &aa) == 0);
+		CHECK_EQ(aa.grh.traffic_class, want[i]);
+	}
+	/* The answer: the received AH with our own traffic class. */
+	CHECK(ibv_init_ah_from_wc(ep.ctx, 1, &wc[0], (struct ibv_grh *)ep.buf,
+				  &aa) == 0);
+	aa.grh.traffic_class = TC_B;
+	ah = ibv_create_ah(ep.pd, &aa);
+	REQUIRE(ah != NULL);
+	hx_fill(ep.buf + 2 * SLOT, 300, 33);
+	HX_CHECK_RC(xq_ud_send(ep.qp, ah, wc[0].src_qp, XQ_QKEY, IBV_WR_SEND,
+			       IBV_SEND_SIGNALED, 2, ep.buf + 2 * SLOT, 300,
+			       ep.mr->lkey, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 300);
+	hx_sync(fd);
+	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK(hx_ep_close(&ep) == 0);
+}
+
+static void tclass_a(int fd)
+{
+	tc_a(fd, false);
+}
+static void tclass_b(int fd)
+{
+	tc_b(fd, false);
+}
+static void tclass6_a(int fd)
+{
+	tc_a(fd, true);
+}
+static void tclass6_b(int fd)
+{
+	tc_b(fd, true);
+}
+
 /* clang-format off */
 static const struct hx_case cases[] = {
 	HX_CASE(send_recv, 30),
@@ -906,6 +1056,8 @@ static const struct hx_case cases[] = {
 	HX_CASE(srq, 30),
 	HX_CASE(no_wqe, 30),
 	HX_CASE(wr_api, 30),
+	HX_CASE(tclass, 30),
+	HX_CASE(tclass6, 30),
 	{ NULL, NULL, NULL, 0 },
 };
 /* clang-format on */

@@ -100,13 +100,20 @@ if [ "$mpi" = ompi ]; then
 			args+=(-x "$e")
 		done
 	fi
+	uts=()
 	if [ "$where" = netns ]; then
-		args+=(--host "$SRV_IP:1,$CLI_IP:1" --mca plm_rsh_agent "$agent")
+		# Each namespace a host name of its own, its address, as
+		# netns_agent.sh gives the other: Open MPI 5's launcher counts
+		# no slot on a node whose name is not the one it was given.
+		uts=(unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$SRV_IP")
+		# One rank a namespace: with --oversubscribe, Open MPI 5 maps
+		# by core, both ranks on the first node.
+		args+=(--host "$SRV_IP:1,$CLI_IP:1" --map-by node --mca plm_rsh_agent "$agent")
 		[ "$style" = flags ] && args+=(--mca oob_tcp_if_include sv0)
 	fi
 	args+=(-np 2)
 	echo "mpirun ${args[*]} mpi_check"
-	"${SRV_NS[@]}" timeout -k 5 120 "${as[@]}" "$SV" run -- mpirun.openmpi "${args[@]}" "$prog" \
+	"${SRV_NS[@]}" "${uts[@]}" timeout -k 5 120 "${as[@]}" "$SV" run -- mpirun.openmpi "${args[@]}" "$prog" \
 		>"$TMP/out" 2>&1 || rc=$?
 else
 	args=(-n 2)

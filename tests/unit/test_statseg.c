@@ -6,7 +6,8 @@
  * exit, and the reader on corrupted segments: each kind of damage refused
  * with its reason, or cut to its bounds, and random damage never crashing
  * it nor giving an index out of range. */
-#include "engine/statread.h"
+#include "engine/statid.h"
+#include "statread.h"
 
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -159,11 +160,11 @@ static void files(void)
 	REQUIRE(v && mkdtemp(tmpl));
 	d = open(tmpl, O_RDONLY | O_DIRECTORY);
 	REQUIRE(d >= 0);
-	CHECK(sv_statread_pid("stats.12", &pid) == 0 && pid == 12);
-	CHECK(sv_statread_pid("stats.12x", &pid) == -1);
-	CHECK(sv_statread_pid("stats.", &pid) == -1);
-	CHECK(sv_statread_pid("stats.-3", &pid) == -1);
-	CHECK(sv_statread_pid("12345.4791", &pid) == -1);
+	CHECK(sv_statid_pid("stats.12", &pid) == 0 && pid == 12);
+	CHECK(sv_statid_pid("stats.12x", &pid) == -1);
+	CHECK(sv_statid_pid("stats.", &pid) == -1);
+	CHECK(sv_statid_pid("stats.-3", &pid) == -1);
+	CHECK(sv_statid_pid("12345.4791", &pid) == -1);
 	/* A FIFO: refused without blocking. */
 	CHECK(mkfifoat(d, "stats.999999", 0600) == 0);
 	CHECK(sv_statread_file(d, "stats.999999", v, err, sizeof(err)) == -1);

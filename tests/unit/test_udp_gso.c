@@ -116,7 +116,7 @@ static void run(struct sv_udp_sock *a, struct sv_udp_sock *b, struct got *g,
 	/* loopback delivers within the send; wait a little anyway */
 	CHECK(poll(&p, 1, 1000) == 1);
 	while (poll(&p, 1, 100) == 1 &&
-	       sv_link_udp.receive(b, deliver, g, 64, 0))
+	       sv_link_udp.receive(b, deliver, g, 64, 0, false))
 		;
 }
 
@@ -139,11 +139,11 @@ int main(void)
 
 	/* One send, one coalesced receive, cut back into NPKT packets. */
 	run(&a, &b, &g, false, -1);
-	CHECK_EQ(a.gso_sends, 1);
-	CHECK_EQ(a.gso_pkts, NPKT);
+	CHECK_EQ(a.counts.gso_sends, 1);
+	CHECK_EQ(a.counts.gso_pkts, NPKT);
 	CHECK_EQ(g.n, NPKT);
 	CHECK_EQ(g.bad, 0);
-	CHECK_EQ(b.gro_pkts, NPKT);
+	CHECK_EQ(b.counts.gro_pkts, NPKT);
 	CHECK_EQ(g.len[NPKT - 1], LAST);
 	CHECK_EQ(g.flow.sport, a.port);
 	CHECK_EQ(g.flow.dport, b.port);
@@ -159,16 +159,16 @@ int main(void)
 
 	/* A duplicated buffer is never two segments of one send (their
 	 * ICRCs would differ): two sends, every packet arrives. */
-	a.gso_sends = a.gso_pkts = b.gro_pkts = 0;
+	a.counts.gso_sends = a.counts.gso_pkts = b.counts.gro_pkts = 0;
 	run(&a, &b, &g, true, -1);
-	CHECK_EQ(a.gso_sends, 2);
+	CHECK_EQ(a.counts.gso_sends, 2);
 	CHECK_EQ(g.n, NPKT + 1);
 
 	/* A packet to go alone (link.h) splits the run around it. */
-	a.gso_sends = a.gso_pkts = b.gro_pkts = 0;
+	a.counts.gso_sends = a.counts.gso_pkts = b.counts.gro_pkts = 0;
 	run(&a, &b, &g, false, 5);
-	CHECK_EQ(a.gso_sends, 2);
-	CHECK_EQ(a.gso_pkts, NPKT - 1);
+	CHECK_EQ(a.counts.gso_sends, 2);
+	CHECK_EQ(a.counts.gso_pkts, NPKT - 1);
 	CHECK_EQ(g.n, NPKT);
 	CHECK_EQ(g.bad, 0);
 	CHECK_EQ(g.icrc_exact, 3); /* the first of each send, and 5 */
@@ -179,20 +179,20 @@ int main(void)
 	REQUIRE(sv_udp_open(&b) == 0);
 	b.rx = rx;
 	b.nrx = SLOTS;
-	a.gso_sends = a.gso_pkts = 0;
+	a.counts.gso_sends = a.counts.gso_pkts = 0;
 	run(&a, &b, &g, false, -1);
-	CHECK_EQ(a.gso_sends, 1);
-	CHECK_EQ(b.gro_pkts, 0);
+	CHECK_EQ(a.counts.gso_sends, 1);
+	CHECK_EQ(b.counts.gro_pkts, 0);
 	CHECK_EQ(g.n, NPKT);
 	CHECK_EQ(g.bad, 0);
 	CHECK_EQ(g.icrc_ids, NPKT);
 
 	/* Without the offloads: a datagram each, every ICRC over ID 0. */
 	a.gso = false;
-	a.gso_sends = a.gso_pkts = 0;
+	a.counts.gso_sends = a.counts.gso_pkts = 0;
 	run(&a, &b, &g, false, -1);
-	CHECK_EQ(a.gso_sends, 0);
-	CHECK_EQ(b.gro_pkts, 0);
+	CHECK_EQ(a.counts.gso_sends, 0);
+	CHECK_EQ(b.counts.gro_pkts, 0);
 	CHECK_EQ(g.n, NPKT);
 	CHECK_EQ(g.bad, 0);
 	CHECK_EQ(g.icrc_exact, NPKT);

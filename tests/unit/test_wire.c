@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "proto/icrc.h"
+#include "proto/ip.h"
 #include "proto/wire.h"
 
 /* Written independently of the table: the opcodes of IBA Table 40 for
@@ -551,6 +552,10 @@ static void test_icrc(void)
 	f4.dst.addr[3] = 1;
 	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_EXACT);
 	CHECK_EQ(sv_icrc_check(&f4, buf, 3, NULL), SV_ICRC_BAD);
+	/* The ICRC masks the TOS: a router may rewrite DSCP. */
+	f4.tclass = 0xb8;
+	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_EXACT);
+	f4.tclass = 0;
 
 	/* IPv6 flows. */
 	memset(&f6, 0, sizeof(f6));
@@ -562,8 +567,45 @@ static void test_icrc(void)
 	sv_icrc_set(&f6, buf, len);
 	CHECK_EQ(sv_icrc_check(&f6, buf, len, NULL), SV_ICRC_EXACT);
 	CHECK_EQ(sv_icrc_check(&f4, buf, len, NULL), SV_ICRC_BAD);
+	f6.tclass = 0x48; /* ... and the traffic class */
+	CHECK_EQ(sv_icrc_check(&f6, buf, len, NULL), SV_ICRC_EXACT);
 	f6.src.addr[15] = 9;
 	CHECK_EQ(sv_icrc_check(&f6, buf, len, NULL), SV_ICRC_BAD);
+}
+
+/* A UD receive's GRH area carries the flow's traffic class (IPv4 TOS in
+ * the header's second byte, IPv6 traffic class across the first two),
+ * and parses back to it; the IPv4 checksum covers it. */
+static void test_grh_tclass(void)
+{
+	uint8_t grh[SV_GRH_BYTES];
+	struct sv_grh_info gi;
+	struct sv_flow f;
+
+	memset(&f, 0, sizeof(f));
+	f.src.family = f.dst.family = AF_INET;
+	inet_pton(AF_INET, "10.0.0.1", f.src.addr);
+	inet_pton(AF_INET, "10.0.0.2", f.dst.addr);
+	f.tclass = 0xb9;
+	sv_grh_build(grh, &f, 100);
+	CHECK_EQ(grh[21], 0xb9);
+	CHECK_EQ(sv_ip_checksum(grh + 20, 20), 0);
+	CHECK_EQ(sv_grh_parse(grh, &gi), 0);
+	CHECK_EQ(gi.src.family, AF_INET);
+	CHECK_EQ(gi.tclass, 0xb9);
+
+	memset(&f, 0, sizeof(f));
+	f.src.family = f.dst.family = AF_INET6;
+	inet_pton(AF_INET6, "fd00::1", f.src.addr);
+	inet_pton(AF_INET6, "fd00::2", f.dst.addr);
+	f.tclass = 0xa5;
+	sv_grh_build(grh, &f, 100);
+	CHECK_EQ(grh[0], 0x6a);
+	CHECK_EQ(grh[1], 0x50);
+	CHECK_EQ(sv_grh_parse(grh, &gi), 0);
+	CHECK_EQ(gi.src.family, AF_INET6);
+	CHECK_EQ(gi.tclass, 0xa5);
+	CHECK_EQ(gi.flow_label, 0);
 }
 
 int main(void)
@@ -573,5 +615,6 @@ int main(void)
 	test_psn();
 	test_parse();
 	test_icrc();
+	test_grh_tclass();
 	return check_done();
 }

@@ -2,10 +2,10 @@
 /*
  * The reader's side of the live counters (statread.c): a segment of
  * another process (engine/statseg.h) checked and copied into a view of
- * our own.  Used by `softverbs stats` and by the sweep of dead segments.
+ * our own, for `softverbs stats` (tools/stats.c).
  */
-#ifndef SV_ENGINE_STATREAD_H
-#define SV_ENGINE_STATREAD_H
+#ifndef SV_TOOLS_STATREAD_H
+#define SV_TOOLS_STATREAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,10 +53,5 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 /* The same for the file name in directory dir (also fills v->alive). */
 int sv_statread_file(int dir, const char *name, struct sv_statview *v,
 		     char *err, size_t errlen);
-/* Is name a segment's (SV_STATSEG_PREFIX<pid>)?  0 and its pid if so. */
-int sv_statread_pid(const char *name, int *pid);
-/* Does process pid, started at start_ticks (sv_statseg_start_ticks),
- * still run? */
-bool sv_statread_alive(int pid, uint64_t start_ticks);
 
 #endif

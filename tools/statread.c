@@ -8,7 +8,7 @@
  * shown, never used to index or size anything, so a torn one does no
  * harm.
  */
-#include "engine/statread.h"
+#include "statread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,78 +22,7 @@
 
 #include <infiniband/verbs.h>
 
-uint32_t sv_statseg_hash(void)
-{
-	static const char *const names[] = {
-#define X(name, desc) #name,
-		SV_COUNTERS(X) SV_QP_COUNTERS(X)
-#undef X
-	};
-	uint32_t h = 2166136261u;
-
-	/* Each name and its terminating NUL. */
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t n = strlen(names[i]) + 1;
-
-		for (size_t k = 0; k < n; k++)
-			h = (h ^ (uint8_t)names[i][k]) * 16777619u;
-	}
-	return h;
-}
-
-uint64_t sv_statseg_start_ticks(int pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ticks;
-	int fd, i;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command may hold spaces and parentheses: fields count from
-	 * the last ')'; starttime is field 22, the 20th after it. */
-	p = strrchr(buf, ')');
-	for (i = 0; p && i < 20; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
-		return 0;
-	return ticks;
-}
-
-bool sv_statread_alive(int pid, uint64_t start_ticks)
-{
-	uint64_t now;
-
-	if (pid <= 0 || (kill(pid, 0) && errno != EPERM))
-		return false;
-	now = sv_statseg_start_ticks(pid);
-	/* Another process with the number now: the writer is gone. */
-	return !now || !start_ticks || now == start_ticks;
-}
-
-int sv_statread_pid(const char *name, int *pid)
-{
-	size_t plen = strlen(SV_STATSEG_PREFIX);
-	char *end;
-	long v;
-
-	if (strncmp(name, SV_STATSEG_PREFIX, plen) || !name[plen] ||
-	    name[plen] < '0' || name[plen] > '9')
-		return -1;
-	errno = 0;
-	v = strtol(name + plen, &end, 10);
-	if (errno || *end || v <= 0 || v > 0x7fffffff)
-		return -1;
-	*pid = (int)v;
-	return 0;
-}
+#include "engine/statid.h"
 
 static int fail(char *err, size_t len, const char *fmt, ...)
 {
@@ -151,7 +80,7 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 			h->nqps);
 	if (h->ncounters != sizeof(struct sv_stats) / sizeof(uint64_t) ||
 	    h->nqp_counters != sizeof(struct sv_qp_stats) / sizeof(uint64_t) ||
-	    h->counters_hash != sv_statseg_hash())
+	    h->counters_hash != sv_statid_hash())
 		return fail(err, errlen,
 			    "counters of another build (%u and %u counters)",
 			    h->ncounters, h->nqp_counters);
@@ -216,7 +145,7 @@ int sv_statread_file(int dir, const char *name, struct sv_statview *v,
 	int fd, ret, pid;
 
 	memset(v, 0, sizeof(*v));
-	if (sv_statread_pid(name, &pid))
+	if (sv_statid_pid(name, &pid))
 		return fail(err, errlen, "%s: not a segment's name", name);
 	v->pid = pid;
 	/* Not a FIFO or a device someone put there: a regular file, read
@@ -250,10 +179,10 @@ int sv_statread_file(int dir, const char *name, struct sv_statview *v,
 				   v->pid, pid);
 		else
 			v->alive = !v->exited &&
-				   sv_statread_alive(v->pid, h->start_ticks);
+				   sv_statid_alive(v->pid, h->start_ticks);
 	} else {
 		v->pid = pid;
-		v->alive = sv_statread_alive(pid, 0);
+		v->alive = sv_statid_alive(pid, 0);
 	}
 	free(buf);
 	return ret;
