@@ -119,7 +119,7 @@ fi
 if [ "$attack" = mad ]; then
 	need_rping=$(command -v rping) || { echo "rping not installed (rdmacm-utils)"; exit 1; }
 	port=7174
-	"${in1[@]}" timeout -k 5 60 "${as_a_cm[@]}" env SOFTVERBS_LOG=3 rping -s -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/server" 2>"$tmp/server.err" &
+	"${in1[@]}" timeout -k 5 100 "${as_a_cm[@]}" env SOFTVERBS_LOG=3 rping -s -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/server" 2>"$tmp/server.err" &
 	srv=$!
 	pids+=($srv)
 	for _ in $(seq 200); do
@@ -144,7 +144,7 @@ if [ "$attack" = mad ]; then
 	n=$(grep -c "GSI: a forwarded datagram of 296 bytes from pid [0-9]* dropped: not one MAD from a process of our user" "$tmp/server.err")
 	[ "$n" = 3 ] || { echo "FAIL: A's CM dropped $n of B's 3 datagrams"; grep "cm\[" "$tmp/server.err" | head; fail=1; }
 	echo "A's CM dropped $n of B's 3 datagrams"
-	"${in2[@]}" timeout -k 5 60 "${as_a_cm[@]}" rping -c -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/client" 2>"$tmp/client.err"
+	"${in2[@]}" timeout -k 5 100 "${as_a_cm[@]}" rping -c -a 10.233.0.1 -p $port -v -C 10 -V >"$tmp/client" 2>"$tmp/client.err"
 	crc=$?
 	wait "$srv"; src=$?
 	pids=()
@@ -164,8 +164,8 @@ if [ "$attack" = name ]; then
 	echo "thief (uid $(id -u "$SV_USER2")) holds @softverbs-roce-4791"
 fi
 
-iters=20000
-"${in1[@]}" timeout -k 5 60 "${as_a[@]}" "$pp" -g "$g1" -c -n $iters >"$tmp/server" 2>&1 &
+iters=5000
+"${in1[@]}" timeout -k 5 100 "${as_a[@]}" "$pp" -g "$g1" -c -n $iters >"$tmp/server" 2>&1 &
 srv=$!
 pids+=($srv)
 holder=
@@ -180,7 +180,7 @@ done
 	{ echo "FAIL: 4791 is held by pid $holder, not by A (uid $uid_a)"; exit 1; }
 echo "A's server (pid $holder) holds UDP 4791"
 
-"${in2[@]}" timeout -k 5 60 "${as_a[@]}" "$pp" -g "$g2" -c -n $iters 10.233.0.1 >"$tmp/client" 2>&1 &
+"${in2[@]}" timeout -k 5 100 "${as_a[@]}" "$pp" -g "$g2" -c -n $iters 10.233.0.1 >"$tmp/client" 2>&1 &
 cli=$!
 pids+=($cli)
 
@@ -202,7 +202,9 @@ grep -F "SOFTVERBS_ROCE" "$tmp/b" | head -n1
 
 wait "$cli"; crc=$?
 wait "$srv"; src=$?
-pids=("${pids[@]:2}")
+left=()
+for p in "${pids[@]}"; do [ "$p" = "$srv" ] || [ "$p" = "$cli" ] || left+=("$p"); done
+pids=("${left[@]}")
 bytes=$((4096 * iters * 2))
 for side in server client; do
 	grep -q "^$bytes bytes in .* seconds" "$tmp/$side" && grep -q "^$iters iters in" "$tmp/$side" ||
