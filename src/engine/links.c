@@ -176,8 +176,10 @@ static void peer_put(struct sv_shm_peer *p);
 #define SV_ROCE_RETRY_NS (200ull * 1000 * 1000)
 
 /* Bind 4791 into a new socket on the engine's list.  0 or errno (holder:
- * who has the port, on EADDRINUSE). */
-static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
+ * who has the port, on EADDRINUSE; *ours: whether a process of our
+ * user). */
+static int roce_bind(struct sv_engine *eng, char *holder, size_t len,
+		     bool *ours)
 {
 	struct sv_sock *s = calloc(1, sizeof(*s));
 	int err;
@@ -188,7 +190,7 @@ static int roce_bind(struct sv_engine *eng, char *holder, size_t len)
 	s->udp.nrx = SV_RX_BATCH;
 	s->ring.fd = -1;
 	s->roce = true;
-	err = sv_roce_open(&s->udp, &s->roce_lock, holder, len);
+	err = sv_roce_open(&s->udp, &s->roce_lock, holder, len, ours);
 	if (!err) {
 		err = sv_engine_watch(eng, s->udp.fd, s);
 		if (err)
@@ -219,17 +221,26 @@ int sv_links_roce_open(struct sv_engine *eng)
 	static atomic_bool said;
 	const char *why = NULL;
 	char holder[160];
+	bool ours = false;
 	int err;
 
 	if (eng->roce || eng->roce_retry || !sv_links_standard())
 		return 0;
-	err = roce_bind(eng, holder, sizeof(holder));
+	err = roce_bind(eng, holder, sizeof(holder), &ours);
 	if (err == EADDRINUSE && sv_shm_available(&why)) {
-		if (!atomic_exchange(&said, true))
+		/* Held by another user (or the kernel), nothing reaches us:
+		 * said as the error it is, whatever the log level. */
+		if (!ours && !atomic_exchange(&said, true))
+			sv_err("SOFTVERBS_ROCE=standard: UDP %u is %s: this "
+			       "process receives no RoCE packets while it "
+			       "holds the port; taking the port over when "
+			       "it is free",
+			       SV_ROCE_PORT, holder);
+		if (ours && !atomic_exchange(&said, true))
 			sv_warn("SOFTVERBS_ROCE=standard: UDP %u is %s: its "
 				"packets for this process come through it "
-				"if it is softverbs of this user; taking "
-				"the port over when it is free",
+				"if it is softverbs; taking the port over "
+				"when it is free",
 				SV_ROCE_PORT, holder);
 		eng->roce_retry = sv_now_ns() + SV_ROCE_RETRY_NS;
 		sv_timer_note(eng, eng->roce_retry);
@@ -246,10 +257,11 @@ int sv_links_roce_open(struct sv_engine *eng)
 void sv_links_roce_timer(struct sv_engine *eng, uint64_t now, uint64_t *next)
 {
 	char holder[160];
+	bool ours;
 
 	if (!eng->roce_retry || now < eng->roce_retry)
 		goto out;
-	if (!roce_bind(eng, holder, sizeof(holder))) {
+	if (!roce_bind(eng, holder, sizeof(holder), &ours)) {
 		eng->roce_retry = 0;
 		sv_info("SOFTVERBS_ROCE=standard: took over UDP %u",
 			SV_ROCE_PORT);
@@ -343,7 +355,7 @@ void sv_links_sock_close(struct sv_sock *s)
 {
 	while (s->nlinks--)
 		s->link[s->nlinks].ops->close(s->link[s->nlinks].ep);
-	if (s->roce)
+	if (s->roce && s->roce_lock >= 0)
 		close(s->roce_lock); /* after the port: the next holder binds */
 }
 

@@ -19,15 +19,18 @@
  * Standard mode (SOFTVERBS_ROCE=standard) sends to UDP 4791 like every
  * RoCE v2 device (req.c: sv_links_dport), so that rxe and NICs receive
  * it, and receives there: each group of a context gets its own socket
- * bound to (group address, 4791) with SO_REUSEADDR.  Bound to the group,
+ * bound to (group address, 4791) with SO_REUSEPORT.  Bound to the group,
  * it never matches a unicast datagram, which stays the namespace's 4791
- * holder's (engine/links.c; its socket has SO_REUSEADDR so the two may
+ * holder's (engine/links.c; its socket has SO_REUSEPORT so the two may
  * share the port, and IP_MULTICAST_ALL off so it takes no group's
  * datagrams: link/roce.h).  The kernel hands a multicast datagram to
- * every socket bound to its group and port that joined the group, so every
- * context of every process gets its copy with no forwarding, holder or
- * not.  A socket of any other program bound to 4791 without SO_REUSEADDR
- * (rxe's, in the kernel) makes the bind, and so the attach, fail.
+ * every socket bound to its group and port that joined the group (a
+ * reuseport group spreads unicast only), so every context of every
+ * process of the holder's user gets its copy with no forwarding, holder
+ * or not.  SO_REUSEPORT shares the port only between sockets of one uid:
+ * a socket of another user on 4791, or of a program without the option
+ * (rxe's, in the kernel), makes the bind, and so the attach, fail; so
+ * does ours against theirs (docs/security.md).
  *
  * A group is joined on every interface that is up (loopback included: a
  * namespace with only lo works for IPv4-mapped groups), and joined again
@@ -101,8 +104,11 @@ static int mc_socket(struct sv_udp_sock *u, uint16_t port,
 	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return errno;
+	/* Standard mode's 4791 is shared with our user's sockets only (see
+	 * above); 65535 carries nothing but multicast, for every user. */
 	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    setsockopt(fd, SOL_SOCKET, group ? SO_REUSEPORT : SO_REUSEADDR, &on,
+		       sizeof(on)) ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) ||
 	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on)) ||
@@ -295,8 +301,8 @@ static int group_socket(struct sv_engine *eng, struct sv_mgroup *g)
 	if (err)
 		sv_warn("multicast: cannot bind UDP %u for a group: %s%s",
 			SV_ROCE_PORT, strerror(err),
-			err == EADDRINUSE ? " (a socket without SO_REUSEADDR "
-					    "holds the port: rxe's?)" :
+			err == EADDRINUSE ? " (another user's process or the "
+					    "kernel, rxe's, holds the port)" :
 					    "");
 	return err;
 }

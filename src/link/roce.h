@@ -6,18 +6,24 @@
  * arrives by destination QPN (engine/links.c).  docs/interop.md has the
  * design.
  *
- * Who holds it is decided by a lock, not by the bind: multicast receivers
- * of every process bind (group address, 4791) with SO_REUSEADDR
- * (engine/mcast.c), so the holder's socket has SO_REUSEADDR too (without
- * it, either bind would fail against the other), and two holders' binds
- * would then both succeed.  The lock is an abstract AF_UNIX name, per
- * network namespace like the port, freed when its holder exits.  A
- * socket on 4791 without SO_REUSEADDR (rxe's in the kernel, another
- * program) still refuses the bind.
+ * Who holds it is decided by the kernel and a lock.  Multicast receivers
+ * of our user bind (group address, 4791) (engine/mcast.c), so the
+ * holder's socket has SO_REUSEPORT, which the kernel grants only between
+ * sockets of one uid: another user's bind on 4791, with any option and
+ * on any address, fails with EADDRINUSE while we hold it, as against
+ * rxe's kernel socket (issue #37).  Among our own user's processes, a
+ * lock on a file of our registry directory (which no other user can
+ * enter, so no other user can take it first) elects one, and the port
+ * itself is checked before and after the bind (a socket that is not
+ * alone on it lets go), which also covers processes that see another
+ * /dev/shm.
+ * A socket on 4791 of another user or without SO_REUSEPORT (rxe's in the
+ * kernel, another program) refuses the bind.
  */
 #ifndef SV_LINK_ROCE_H
 #define SV_LINK_ROCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "link/udp.h"
@@ -25,11 +31,13 @@
 /* IANA's port for RoCE v2 (IBA Annex A17.2.1). */
 #define SV_ROCE_PORT 4791
 
-/* Take the namespace's lock and bind s to UDP 4791 (dual stack, the UDP
+/* Take our user's lock and bind s to UDP 4791 (dual stack, the UDP
  * link's socket options, sv_udp_open_shared).  0 and *lock, the lock's
- * fd, to close with s; or errno (EADDRINUSE: the lock or the port is
- * taken), and why says who holds the port as far as this process can
- * tell (a pid and its command, the kernel, another user). */
-int sv_roce_open(struct sv_udp_sock *s, int *lock, char *why, size_t whylen);
+ * fd (or -1), to close after s; or errno (EADDRINUSE: the lock or the
+ * port is taken), why saying who holds the port as far as this process
+ * can tell (a pid and its command, the kernel, another user and its
+ * uid), and *ours whether that is a process of our user. */
+int sv_roce_open(struct sv_udp_sock *s, int *lock, char *why, size_t whylen,
+		 bool *ours);
 
 #endif

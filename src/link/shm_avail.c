@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/env.h"
+#include "util/uid.h"
 
 static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
@@ -142,6 +143,15 @@ static int registry_dir(void)
 	int fd, tries;
 
 	snprintf(reg_path, sizeof(reg_path), SV_SHM_DIR ".%u", uid);
+	/* Every other user's directory would look like ours. */
+	if (sv_uid_ambiguous()) {
+		snprintf(reg_why, sizeof(reg_why),
+			 "uid %u is this process's uid as its user namespace "
+			 "shows it, the overflow uid of users it does not map: "
+			 "other users cannot be told from us",
+			 uid);
+		return EPERM;
+	}
 	for (tries = 0; tries < 3; tries++) {
 		if (mkdir(reg_path, 0700) && errno != EEXIST) {
 			snprintf(reg_why, sizeof(reg_why),

@@ -63,11 +63,13 @@ static int open_bound(struct sv_udp_sock *s, uint16_t port, bool shared)
 		goto fail;
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, SV_UDP_BUFSZ);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, SV_UDP_BUFSZ);
-	/* Shared (udp.h): beside sockets bound to multicast groups on the
-	 * same port, and none of their datagrams (both options default to
-	 * on; IPV6_MULTICAST_ALL needs Linux 4.20). */
+	/* Shared (udp.h): beside our user's sockets bound to multicast
+	 * groups on the same port, and none of their datagrams (both options
+	 * default to on; IPV6_MULTICAST_ALL needs Linux 4.20).  SO_REUSEPORT,
+	 * not SO_REUSEADDR: the kernel lets only sockets of the same uid
+	 * share the port with it, as it checks the owner's kernel uid. */
 	if (shared &&
-	    (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) ||
 	     setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof(off))))
 		goto fail;
 	if (shared)

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/uid.h"
+
 int sv_unixdg_socket(void)
 {
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
@@ -49,7 +51,10 @@ bool sv_unixdg_recv_mine(int fd, void *buf, size_t size, ssize_t *got,
 		    c->cmsg_type != SCM_CREDENTIALS)
 			continue;
 		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		mine = cr.uid == geteuid();
+		/* Our own process is ours in any namespace: the kernel
+		 * lets a sender name only its own pid (or one of a pid
+		 * namespace it administers, never ours). */
+		mine = sv_uid_mine(cr.uid) || cr.pid == getpid();
 		if (pid)
 			*pid = cr.pid;
 	}

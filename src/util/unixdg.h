@@ -5,7 +5,8 @@
  * closes, however the process ends).  The abstract namespace has no
  * permissions, so trust comes from the kernel: a socket made here asks
  * for the sender's credentials (SO_PASSCRED), and a datagram is taken
- * only when its sender's uid is our effective uid (docs/security.md).
+ * only when its sender's uid is our effective uid in a way no other user
+ * can match in any user namespace (util/uid.h, docs/security.md).
  */
 #ifndef SV_UTIL_UNIXDG_H
 #define SV_UTIL_UNIXDG_H
@@ -20,8 +21,8 @@
 int sv_unixdg_socket(void);
 
 /* One datagram into buf (nonblocking).  *got: its length, or -1 with
- * errno.  True when it came whole from a process of our effective uid
- * (*pid: its pid, if pid). */
+ * errno.  True when it came whole from a process of our effective uid,
+ * by sv_uid_mine, or from this process (*pid: its pid, if pid). */
 bool sv_unixdg_recv_mine(int fd, void *buf, size_t size, ssize_t *got,
 			 struct sockaddr_un *from, socklen_t *fromlen,
 			 pid_t *pid);

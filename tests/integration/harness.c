@@ -815,6 +815,39 @@ void hx_become(const struct hx_user *u)
 	unsetenv("XDG_RUNTIME_DIR");
 }
 
+static void put_file(const char *path, const char *text)
+{
+	int f = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (f < 0 || write(f, text, strlen(text)) != (ssize_t)strlen(text))
+		hx_die("write %s: %s", path, strerror(errno));
+	close(f);
+}
+
+void hx_enter_userns(bool map)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	char m[64];
+
+	if (unshare(CLONE_NEWUSER))
+		hx_die("unshare(CLONE_NEWUSER): %s", strerror(errno));
+	if (!map) {
+		if (geteuid() != overflow_uid())
+			hx_die("uid %u in a namespace that maps nothing",
+			       (unsigned int)geteuid());
+		return;
+	}
+	put_file("/proc/self/setgroups", "deny");
+	snprintf(m, sizeof(m), "%u %u 1", (unsigned int)uid, (unsigned int)uid);
+	put_file("/proc/self/uid_map", m);
+	snprintf(m, sizeof(m), "%u %u 1", (unsigned int)gid, (unsigned int)gid);
+	put_file("/proc/self/gid_map", m);
+	if (geteuid() != uid)
+		hx_die("uid %u, not %u, in a namespace that maps it",
+		       (unsigned int)geteuid(), (unsigned int)uid);
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 static void on_alarm(int sig)

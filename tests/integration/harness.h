@@ -188,6 +188,12 @@ struct hx_user hx_test_user(int n);
  * groups, uid and gid, dumpable, HOME, USER and LOGNAME of u and no
  * XDG_RUNTIME_DIR (root's is not u's).  Fatal on error. */
 void hx_become(const struct hx_user *u);
+/* Enter a user namespace of our own, before the library is used: one
+ * that maps our uid and gid to themselves, as `softverbs run` makes for
+ * an ordinary user (map), or one that maps nothing (`unshare --user`:
+ * every uid, ours included, then shows as the overflow uid).  Fatal on
+ * error. */
+void hx_enter_userns(bool map);
 
 /* ---- process structure ------------------------------------------------- */
 

@@ -14,6 +14,12 @@
  *              below): root does not attach to its ring (shm_other_user
  *              >= 1, no direct WRITE, no packet through shared memory),
  *              the WRITE and READ go through UDP with the right bytes;
+ *   otheruser_run, otheruser_unmapped  (root) the same between two
+ *              ordinary users: the target (test user 1) in a user
+ *              namespace that maps its uid as `softverbs run` makes, or
+ *              in one that maps nothing, where every other user's uid
+ *              looks like its own; the initiator (test user 2) does not
+ *              attach to it, nor it to the initiator (issue #37);
  *   squat      (root) the squatter first pre-creates a registry entry for
  *              every ephemeral port where the registry used to be
  *              (/dev/shm/softverbs/, shared by all users) and tries to in
@@ -234,12 +240,14 @@ static void slowhelp_b(int fd)
 
 #define OTHER_LEN (512 * 1024)
 
-static void otheruser_a(int fd)
+static void otheruser_as(int fd, const struct hx_user *who)
 {
 	struct hx_opts o = hx_opts_default();
 	struct counters c;
 	struct hx_ep ep;
 
+	if (who)
+		hx_become(who);
 	stats_on();
 	o.buf_len = 2 * OTHER_LEN;
 	hx_ep_open(&ep, &o, fd);
@@ -261,12 +269,20 @@ static void otheruser_a(int fd)
 	CHECK_EQ(c.shm_tx_pkts, 0);
 }
 
-static void otheruser_b(int fd)
+static void otheruser_a(int fd)
+{
+	otheruser_as(fd, NULL);
+}
+
+/* The target: the squatter, in a user namespace of its own or not. */
+static void otheruser_target(int fd, int ns)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
 
 	hx_become(&squatter);
+	if (ns)
+		hx_enter_userns(ns > 0);
 	o.buf_len = 2 * OTHER_LEN;
 	hx_ep_open(&ep, &o, fd);
 	hx_fill(ep.buf + OTHER_LEN, OTHER_LEN, 42);
@@ -275,6 +291,31 @@ static void otheruser_b(int fd)
 	HX_CHECK_PATTERN(ep.buf, OTHER_LEN, 41);
 	hx_sync(fd);
 	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void otheruser_b(int fd)
+{
+	otheruser_target(fd, 0);
+}
+
+static void otheruser_run_a(int fd)
+{
+	otheruser_as(fd, &victim);
+}
+
+static void otheruser_run_b(int fd)
+{
+	otheruser_target(fd, 1);
+}
+
+static void otheruser_unmapped_a(int fd)
+{
+	otheruser_as(fd, &victim);
+}
+
+static void otheruser_unmapped_b(int fd)
+{
+	otheruser_target(fd, -1);
 }
 
 /* ---- squat: another user's entries -------------------------------------- */
@@ -717,8 +758,14 @@ static void squatroot_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(slowhelp, 90), HX_CASE(otheruser, 60), HX_CASE(squat, 90),
-	HX_CASE(squatdir, 30), HX_CASE(squatroot, 60), { 0 },
+	HX_CASE(slowhelp, 90),
+	HX_CASE(otheruser, 60),
+	HX_CASE(squat, 90),
+	HX_CASE(squatdir, 30),
+	HX_CASE(squatroot, 60),
+	HX_CASE(otheruser_run, 60),
+	HX_CASE(otheruser_unmapped, 60),
+	{ 0 },
 };
 
 /* The three users of the root cases; exits 77 when they cannot be had. */

@@ -25,8 +25,14 @@
  *     goes to ERR (as for an SRQ number no one has): nothing hangs;
  *   other_user (root only): C runs as another user (test user 1, an
  *     ordinary account made with useradd, never nobody) and opens the same
- *     file; its SRQ is not part of B's domain: A's request is refused
- *     (IBV_WC_REM_INV_REQ_ERR), C's receive stays posted;
+ *     file, B as test user 2; C's SRQ is not part of B's domain: A's
+ *     request is refused (IBV_WC_REM_INV_REQ_ERR), C's receive stays
+ *     posted;
+ *   other_user_unmapped: the same with C in a user namespace that maps
+ *     no uid (`unshare --user`): there C's uid and B's both show as the
+ *     overflow uid, and C must still refuse B's requests (issue #37);
+ *   other_user_run: the same with C in a user namespace that maps its own
+ *     uid to itself, as `softverbs run` makes for an ordinary user;
  *   domain_life: the file's domain exists while any process has it open,
  *     as the kernel's XRCD: EAGAIN without O_CREAT before the first open
  *     and after the last close anywhere, EINVAL with O_EXCL while another
@@ -159,8 +165,12 @@ struct cside {
 };
 
 static void (*c_case)(struct cside *s, int fd);
-/* other_user's C runs as this user (set in main, before any fork). */
-static struct hx_user other;
+/* other_user's C runs as this user, B as the second (set in main,
+ * before any fork). */
+static struct hx_user other, other_b;
+
+/* cinfo.other_user: C's user and user namespace. */
+enum { SAME_USER, OTHER_USER, OTHER_UNMAPPED, OTHER_RUN };
 
 static void c_main(int fd)
 {
@@ -174,6 +184,8 @@ static void c_main(int fd)
 	 * user would be. */
 	if (s.ci.other_user)
 		hx_become(&other);
+	if (s.ci.other_user == OTHER_UNMAPPED || s.ci.other_user == OTHER_RUN)
+		hx_enter_userns(s.ci.other_user == OTHER_RUN);
 	hx_ep_open(&s.ep, &o, fd);
 	s.file = open(s.ci.path, O_RDONLY);
 	if (s.file < 0)
@@ -241,7 +253,7 @@ struct bside {
 };
 
 static void b_setup(struct bside *s, int fd, void (*cfn)(struct cside *, int),
-		    bool other_user)
+		    int other_user)
 {
 	struct hx_opts o = opts();
 	struct ibv_qp_init_attr_ex ia;
@@ -253,6 +265,8 @@ static void b_setup(struct bside *s, int fd, void (*cfn)(struct cside *, int),
 	/* C is forked before this process uses the library. */
 	c_case = cfn;
 	s->cpid = hx_spawn("C", c_main, c_done, 30, &s->cfd);
+	if (other_user)
+		hx_become(&other_b);
 	hx_ep_open(&s->ep, &o, fd);
 	hx_ep_exchange(&s->ep);
 	snprintf(s->path, sizeof(s->path), "/tmp/sv-xrcsh-%d", (int)getpid());
@@ -357,7 +371,7 @@ static void deliver_b(int fd)
 	struct bside s;
 	struct ibv_wc wc;
 
-	b_setup(&s, fd, deliver_c, false);
+	b_setup(&s, fd, deliver_c, SAME_USER);
 	HX_CHECK_RC(xq_post_srq_recv(s.srq, 7, s.ep.buf, 65536, s.ep.mr->lkey),
 		    0);
 	hx_recv_u64(s.cfd);
@@ -401,7 +415,7 @@ static void rnr_b(int fd)
 {
 	struct bside s;
 
-	b_setup(&s, fd, rnr_c, false);
+	b_setup(&s, fd, rnr_c, SAME_USER);
 	hx_send_u64(s.cfd, hx_recv_u64(fd));
 	hx_sync(fd);
 	b_close(&s, true);
@@ -430,7 +444,7 @@ static void rnr_exceeded_b(int fd)
 {
 	struct bside s;
 
-	b_setup(&s, fd, rnr_exceeded_c, false);
+	b_setup(&s, fd, rnr_exceeded_c, SAME_USER);
 	hx_send_u64(s.cfd, hx_recv_u64(fd));
 	hx_sync(fd);
 	b_close(&s, true);
@@ -471,7 +485,7 @@ static void owner_exits_b(int fd)
 {
 	struct bside s;
 
-	b_setup(&s, fd, owner_exits_c, false);
+	b_setup(&s, fd, owner_exits_c, SAME_USER);
 	hx_send_u64(fd, hx_recv_u64(s.cfd));
 	CHECK_EQ(hx_wait(s.cpid, 30), 0);
 	hx_send_u64(fd, 1);
@@ -504,15 +518,40 @@ static void other_user_a(int fd)
 	a_close(&s);
 }
 
-static void other_user_b(int fd)
+static void other_user_as(int fd, int how)
 {
 	struct bside s;
 
-	b_setup(&s, fd, other_user_c, true);
+	b_setup(&s, fd, other_user_c, how);
 	hx_send_u64(fd, hx_recv_u64(s.cfd));
 	hx_send_u64(s.cfd, hx_recv_u64(fd));
 	hx_sync(fd);
 	b_close(&s, true);
+}
+
+static void other_user_b(int fd)
+{
+	other_user_as(fd, OTHER_USER);
+}
+
+static void other_user_unmapped_a(int fd)
+{
+	other_user_a(fd);
+}
+
+static void other_user_unmapped_b(int fd)
+{
+	other_user_as(fd, OTHER_UNMAPPED);
+}
+
+static void other_user_run_a(int fd)
+{
+	other_user_a(fd);
+}
+
+static void other_user_run_b(int fd)
+{
+	other_user_as(fd, OTHER_RUN);
 }
 
 /* ---- rdma_refused ---------------------------------------------------------- */
@@ -549,7 +588,7 @@ static void rdma_refused_b(int fd)
 {
 	struct bside s;
 
-	b_setup(&s, fd, rdma_refused_c, false);
+	b_setup(&s, fd, rdma_refused_c, SAME_USER);
 	hx_send_u64(fd, hx_recv_u64(s.cfd));
 	hx_send_u64(s.cfd, hx_recv_u64(fd));
 	hx_sync(fd);
@@ -650,19 +689,25 @@ static void domain_life_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(deliver, 30),	   HX_CASE(rnr, 30),
-	HX_CASE(rnr_exceeded, 30), HX_CASE(owner_exits, 30),
-	HX_CASE(other_user, 30),   HX_CASE(domain_life, 30),
-	HX_CASE(rdma_refused, 30),
+	HX_CASE(deliver, 30),	     HX_CASE(rnr, 30),
+	HX_CASE(rnr_exceeded, 30),   HX_CASE(owner_exits, 30),
+	HX_CASE(other_user, 30),     HX_CASE(domain_life, 30),
+	HX_CASE(rdma_refused, 30),   HX_CASE(other_user_unmapped, 30),
+	HX_CASE(other_user_run, 30),
 };
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "other_user") && geteuid() != 0) {
-		printf("SKIP: other_user needs root (C runs as another user)\n");
+	bool users = argc > 1 && !strncmp(argv[1], "other_user", 10);
+
+	if (users && geteuid() != 0) {
+		printf("SKIP: %s needs root (B and C run as other users)\n",
+		       argv[1]);
 		return 77;
 	}
-	if (geteuid() == 0 && (argc == 1 || !strcmp(argv[1], "other_user")))
+	if (geteuid() == 0 && (argc == 1 || users)) {
 		other = hx_test_user(1);
+		other_b = hx_test_user(2);
+	}
 	return hx_main(argc, argv, cases, c_done);
 }
