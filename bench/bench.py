@@ -155,6 +155,20 @@ class Config:
                 "idle": 2 if quick else 5}
 
 
+def section_settings(obj, raw_name):
+    """What every section after the main one (netns.py, events.py) reads
+    from the environment, set on obj: quick, repeats, cpus (the two to
+    pin each pair to), out (where results go) and raw (its raw logs)."""
+    env = os.environ
+    obj.quick = env.get("BENCH_QUICK", "") not in ("", "0")
+    obj.repeats = int(env.get("BENCH_REPEATS") or (1 if obj.quick else 3))
+    cpus = env.get("BENCH_CPUS", "0,1").split(",")
+    obj.cpus = cpus[0], cpus[1]
+    out = os.path.join(HERE, "results", "quick" if obj.quick else "")
+    obj.out = os.path.abspath(env.get("BENCH_OUT") or out)
+    obj.raw = os.path.join(obj.out, raw_name)
+
+
 def commit_of(path):
     """The abbreviated commit of the git tree path is in, or None."""
     try:

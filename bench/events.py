@@ -99,14 +99,7 @@ def iters(size):
 class Events:
     def __init__(self, build):
         env = os.environ
-        self.quick = env.get("BENCH_QUICK", "") not in ("", "0")
-        self.repeats = int(env.get("BENCH_REPEATS") or
-                           (1 if self.quick else 3))
-        cpus = env.get("BENCH_CPUS", "0,1").split(",")
-        self.cpus = cpus[0], cpus[1]
-        out = os.path.join(HERE, "results", "quick" if self.quick else "")
-        self.out = os.path.abspath(env.get("BENCH_OUT") or out)
-        self.raw = os.path.join(self.out, "raw-events")
+        B.section_settings(self, "raw-events")
         self.builds = [("", os.path.join(os.path.abspath(build), "bin",
                                          "softverbs"))]
         if env.get("BENCH_BASE"):
