@@ -139,9 +139,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		plen = (uint16_t)(s->len < 64 ? s->len : 64);
 		take(&data, &size, s->data, plen);
 	}
-	sv_link_shm.receive(&ring, deliver, NULL, 64, (uint64_t)t1 * 1000);
+	sv_link_shm.receive(&ring, deliver, NULL, 64, (uint64_t)t1 * 1000,
+			    false);
 	sv_link_shm.receive(&ring, deliver, NULL, 64,
-			    (uint64_t)t1 * 1000 + (uint64_t)t2 * 4096);
+			    (uint64_t)t1 * 1000 + (uint64_t)t2 * 4096, true);
+	if (sv_link_shm.pending(&ring))
+		sv_link_shm.receive(&ring, deliver, NULL, 64, 0, true);
 	if (sv_link_shm.sleep(&ring))
 		sv_link_shm.wake(&ring);
 	return 0;
