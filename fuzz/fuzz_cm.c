@@ -3,7 +3,7 @@
  * libFuzzer harness: the connection manager's wire messages (cm/wire.h)
  * as a peer sends them to a listening rdma_cm id, through the real entry:
  * a TCP connection to the listener's port, read by librdmacm's own
- * thread (cm/conn.c parses and dispatches) (docs/security.md, "Fuzzing").
+ * thread (cm/conn_tcp.c and cm/conn.c parse and dispatch) (docs/security.md, "Fuzzing").
  *
  * Input: a control byte, then up to 6 messages of sizeof(struct
  * sv_cm_wire) bytes (the last one padded with zeros).  Unless ctl & 1 the

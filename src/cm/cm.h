@@ -388,9 +388,9 @@ void sv_id_destroy_unborn(struct sv_cm_id *id);
 int sv_id_set_path(struct sv_cm_id *id);
 int sv_id_bind_sock(struct sv_cm_id *id, const struct sockaddr *addr);
 
-/* ---- conn.c: the connection protocol --------------------------------- */
+/* ---- conn.c, conn_tcp.c, conn_mad.c: the connection protocol ---------- */
 
-/* Progress thread entry points (lock held). */
+/* Progress thread entry points (lock held): conn_tcp.c's. */
 void sv_conn_readable(struct sv_cm_sock *s);
 void sv_conn_writable(struct sv_cm_sock *s);
 void sv_conn_accept(struct sv_cm_sock *listener);
@@ -403,7 +403,7 @@ int sv_conn_establish(struct sv_cm_id *id);
 /* Private data limit for (port space, message type). */
 int sv_cm_pdata_max(enum rdma_port_space ps, int type);
 
-/* Standard mode: a MAD from QP1 at peer (gsi.c, lock held). */
+/* Standard mode: a MAD from QP1 at peer (gsi.c, lock held): conn_mad.c. */
 struct sv_mad;
 void sv_conn_mad(const struct sockaddr_storage *peer,
 		 const struct sockaddr_storage *local, const struct sv_mad *m);
