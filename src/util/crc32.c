@@ -14,13 +14,11 @@
  * shifted by one) for P = 0x104C11DB7; the Barrett pair is P itself and
  * floor(x^64 / P).  Where the CPU has VPCLMULQDQ with AVX-512, buffers
  * of 256 bytes and more are first folded sixteen lanes at a time (four
- * 512-bit registers): a 1 KiB packet's ICRC went from 98 to 79 ns, a 4 KiB
- * one's from 283 to 101 ns, and ib_write_bw 1 MiB between two namespaces
- * from 2536-2657 to 2851-3030 MiB/s at MTU 1500 (the receiver checks an
- * ICRC per 1 KiB packet).  A tail shorter than 16 bytes is folded as one
- * more block (zlib's bytewise loop made a 1036-byte buffer cost 53 ns
- * against 1024 bytes' 31; now 33).  Buffers under 16 bytes go to zlib, as
- * does every buffer on a CPU without PCLMULQDQ (checked once at run
+ * 512-bit registers), which halves again the cost of a packet's ICRC at
+ * MTU 4096.  A tail shorter than 16 bytes is folded as one more block
+ * rather than left to zlib's bytewise loop, which cost nearly as much as the
+ * whole 1 KiB before it.  Buffers under 16 bytes go to zlib, as does every
+ * buffer on a CPU without PCLMULQDQ (checked once at run
  * time).  tests/unit/test_crc32.c compares the two over random lengths,
  * alignments and starting values.
  */
@@ -155,8 +153,7 @@ static const uint8_t tail_keep[32] = {
  * VPCLMULQDQ), one below.  A tail of r < 16 bytes is folded in as one
  * more block: the state's first r bytes, led by zeros (which do not change
  * a CRC), are folded 128 bits ahead onto its other 16 - r bytes followed by
- * the tail (zlib took ~2 ns a byte for it: half the cost of a 1 KiB
- * packet's ICRC). */
+ * the tail (zlib's bytewise loop would cost as much as the rest). */
 __attribute__((target("pclmul,ssse3,sse4.1"))) static uint32_t
 clmul_crc(uint32_t state, const uint8_t *p, size_t len, const uint8_t *head)
 {
@@ -321,9 +318,8 @@ uint32_t sv_crc32_zlib(uint32_t crc, const void *buf, size_t len)
 uint32_t sv_crc32(uint32_t crc, const void *buf, size_t len)
 {
 #ifdef SV_CRC32_CLMUL
-	/* From 16 bytes on: zlib takes ~1 ns a byte on short buffers, and
-	 * the ICRC's pseudo-header (48 bytes for IPv4) was a third of a
-	 * receiver's CPU at Ethernet MTU. */
+	/* From 16 bytes on: zlib is slow on short buffers, and every
+	 * packet's ICRC starts with one (the 48-byte IPv4 pseudo-header). */
 	if (len >= 16 && have_clmul())
 		return ~clmul_crc(~crc, buf, len, NULL);
 #endif

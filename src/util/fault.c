@@ -49,8 +49,8 @@
  * rdi dst, rsi src, rdx n.  Below 16 bytes two overlapping scalar moves,
  * up to 64 two or four overlapping 16-byte moves (the last 16 bytes
  * stored last), below 2 KiB a loop of 64 bytes in 32-byte AVX2 moves
- * where the CPU has them, else 16-byte ones (rep movsb costs ~15 ns to
- * start here, glibc's memcpy of 512 bytes 3 ns), from 2 KiB rep movsb
+ * where the CPU has them, else 16-byte ones (rep movsb's start-up costs
+ * several times a 512-byte copy in vector moves), from 2 KiB rep movsb
  * (what glibc's memcpy uses from there to beyond 1 MiB); both for all but
  * the last 64 bytes, which plain moves store last: a string instruction's
  * stores may become visible out of order, but all before any later
