@@ -421,9 +421,10 @@ static bool hold_acks(struct sv_engine *eng)
  * UDP_GRO socket receives as one datagram.  Sent at once, each post cost
  * a system call and a trip through both UDP stacks for its 8 bytes.
  * The ACKs owed for what is in flight (its last packet asked for one)
- * wake a thread asleep on the sockets, whose pass sends them; a thread
- * napping without them looks again within SV_ACK_HOLD_NS (as for
- * hold_acks, whose bound it shares); else they go now.  So a completion
+ * wake a thread asleep on the sockets, whose pass sends them (a lost
+ * ACK: the QP's probe timer); a thread napping without them looks again
+ * within SV_ACK_HOLD_NS (as for hold_acks, whose bound it shares); else
+ * they go now.  So a completion
  * waits at most a round trip more, and only after a post that did not
  * poll. */
 static bool hold_reqs(struct sv_engine *eng)
@@ -439,11 +440,16 @@ static bool hold_reqs(struct sv_engine *eng)
 	if (!eng->reqs_held_at) {
 		now = sv_now_ns();
 		eng->hold_tried = now;
-		if (!atomic_load(&eng->thread_socks) &&
-		    atomic_load(&eng->sleep_until) > now + SV_ACK_HOLD_NS)
-			return false;
+		/* A thread asleep on the sockets wakes for the ACKs of
+		 * what is in flight (a lost one: for the QP's probe
+		 * timer): no timer, whose doorbell would wake it twice. */
+		if (!atomic_load(&eng->thread_socks)) {
+			if (atomic_load(&eng->sleep_until) >
+			    now + SV_ACK_HOLD_NS)
+				return false;
+			sv_timer_note(eng, now + SV_ACK_HOLD_NS);
+		}
 		eng->reqs_held_at = now;
-		sv_timer_note(eng, now + SV_ACK_HOLD_NS);
 	}
 	eng->stats->req_held += eng->ntx - eng->reqs_held;
 	eng->reqs_held = eng->ntx;
