@@ -11,8 +11,12 @@ in one, pinned to one core; client in the other, pinned to the other).
 At each MTU (1500 and 9000), every repeat runs, one after the other:
 
   perftest through softverbs: ib_write_bw, ib_read_bw, ib_send_bw at
-  64 KiB and 1 MiB (-D), ib_send_bw at 8 B (message rate), ib_send_lat and
-  ib_write_lat at 8 B; the client's CPU per GiB in ib_write_bw 1 MiB;
+  64 KiB and 1 MiB (-D), ib_send_bw and ib_write_bw at 8 B with 1 and 8
+  QPs (-q 8: message rate), ib_send_lat and ib_write_lat at 8 B; the
+  client's CPU per GiB in ib_write_bw 1 MiB; bench/udp_rate.c, the
+  kernel's UDP packet rate on the same veth, the message rate's anchor
+  (issue #36: one socket each way, 16-byte datagrams, sendmmsg and
+  recvmmsg batches of 64, datagrams received per second);
   iperf3 TCP, one stream (and its client's CPU per GiB); sockperf UDP
   ping-pong at 16 B, non-blocking (--nonblocked: both spin on recvfrom)
   and blocking (both sleep in recvfrom), and blocking once more with a
@@ -85,6 +89,14 @@ BUSY_BLOCKING = "sockperf UDP blocking (cores busy)"
 # inherited), and stops the loop when it ends.
 BESIDE_LOOP = ["sh", "-c", '(while :; do :; done) & loop=$!; "$0" "$@"; '
                'status=$?; kill $loop; exit $status']
+# bench/udp_rate: the anchor of the 8-byte message rates, and those rates'
+# series: (series, tool, QPs).
+UDP_RATE = "kernel UDP rate (udp_rate)"
+RATES = (("ib_send_bw", "ib_send_bw", 1), ("ib_write_bw", "ib_write_bw", 1),
+         ("ib_send_bw -q 8", "ib_send_bw", 8),
+         ("ib_write_bw -q 8", "ib_write_bw", 8))
+# Issue #36's targets: at least this times the anchor, by QPs.
+RATE_WANT = {1: 1.0, 8: 1.5}
 FLOORS = (("plain", "udp_floor: plain socket"),
           ("one", "udp_floor: softverbs' socket"),
           ("ack", "udp_floor: softverbs' socket, answer + ACK"))
@@ -229,6 +241,8 @@ class Netns:
                                        "setup_cost")
         self.udp_floor = os.path.join(os.path.abspath(build), "bench",
                                       "udp_floor")
+        self.udp_rate = os.path.join(os.path.abspath(build), "bench",
+                                     "udp_rate")
         self.mtus = [int(m) for m in (env.get("BENCH_NETNS_MTUS") or
                      ("1500" if self.quick else "1500,9000")).split(",")]
         self.losses = [int(p) for p in
@@ -307,9 +321,11 @@ class Netns:
                              (rc, src, B.tail(clog) or B.tail(slog)))
         return out, cpu
 
-    def perftest(self, tag, tool, size, bw, gids, cpu=False):
+    def perftest(self, tag, tool, size, bw, gids, cpu=False, qps=1):
         port = self.next_port()
         common = ["-d", "softverbs0", "-p", str(port), "-s", str(size)]
+        if qps > 1:
+            common += ["-q", str(qps)]
         if bw:
             common += ["-D", str(self.seconds)]
         else:
@@ -362,6 +378,17 @@ class Netns:
         if not kv:
             raise B.RunError("no udp_floor median")
         return {"lat": float(kv["median_us"])}
+
+    def rate(self, tag):
+        """bench/udp_rate: datagrams/s the server received (rate, in
+        millions, as perftest's message rate)."""
+        port = self.next_port()
+        self.pair(tag, [self.udp_rate, "server", str(port)],
+                  [self.udp_rate, "client", str(port), ADDR[0],
+                   str(self.seconds)], port, proto="udp")
+        out = open(os.path.join(self.raw, tag + ".server.txt"),
+                   errors="replace").read()
+        return {"rate": float(B.parse_kv(out, "rate")["rate"])}
 
     def setup(self, tag, path):
         """bench/setup_cost with SETUP_QPS QPs and as many CQs, on the shm
@@ -502,8 +529,11 @@ class Netns:
                 self.record(cond, tool, size, rep,
                             lambda tag, t=tool, z=size, c=cpu:
                             self.perftest(tag, t, z, True, gids, cpu=c))
-        self.record(cond, "ib_send_bw", 8, rep, lambda tag: self.perftest(
-            tag, "ib_send_bw", 8, True, gids))
+        for name, tool, qps in RATES:
+            self.record(cond, name, 8, rep,
+                        lambda tag, t=tool, q=qps: self.perftest(
+                            tag, t, 8, True, gids, qps=q))
+        self.record(cond, UDP_RATE, 16, rep, lambda tag: self.rate(tag))
         for tool in ("ib_send_lat", "ib_write_lat"):
             self.record(cond, tool, 8, rep, lambda tag, t=tool:
                         self.perftest(tag, t, 8, False, gids))
@@ -569,6 +599,12 @@ class Netns:
             add("%s: CPU per GiB, ib_write_bw 1 MiB / iperf3" % cond,
                 self.figure(cond, "ib_write_bw", MiB, "cpu_gib"),
                 self.figure(cond, "iperf3 TCP", 0, "cpu_gib"), 1.5, False)
+            anchor = self.figure(cond, UDP_RATE, 16, "rate")
+            for name, tool, qps in RATES:
+                add("%s: %s 8 B, %d QP%s / kernel UDP rate" % (
+                    cond, tool, qps, "s" if qps > 1 else ""),
+                    self.figure(cond, name, 8, "rate"), anchor,
+                    RATE_WANT[qps], True)
         base = self.figure("mtu 1500", "ib_write_bw", MiB, "bw")
         for pct in self.losses:
             cond = "mtu 1500 loss %d%%" % pct
@@ -611,7 +647,7 @@ class Netns:
               "one-way. Load average at the end: %s." % (
                   self.cpus[0], self.cpus[1], self.repeats,
                   " ".join("%.2f" % x for x in os.getloadavg())), "",
-              "## Issue #20's targets", "",
+              "## Targets (issues #20 and #36)", "",
               "| target | softverbs | anchor | ratio | wanted | met |",
               "|---|---|---|---|---|---|"]
         for what, a, b, r, want, met in self.targets():
@@ -621,6 +657,25 @@ class Netns:
                 ("%s %.1fx" % (">=" if "lat" not in what and "CPU" not in
                                what else "<=", want)),
                 "yes" if met else "**no**"))
+        md += ["", "## Small messages' rate against the kernel's", "",
+               "bench/udp_rate.c: one UDP socket each way on the same "
+               "veth, 16-byte datagrams sent by sendmmsg and received by "
+               "recvmmsg in batches of 64, both sides busy-polling: "
+               "millions of datagrams received per second, beside "
+               "perftest's 8-byte message rates (one datagram carries "
+               "one RoCE packet; softverbs puts several in one "
+               "UDP_SEGMENT send, docs/engine.md, \"Batched posts\").", "",
+               "| condition | series | Mmsg/s | / kernel UDP rate |",
+               "|---|---|---|---|"]
+        for mtu in self.mtus:
+            cond = "mtu %d" % mtu
+            anchor = self.figure(cond, UDP_RATE, 16, "rate")
+            for name, size in [(UDP_RATE, 16)] + [(n, 8) for n, _, _ in
+                                                  RATES]:
+                f = self.figure(cond, name, size, "rate")
+                md.append("| %s | %s | %s | %s |" % (
+                    cond, name, cell(f), "%.2f" % (f[0] / anchor[0])
+                    if f and anchor and anchor[0] else "-"))
         md += ["", "## ib_send_lat's floor in the kernel", "",
                "bench/udp_floor.c: the same exchange with no RDMA work, "
                "both sides busy-polling, against sockperf's non-blocking "

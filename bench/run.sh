@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make bench`: the benchmark suite.  Usage: bench/run.sh BUILD_DIR
 # Builds our small measuring programs (memcpy_bw, pvm_bw, idle_cpu,
-# setup_cost, udp_floor, objects, and with Open MPI's mpicc mpi_pingpong) into BUILD_DIR/bench/,
+# setup_cost, udp_floor, udp_rate, objects, and with Open MPI's mpicc
+# mpi_pingpong) into BUILD_DIR/bench/,
 # then runs bench/bench.py, which runs perftest through softverbs and every
 # anchor and writes bench/results/, and bench/netns.py, softverbs' UDP path
 # between two network namespaces against iperf3 and sockperf on the same
@@ -28,7 +29,7 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 mkdir -p "$build/bench"
-for prog in memcpy_bw pvm_bw idle_cpu setup_cost udp_floor objects; do
+for prog in memcpy_bw pvm_bw idle_cpu setup_cost udp_floor udp_rate objects; do
 	# idle_cpu and setup_cost are verbs programs: rdma-core's headers,
 	# linked against our library (they run through `softverbs run` anyway).
 	libs=""

@@ -73,6 +73,9 @@ struct sv_tx {
 	 * or any packet of a QP whose congestion window is cut (loss) */
 	bool alone;
 	bool ack; /* a positive ACK: a poll may hold it back (xmit.c) */
+	/* a request of an RC QP with packets in flight before it: a post may
+	 * keep it for the next pass's send (engine.c, hold_reqs) */
+	bool stream;
 };
 
 /* ---- per context ----------------------------------------------------------- */
@@ -167,6 +170,11 @@ struct sv_engine {
 	unsigned int ntx;
 	unsigned int tx_held; /* tx[0, tx_held): ACKs held back (xmit.c) */
 	uint64_t tx_held_at; /* ns they were */
+	/* tx[0, ntx) are requests posts keep back (engine.c hold_reqs),
+	 * since this ns (0: none), reqs_held of them counted. */
+	uint64_t reqs_held_at;
+	unsigned int reqs_held;
+	bool post_pass; /* the pass runs for ibv_post_send (sv_engine_kick) */
 	unsigned int pass_recvs; /* receive completions of this pass */
 	uint8_t *rxmem;
 	/* The same memory cut two ways: for sockets without UDP_GRO (and

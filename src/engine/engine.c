@@ -412,6 +412,50 @@ static bool hold_acks(struct sv_engine *eng)
 	return true;
 }
 
+/* A pass run for ibv_post_send whose batch is requests of streams only
+ * (eng.h, stream: their QPs have SV_TX_HOLD_FLIGHT packets or more in
+ * flight) keeps them for a later pass: the application's next posts add
+ * theirs, and the next pass that is not a post's (its poll of the CQ,
+ * the thread's, a wait for an event) or a full batch sends them all, as
+ * one UDP_SEGMENT send per socket and destination, which the peer's
+ * UDP_GRO socket receives as one datagram.  Sent at once, each post cost
+ * a system call and a trip through both UDP stacks for its 8 bytes.
+ * The ACKs owed for what is in flight (its last packet asked for one)
+ * wake a thread asleep on the sockets, whose pass sends them (a lost
+ * ACK: the QP's probe timer); a thread napping without them looks again
+ * within SV_ACK_HOLD_NS (as for hold_acks, whose bound it shares); else
+ * they go now.  So a completion
+ * waits at most a round trip more, and only after a post that did not
+ * poll. */
+static bool hold_reqs(struct sv_engine *eng)
+{
+	unsigned int i;
+	uint64_t now;
+
+	if (!eng->post_pass || eng->tx_held)
+		return false;
+	for (i = eng->reqs_held; i < eng->ntx; i++)
+		if (!eng->tx[i].stream || !eng->tx[i].link->wire)
+			return false;
+	if (!eng->reqs_held_at) {
+		now = sv_now_ns();
+		eng->hold_tried = now;
+		/* A thread asleep on the sockets wakes for the ACKs of
+		 * what is in flight (a lost one: for the QP's probe
+		 * timer): no timer, whose doorbell would wake it twice. */
+		if (!atomic_load(&eng->thread_socks)) {
+			if (atomic_load(&eng->sleep_until) >
+			    now + SV_ACK_HOLD_NS)
+				return false;
+			sv_timer_note(eng, now + SV_ACK_HOLD_NS);
+		}
+		eng->reqs_held_at = now;
+	}
+	eng->stats->req_held += eng->ntx - eng->reqs_held;
+	eng->reqs_held = eng->ntx;
+	return true;
+}
+
 /* timers: whether to check them.  Checking late is harmless (the thread
  * also wakes up for the earliest one); a pass that skips them saves the
  * clock read, which costs more than the rest of an empty pass. */
@@ -432,7 +476,7 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 	}
 	if (eng->held)
 		sv_inject_release(eng, true);
-	if (eng->ntx && !hold_acks(eng))
+	if (eng->ntx && !hold_acks(eng) && !hold_reqs(eng))
 		sv_tx_flush(eng);
 	set_quiet(eng);
 }
@@ -1037,7 +1081,9 @@ void sv_engine_kick(struct sv_qp *qp)
 		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
 	}
 	eng->now_ok = false;
+	eng->post_pass = true;
 	pass(eng, false, false);
+	eng->post_pass = false;
 	eng->now_ok = false;
 	more = !list_empty(&eng->work);
 	sv_mutex_unlock(&eng->lock);

@@ -68,6 +68,13 @@
  * at the latest this much later: well before a requester's probe
  * (SV_PROBE_MIN_NS), which would resend. */
 #define SV_ACK_HOLD_NS (200ull * 1000)
+/* An ibv_post_send keeps the request packets it built for a later send
+ * (engine.c hold_reqs) when their QP has at least this many packets in
+ * flight before them over UDP: a stream, whose next pass (the
+ * application's poll, the ACKs' arrival, at the latest SV_ACK_HOLD_NS
+ * later) sends them with the posts after them, in one UDP_SEGMENT send.
+ * With fewer (a ping-pong, a lone message) a post sends at once. */
+#define SV_TX_HOLD_FLIGHT 4
 #define SV_PROBE_MIN_NS (1000ull * 1000) /* early resend: floor */
 #define SV_PROBE_NS (2ull * 1000 * 1000) /* ... before an RTT sample */
 #define SV_PROBE_READ_NS (2ull * 1000 * 1000) /* ... for a READ response */

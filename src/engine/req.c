@@ -257,6 +257,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			return false;
 		t = sv_tx_get(qe->eng);
 		b = sv_tx_hdr(qe, t, op, qe->req.psn, pay);
+		t->stream = rc && in_flight(qe) >= SV_TX_HOLD_FLIGHT;
 		if (info->mask & SV_M_RETH) {
 			uint8_t *h = b + info->offset[SV_HDR_RETH];
 

@@ -119,7 +119,8 @@
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
-	X(app_wait_sleeps, "sleeps of an app thread waiting for an event")
+	X(app_wait_sleeps, "sleeps of an app thread waiting for an event") \
+	X(req_held, "request packets a post kept for a later send")
 /* clang-format on */
 
 struct sv_stats {

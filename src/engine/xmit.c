@@ -59,6 +59,7 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	 * have to find it (10% loss between namespaces: 2 MiB/s that way,
 	 * 40 with these alone; 1%: 700, as loss-free runs, send in runs). */
 	t->ack = false;
+	t->stream = false;
 	t->alone = qe->cwnd * 4 < qe->window ||
 		   ((info->mask & SV_M_REQ) &&
 		    sv_psn_diff(psn, qe->req.max_psn) < 0);
@@ -191,6 +192,8 @@ void sv_tx_flush(struct sv_engine *eng)
 		SV_STAT(eng, ack_held_late);
 	eng->ntx = 0;
 	eng->tx_held = 0;
+	eng->reqs_held_at = 0;
+	eng->reqs_held = 0;
 	if (eng->held)
 		sv_inject_release(eng, false);
 }

@@ -105,6 +105,46 @@ class Targets(unittest.TestCase):
         # Not measured (the run failed): not met.
         self.assertFalse(t["setup udp: 10,000 CQs reaped"][5])
 
+    def test_message_rates_against_the_kernels(self):
+        """Issue #36: 8-byte rates over udp_rate's datagram rate, >= 1.0x
+        with 1 QP, >= 1.5x with 8; the table shows each ratio."""
+        c = "mtu 1500"
+        f = figures(1000, 900)
+        f[(c, netns.UDP_RATE, 16)] = {"rate": 0.2}
+        f[(c, "ib_send_bw", 8)] = {"bw": 9.0, "rate": 1.2}
+        f[(c, "ib_write_bw", 8)] = {"bw": 1.5, "rate": 0.19}
+        f[(c, "ib_send_bw -q 8", 8)] = {"bw": 2.0, "rate": 0.25}
+        f[(c, "ib_write_bw -q 8", 8)] = {"bw": 2.5, "rate": 0.32}
+        n = runner([f])
+        t = self.targets(n)
+        send = t["mtu 1500: ib_send_bw 8 B, 1 QP / kernel UDP rate"]
+        self.assertAlmostEqual(send[3], 6.0)
+        self.assertTrue(send[5])
+        self.assertEqual(send[4], 1.0)
+        self.assertFalse(
+            t["mtu 1500: ib_write_bw 8 B, 1 QP / kernel UDP rate"][5])
+        q8 = t["mtu 1500: ib_send_bw 8 B, 8 QPs / kernel UDP rate"]
+        self.assertAlmostEqual(q8[3], 1.25)
+        self.assertFalse(q8[5])  # wants 1.5x
+        self.assertTrue(
+            t["mtu 1500: ib_write_bw 8 B, 8 QPs / kernel UDP rate"][5])
+        with tempfile.TemporaryDirectory() as d:
+            n.out = d
+            n.write()
+            md = open(os.path.join(d, "netns.md")).read()
+        self.assertIn("| mtu 1500: ib_send_bw 8 B, 8 QPs / kernel UDP rate "
+                      "| 0.25 (0.25-0.25) | 0.2 (0.2-0.2) | 1.25 | >= 1.5x "
+                      "| **no** |", md)
+        self.assertIn("| mtu 1500 | ib_write_bw -q 8 | 0.32 (0.32-0.32) | 1.60 |",
+                      md)
+
+    def test_missing_rate_anchor_is_not_met(self):
+        f = figures(1000, 900)
+        f[("mtu 1500", "ib_send_bw", 8)] = {"rate": 1.2}
+        t = self.targets(runner([f]))
+        self.assertFalse(
+            t["mtu 1500: ib_send_bw 8 B, 1 QP / kernel UDP rate"][5])
+
 
 if __name__ == "__main__":
     unittest.main()
