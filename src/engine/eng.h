@@ -213,6 +213,7 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the thread sleeping for the engine runs this pass */
+	bool posting; /* post_send runs this pass (sv_engine_kick) */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */

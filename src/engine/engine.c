@@ -1024,7 +1024,9 @@ void sv_engine_kick(struct sv_qp *qp)
 		 * nothing else queued: run it alone.  A pass around it costs
 		 * more than the send itself (ib_send_bw's message rate). */
 		eng->now_ok = false;
+		eng->posting = true;
 		sv_qp_run(qe);
+		eng->posting = false;
 		if (eng->ntx)
 			sv_tx_flush(eng);
 		eng->now_ok = false;
@@ -1037,7 +1039,9 @@ void sv_engine_kick(struct sv_qp *qp)
 		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
 	}
 	eng->now_ok = false;
+	eng->posting = true;
 	pass(eng, false, false);
+	eng->posting = false;
 	eng->now_ok = false;
 	more = !list_empty(&eng->work);
 	sv_mutex_unlock(&eng->lock);
