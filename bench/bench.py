@@ -1082,6 +1082,12 @@ RESULT_FILES = ["results.md", "results.csv", "runs.csv", "commands.txt",
                 "bandwidth.png", "latency.png"]
 
 
+def fmt_target(t):
+    """A target factor as the tables write it: one decimal (1.0x, 0.9x)
+    unless it has more (0.25x)."""
+    return "%.1f" % t if round(t, 1) == t else "%g" % t
+
+
 def compare(agg, label, numer, denoms, cmp, target):
     """One row: softverbs' median, the (best) anchor's, their ratio, and
     whether the target is met ("n/a" when a figure is missing)."""
@@ -1095,7 +1101,8 @@ def compare(agg, label, numer, denoms, cmp, target):
     row = {"target": label, "ours": None, "anchor": best,
            "anchor_name": best_name or ", ".join(d[0] for d in denoms),
            "unit": UNITS[numer[1]], "ratio": None,
-           "goal": "%s %.1fx" % (cmp, target) if target is not None else "-",
+           "goal": "%s %sx" % (cmp, fmt_target(target))
+                   if target is not None else "-",
            "met": "n/a" if target is not None else "-"}
     if a and a["median"] is not None:
         row["ours"] = a["median"]
