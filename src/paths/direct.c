@@ -19,6 +19,8 @@
  * path, which produces exactly the completion and errors a remote HCA
  * would (REM_ACCESS_ERR, both QPs to ERR...): the direct path only ever
  * executes what the packet path would have executed successfully.
+ * Consecutive small WRITEs or READs that would each run so go in one
+ * call ("Batches" below).
  *
  * Nothing here allocates or takes a lock beyond the key table's read
  * lock the lkey lookups take on the packet path too (held across a small
