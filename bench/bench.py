@@ -731,6 +731,12 @@ def ucx_series(cfg):
             name = "ucx %s (%s)" % (test, tls)
             s.append(Series(name, "lat", ["lat"],
                             make(name, test, False, env_add)))
+    # ib_read_bw's anchor (issue #36): UCP's get over shared memory, the
+    # peer's region mapped by the requester (lane "rma(posix/memory)");
+    # ucx_perftest names it ucp_get (a bandwidth run with -s/-n).
+    name = "ucx ucp_get_bw (posix,self)"
+    s.append(Series(name, "bw", ["bw", "rate"],
+                    make(name, "ucp_get", True, {"UCX_TLS": "posix,self"})))
     # ib_atomic_bw's anchor: UCP's fetch-and-add message rate over shared
     # memory, where the requester's CPU executes the atomic itself in the
     # mapped segment (lane "amo(posix/memory)"): no other process involved,
@@ -1017,6 +1023,14 @@ DONE_WHEN = [
     ("ib_send_bw 8 B message rate vs UCX tag_bw (posix,self) 8 B",
      ("softverbs ib_send_bw", "rate", 8),
      [("ucx tag_bw (posix,self)", "rate", 8)], ">=", 1.0),
+    # Issue #36: small one-host WRITEs and READs at a fair share of a
+    # mapped-memory put/get's rate.
+    ("ib_write_bw 8 B message rate vs UCX ucp_put_bw (posix,self) 8 B",
+     ("softverbs ib_write_bw", "rate", 8),
+     [("ucx ucp_put_bw (posix,self)", "rate", 8)], ">=", 0.25),
+    ("ib_read_bw 8 B message rate vs UCX ucp_get_bw (posix,self) 8 B",
+     ("softverbs ib_read_bw", "rate", 8),
+     [("ucx ucp_get_bw (posix,self)", "rate", 8)], ">=", 0.25),
     # Issue #18: an atomic at the speed of a WRITE, measured the way the
     # issue puts it (perftest's own figures, same run).
     ("ib_atomic_lat 8 B vs softverbs ib_write_lat 8 B (issue #18)",
@@ -1068,6 +1082,12 @@ RESULT_FILES = ["results.md", "results.csv", "runs.csv", "commands.txt",
                 "bandwidth.png", "latency.png"]
 
 
+def fmt_target(t):
+    """A target factor as the tables write it: one decimal (1.0x, 0.9x)
+    unless it has more (0.25x)."""
+    return "%.1f" % t if round(t, 1) == t else "%g" % t
+
+
 def compare(agg, label, numer, denoms, cmp, target):
     """One row: softverbs' median, the (best) anchor's, their ratio, and
     whether the target is met ("n/a" when a figure is missing)."""
@@ -1081,7 +1101,8 @@ def compare(agg, label, numer, denoms, cmp, target):
     row = {"target": label, "ours": None, "anchor": best,
            "anchor_name": best_name or ", ".join(d[0] for d in denoms),
            "unit": UNITS[numer[1]], "ratio": None,
-           "goal": "%s %.1fx" % (cmp, target) if target is not None else "-",
+           "goal": "%s %sx" % (cmp, fmt_target(target))
+                   if target is not None else "-",
            "met": "n/a" if target is not None else "-"}
     if a and a["median"] is not None:
         row["ours"] = a["median"]
@@ -1183,6 +1204,7 @@ README_FIGURES = [
     ("softverbs ib_send_bw", "bw", "ucx tag_bw (sm,self)"),
     ("softverbs ib_send_bw", "rate", "ucx tag_bw (posix,self)"),
     ("softverbs ib_write_bw", "rate", "ucx ucp_put_bw (posix,self)"),
+    ("softverbs ib_read_bw", "rate", "ucx ucp_get_bw (posix,self)"),
     ("softverbs ib_write_lat", "lat", "ucx put_lat (cma, uct zcopy)"),
     ("softverbs ib_send_lat", "lat", "ucx ucp_am_lat (posix,self)"),
     ("softverbs ib_atomic_lat", "lat", "ucx ucp_am_lat (posix,self)"),

@@ -44,8 +44,9 @@ LAT_ROWS = ["softverbs ib_write_lat", "softverbs ib_send_lat",
             "ucx ucp_am_lat (posix,self)", "ucx ucp_put_lat (sm,self)",
             "libfabric fi_pingpong (shm)", "sockperf UDP loopback"]
 RATE_ROWS = ["softverbs ib_send_bw", "softverbs ib_write_bw",
-             "softverbs ib_atomic_bw", "ucx tag_bw (posix,self)",
-             "ucx ucp_put_bw (posix,self)", "ucx ucp_fadd (posix,self)"]
+             "softverbs ib_read_bw", "softverbs ib_atomic_bw",
+             "ucx tag_bw (posix,self)", "ucx ucp_put_bw (posix,self)",
+             "ucx ucp_get_bw (posix,self)", "ucx ucp_fadd (posix,self)"]
 KEY_SIZES = bench.README_KEY_SIZES  # (bench.README_FIGURES: the comparison)
 
 

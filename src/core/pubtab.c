@@ -593,6 +593,7 @@ uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn,
 	}
 	h->qp_users = &q->users;
 	h->mr_users = &m->users;
+	h->mr = m;
 	return (uintptr_t)(mva + (iova - miova));
 drop_qp:
 	atomic_fetch_sub(&q->users, 1);
@@ -604,4 +605,26 @@ void sv_pubtab_release(struct sv_pubtab_hold *h)
 	atomic_fetch_sub(h->mr_users, 1);
 	atomic_fetch_sub(h->qp_users, 1);
 	h->mr_users = h->qp_users = NULL;
+	h->mr = NULL;
+}
+
+uintptr_t sv_pubtab_again(const struct sv_pubtab_hold *h, uint32_t rkey,
+			  uint64_t iova, uint64_t len, unsigned int access)
+{
+	const struct pub_mr *m = h->mr;
+	uint64_t miova, mlen;
+
+	/* The owner changes the fields only once users is 0 again
+	 * (sv_pubtab_mr_del): while held, what acquire checked stands. */
+	if (!m || !len ||
+	    atomic_load_explicit(&m->key, memory_order_relaxed) != rkey)
+		return 0;
+	miova = atomic_load_explicit(&m->iova, memory_order_relaxed);
+	mlen = atomic_load_explicit(&m->length, memory_order_relaxed);
+	if ((access &
+	     ~atomic_load_explicit(&m->access, memory_order_relaxed)) ||
+	    iova < miova || len > mlen || iova - miova > mlen - len)
+		return 0;
+	return (uintptr_t)(atomic_load_explicit(&m->va, memory_order_relaxed) +
+			   (iova - miova));
 }

@@ -77,6 +77,7 @@ static inline uint64_t sv_pubtab_pd_token(const struct sv_pd *pd)
 struct sv_pubtab_hold {
 	_Atomic uint32_t *qp_users;
 	_Atomic uint32_t *mr_users;
+	const void *mr; /* the MR entry held (sv_pubtab_again) */
 };
 
 /* The target process of a mapped table, and whether it is this one. */
@@ -104,5 +105,13 @@ uintptr_t sv_pubtab_acquire(const struct sv_pubtab_view *tab, uint32_t qpn,
 			    uint64_t len, unsigned int access,
 			    uint32_t rd_atomic, struct sv_pubtab_hold *h);
 void sv_pubtab_release(struct sv_pubtab_hold *h);
+/* Another access of the same kind (QP, access, rd_atomic) through the
+ * entries h holds: the address of [iova, iova+len) in the peer if rkey
+ * is the held region's and it grants the access over that whole range,
+ * else 0 (acquire it on its own).  No atomic operation: a held entry
+ * cannot change (a batch of small WRITEs into one region checks each
+ * against it, paths/direct.c). */
+uintptr_t sv_pubtab_again(const struct sv_pubtab_hold *h, uint32_t rkey,
+			  uint64_t iova, uint64_t len, unsigned int access);
 
 #endif

@@ -174,7 +174,6 @@ struct sv_engine {
 	 * since this ns (0: none), reqs_held of them counted. */
 	uint64_t reqs_held_at;
 	unsigned int reqs_held;
-	bool post_pass; /* the pass runs for ibv_post_send (sv_engine_kick) */
 	unsigned int pass_recvs; /* receive completions of this pass */
 	uint8_t *rxmem;
 	/* The same memory cut two ways: for sockets without UDP_GRO (and
@@ -221,6 +220,7 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the thread sleeping for the engine runs this pass */
+	bool posting; /* post_send runs this pass (sv_engine_kick) */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */

@@ -432,7 +432,7 @@ static bool hold_reqs(struct sv_engine *eng)
 	unsigned int i;
 	uint64_t now;
 
-	if (!eng->post_pass || eng->tx_held)
+	if (!eng->posting || eng->tx_held)
 		return false;
 	for (i = eng->reqs_held; i < eng->ntx; i++)
 		if (!eng->tx[i].stream || !eng->tx[i].link->wire)
@@ -1068,7 +1068,9 @@ void sv_engine_kick(struct sv_qp *qp)
 		 * nothing else queued: run it alone.  A pass around it costs
 		 * more than the send itself (ib_send_bw's message rate). */
 		eng->now_ok = false;
+		eng->posting = true;
 		sv_qp_run(qe);
+		eng->posting = false;
 		if (eng->ntx)
 			sv_tx_flush(eng);
 		eng->now_ok = false;
@@ -1081,9 +1083,9 @@ void sv_engine_kick(struct sv_qp *qp)
 		sv_work_add(qe, SV_WORK_REQ | SV_WORK_FLUSH);
 	}
 	eng->now_ok = false;
-	eng->post_pass = true;
+	eng->posting = true;
 	pass(eng, false, false);
-	eng->post_pass = false;
+	eng->posting = false;
 	eng->now_ok = false;
 	more = !list_empty(&eng->work);
 	sv_mutex_unlock(&eng->lock);

@@ -36,7 +36,8 @@ struct sv_sock;
 
 enum sv_path_r {
 	SV_PATH_NO, /* not this path: ask the next one (packets last) */
-	SV_PATH_DONE, /* taken: the requester goes on with the next WQE */
+	SV_PATH_DONE, /* taken (maybe with WQEs after it, up to the tail):
+			 the requester goes on from the next one not done */
 	SV_PATH_WAIT, /* not now: the requester stops until it is kicked */
 };
 

@@ -669,6 +669,9 @@ void sv_req_run(struct sv_qp_engine *qe)
 			if (r == SV_PATH_DONE) {
 				if (atomic_load(&qe->state) != state)
 					return; /* the CQ overran: ERR */
+				/* It may have taken WQEs after this one,
+				 * posted since the run began (a batch). */
+				tail = sv_sq_tail(qe);
 				budget -= cost < budget ? (unsigned int)cost :
 							  budget;
 				if (!budget)

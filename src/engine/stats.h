@@ -106,6 +106,9 @@
 	X(direct_read, "RDMA READs placed with one copy (direct.c)")         \
 	X(direct_memfile, "of those, copied through the target's mem file")  \
 	X(direct_fallback, "one-copy candidates left to the packet path")    \
+	X(direct_batches, "one-copy calls that carried several WQEs")        \
+	X(direct_batched, "WQEs those calls carried")                        \
+	X(direct_deferred, "small WRs left for the next post or poll to batch") \
 	X(help_posted, "large WRITEs offered to the target's thread (help.c)") \
 	X(help_taken, "of those, partly copied by it")                       \
 	X(help_revoked, "of those, taken back from a stopped target")         \
@@ -132,6 +135,7 @@ struct sv_stats {
 /* The counters live in the process's stats segment (statseg.h), so
  * `softverbs stats` reads them as they are incremented. */
 #define SV_STAT(eng, name) ((eng)->stats->name++)
+#define SV_STAT_ADD(eng, name, n) ((eng)->stats->name += (n))
 /* A QP's own counters (struct sv_qp_stats, statseg.h): in its slot of
  * the segment, or summed in its context's "others" slot. */
 #define SV_QSTAT(qe, name) ((qe)->ctr->name++)

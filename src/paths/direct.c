@@ -19,6 +19,8 @@
  * path, which produces exactly the completion and errors a remote HCA
  * would (REM_ACCESS_ERR, both QPs to ERR...): the direct path only ever
  * executes what the packet path would have executed successfully.
+ * Consecutive small WRITEs or READs that would each run so go in one
+ * call ("Batches" below).
  *
  * Nothing here allocates or takes a lock beyond the key table's read
  * lock the lkey lookups take on the packet path too (held across a small
@@ -230,6 +232,246 @@ static bool peer_allows(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 }
 
 /*
+ * Batches.  An application streaming small WRITEs (or READs) posts many
+ * before it polls (perftest's bw tools: tx_depth of them, one signaled in
+ * cq_mod), and a copy call per WQE costs far more than its bytes: most of
+ * a small process_vm_writev is finding the target and checking ptrace
+ * access.  So the next WQEs of the send queue that would each run
+ * directly on their own (the same opcode, small, checked one by one
+ * exactly as below) go in one process_vm_writev/readv, whose local and
+ * remote iovecs take many regions at once; a remote range that continues
+ * the previous one extends its iovec, and a batch that is one remote
+ * range goes through the mem file.  Then they complete together, in
+ * order, through the completer.
+ *
+ * The first refusal ends the batch before that WQE, which then takes the
+ * one-WQE path (and its fallback to packets) as it would have alone.  A
+ * copy that stops short (a page of the target not mapped) completes the
+ * WQEs it copied whole; the next one also starts again alone.  So every
+ * WQE ends with the status it would have had on its own.
+ */
+
+/* WQEs in one call: past a few dozen the kernel's cost per remote iovec
+ * (it pins each range's page) dominates anyway. */
+#define SV_DIRECT_BATCH 64
+/* Local iovecs of a batch (WQEs of several SGEs take several). */
+#define SV_DIRECT_BATCH_IOV 256
+/* A WQE joins a batch up to this length (the mem file's bound: larger
+ * ones are worth their own call). */
+#define SV_DIRECT_BATCH_LEN SV_DIRECT_MEMFD_MAX
+
+struct batch {
+	struct iovec liov[SV_DIRECT_BATCH_IOV];
+	struct iovec riov[SV_DIRECT_BATCH];
+	struct sv_pubtab_hold h[SV_DIRECT_BATCH]; /* one per region */
+	uint64_t end[SV_DIRECT_BATCH]; /* each WQE's end in the bytes */
+	uint32_t nl, nr, nh, n;
+};
+
+static bool batch_candidate(const struct sv_send_wqe *w, uint32_t opcode)
+{
+	return w->state == SV_WQE_PENDING && w->opcode == opcode && w->length &&
+	       w->length <= SV_DIRECT_BATCH_LEN &&
+	       !(w->send_flags & IBV_SEND_FENCE) &&
+	       ((w->send_flags & IBV_SEND_INLINE) || w->num_sge <= SV_MAX_SGE);
+}
+
+/* Our SGL of w into the batch's local iovecs (key table read-locked);
+ * false if a check fails or they are full. */
+static bool batch_local(struct sv_qp_engine *qe, const struct sv_send_wqe *w,
+			unsigned int access, struct batch *b)
+{
+	uint32_t nl = b->nl, i;
+
+	if (w->send_flags & IBV_SEND_INLINE) {
+		if (nl == SV_DIRECT_BATCH_IOV)
+			return false;
+		b->liov[nl].iov_base = (void *)w->inline_data;
+		b->liov[nl].iov_len = w->length;
+		b->nl = nl + 1;
+		return true;
+	}
+	for (i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		void *p;
+
+		if (!s->length)
+			continue;
+		p = sv_mr_check(sv_mr_find_lkey_locked(s->lkey), qe->qp->pd,
+				s->addr, s->length, access);
+		if (!p || nl == SV_DIRECT_BATCH_IOV)
+			return false;
+		b->liov[nl].iov_base = p;
+		b->liov[nl].iov_len = s->length;
+		nl++;
+	}
+	b->nl = nl;
+	return true;
+}
+
+/* Take the WQEs from req.idx on that may go together (the first one
+ * included, which passed direct_send's checks of the QP); false when
+ * fewer than two do (nothing held then). */
+static bool batch_gather(struct sv_qp_engine *qe,
+			 const struct sv_pubtab_view *tab, bool write,
+			 struct batch *b)
+{
+	unsigned int access =
+		write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	uint32_t idx = qe->req.idx, tail = sv_sq_tail(qe);
+	uint32_t opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	uint64_t bytes = 0;
+
+	b->nl = b->nr = b->nh = b->n = 0;
+	sv_mr_read_lock();
+	for (; idx != tail && b->n < SV_DIRECT_BATCH; idx++) {
+		const struct sv_send_wqe *w = sv_wq_at(&qe->qp->sq, idx);
+		uint64_t raddr = w->wr.rdma.remote_addr;
+		uint32_t rkey = w->wr.rdma.rkey, nl = b->nl;
+		struct iovec *last = b->nr ? &b->riov[b->nr - 1] : NULL;
+		uintptr_t rva = 0;
+
+		if (!batch_candidate(w, opcode) ||
+		    !batch_local(qe, w, write ? 0 : IBV_ACCESS_LOCAL_WRITE, b))
+			break;
+		if (b->nh)
+			rva = sv_pubtab_again(&b->h[b->nh - 1], rkey, raddr,
+					      w->length, access);
+		if (!rva && b->nh < SV_DIRECT_BATCH) {
+			rva = sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn,
+						rkey, raddr, w->length, access,
+						rd_need(qe, write),
+						&b->h[b->nh]);
+			if (rva)
+				b->nh++;
+		}
+		if (!rva) {
+			b->nl = nl;
+			break;
+		}
+		if (last && (uintptr_t)last->iov_base + last->iov_len == rva) {
+			last->iov_len += w->length;
+		} else {
+			b->riov[b->nr].iov_base = (void *)rva;
+			b->riov[b->nr].iov_len = w->length;
+			b->nr++;
+		}
+		bytes += w->length;
+		b->end[b->n++] = bytes;
+	}
+	if (b->n < 2) {
+		while (b->nh)
+			sv_pubtab_release(&b->h[--b->nh]);
+		sv_mr_read_unlock();
+		return false;
+	}
+	return true;
+}
+
+/* The batch's copy: how many bytes arrived in order. */
+static uint64_t batch_copy(const struct sv_pubtab_view *tab, bool write,
+			   struct batch *b, bool *via_mem)
+{
+	uint64_t total = b->end[b->n - 1];
+	int memfd = b->nr == 1 ? sv_pubtab_memfd(tab) : -1;
+	uint64_t done = 0;
+	ssize_t got;
+	uint32_t i, j;
+
+	*via_mem = false;
+	if (sv_pubtab_is_self(tab)) {
+		/* Two contexts of one process: both sides are ours. */
+		for (i = 0, j = 0; i < b->nr; i++) {
+			char *r = b->riov[i].iov_base;
+			uint64_t left = b->riov[i].iov_len;
+
+			for (; left; j++) {
+				size_t n = b->liov[j].iov_len;
+
+				if (!(write ? sv_dma_copy(r,
+							  b->liov[j].iov_base,
+							  n) :
+					      sv_dma_copy(b->liov[j].iov_base,
+							  r, n)))
+					return done;
+				r += n;
+				left -= n;
+				done += n;
+			}
+		}
+		return done;
+	}
+	*via_mem = memfd >= 0;
+	do {
+		SV_DMA_BEGIN();
+		if (memfd >= 0)
+			got = write ? pwritev(memfd, b->liov, (int)b->nl,
+					      (off_t)(uintptr_t)b->riov[0]
+						      .iov_base) :
+				      preadv(memfd, b->liov, (int)b->nl,
+					     (off_t)(uintptr_t)b->riov[0]
+						     .iov_base);
+		else
+			got = write ? process_vm_writev(sv_pubtab_pid(tab),
+							b->liov, b->nl, b->riov,
+							b->nr, 0) :
+				      process_vm_readv(sv_pubtab_pid(tab),
+						       b->liov, b->nl, b->riov,
+						       b->nr, 0);
+		SV_DMA_END();
+	} while (got < 0 && errno == EINTR);
+	/* Short (a page of the target not there): what came whole counts,
+	 * the rest is done again WQE by WQE. */
+	if (got > 0)
+		done = (uint64_t)got;
+	return done < total ? done : total;
+}
+
+/* The WQEs from req.idx that may go together, in one copy; 0 when fewer
+ * than two may (then the WQE goes on its own). */
+static uint32_t direct_batch(struct sv_qp_engine *qe,
+			     const struct sv_pubtab_view *tab, bool write)
+{
+	struct batch b;
+	uint64_t done;
+	uint32_t i, n;
+	bool via_mem;
+
+	if (!batch_gather(qe, tab, write, &b))
+		return 0;
+	done = batch_copy(tab, write, &b, &via_mem);
+	while (b.nh)
+		sv_pubtab_release(&b.h[--b.nh]);
+	sv_mr_read_unlock();
+	for (n = 0; n < b.n && b.end[n] <= done; n++)
+		;
+	for (i = 0; i < n; i++) {
+		struct sv_send_wqe *w = sv_wq_at(&qe->qp->sq, qe->req.idx + i);
+
+		/* Done without a PSN, as one alone (below). */
+		w->first_psn = qe->req.psn;
+		w->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
+		w->sent = w->length;
+		w->read_done = write ? 0 : w->length;
+		w->state = SV_WQE_DONE;
+	}
+	if (!n)
+		return 0;
+	if (write)
+		SV_STAT_ADD(qe->eng, direct_write, n);
+	else
+		SV_STAT_ADD(qe->eng, direct_read, n);
+	if (via_mem)
+		SV_STAT_ADD(qe->eng, direct_memfile, n);
+	if (n > 1) {
+		SV_STAT(qe->eng, direct_batches);
+		SV_STAT_ADD(qe->eng, direct_batched, n);
+	}
+	sv_comp_retire(qe);
+	return n;
+}
+
+/*
  * The copy is the whole cost of the operation, and the thread that makes
  * it pays it.  The progress thread shares the application's CPU (a
  * pinned benchmark, or any busy host): if it copied while the
@@ -252,6 +494,42 @@ static bool leave_to_poller(struct sv_qp_engine *qe)
 	struct sv_engine *eng = qe->eng;
 	if (!eng->in_thread || !sv_app_polls(eng, sv_eng_now(eng)))
 		return false;
+	sv_kick_later(eng, qe);
+	return true;
+}
+
+/*
+ * A batch needs WQEs to wait for each other: an application posting one
+ * WR per ibv_post_send (perftest) would otherwise see each copied before
+ * the next is posted.  So post_send's own run leaves the send queue as
+ * it is while its last WR is a small unsignaled WRITE or READ that could
+ * join a batch and the batch is not full: the application's next post or
+ * poll runs them all (the QP is on the kick list for the poll).  A
+ * signaled WR, a WR of another kind or a full batch runs the queue at
+ * once.  An unsignaled WR has no completion anyone waits for, but its
+ * bytes may be (a peer watching its memory): the thread runs what waits
+ * at the latest SV_DIRECT_DEFER_NS after the first one (a timer: on a
+ * busy core its wake-up comes later still, but it comes).
+ */
+#define SV_DIRECT_DEFER_NS (50ull * 1000)
+
+static bool defer_for_batch(struct sv_qp_engine *qe)
+{
+	struct sv_engine *eng = qe->eng;
+	uint32_t tail = sv_sq_tail(qe), waiting = tail - qe->req.idx;
+	const struct sv_send_wqe *last;
+
+	if (!eng->posting || qe->qp->sq_sig_all || waiting >= SV_DIRECT_BATCH)
+		return false;
+	last = sv_wq_at(&qe->qp->sq, tail - 1);
+	if ((last->send_flags & IBV_SEND_SIGNALED) ||
+	    (last->opcode != IBV_WR_RDMA_WRITE &&
+	     last->opcode != IBV_WR_RDMA_READ) ||
+	    !batch_candidate(last, last->opcode))
+		return false;
+	SV_STAT(eng, direct_deferred);
+	if (waiting == 1)
+		sv_timer_note(eng, sv_eng_now(eng) + SV_DIRECT_DEFER_NS);
 	sv_kick_later(eng, qe);
 	return true;
 }
@@ -291,6 +569,16 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 
 	if (leave_to_poller(qe))
 		return SV_PATH_WAIT;
+	/* Several WQEs in one call (not with a capture or a trace, which
+	 * show each WQE's own copy). */
+	if (wqe->length <= SV_DIRECT_BATCH_LEN && !sv_pcap_active() &&
+	    !sv_env_trace()) {
+		if (defer_for_batch(qe))
+			return SV_PATH_WAIT;
+		if (qe->req.idx + 1 != sv_sq_tail(qe) &&
+		    direct_batch(qe, tab, write))
+			return SV_PATH_DONE;
+	}
 	if (!local_get(qe, wqe, write ? 0 : IBV_ACCESS_LOCAL_WRITE, &l))
 		goto fallback;
 	rva = sv_pubtab_acquire(tab, qe->dest_qpn, qe->qpn, wqe->wr.rdma.rkey,
