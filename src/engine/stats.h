@@ -117,6 +117,9 @@
 	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
+	X(rdv_sends, "large SENDs sent as a descriptor (paths/chan_rdv.c)") \
+	X(rdv_recvs, "large SENDs pulled with one copy")                     \
+	X(rdv_failed, "pulls that failed: the peer died, or its memory")    \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event")

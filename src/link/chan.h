@@ -47,6 +47,10 @@ enum sv_chan_flags {
 	 * in its own memory and writes the original value into the
 	 * producer's result[imm % SV_CHAN_RESULTS] before the ack. */
 	SV_CHAN_F_ATOMIC = 1u << 3,
+	/* A SEND longer than a message: its payload is a descriptor of the
+	 * producer's gather list, which the consumer pulls with one copy
+	 * (paths/chan_rdv.c); imm and SE as for a SEND. */
+	SV_CHAN_F_RDV = 1u << 4,
 };
 
 /* Atomics a producer may have in a channel at once: one result word

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Large SENDs through message channels with one copy (docs/fastpath.md,
+ * "Large SENDs: one copy by the receiver").
+ *
+ * A SEND longer than a channel message would otherwise go as packets
+ * through the shm ring: the sender copies into the ring, the receiver
+ * copies out.  Instead the sender puts a descriptor into the channel, in
+ * order with its other messages (struct sv_chan_rdv: the length and where
+ * its gather list lies in the sender's memory), and the receiving engine,
+ * taking it with the receive WQE at the head of its queue as any channel
+ * SEND, pulls the bytes with process_vm_readv from the process its QP is
+ * attached to straight into the receive buffers, then acknowledges: the
+ * sender's WQE completes when the ack passes it, as a small channel SEND.
+ *
+ * What may be read and written: the receiver writes only into its own
+ * receive SGL, checked against its key table (LOCAL_WRITE, PD, bounds)
+ * under the table's read lock, held across the copy (deregistration
+ * waits for it).  It reads only from its QP's shm peer, the pid the shm
+ * link attached to, never a pid from the message; a hostile descriptor
+ * can only make it copy the hostile process's own memory.  The peer's
+ * pidfd is asked after the copy whether the process still lives: a dead
+ * peer's reused pid never completes a receive.  The descriptor is copied
+ * out of the shared slot before it is checked (counts, lengths, overflow).
+ *
+ * The sender's gather list is checked against its own key table when it
+ * posts the descriptor (a bad lkey: the packet path's LOC_PROT_ERR), and
+ * the memory must stay as it is until the completion, as the verbs say of
+ * any send buffer.
+ */
+#include "paths/paths.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/mr.h"
+#include "engine/dma.h"
+#include "engine/eng.h"
+#include "engine/pcap.h"
+#include "engine/qpe.h"
+#include "link/chan.h"
+#include "link/shm.h"
+
+/* The descriptor: its head, then n of these. */
+struct sv_chan_rdv_iov {
+	uint64_t addr; /* in the sender's address space */
+	uint64_t len;
+};
+
+struct sv_chan_rdv {
+	uint64_t len; /* the message's bytes: the sum of the iov lengths */
+	uint32_t n;
+	/* The generation of the sender's own channel: it changes when the
+	 * sending QP leaves RTS/SQD/RTR (ERR, RESET, destroyed), after
+	 * which its WQEs are flushed and its buffers the application's. */
+	uint32_t gen;
+	struct sv_chan_rdv_iov iov[SV_MAX_SGE];
+};
+
+_Static_assert(sizeof(struct sv_chan_rdv) <= SV_CHAN_MAX_MSG,
+	       "a descriptor fits a channel message");
+
+bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
+			const struct sv_send_wqe *w)
+{
+	/* Our own channel must be open: its generation tells the
+	 * receiver that this QP still stands behind the descriptor. */
+	if (!qe->chan.rx.ch)
+		return false;
+	if ((w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM) ||
+	    w->length <= SV_CHAN_MAX_MSG || (w->send_flags & IBV_SEND_INLINE) ||
+	    w->num_sge > SV_MAX_SGE)
+		return false;
+	/* A capture shows the message's bytes: the packet path has them. */
+	return !sv_pcap_active();
+}
+
+uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
+			  const struct sv_send_wqe *w, uint8_t *buf)
+{
+	struct sv_chan_rdv d = { .len = w->length, .gen = qe->chan.rx.gen };
+	uint64_t sum = 0;
+	uint32_t i, sz;
+
+	for (i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		struct sv_mr *mr;
+		void *p;
+
+		if (!s->length)
+			continue;
+		mr = sv_mr_get_by_lkey(s->lkey);
+		p = sv_mr_check(mr, qe->qp->pd, s->addr, s->length, 0);
+		if (mr)
+			sv_mr_put(mr);
+		if (!p)
+			return 0; /* the packet path reports LOC_PROT_ERR */
+		d.iov[d.n].addr = (uint64_t)(uintptr_t)p;
+		d.iov[d.n].len = s->length;
+		d.n++;
+		sum += s->length;
+	}
+	if (sum != w->length || !d.n)
+		return 0;
+	sz = (uint32_t)offsetof(struct sv_chan_rdv, iov) +
+	     d.n * (uint32_t)sizeof(d.iov[0]);
+	memcpy(buf, &d, sz);
+	return sz;
+}
+
+bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *out)
+{
+	struct sv_chan_rdv d;
+	uint64_t sum = 0;
+	uint32_t i, head = (uint32_t)offsetof(struct sv_chan_rdv, iov);
+
+	if (m->len < head || m->len > sizeof(d))
+		return false;
+	/* Once out of the shared slot: the producer may rewrite it. */
+	memcpy(&d, m->data, m->len);
+	if (!d.n || d.n > SV_MAX_SGE ||
+	    m->len != head + d.n * (uint32_t)sizeof(d.iov[0]))
+		return false;
+	for (i = 0; i < d.n; i++) {
+		if (!d.iov[i].len || d.iov[i].len > (1ull << 31) ||
+		    d.iov[i].addr + d.iov[i].len < d.iov[i].addr)
+			return false;
+		sum += d.iov[i].len;
+		out->iov[i].iov_base = (void *)(uintptr_t)d.iov[i].addr;
+		out->iov[i].iov_len = (size_t)d.iov[i].len;
+	}
+	/* A message's length is at most 2^31 bytes (max_msg_sz). */
+	if (sum != d.len || sum > (1ull << 31))
+		return false;
+	out->n = d.n;
+	out->len = (uint32_t)sum;
+	out->gen = d.gen;
+	return true;
+}
+
+/* Advance an iovec array past got bytes. */
+static void iov_skip(struct iovec *iov, uint32_t n, uint32_t *at, uint64_t got)
+{
+	while (got && *at < n) {
+		if (got >= iov[*at].iov_len) {
+			got -= iov[*at].iov_len;
+			(*at)++;
+		} else {
+			iov[*at].iov_base = (char *)iov[*at].iov_base + got;
+			iov[*at].iov_len -= got;
+			got = 0;
+		}
+	}
+}
+
+/* Does the sending QP still stand behind the descriptor?  Its channel
+ * (pc, in its segment) open with the generation it was sent with. */
+static bool sender_current(const struct sv_qp_engine *qe,
+			   const struct sv_chan *pc, uint32_t gen)
+{
+	return atomic_load(&pc->open) && atomic_load(&pc->gen) == gen &&
+	       atomic_load(&pc->qpn) == qe->dest_qpn;
+}
+
+/* Is the process the pidfd names still alive (not a reused pid)? */
+static bool peer_alive(const struct sv_shm_peer *p)
+{
+#ifdef SYS_pidfd_send_signal
+	if (p->pidfd >= 0)
+		return syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) ==
+		       0;
+#endif
+	return kill(p->pid, 0) == 0 || errno == EPERM;
+}
+
+enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
+				 const struct sv_chan *pc,
+				 const struct ibv_sge *sge, uint32_t nsge,
+				 struct sv_chan_rdv_desc *d, bool *failed)
+{
+	struct iovec local[SV_MAX_SGE];
+	uint32_t i, n = 0, li = 0, ri = 0;
+	uint64_t left = d->len;
+
+	*failed = false;
+	/* Our receive SGL, for exactly the message's bytes (the caller
+	 * checked that it is long enough). */
+	for (i = 0; i < nsge && left; i++) {
+		uint64_t k = sge[i].length < left ? sge[i].length : left;
+		struct sv_mr *mr;
+		void *p;
+
+		if (!k)
+			continue;
+		mr = sv_mr_find_lkey_locked(sge[i].lkey);
+		p = sv_mr_check(mr, qe->qp->pd, sge[i].addr, k,
+				IBV_ACCESS_LOCAL_WRITE);
+		if (!p)
+			return SV_SGL_PROT;
+		local[n].iov_base = p;
+		local[n].iov_len = (size_t)k;
+		n++;
+		left -= k;
+	}
+	if (left)
+		return SV_SGL_LEN;
+	/* A sending QP gone to ERR (its WQEs flushed), reset or destroyed
+	 * no longer vouches for its buffers: the packets it would have
+	 * sent stop there too. */
+	if (!sender_current(qe, pc, d->gen)) {
+		*failed = true;
+		return SV_SGL_FAULT;
+	}
+	left = d->len;
+	while (left) {
+		ssize_t got;
+
+		got = process_vm_readv(qe->shm->pid, local + li, n - li,
+				       d->iov + ri, d->n - ri, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			*failed = true;
+			return SV_SGL_FAULT;
+		}
+		iov_skip(local, n, &li, (uint64_t)got);
+		iov_skip(d->iov, d->n, &ri, (uint64_t)got);
+		left -= (uint64_t)got;
+	}
+	/* (Its flush completions come after its generation changed: a
+	 * generation still the same means the copy came before.) */
+	if (!peer_alive(qe->shm) || !sender_current(qe, pc, d->gen)) {
+		*failed = true;
+		return SV_SGL_FAULT;
+	}
+	return SV_SGL_OK;
+}
