@@ -114,6 +114,8 @@
 /* Bytes of large SENDs (chan_rdv.c) one pass pulls before it leaves the
  * rest to the next pass. */
 #define SV_CHAN_RX_PULL_MAX (4u << 20)
+/* Pulls at least this long mark the application as busy (rx_place). */
+#define SV_CHAN_ACTIVE_LEN (64u * 1024)
 /* Times a pass retires SENDs again when their ack came while it took
  * messages (chan_poll), before it leaves the rest to the next pass. */
 #define SV_CHAN_ACK_ROUNDS 4
@@ -447,6 +449,13 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			SV_STAT(qe->eng, rdv_failed);
 			return RX_PULL_FAILED;
 		}
+		/* An application whose polls copy is as busy as one that
+		 * polls often: a poll's pass may copy for tens of
+		 * microseconds, and the thread, seeing no recent poll, would
+		 * copy on its core while it spins (as direct.c says). */
+		if (!qe->eng->in_thread && len >= SV_CHAN_ACTIVE_LEN)
+			atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
+					      memory_order_relaxed);
 	} else if (len) {
 		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
 				       len, true);
