@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -77,7 +78,11 @@ bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 	    w->num_sge > SV_MAX_SGE)
 		return false;
 	/* A capture shows the message's bytes: the packet path has them. */
-	return !sv_pcap_active();
+	if (sv_pcap_active())
+		return false;
+	/* A process that made itself non-dumpable refuses its own user's
+	 * process_vm_readv: the receiver could not pull. */
+	return prctl(PR_GET_DUMPABLE) == 1;
 }
 
 uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,

@@ -27,6 +27,8 @@
  *           never completes, the receiving QP stays in RTS); a sender
  *           that moved its QP to ERR (its WQE flushed) and rewrote its
  *           buffer before the receive was posted (nothing completes).
+ *   undumpable  a sender non-dumpable since it connected: its SEND
+ *           keeps the packet path and arrives.
  * Counters: rdv_sends / rdv_recvs / rdv_failed at close, > 0 on the shm
  * link, 0 with SOFTVERBS_FASTPATH=0.
  */
@@ -621,12 +623,52 @@ static void peer_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/* ---- undumpable ------------------------------------------------------------ */
+
+/* A sender that made itself non-dumpable (PR_SET_DUMPABLE 0, as programs
+ * holding secrets do) after it connected: its own user's
+ * process_vm_readv is refused, so its large SENDs keep the packet path
+ * and arrive (before, the receiver's pull failed and the sender got
+ * LOC_PROT_ERR). */
+#define UNDUMP_LEN (64 * KIB + 7)
+
+static void undumpable_a(int fd)
+{
+	struct hx_ep ep;
+	struct counts c;
+
+	open_ep(&ep, fd, NULL);
+	REQUIRE(prctl(PR_SET_DUMPABLE, 0) == 0);
+	hx_fill(ep.buf, UNDUMP_LEN, 51);
+	hx_sync(fd); /* B's receive is posted */
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 UNDUMP_LEN, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, UNDUMP_LEN);
+	hx_sync(fd);
+	REQUIRE(prctl(PR_SET_DUMPABLE, 1) == 0);
+	close_counts(&ep, &c);
+	CHECK_EQ(c.sends, 0);
+}
+
+static void undumpable_b(int fd)
+{
+	struct hx_ep ep;
+	struct counts c;
+
+	open_ep(&ep, fd, NULL);
+	HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf, MIB, ep.mr->lkey), 0);
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, UNDUMP_LEN);
+	HX_CHECK_PATTERN(ep.buf, UNDUMP_LEN, 51);
+	hx_sync(fd);
+	close_counts(&ep, &c);
+	CHECK_EQ(c.failed, 0);
+}
+
 static const struct hx_case cases[] = {
-	HX_CASE(sizes, 90),
-	HX_CASE(order, 60),
-	HX_CASE(errors, 60),
-	HX_CASE(peer, 60),
-	{ 0 },
+	HX_CASE(sizes, 90), HX_CASE(order, 60),	     HX_CASE(errors, 60),
+	HX_CASE(peer, 60),  HX_CASE(undumpable, 30), { 0 },
 };
 
 HX_MAIN(cases)
