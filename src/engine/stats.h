@@ -88,6 +88,7 @@
 	X(fault_rnr, "requests answered RNR NAK by SOFTVERBS_FAULT")         \
 	X(fault_access, "requests refused (access) by SOFTVERBS_FAULT")      \
 	X(fault_retry, "requests never answered by SOFTVERBS_FAULT")         \
+	X(fault_pull, "reads of a sender's memory refused by SOFTVERBS_FAULT") \
 	X(shm_tx_pkts, "packets sent through shared memory")                \
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
