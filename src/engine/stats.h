@@ -121,6 +121,7 @@
 	X(rdv_sends, "large SENDs sent as a descriptor (paths/chan_rdv.c)") \
 	X(rdv_recvs, "large SENDs pulled with one copy")                     \
 	X(rdv_failed, "pulls that failed: the peer died, or its memory")    \
+	X(rdv_refused, "reads of a sender's memory the kernel refused")      \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event")

@@ -92,6 +92,10 @@ struct sv_chan {
 	 * producer that publishes into it then also sets the channel's bit
 	 * in the segment's ready word (link/shm.h, paths/chan.c) */
 	_Atomic uint32_t cold;
+	/* 1: the owner has shown, when it opened the channel, that it can
+	 * read its producer's memory (process_vm_readv); only then do large
+	 * SENDs into it go as descriptors (paths/chan_rdv.c) */
+	_Atomic uint32_t can_pull;
 	/* the owner's head (slots consumed): where a producer starts */
 	_Alignas(64) _Atomic uint64_t head;
 	/* ack line, written by the PEER's engine: how far it consumed what

@@ -220,6 +220,9 @@ static void rx_open(struct sv_qp_engine *qe)
 	 * and connected again) acknowledges its first message, whatever the
 	 * last one before acknowledged. */
 	qe->chan.rx_acked = 0;
+	/* Large SENDs come as descriptors only if we can read the peer's
+	 * memory now (chan_rdv.c). */
+	atomic_store(&ch->can_pull, sv_chan_rdv_probe(qe) ? 1 : 0);
 	/* Open last: a producer reads open (acquire), then the rest. */
 	atomic_store_explicit(&ch->open, 1, memory_order_release);
 }
@@ -1011,6 +1014,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		list_update(qe);
 		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
 	}
+	/* A large SEND goes as a descriptor only if the peer has shown
+	 * that it can read our memory (chan_rdv.c); else as packets. */
+	if (rdv && !sv_chan_rdv_proven(qe))
+		return SV_CHAN_NO;
 	/* A fence waits for the atomics before it to complete: their
 	 * results must be in place before it reads (IBA). */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->chan.atomics)

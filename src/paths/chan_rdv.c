@@ -23,6 +23,22 @@
  * peer's reused pid never completes a receive.  The descriptor is copied
  * out of the shared slot before it is checked (counts, lengths, overflow).
  *
+ * Proved before use: the kernel may refuse a process reading another's
+ * memory although both run as one user (Yama's ptrace_scope=1 between
+ * processes that are not ancestor and descendant, as on Ubuntu; a
+ * missing CAP_SYS_PTRACE across user namespaces; a seccomp filter; a
+ * non-dumpable sender).  The shm link attaches only after such a read
+ * succeeded (link/shm.c), but a filter or a credential change may come
+ * later.  So the receiving engine, when it opens its channel, reads a
+ * word of the sender's segment header through the sender's address
+ * space and says in the channel's can_pull whether it could; a sender
+ * sends descriptors only into a channel that says so, else packets, as
+ * without channels.  A pull refused after that (not a dead sender)
+ * fails the SEND as a failed copy does (LOC_PROT_ERR at the sender, its
+ * QP in ERR, our channel closed: the descriptor is consumed, and lean
+ * mode keeps no copy of the small SENDs behind it to send them again),
+ * clears can_pull, and a warning names the cause (docs/fastpath.md).
+ *
  * The sender's gather list is checked against its own key table when it
  * posts the descriptor (a bad lkey: the packet path's LOC_PROT_ERR), and
  * the memory must stay as it is until the completion, as the verbs say of
@@ -42,10 +58,12 @@
 #include "core/mr.h"
 #include "engine/dma.h"
 #include "engine/eng.h"
+#include "engine/inject.h"
 #include "engine/pcap.h"
 #include "engine/qpe.h"
 #include "link/chan.h"
 #include "link/shm.h"
+#include "util/log.h"
 
 /* The descriptor: its head, then n of these. */
 struct sv_chan_rdv_iov {
@@ -83,6 +101,76 @@ bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 	/* A process that made itself non-dumpable refuses its own user's
 	 * process_vm_readv: the receiver could not pull. */
 	return prctl(PR_GET_DUMPABLE) == 1;
+}
+
+bool sv_chan_rdv_proven(const struct sv_qp_engine *qe)
+{
+	return atomic_load_explicit(&qe->chan.tx.ch->can_pull,
+				    memory_order_relaxed) == 1;
+}
+
+/* process_vm_readv from the QP's peer process, or the refusal a
+ * SOFTVERBS_FAULT pull rule asks for. */
+static ssize_t peer_read(struct sv_qp_engine *qe, const struct iovec *local,
+			 unsigned long nl, const struct iovec *remote,
+			 unsigned long nr)
+{
+	if (sv_inject_get()->n && sv_inject_pull(qe)) {
+		errno = EPERM;
+		return -1;
+	}
+	return process_vm_readv(qe->shm->pid, local, nl, remote, nr, 0);
+}
+
+/* A refusal by the kernel (ESRCH: a pid we may not see, for a sender
+ * whose pidfd says it lives), not a sender's memory gone. */
+static bool refused(int err)
+{
+	return err == EPERM || err == EACCES || err == ENOSYS || err == ESRCH;
+}
+
+static void say_refused(struct sv_qp_engine *qe, int err, bool after)
+{
+	SV_STAT(qe->eng, rdv_refused);
+	if (after)
+		sv_warn("qp 0x%06x: reading the memory of process %d (the "
+			"sender of a large SEND) was refused after it was "
+			"allowed: %s; that SEND fails (LOC_PROT_ERR at the "
+			"sender), QPs connected later send them as packets "
+			"(docs/fastpath.md, \"Large SENDs\")",
+			qe->qpn, (int)qe->shm->pid, strerror(err));
+	else
+		sv_info("qp 0x%06x: reading the memory of process %d (the sender "
+			"of large SENDs) was refused: %s; its large SENDs go "
+			"as packets (docs/fastpath.md, \"Large SENDs\")",
+			qe->qpn, (int)qe->shm->pid, strerror(err));
+}
+
+bool sv_chan_rdv_probe(struct sv_qp_engine *qe)
+{
+	const struct sv_shm_hdr *h = qe->shm->hdr;
+	uint64_t seen = 0;
+	struct iovec l = { &seen, sizeof(seen) }, r;
+	ssize_t got;
+
+	/* The header's own address as its owner wrote it, read where the
+	 * owner has it: what only the owner's memory shows. */
+	r.iov_base =
+		(void *)(uintptr_t)(h->owner_addr +
+				    offsetof(struct sv_shm_hdr, owner_addr));
+	r.iov_len = sizeof(seen);
+	got = peer_read(qe, &l, 1, &r, 1);
+	if (got < 0 && refused(errno)) {
+		say_refused(qe, errno, false);
+		return false;
+	}
+	if (got != (ssize_t)sizeof(seen) || seen != h->owner_addr) {
+		sv_dbg("chan: qp 0x%06x: the peer's memory does not show its "
+		       "segment: its large SENDs go as packets",
+		       qe->qpn);
+		return false;
+	}
+	return true;
 }
 
 uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
@@ -225,10 +313,15 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 	while (left) {
 		ssize_t got;
 
-		got = process_vm_readv(qe->shm->pid, local + li, n - li,
-				       d->iov + ri, d->n - ri, 0);
+		got = peer_read(qe, local + li, n - li, d->iov + ri, d->n - ri);
 		if (got < 0 && errno == EINTR)
 			continue;
+		if (got < 0 && refused(errno) && peer_alive(qe->shm)) {
+			/* Proved, then refused: no more descriptors. */
+			say_refused(qe, errno, true);
+			if (qe->chan.rx.ch)
+				atomic_store(&qe->chan.rx.ch->can_pull, 0);
+		}
 		if (got <= 0) {
 			*failed = true;
 			return SV_SGL_FAULT;

@@ -86,6 +86,13 @@ struct sv_chan_rdv_desc {
 /* Does the SEND w go as a descriptor? */
 bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 			const struct sv_send_wqe *w);
+/* Has the receiver shown that it can read our memory (can_pull of the
+ * peer's channel, qe->chan.tx.ch)? */
+bool sv_chan_rdv_proven(const struct sv_qp_engine *qe);
+/* Receiver, opening its channel: can we read the peer's memory now (a
+ * word of its segment's header through its address space)? */
+bool sv_chan_rdv_probe(struct sv_qp_engine *qe);
+struct sv_chan;
 /* w's descriptor into buf (SV_CHAN_MAX_MSG bytes): its length, or 0 when
  * the gather list fails our key checks (the packet path reports it). */
 uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
@@ -97,7 +104,6 @@ bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *d);
  * channel (its generation).  PROT: our SGL refused; FAULT with *failed:
  * the copy failed or the sending QP is gone (ERR, reset, destroyed, dead
  * process). */
-struct sv_chan;
 enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 				 const struct sv_chan *pc,
 				 const struct ibv_sge *sge, uint32_t nsge,

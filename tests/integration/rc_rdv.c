@@ -29,6 +29,20 @@
  *           buffer before the receive was posted (nothing completes).
  *   undumpable  a sender non-dumpable since it connected: its SEND
  *           keeps the packet path and arrives.
+ *   refused  the receiver's reads of the sender's memory refused with EPERM
+ *           (SOFTVERBS_FAULT=pull=100% in the receiver, what Yama's
+ *           ptrace_scope=1 does between sibling processes): large SENDs
+ *           up to 4 MiB + 5 interleaved with small ones all arrive in
+ *           order with their bytes, as packets: no descriptor sent, the
+ *           refusal counted (fault_pull, rdv_refused), nothing failed.
+ *   seccomp  the refusal by the kernel: once the first QP pair is
+ *           connected, the receiver installs a seccomp filter that makes
+ *           process_vm_readv fail with EPERM in all its threads; a second
+ *           QP pair's large and small SENDs arrive (its receiver's shm
+ *           link is refused at attach, link/shm.c: packets over UDP);
+ *           then, the filter coming while the second pair is connected,
+ *           the residual case (docs/fastpath.md): the pull is refused,
+ *           the SEND fails with LOC_PROT_ERR, rdv_refused counts it.
  * Counters: rdv_sends / rdv_recvs / rdv_failed at close, > 0 on the shm
  * link, 0 with SOFTVERBS_FASTPATH=0.
  */
@@ -36,7 +50,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -666,9 +684,203 @@ static void undumpable_b(int fd)
 	CHECK_EQ(c.failed, 0);
 }
 
+/* ---- refused ------------------------------------------------------------- */
+
+static const uint32_t refused_len[] = { 1025, 65539, 4 * MIB + 5, MIB };
+#define N_REFUSED (int)(sizeof(refused_len) / sizeof(refused_len[0]))
+#define R_SLOT (4 * MIB + 64)
+#define R_SMALL (10 * MIB) /* the small SENDs' receives */
+
+static void refused_a(int fd)
+{
+	struct hx_ep ep;
+	struct counts c;
+	struct hx_opts o = hx_opts_default();
+	int i;
+
+	o.max_send_wr = 16;
+	open_ep(&ep, fd, &o);
+	hx_sync(fd); /* B's receives are posted */
+	/* Each size twice, the buffers reused. */
+	for (i = 0; i < 2 * N_REFUSED; i++) {
+		uint32_t len = refused_len[i % N_REFUSED];
+		uint8_t *p = ep.buf + (size_t)(i % 2) * R_SLOT;
+		uint8_t *q = ep.buf + R_SMALL + (size_t)i * 64;
+
+		hx_fill(p, len, 3000 + i);
+		hx_fill(q, 40, 3100 + i);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND_WITH_IMM,
+					 IBV_SEND_SIGNALED, 2 * i, p, len,
+					 ep.mr->lkey, 0, 0, (uint32_t)i),
+			    0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+					 2 * i + 1, q, 40, ep.mr->lkey, 0, 0,
+					 0),
+			    0);
+		HX_EXPECT(ep.scq, NULL, 2 * i, IBV_WC_SUCCESS, IBV_WC_SEND,
+			  len);
+		HX_EXPECT(ep.scq, NULL, 2 * i + 1, IBV_WC_SUCCESS, IBV_WC_SEND,
+			  40);
+	}
+	HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
+	hx_sync(fd);
+	close_counts(&ep, &c);
+	CHECK_EQ(c.sends, 0);
+}
+
+static void refused_b(int fd)
+{
+	static const char *const bnames[] = { "rdv_recvs",   "rdv_failed",
+					      "rdv_refused", "fault_pull",
+					      "chan_recvs",  NULL };
+	unsigned long long v[5];
+	struct hx_ep ep;
+	int i;
+
+	setenv("SOFTVERBS_FAULT", "pull=100%", 1);
+	open_ep(&ep, fd, NULL);
+	memset(ep.buf, CANARY,
+	       2 * N_REFUSED * R_SLOT < R_SMALL ? 2 * N_REFUSED * R_SLOT :
+						  R_SMALL);
+	for (i = 0; i < 2 * N_REFUSED; i++) {
+		HX_CHECK_RC(hx_post_recv(&ep, 2 * i,
+					 ep.buf + (size_t)(i % 2) * R_SLOT,
+					 R_SLOT, ep.mr->lkey),
+			    0);
+		HX_CHECK_RC(hx_post_recv(&ep, 2 * i + 1,
+					 ep.buf + R_SMALL + (size_t)i * 64, 64,
+					 ep.mr->lkey),
+			    0);
+		if (i == 1)
+			break; /* two rounds posted ahead, the rest below */
+	}
+	hx_sync(fd);
+	for (i = 0; i < 2 * N_REFUSED; i++) {
+		uint32_t len = refused_len[i % N_REFUSED];
+		struct ibv_wc wc;
+
+		if (HX_EXPECT(ep.rcq, &wc, 2 * i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			      len)) {
+			HX_CHECK_PATTERN(ep.buf + (size_t)(i % 2) * R_SLOT, len,
+					 3000 + i);
+			CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+			CHECK_EQ(ntohl(wc.imm_data), (uint32_t)i);
+		}
+		if (HX_EXPECT(ep.rcq, NULL, 2 * i + 1, IBV_WC_SUCCESS,
+			      IBV_WC_RECV, 40))
+			HX_CHECK_PATTERN(ep.buf + R_SMALL + (size_t)i * 64, 40,
+					 3100 + i);
+		/* The next round's receives into the slot just checked. */
+		if (i + 2 < 2 * N_REFUSED) {
+			HX_CHECK_RC(
+				hx_post_recv(&ep, 2 * (i + 2),
+					     ep.buf + (size_t)(i % 2) * R_SLOT,
+					     R_SLOT, ep.mr->lkey),
+				0);
+			HX_CHECK_RC(hx_post_recv(&ep, 2 * (i + 2) + 1,
+						 ep.buf + R_SMALL +
+							 (size_t)(i + 2) * 64,
+						 64, ep.mr->lkey),
+				    0);
+		}
+	}
+	HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
+	hx_sync(fd);
+	hx_ep_close_counters(&ep, bnames, v);
+	CHECK_EQ(v[0], 0); /* nothing pulled */
+	CHECK_EQ(v[1], 0); /* nothing failed */
+	expect_count(v[2], 1); /* the probe refused */
+	expect_count(v[3], 1);
+	unsetenv("SOFTVERBS_FAULT");
+}
+
+/* ---- seccomp -------------------------------------------------------------- */
+
+#define SEC_LEN (4 * MIB + 5)
+
+static void seccomp_a(int fd)
+{
+	struct hx_ep ep;
+	struct counts c;
+
+	open_ep(&ep, fd, NULL);
+	/* The residual case: B denies process_vm_readv after connecting. */
+	hx_fill(ep.buf, MIB, 60);
+	hx_sync(fd);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 9, ep.buf,
+				 MIB, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 9,
+		  hx_fastpath_expected() ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS,
+		  IBV_WC_SEND, -1);
+	renew(&ep);
+	hx_fill(ep.buf, SEC_LEN, 61);
+	hx_fill(ep.buf + 5 * MIB, 40, 62);
+	hx_sync(fd); /* B's receives are posted */
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 1, ep.buf,
+				 SEC_LEN, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED, 2,
+				 ep.buf + 5 * MIB, 40, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_SEND, SEC_LEN);
+	HX_EXPECT(ep.scq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_SEND, 40);
+	hx_sync(fd);
+	close_counts(&ep, &c);
+	CHECK_EQ(c.sends, hx_fastpath_expected() ? 1 : 0); /* the first */
+}
+
+static void seccomp_b(int fd)
+{
+	static const char *const bnames[] = { "rdv_recvs", "rdv_failed",
+					      "rdv_refused", NULL };
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0,
+			 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 4, .filter = f };
+	unsigned long long v[3];
+	struct hx_ep ep;
+
+	open_ep(&ep, fd, NULL);
+	HX_CHECK_RC(hx_post_recv(&ep, 9, ep.buf, MIB, ep.mr->lkey), 0);
+	REQUIRE(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	/* TSYNC: the progress thread too. */
+	REQUIRE(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
+	hx_sync(fd);
+	if (hx_fastpath_expected()) {
+		/* Refused: nothing completes here, the QP stays (as for a
+		 * sender that died in the middle of a message). */
+		HX_EXPECT_NONE(ep.rcq, 300);
+		HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
+	} else {
+		HX_EXPECT(ep.rcq, NULL, 9, IBV_WC_SUCCESS, IBV_WC_RECV, MIB);
+	}
+	renew(&ep);
+	HX_CHECK_RC(hx_post_recv(&ep, 1, ep.buf, 5 * MIB, ep.mr->lkey), 0);
+	HX_CHECK_RC(hx_post_recv(&ep, 2, ep.buf + 5 * MIB, 64, ep.mr->lkey), 0);
+	hx_sync(fd);
+	HX_EXPECT(ep.rcq, NULL, 1, IBV_WC_SUCCESS, IBV_WC_RECV, SEC_LEN);
+	HX_CHECK_PATTERN(ep.buf, SEC_LEN, 61);
+	HX_EXPECT(ep.rcq, NULL, 2, IBV_WC_SUCCESS, IBV_WC_RECV, 40);
+	HX_CHECK_PATTERN(ep.buf + 5 * MIB, 40, 62);
+	hx_sync(fd);
+	hx_ep_close_counters(&ep, bnames, v);
+	CHECK_EQ(v[0], 0);
+	expect_count(v[1], 1); /* the first pair's pull */
+	expect_count(v[2], 1);
+}
+
 static const struct hx_case cases[] = {
-	HX_CASE(sizes, 90), HX_CASE(order, 60),	     HX_CASE(errors, 60),
-	HX_CASE(peer, 60),  HX_CASE(undumpable, 30), { 0 },
+	HX_CASE(sizes, 90),	 HX_CASE(order, 60),
+	HX_CASE(errors, 60),	 HX_CASE(peer, 60),
+	HX_CASE(undumpable, 30), HX_CASE(refused, 90),
+	HX_CASE(seccomp, 60),	 { 0 },
 };
 
 HX_MAIN(cases)
