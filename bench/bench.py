@@ -1031,6 +1031,13 @@ DONE_WHEN = [
     ("ib_read_bw 8 B message rate vs UCX ucp_get_bw (posix,self) 8 B",
      ("softverbs ib_read_bw", "rate", 8),
      [("ucx ucp_get_bw (posix,self)", "rate", 8)], ">=", 0.25),
+    # Issue #36: large SENDs at the one-copy limit (paths/chan_rdv.c).
+    ("ib_send_bw 1 MiB vs the process_vm_writev limit 1 MiB (issue #36)",
+     ("softverbs ib_send_bw", "bw", 1 << 20),
+     [("process_vm_writev (one-copy limit)", "bw", 1 << 20)], ">=", 0.9),
+    ("ib_send_lat 1 MiB vs softverbs ib_write_lat 1 MiB (issue #36)",
+     ("softverbs ib_send_lat", "lat", 1 << 20),
+     [("softverbs ib_write_lat", "lat", 1 << 20)], "<=", 1.2),
     # Issue #18: an atomic at the speed of a WRITE, measured the way the
     # issue puts it (perftest's own figures, same run).
     ("ib_atomic_lat 8 B vs softverbs ib_write_lat 8 B (issue #18)",

@@ -35,6 +35,7 @@ static const char *const kind_names[SV_INJ_NKINDS] = {
 	[SV_INJ_DELAY] = "delay",     [SV_INJ_REORDER] = "reorder",
 	[SV_INJ_CORRUPT] = "corrupt", [SV_INJ_RNR] = "rnr",
 	[SV_INJ_ACCESS] = "access",   [SV_INJ_RETRY] = "retry",
+	[SV_INJ_PULL] = "pull",
 };
 
 static bool is_pkt_kind(enum sv_inj_kind k)
@@ -359,8 +360,9 @@ bool sv_inject_qp(const struct sv_qp_engine *qe)
 	const struct sv_inject *inj = sv_inject_get();
 
 	for (unsigned int i = 0; i < inj->n; i++)
-		if (inj->r[i].any_qp || inj->r[i].qpn == qe->qpn ||
-		    inj->r[i].qpn == qe->dest_qpn)
+		if (inj->r[i].kind != SV_INJ_PULL &&
+		    (inj->r[i].any_qp || inj->r[i].qpn == qe->qpn ||
+		     inj->r[i].qpn == qe->dest_qpn))
 			return true;
 	return false;
 }
@@ -626,6 +628,30 @@ void sv_inject_close(struct sv_engine *eng)
 	}
 }
 
+/* ---- reads of a peer's memory ------------------------------------------ */
+
+bool sv_inject_pull(struct sv_qp_engine *qe)
+{
+	struct sv_inject *inj = sv_inject_get();
+	bool hit = false;
+
+	for (unsigned int i = 0; i < inj->n; i++) {
+		struct sv_inj_rule *r = &inj->r[i];
+		uint64_t draw;
+
+		if (r->kind == SV_INJ_PULL && rule_matches(r, qe->qpn) &&
+		    rule_hit(inj, i, r, &draw))
+			hit = true;
+	}
+	if (hit) {
+		SV_STAT(qe->eng, fault_pull);
+		sv_info("qp 0x%06x: SOFTVERBS_FAULT refuses reading the "
+			"sender's memory",
+			qe->qpn);
+	}
+	return hit;
+}
+
 /* ---- WR faults ----------------------------------------------------------- */
 
 enum sv_inj_kind sv_inject_wr(struct sv_qp_engine *qe, uint32_t psn, bool rwqe)
@@ -642,7 +668,8 @@ enum sv_inj_kind sv_inject_wr(struct sv_qp_engine *qe, uint32_t psn, bool rwqe)
 		struct sv_inj_rule *r = &inj->r[i];
 		uint64_t draw;
 
-		if (is_pkt_kind(r->kind) || !rule_matches(r, qe->qpn) ||
+		if (is_pkt_kind(r->kind) || r->kind == SV_INJ_PULL ||
+		    !rule_matches(r, qe->qpn) ||
 		    (r->kind == SV_INJ_RNR && !rwqe) ||
 		    !rule_hit(inj, i, r, &draw) || hit != SV_INJ_NKINDS)
 			continue;

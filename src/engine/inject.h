@@ -31,6 +31,8 @@ enum sv_inj_kind {
 	SV_INJ_RNR,
 	SV_INJ_ACCESS,
 	SV_INJ_RETRY,
+	/* at a receiver of large SENDs: reading the sender's memory */
+	SV_INJ_PULL,
 	SV_INJ_NKINDS
 };
 
@@ -92,6 +94,13 @@ unsigned int sv_inject_rx(struct sv_engine *eng, struct sv_sock *s,
  * responder (resp.c); rwqe: it takes a receive WQE (a SEND).  The WR fault
  * to force, or SV_INJ_NKINDS. */
 enum sv_inj_kind sv_inject_wr(struct sv_qp_engine *qe, uint32_t psn, bool rwqe);
+
+/* A receiver of large SENDs is about to read the sending process's
+ * memory (paths/chan_rdv.c: its probe, or a pull): must the read be
+ * refused as the kernel refuses it under Yama's ptrace_scope=1 (EPERM)?
+ * Such rules leave the QP on the fast path: it is the fast path's
+ * fallback they test. */
+bool sv_inject_pull(struct sv_qp_engine *qe);
 
 /* Held packets (delay, reorder): send those due, and with rx deliver
  * the received ones due.  The engine's pass calls it with rx before it

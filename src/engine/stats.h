@@ -88,6 +88,7 @@
 	X(fault_rnr, "requests answered RNR NAK by SOFTVERBS_FAULT")         \
 	X(fault_access, "requests refused (access) by SOFTVERBS_FAULT")      \
 	X(fault_retry, "requests never answered by SOFTVERBS_FAULT")         \
+	X(fault_pull, "reads of a sender's memory refused by SOFTVERBS_FAULT") \
 	X(shm_tx_pkts, "packets sent through shared memory")                \
 	X(shm_rx_pkts, "packets received through shared memory")            \
 	X(shm_ring_full, "packets lost: the peer's ring was full")          \
@@ -120,6 +121,10 @@
 	X(chan_atomics_served, "atomics executed for a peer's channel")      \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
+	X(rdv_sends, "large SENDs sent as a descriptor (paths/chan_rdv.c)") \
+	X(rdv_recvs, "large SENDs pulled with one copy")                     \
+	X(rdv_failed, "pulls that failed: the peer died, or its memory")    \
+	X(rdv_refused, "reads of a sender's memory the kernel refused")      \
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event") \

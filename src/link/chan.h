@@ -47,6 +47,10 @@ enum sv_chan_flags {
 	 * in its own memory and writes the original value into the
 	 * producer's result[imm % SV_CHAN_RESULTS] before the ack. */
 	SV_CHAN_F_ATOMIC = 1u << 3,
+	/* A SEND longer than a message: its payload is a descriptor of the
+	 * producer's gather list, which the consumer pulls with one copy
+	 * (paths/chan_rdv.c); imm and SE as for a SEND. */
+	SV_CHAN_F_RDV = 1u << 4,
 };
 
 /* Atomics a producer may have in a channel at once: one result word
@@ -88,6 +92,10 @@ struct sv_chan {
 	 * producer that publishes into it then also sets the channel's bit
 	 * in the segment's ready word (link/shm.h, paths/chan.c) */
 	_Atomic uint32_t cold;
+	/* 1: the owner has shown, when it opened the channel, that it can
+	 * read its producer's memory (process_vm_readv); only then do large
+	 * SENDs into it go as descriptors (paths/chan_rdv.c) */
+	_Atomic uint32_t can_pull;
 	/* the owner's head (slots consumed): where a producer starts */
 	_Alignas(64) _Atomic uint64_t head;
 	/* ack line, written by the PEER's engine: how far it consumed what

@@ -42,6 +42,10 @@
  * sent through it takes an empty PSN range at req.psn, and the
  * responder's expected PSN stays the requester's next one.
  *
+ * A SEND longer than SV_CHAN_MAX_MSG goes as a descriptor of the
+ * sender's gather list, which the receiving engine pulls with one copy
+ * (chan_rdv.c); everything above holds for it as for a small SEND.
+ *
  * Not through channels: SEND_WITH_INV (the peer's windows), UC (no ACK
  * to give the completion its meaning is needed, but UC's loss semantics
  * would change), XRC (the target's SRQ is per message), UD, a receiving
@@ -94,6 +98,7 @@
 #include "engine/qpe.h"
 #include "engine/sgl.h"
 #include "engine/stats.h"
+#include "engine/strict.h"
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
@@ -106,6 +111,11 @@
  * poller's array, is full) acknowledges at least this often (slots): each
  * acknowledgement is a store to a line the sender's core reads. */
 #define SV_CHAN_ACK_EVERY 64
+/* Bytes of large SENDs (chan_rdv.c) one pass pulls before it leaves the
+ * rest to the next pass. */
+#define SV_CHAN_RX_PULL_MAX (4u << 20)
+/* Pulls at least this long mark the application as busy (rx_place). */
+#define SV_CHAN_ACTIVE_LEN (64u * 1024)
 /* Times a pass retires SENDs again when their ack came while it took
  * messages (chan_poll), before it leaves the rest to the next pass. */
 #define SV_CHAN_ACK_ROUNDS 4
@@ -210,6 +220,9 @@ static void rx_open(struct sv_qp_engine *qe)
 	 * and connected again) acknowledges its first message, whatever the
 	 * last one before acknowledged. */
 	qe->chan.rx_acked = 0;
+	/* Large SENDs come as descriptors only if we can read the peer's
+	 * memory now (chan_rdv.c). */
+	atomic_store(&ch->can_pull, sv_chan_rdv_probe(qe) ? 1 : 0);
 	/* Open last: a producer reads open (acquire), then the rest. */
 	atomic_store_explicit(&ch->open, 1, memory_order_release);
 }
@@ -383,6 +396,8 @@ enum rx_placed {
 	RX_FAILED, /* *fail is the error completion to report */
 	RX_FAULT, /* the same, a page of the buffer faulted (util/fault.h) */
 	RX_OVERRUN, /* placed, but our CQ overran */
+	RX_BAD, /* a malformed descriptor: the channel is broken */
+	RX_PULL_FAILED, /* a large SEND's copy failed: nothing completes */
 };
 
 /* Place one message into the receive WQE at the head of the QP's receive
@@ -392,7 +407,8 @@ enum rx_placed {
  * which handles them once it has let go of it (moving the QP to ERR takes
  * sq_lock). */
 static enum rx_placed rx_place(struct sv_qp_engine *qe,
-			       const struct sv_chan_msg *m, struct ibv_wc *fail)
+			       const struct sv_chan_msg *m, struct ibv_wc *fail,
+			       uint64_t *pulled)
 {
 	struct sv_qp *qp = qe->qp;
 	uint32_t head =
@@ -401,26 +417,52 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	enum sv_sgl_err e = SV_SGL_OK;
 	uint64_t room = 0;
 	struct ibv_wc *wc;
-	uint32_t nsge, i;
+	uint32_t nsge, i, len = m->len;
+	bool rdv = (m->flags & SV_CHAN_F_RDV) != 0, failed = false;
+	struct sv_chan_rdv_desc d;
 
 	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
 		return RX_NO_WQE;
-	if (sv_pcap_active())
+	if (rdv) {
+		if (!sv_chan_rdv_read(m, &d))
+			return RX_BAD;
+		len = d.len;
+		*pulled += len;
+	} else if (sv_pcap_active()) {
 		sv_pcap_chan_recv(qe, m->data, m->len,
 				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
 				  (m->flags & SV_CHAN_F_SE) != 0);
+	}
 	if (sv_env_trace())
-		trace_msg(qe, "rx-chan", qe->qpn, m->len,
+		trace_msg(qe, "rx-chan", qe->qpn, len,
 			  (m->flags & SV_CHAN_F_IMM) != 0);
 	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
 		room += w->sge[i].length;
-	if (m->len > room)
+	if (len > room) {
 		e = SV_SGL_LEN;
-	else if (m->len)
+	} else if (rdv) {
+		/* One copy from the sender's memory (chan_rdv.c).  A copy
+		 * that failed completes nothing: the peer died, or its
+		 * memory is gone (rx_run tells it, if it still listens). */
+		e = sv_chan_rdv_pull(qe, peer_chan(qe), w->sge, nsge, &d,
+				     &failed);
+		if (failed) {
+			SV_STAT(qe->eng, rdv_failed);
+			return RX_PULL_FAILED;
+		}
+		/* An application whose polls copy is as busy as one that
+		 * polls often: a poll's pass may copy for tens of
+		 * microseconds, and the thread, seeing no recent poll, would
+		 * copy on its core while it spins (as direct.c says). */
+		if (!qe->eng->in_thread && len >= SV_CHAN_ACTIVE_LEN)
+			atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
+					      memory_order_relaxed);
+	} else if (len) {
 		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
-				       m->len, true);
+				       len, true);
+	}
 	if (e == SV_SGL_FAULT)
 		sv_dma_fault_report(qe, "channel SEND into a receive buffer");
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
@@ -437,7 +479,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	/* Said while the WQE is ours (before head moves), under the key
 	 * table's read lock (rx_poll holds it). */
 	if (e == SV_SGL_LEN)
-		sv_explain_recv_len(qe, w->wr_id, room, m->len, true);
+		sv_explain_recv_len(qe, w->wr_id, room, len, true);
 	else if (e != SV_SGL_OK)
 		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
 	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
@@ -451,15 +493,17 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		return e == SV_SGL_FAULT ? RX_FAULT : RX_FAILED;
 	}
 	wc->status = IBV_WC_SUCCESS;
-	wc->byte_len = m->len;
+	wc->byte_len = len;
 	if (m->flags & SV_CHAN_F_IMM) {
 		wc->imm_data = m->imm;
 		wc->wc_flags = IBV_WC_WITH_IMM;
 	}
 	SV_STAT(qe->eng, rdma_recvs);
 	SV_STAT(qe->eng, chan_recvs);
+	if (rdv)
+		SV_STAT(qe->eng, rdv_recvs);
 	SV_QSTAT(qe, recv_done);
-	SV_QSTAT_ADD(qe, recv_bytes, m->len);
+	SV_QSTAT_ADD(qe, recv_bytes, len);
 	if (wc != fail) {
 		qe->eng->sink.n++;
 		return RX_DONE;
@@ -514,6 +558,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 	struct sv_chan_msg m;
 	struct ibv_wc fail;
 	uint32_t nak = 0;
+	uint64_t pulled = 0;
 	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false, shown = false, ack_first = false;
 
@@ -569,11 +614,28 @@ static bool rx_run(struct sv_qp_engine *qe)
 			}
 			continue;
 		}
-		r = rx_place(qe, &m, &fail);
+		/* A large SEND's copy is its whole cost: while the
+		 * application busy-polls, our progress thread shares its
+		 * CPU and leaves the copy to the poller's pass (as direct.c
+		 * does), rather than halve it. */
+		if ((m.flags & SV_CHAN_F_RDV) && qe->eng->in_thread &&
+		    sv_app_polls(qe->eng, sv_eng_now(qe->eng)))
+			break;
+		r = rx_place(qe, &m, &fail, &pulled);
 		if (r == RX_NO_WQE)
 			break;
+		if (r == RX_BAD) {
+			bad = true;
+			break;
+		}
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
+		if (r == RX_PULL_FAILED)
+			break;
+		/* Large SENDs are copied in this pass: a bound on the bytes
+		 * one pass copies, the rest waits for the next one. */
+		if (pulled >= SV_CHAN_RX_PULL_MAX)
+			budget = n;
 		if (r == RX_PUSH) {
 			/* The sender learns that its SEND is placed before
 			 * our application can see it (a HCA acknowledges on
@@ -606,6 +668,11 @@ static bool rx_run(struct sv_qp_engine *qe)
 		nak = fail.status == IBV_WC_LOC_LEN_ERR ?
 			      IBV_WC_REM_INV_REQ_ERR :
 			      IBV_WC_REM_OP_ERR;
+	} else if (r == RX_PULL_FAILED) {
+		/* What the sender's own copy would have met (the packet
+		 * path: LOC_PROT_ERR there); our QP sees nothing, as when
+		 * a sender fails in the middle of a message. */
+		nak = IBV_WC_LOC_PROT_ERR;
 	}
 	/* Acknowledge now unless more messages are ready and the next pass
 	 * comes for them anyway: a sender waiting for a completion, or for
@@ -618,6 +685,14 @@ static bool rx_run(struct sv_qp_engine *qe)
 	 * as soon as it sees it, and the sender must still learn why. */
 	if (r == RX_FAILED || r == RX_FAULT)
 		sv_push_recv_cqe(qe, &fail, false);
+	/* Nothing after a failed pull is taken: the sender's QP goes to
+	 * ERR and flushes what followed it. */
+	if (r == RX_PULL_FAILED && qe->chan.rx.ch && !bad) {
+		sv_dbg("chan: qp 0x%06x: a large SEND's copy failed, channel "
+		       "closed",
+		       qe->qpn);
+		rx_close(qe);
+	}
 	if (n)
 		qe->eng->watch_dirty = true; /* the next slot to watch */
 	if (bad) {
@@ -884,6 +959,10 @@ static void lean_retire(struct sv_qp_engine *qe)
 		w->state = SV_WQE_DONE;
 		SV_QSTAT(qe, wr_done);
 		SV_QSTAT_ADD(qe, wr_bytes, w->length);
+		/* (A large SEND posted through the engine: SOFTVERBS_STRICT's
+		 * check of its buffer, as sv_comp_retire makes it.) */
+		if (w->strict_summed)
+			sv_strict_sum_check(qp, w);
 		qe->chan.acked = w->chan_end;
 		qe->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;
@@ -904,6 +983,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	struct sv_chan_tx *t = &qe->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
+	bool rdv = !atomic && wqe->length > SV_CHAN_MAX_MSG;
+	uint8_t desc[SV_CHAN_MAX_MSG];
 	uint8_t *dst;
 	bool paused;
 
@@ -911,7 +992,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		len = sizeof(struct sv_chan_atomic);
 	} else if ((wqe->opcode != IBV_WR_SEND &&
 		    wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
-		   wqe->length > SV_CHAN_MAX_MSG || qe->rnr_retry != 7) {
+		   (rdv && !sv_chan_rdv_wanted(qe, wqe)) ||
+		   qe->rnr_retry != 7) {
 		/* (An RNR wait in the channel is rnr_retry 7's.) */
 		return SV_CHAN_NO;
 	}
@@ -932,6 +1014,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		list_update(qe);
 		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
 	}
+	/* A large SEND goes as a descriptor only if the peer has shown
+	 * that it can read our memory (chan_rdv.c); else as packets. */
+	if (rdv && !sv_chan_rdv_proven(qe))
+		return SV_CHAN_NO;
 	/* A fence waits for the atomics before it to complete: their
 	 * results must be in place before it reads (IBA). */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->chan.atomics)
@@ -944,6 +1030,14 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		if (sv_sgl_validate(qe->qp->pd, wqe->sge, wqe->num_sge,
 				    IBV_ACCESS_LOCAL_WRITE))
 			return SV_CHAN_NO;
+	}
+	if (rdv) {
+		/* A descriptor of our gather list (chan_rdv.c); a bad lkey
+		 * is the packet path's LOC_PROT_ERR. */
+		len = sv_chan_rdv_fill(qe, wqe, desc);
+		if (!len)
+			return SV_CHAN_NO;
+		flags |= SV_CHAN_F_RDV;
 	}
 	dst = sv_chan_reserve(t, len);
 	if (!dst)
@@ -984,6 +1078,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		qe->chan.results_used |= 1u << r;
 		qe->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
+	} else if (rdv) {
+		memcpy(dst, desc, len);
 	} else if (wqe->send_flags & IBV_SEND_INLINE) {
 		/* Our own copy of the data: it cannot fault. */
 		if (!sv_dma_copy(dst, wqe->inline_data, len))
@@ -999,20 +1095,23 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 			flags |= SV_CHAN_F_IMM;
 		if (wqe->send_flags & IBV_SEND_SOLICITED)
 			flags |= SV_CHAN_F_SE;
-		if (sv_pcap_active())
+		if (sv_pcap_active() && !rdv)
 			sv_pcap_chan_send(qe, qe->req.psn, dst, len,
 					  wqe->opcode == IBV_WR_SEND_WITH_IMM,
 					  wqe->imm_data, flags & SV_CHAN_F_SE);
 		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 		SV_STAT(qe->eng, chan_sends);
+		if (rdv)
+			SV_STAT(qe->eng, rdv_sends);
 		if (sv_env_trace())
-			trace_msg(qe, "tx-chan", qe->dest_qpn, len,
+			trace_msg(qe, "tx-chan", qe->dest_qpn,
+				  (uint32_t)wqe->length,
 				  wqe->opcode == IBV_WR_SEND_WITH_IMM);
 	}
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
 	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
-	wqe->sent = atomic ? 0 : len;
+	wqe->sent = atomic ? 0 : wqe->length;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
 	paused = !qe->chan.outstanding;
@@ -1054,7 +1153,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
 	/* Only what a responder reports (a peer's word is not trusted). */
 	if (nak && nak != IBV_WC_REM_INV_REQ_ERR &&
-	    nak != IBV_WC_REM_ACCESS_ERR)
+	    nak != IBV_WC_REM_ACCESS_ERR && nak != IBV_WC_LOC_PROT_ERR)
 		nak = IBV_WC_REM_OP_ERR;
 	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
@@ -1415,7 +1514,8 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 
 /* A channel lives after the packet slots of the peer's segment: any QP
  * attached through the shm link (chan_try decides the rest: RC, rnr_retry
- * 7, no SRQ at the peer, a SEND of at most SV_CHAN_MAX_MSG). */
+ * 7, no SRQ at the peer; a SEND longer than SV_CHAN_MAX_MSG as a
+ * descriptor, chan_rdv.c). */
 static bool chan_applies(const struct sv_qp_engine *qe)
 {
 	return qe->shm != NULL;

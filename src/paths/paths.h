@@ -7,6 +7,7 @@
  *   chan.c    message channels: small RC SENDs into a same-host peer's
  *             ring (docs/fastpath.md layer 3), and through them
  *   chan_atomic.c  RC atomics, executed by the peer's engine
+ *   chan_rdv.c  large RC SENDs, pulled by the receiver with one copy
  *   direct.c  one-copy RDMA WRITE/READ into a same-host peer's memory
  *             (layer 2), with
  *   help.c    the target's idle thread pulling part of a large WRITE
@@ -21,6 +22,7 @@
 #include "core/pubtab.h"
 #include "engine/path.h"
 #include "engine/qpe.h"
+#include "engine/sgl.h"
 
 /* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
  * entry in the published table; its ops are sv_path_direct. */
@@ -71,6 +73,41 @@ enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
 uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 			      const struct sv_chan_msg *m, struct sv_chan *pc,
 			      int *event, bool *bad);
+
+/* chan_rdv.c: large RC SENDs through channels as a descriptor the
+ * receiver pulls with one copy (chan.c calls). */
+#include <sys/uio.h>
+struct sv_chan_rdv_desc {
+	struct iovec iov[SV_MAX_SGE]; /* in the sender's address space */
+	uint32_t n;
+	uint32_t len;
+	uint32_t gen; /* of the sender's own channel when it sent */
+};
+/* Does the SEND w go as a descriptor? */
+bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
+			const struct sv_send_wqe *w);
+/* Has the receiver shown that it can read our memory (can_pull of the
+ * peer's channel, qe->chan.tx.ch)? */
+bool sv_chan_rdv_proven(const struct sv_qp_engine *qe);
+/* Receiver, opening its channel: can we read the peer's memory now (a
+ * word of its segment's header through its address space)? */
+bool sv_chan_rdv_probe(struct sv_qp_engine *qe);
+struct sv_chan;
+/* w's descriptor into buf (SV_CHAN_MAX_MSG bytes): its length, or 0 when
+ * the gather list fails our key checks (the packet path reports it). */
+uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
+			  const struct sv_send_wqe *w, uint8_t *buf);
+/* Receiver: the descriptor m carries, checked; false: malformed. */
+bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *d);
+/* Receiver, key table's read lock held: pull d's bytes into our receive
+ * SGL (long enough: checked by the caller); pc is the sender's own
+ * channel (its generation).  PROT: our SGL refused; FAULT with *failed:
+ * the copy failed or the sending QP is gone (ERR, reset, destroyed, dead
+ * process). */
+enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
+				 const struct sv_chan *pc,
+				 const struct ibv_sge *sge, uint32_t nsge,
+				 struct sv_chan_rdv_desc *d, bool *failed);
 
 /* The paths, in the order the requester asks them (paths.c). */
 extern const struct sv_path_ops sv_path_chan, sv_path_direct;

@@ -6,13 +6,13 @@
  * crosses a shared-memory ring instead of packets, with exactly the packet
  * path's semantics.  Every case also runs with SOFTVERBS_FASTPATH=0 (UDP)
  * and must give the same outcomes there:
- *   sizes      0..1024 bytes (channel) and 1025, 4096 (packets), from an
+ *   sizes      0..1024 bytes (channel) and 1025, 4096 (descriptors), from an
  *              MR, inline, with immediate data, gathered from 3 SGEs and
  *              scattered into 3; then a stream of 20000 messages of varied
  *              sizes (1 in 64 signaled) so that the ring wraps many times;
  *              every byte checked, canaries around scattered pieces;
  *   order      SENDs between a one-copy WRITE, a READ, a FETCH_ADD, a
- *              64 KiB SEND (packets), a WRITE_WITH_IMM and an inline WRITE
+ *              64 KiB SEND (a descriptor), a WRITE_WITH_IMM and an inline WRITE
  *              on the same QP: receive completions in order, what a SEND
  *              announces is in place when it completes, send completions
  *              in SQ order with the right opcodes;
@@ -235,7 +235,7 @@ static uint32_t stream_len(uint32_t n)
 	uint32_t h = n * 2654435761u;
 
 	if (n % 1000 == 999)
-		return 2000; /* now and then one for the packet path */
+		return 2000; /* now and then a descriptor (chan_rdv.c) */
 	return (h >> 8) % (MAXMSG + 1);
 }
 

@@ -70,6 +70,8 @@ static void test_accept(void)
 	ACCEPT("delay=@2", 0, "delay=@2,dir=tx,ms=10;seed=0");
 	ACCEPT("rnr=@3,qp=18;access=100%;retry=@1", 0,
 	       "rnr=@3,qp=0x12;access=100.0000%;retry=@1;seed=0");
+	ACCEPT("pull=@2;pull=100%,qp=0x12", 0,
+	       "pull=@2;pull=100.0000%,qp=0x12;seed=0");
 	CHECK(inj.seeded == false);
 	/* SOFTVERBS_LOSS adds drop=N% on transmit. */
 	ACCEPT(NULL, 10, "drop=10.0000%,dir=tx;seed=0");
