@@ -459,9 +459,9 @@ static int wait_events(int epfd, struct epoll_event *ev, int max, uint64_t now,
 }
 
 /* Packets through the shm link's rings both ways, and atomics served
- * through channels: a pass that moved SV_WAIT_STREAM_PKTS or more served
- * a stream, which the progress thread carries better than a thread
- * waiting for an event (sv_engine_wait_event). */
+ * through channels: a waiter's pass that moved SV_WAIT_STREAM_PKTS or
+ * more served a stream, whose next batch it spins for
+ * (sv_engine_wait_event). */
 static uint64_t ring_pkts(const struct sv_engine *eng)
 {
 	return eng->stats->shm_rx_pkts + eng->stats->shm_tx_pkts +
@@ -495,7 +495,7 @@ static void *progress_main(void *arg)
 		bool waited = app_waits(eng, now);
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire, shm, ring;
+		uint64_t wire, shm;
 		bool nap, pnap = false, socks;
 		int timeout, n, i;
 
@@ -576,13 +576,9 @@ static void *progress_main(void *arg)
 		/* Requests served for peers through the rings or a channel
 		 * (an atomic: its requester waits for the answer). */
 		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
-		ring = ring_pkts(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (ring_pkts(eng) - ring >= SV_WAIT_STREAM_PKTS)
-			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
-					      memory_order_relaxed);
 		if (!busy &&
 		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
 			    shm)
@@ -851,21 +847,6 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 
 	if (!eng || !eng->thread_started)
 		return -1;
-	/* A pass served SV_WAIT_STREAM_PKTS ring packets or more within
-	 * SV_HINT_HOLD_NS (a stream through the shm link's rings; a
-	 * ping-pong's packets are a few a pass): the thread serves them,
-	 * spinning
-	 * SV_SERVE_SPIN_NS after each batch so that the next needs no
-	 * doorbell, while the application sleeps in its read.  Woken per
-	 * batch instead, a waiter halved ib_send_bw -e at 64 KiB and 1 MiB
-	 * on one host. */
-	served = atomic_load_explicit(&eng->ring_served, memory_order_relaxed);
-	if (served && sv_now_ns() - served < SV_HINT_HOLD_NS) {
-		/* (The thread may still leave the sockets to a waiter.) */
-		if (atomic_exchange(&eng->wait_seen, 0))
-			bell_ring(eng);
-		return -1;
-	}
 	atomic_fetch_add(&eng->waiters, 1);
 	/* No busy poller any more: the thread stops counting on polls. */
 	if (atomic_load_explicit(&eng->last_hint, memory_order_relaxed))
@@ -899,12 +880,17 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		/* A stream's packets through the rings: the thread's way
-		 * serves them better (above). */
+		/* A stream's packets through the rings (a ping-pong's are a
+		 * few a pass): the next batch is likely a microsecond away,
+		 * so we look again without sleeping for SV_SERVE_SPIN_NS, as
+		 * the thread does after serving, the words clear and no
+		 * doorbell wanted.  Asleep between batches, each batch cost
+		 * a doorbell and a wake-up; handed to the thread, each event
+		 * two switches between it and the application on one core
+		 * (the thread's pass, the pipe, the application's read). */
 		stream = ring_pkts(eng) - served >= SV_WAIT_STREAM_PKTS;
 		if (stream)
-			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
-					      memory_order_relaxed);
+			eng->wait_spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
 			ret = 1; /* our event, straight from our pass */
@@ -914,14 +900,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			sv_mutex_unlock(&eng->lock);
 			break; /* an event (ours or someone's) is in the fd */
 		}
-		if (stream) {
-			sv_mutex_unlock(&eng->lock);
-			ret = -1;
-			break;
-		}
 look_again:
 		now = sv_now_ns();
-		until = list_empty(&eng->work) ? UINT64_MAX : now;
+		until = list_empty(&eng->work) && now >= eng->wait_spin_until ?
+				UINT64_MAX :
+				now;
 		if (until != now && !sv_links_sleep(eng))
 			until = now;
 		until = sv_paths_next_wake(eng, now, until, false, napped,
@@ -969,11 +952,10 @@ look_again:
 		sv_links_wake(eng);
 		sv_mutex_unlock(&eng->lock);
 	}
-	/* Handing back to the thread (a signal, a stream): at once. */
-	stream = ret < 0 || stream;
-	atomic_store_explicit(&eng->wait_seen, stream ? 0 : sv_now_ns(),
+	/* Handing back to the thread (a signal): at once. */
+	atomic_store_explicit(&eng->wait_seen, ret < 0 ? 0 : sv_now_ns(),
 			      memory_order_relaxed);
-	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && stream)
+	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret < 0)
 		bell_ring(eng);
 	return ret;
 }
