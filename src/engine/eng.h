@@ -121,8 +121,9 @@ struct sv_engine {
 	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
 	uint64_t spin_until; /* thread only: no sleep before (SV_SERVE_SPIN_NS) */
 	/* Waiters (engine lock): no sleep before, after a pass of theirs
-	 * moved a stream's ring packets (sv_engine_wait_event). */
-	uint64_t wait_spin_until;
+	 * saw ring packets or atomics move (engine.c wait_moves), and
+	 * those counts at their last pass. */
+	uint64_t wait_spin_until, wait_moved;
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */

@@ -28,6 +28,7 @@
 #include "engine/eng.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -459,13 +460,20 @@ static int wait_events(int epfd, struct epoll_event *ev, int max, uint64_t now,
 }
 
 /* Packets through the shm link's rings both ways, and atomics served
- * through channels: a waiter's pass that moved SV_WAIT_STREAM_PKTS or
- * more served a stream, whose next batch it spins for
- * (sv_engine_wait_event). */
+ * through channels. */
 static uint64_t ring_pkts(const struct sv_engine *eng)
 {
 	return eng->stats->shm_rx_pkts + eng->stats->shm_tx_pkts +
 	       eng->stats->chan_atomics_served;
+}
+
+/* What a peer's engine (not its application) answers within
+ * microseconds, the peer's thread spinning after serving: ring packets
+ * (a stream's next batch, its ACKs), and atomics sent through channels.
+ * A waiter that saw it move spins for the next (sv_engine_wait_event). */
+static uint64_t wait_moves(const struct sv_engine *eng)
+{
+	return ring_pkts(eng) + eng->stats->chan_atomics;
 }
 
 /* Is an application thread sleeping for the engine (waiting for a
@@ -841,8 +849,9 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			 uint64_t seen, uint64_t *token)
 {
 	struct sv_engine *eng = ctx->engine;
-	bool napped = false, woken = false, awake = false, stream = false;
-	uint64_t served;
+	bool napped = false, woken = false, awake = false;
+	bool looked = false; /* at the fd's flags */
+	uint64_t moves;
 	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
@@ -876,21 +885,26 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		watch_socks(eng, true);
 		awake = true;
 		eng->in_thread = woken;
-		served = ring_pkts(eng);
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		/* A stream's packets through the rings (a ping-pong's are a
-		 * few a pass): the next batch is likely a microsecond away,
-		 * so we look again without sleeping for SV_SERVE_SPIN_NS, as
-		 * the thread does after serving, the words clear and no
-		 * doorbell wanted.  Asleep between batches, each batch cost
-		 * a doorbell and a wake-up; handed to the thread, each event
-		 * two switches between it and the application on one core
-		 * (the thread's pass, the pipe, the application's read). */
-		stream = ring_pkts(eng) - served >= SV_WAIT_STREAM_PKTS;
-		if (stream)
+		/* Packets through the rings, atomics sent, since a waiter
+		 * last looked (the application's posts between two waits
+		 * count): the peer's engine sends the next batch or the
+		 * answer within microseconds, so this wait and the next look
+		 * again without sleeping until SV_SERVE_SPIN_NS after, as the
+		 * thread does after serving, the words clear and no doorbell
+		 * wanted.  Asleep between batches, each batch (each atomic's
+		 * answer) cost a doorbell and a wake-up; handed to the
+		 * thread, each event two switches between it and the
+		 * application on one core (the thread's pass, the pipe, the
+		 * application's read).  A ping-pong of SENDs through channels
+		 * waits for the peer's application: it sleeps at once. */
+		moves = wait_moves(eng);
+		if (moves != eng->wait_moved) {
+			eng->wait_moved = moves;
 			eng->wait_spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
+		}
 		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
 			ret = 1; /* our event, straight from our pass */
@@ -921,6 +935,19 @@ look_again:
 			napped = false;
 			woken = true;
 			continue;
+		}
+		/* Made O_NONBLOCK since the caller's last look: the caller
+		 * reads (EAGAIN), the words cleared below. */
+		if (!looked) {
+			int fl = fcntl(fd, F_GETFL);
+
+			looked = true;
+			if (fl < 0 || (fl & O_NONBLOCK)) {
+				atomic_store_explicit(&ch->blocking, false,
+						      memory_order_relaxed);
+				ret = -1;
+				break;
+			}
 		}
 		if (until != UINT64_MAX) {
 			ts.tv_sec = (time_t)((until - now) / 1000000000);
