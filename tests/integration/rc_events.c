@@ -437,10 +437,11 @@ static void stream_b(int fd)
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(got, STREAM_MSGS);
 	hx_log("%d messages, %ld voluntary context switches", got, sw);
-	/* The sender's pauses leave some sleeps: a quarter a message is far
-	 * below the two of a handover each. */
+	/* The sender's pauses and a busy machine leave some sleeps: a third
+	 * a message is far below the two of a handover each (0.45-0.8 a
+	 * message counted here before, 0.02-0.27 since). */
 	if (hx_fastpath_expected() && pinned)
-		CHECK(sw < STREAM_MSGS / 4);
+		CHECK(sw < STREAM_MSGS / 3);
 	/* The fd made O_NONBLOCK after blocking waits: once the event the
 	 * last completions may have left is taken, the call says EAGAIN
 	 * rather than sleep, though the last look found the fd blocking
