@@ -197,6 +197,10 @@ struct sv_comp_channel {
 	 * engine (sv_engine_wait_event) knows without a system call that
 	 * its pass wrote one, and ibv_get_cq_event that none is there. */
 	_Atomic uint64_t written, taken;
+	/* The fd blocked at the last look (fcntl): the waiter's pass, which
+	 * often finds the event, comes first, and its look before it sleeps
+	 * is the one that counts (verbs/cq.c read_event). */
+	atomic_bool blocking;
 };
 
 /* When a completion entered its CQ: CLOCK_MONOTONIC (the device clock,

@@ -102,9 +102,6 @@ struct sv_engine {
 	 * thread waits on the sockets now (a waiter that comes rings it
 	 * off them). */
 	_Atomic unsigned int waiters;
-	/* ns the last pass that served ring packets ended (waiters leave
-	 * such streams to the thread: engine.c). */
-	_Atomic uint64_t ring_served;
 	_Atomic uint64_t wait_seen;
 	atomic_bool thread_socks;
 	/* The application's last pass (poll hint) read every wire socket:
@@ -126,6 +123,10 @@ struct sv_engine {
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
 	uint64_t spin_until; /* thread only: no sleep before (SV_SERVE_SPIN_NS) */
+	/* Waiters (engine lock): no sleep before, after a pass of theirs
+	 * saw ring packets or atomics move (engine.c wait_moves), and
+	 * those counts at their last pass. */
+	uint64_t wait_spin_until, wait_moved;
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */

@@ -28,6 +28,7 @@
 #include "engine/eng.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -503,13 +504,20 @@ static int wait_events(int epfd, struct epoll_event *ev, int max, uint64_t now,
 }
 
 /* Packets through the shm link's rings both ways, and atomics served
- * through channels: a pass that moved SV_WAIT_STREAM_PKTS or more served
- * a stream, which the progress thread carries better than a thread
- * waiting for an event (sv_engine_wait_event). */
+ * through channels. */
 static uint64_t ring_pkts(const struct sv_engine *eng)
 {
 	return eng->stats->shm_rx_pkts + eng->stats->shm_tx_pkts +
 	       eng->stats->chan_atomics_served;
+}
+
+/* What a peer's engine (not its application) answers within
+ * microseconds, the peer's thread spinning after serving: ring packets
+ * (a stream's next batch, its ACKs), and atomics sent through channels.
+ * A waiter that saw it move spins for the next (sv_engine_wait_event). */
+static uint64_t wait_moves(const struct sv_engine *eng)
+{
+	return ring_pkts(eng) + eng->stats->chan_atomics;
 }
 
 /* Is an application thread sleeping for the engine (waiting for a
@@ -539,7 +547,7 @@ static void *progress_main(void *arg)
 		bool waited = app_waits(eng, now);
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire, shm, ring;
+		uint64_t wire, shm;
 		bool nap, pnap = false, socks;
 		int timeout, n, i;
 
@@ -620,13 +628,9 @@ static void *progress_main(void *arg)
 		/* Requests served for peers through the rings or a channel
 		 * (an atomic: its requester waits for the answer). */
 		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
-		ring = ring_pkts(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (ring_pkts(eng) - ring >= SV_WAIT_STREAM_PKTS)
-			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
-					      memory_order_relaxed);
 		if (!busy &&
 		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
 			    shm)
@@ -889,27 +893,13 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			 uint64_t seen, uint64_t *token)
 {
 	struct sv_engine *eng = ctx->engine;
-	bool napped = false, woken = false, awake = false, stream = false;
-	uint64_t served;
+	bool napped = false, woken = false, awake = false;
+	bool looked = false; /* at the fd's flags */
+	uint64_t moves;
 	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
 		return -1;
-	/* A pass served SV_WAIT_STREAM_PKTS ring packets or more within
-	 * SV_HINT_HOLD_NS (a stream through the shm link's rings; a
-	 * ping-pong's packets are a few a pass): the thread serves them,
-	 * spinning
-	 * SV_SERVE_SPIN_NS after each batch so that the next needs no
-	 * doorbell, while the application sleeps in its read.  Woken per
-	 * batch instead, a waiter halved ib_send_bw -e at 64 KiB and 1 MiB
-	 * on one host. */
-	served = atomic_load_explicit(&eng->ring_served, memory_order_relaxed);
-	if (served && sv_now_ns() - served < SV_HINT_HOLD_NS) {
-		/* (The thread may still leave the sockets to a waiter.) */
-		if (atomic_exchange(&eng->wait_seen, 0))
-			bell_ring(eng);
-		return -1;
-	}
 	atomic_fetch_add(&eng->waiters, 1);
 	/* No busy poller any more: the thread stops counting on polls. */
 	if (atomic_load_explicit(&eng->last_hint, memory_order_relaxed))
@@ -939,16 +929,26 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		watch_socks(eng, true);
 		awake = true;
 		eng->in_thread = woken;
-		served = ring_pkts(eng);
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		/* A stream's packets through the rings: the thread's way
-		 * serves them better (above). */
-		stream = ring_pkts(eng) - served >= SV_WAIT_STREAM_PKTS;
-		if (stream)
-			atomic_store_explicit(&eng->ring_served, sv_now_ns(),
-					      memory_order_relaxed);
+		/* Packets through the rings, atomics sent, since a waiter
+		 * last looked (the application's posts between two waits
+		 * count): the peer's engine sends the next batch or the
+		 * answer within microseconds, so this wait and the next look
+		 * again without sleeping until SV_SERVE_SPIN_NS after, as the
+		 * thread does after serving, the words clear and no doorbell
+		 * wanted.  Asleep between batches, each batch (each atomic's
+		 * answer) cost a doorbell and a wake-up; handed to the
+		 * thread, each event two switches between it and the
+		 * application on one core (the thread's pass, the pipe, the
+		 * application's read).  A ping-pong of SENDs through channels
+		 * waits for the peer's application: it sleeps at once. */
+		moves = wait_moves(eng);
+		if (moves != eng->wait_moved) {
+			eng->wait_moved = moves;
+			eng->wait_spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
+		}
 		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
 			ret = 1; /* our event, straight from our pass */
@@ -958,14 +958,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			sv_mutex_unlock(&eng->lock);
 			break; /* an event (ours or someone's) is in the fd */
 		}
-		if (stream) {
-			sv_mutex_unlock(&eng->lock);
-			ret = -1;
-			break;
-		}
 look_again:
 		now = sv_now_ns();
-		until = list_empty(&eng->work) ? UINT64_MAX : now;
+		until = list_empty(&eng->work) && now >= eng->wait_spin_until ?
+				UINT64_MAX :
+				now;
 		if (until != now && !sv_links_sleep(eng))
 			until = now;
 		until = sv_paths_next_wake(eng, now, until, false, napped,
@@ -982,6 +979,19 @@ look_again:
 			napped = false;
 			woken = true;
 			continue;
+		}
+		/* Made O_NONBLOCK since the caller's last look: the caller
+		 * reads (EAGAIN), the words cleared below. */
+		if (!looked) {
+			int fl = fcntl(fd, F_GETFL);
+
+			looked = true;
+			if (fl < 0 || (fl & O_NONBLOCK)) {
+				atomic_store_explicit(&ch->blocking, false,
+						      memory_order_relaxed);
+				ret = -1;
+				break;
+			}
 		}
 		if (until != UINT64_MAX) {
 			ts.tv_sec = (time_t)((until - now) / 1000000000);
@@ -1013,11 +1023,10 @@ look_again:
 		sv_links_wake(eng);
 		sv_mutex_unlock(&eng->lock);
 	}
-	/* Handing back to the thread (a signal, a stream): at once. */
-	stream = ret < 0 || stream;
-	atomic_store_explicit(&eng->wait_seen, stream ? 0 : sv_now_ns(),
+	/* Handing back to the thread (a signal): at once. */
+	atomic_store_explicit(&eng->wait_seen, ret < 0 ? 0 : sv_now_ns(),
 			      memory_order_relaxed);
-	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && stream)
+	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret < 0)
 		bell_ring(eng);
 	return ret;
 }

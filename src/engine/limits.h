@@ -38,13 +38,9 @@
  * timeout when longer). */
 #define SV_MAX_BACKOFF_NS (1000ull * 1000 * 1000)
 #define SV_HINT_HOLD_NS (2ull * 1000 * 1000) /* "app is busy-polling" */
-/* Ring packets one pass serves that make a stream, which an application
- * thread waiting for an event leaves to the progress thread (engine.c,
- * sv_engine_wait_event): a 64 KiB SEND is 16, a ping-pong's message and
- * ACK a few. */
-#define SV_WAIT_STREAM_PKTS 8
 /* After serving work a peer of this host sent through the rings, while
- * the application does not poll, the thread looks again without sleeping
+ * the application does not poll, the thread (and a thread waiting for an
+ * event, engine.c sv_engine_wait_event) looks again without sleeping
  * for this long: the peer is likely waiting for the answer (an atomic, a
  * READ response, an ACK) and will send the next request a microsecond
  * later, which a wake-up (~20 us here) would double.  Short enough that a

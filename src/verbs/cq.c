@@ -313,10 +313,14 @@ static ssize_t read_nowait(int fd, uint64_t *token)
  * waits (sv_engine_wait_event), so what wakes it is the peer's packet
  * itself, not the progress thread's pass and then the pipe.  The counts
  * of events written and taken spare the look into an empty pipe (a
- * wrong count costs one look). */
+ * wrong count costs one look).  An fd that blocked at the last look
+ * goes to the engine without a new one: the waiter looks (fcntl) only
+ * before it sleeps, and its pass, which makes the event of an
+ * application that answers at once (an atomic's issuer), costs no
+ * system call. */
 static ssize_t read_event(struct sv_comp_channel *ch, uint64_t *token)
 {
-	int fd = ch->ibv.fd, fl = -1, r;
+	int fd = ch->ibv.fd, fl, r;
 	ssize_t n;
 
 	for (;;) {
@@ -328,11 +332,16 @@ static ssize_t read_event(struct sv_comp_channel *ch, uint64_t *token)
 			if (n >= 0 || errno != EAGAIN)
 				break;
 		}
-		if (fl < 0)
+		if (!atomic_load_explicit(&ch->blocking,
+					  memory_order_relaxed)) {
 			fl = fcntl(fd, F_GETFL);
-		r = fl < 0 || (fl & O_NONBLOCK) ?
-			    -1 :
-			    sv_engine_wait_event(ch->ctx, ch, seen, token);
+			atomic_store_explicit(&ch->blocking,
+					      fl >= 0 && !(fl & O_NONBLOCK),
+					      memory_order_relaxed);
+		}
+		r = atomic_load_explicit(&ch->blocking, memory_order_relaxed) ?
+			    sv_engine_wait_event(ch->ctx, ch, seen, token) :
+			    -1;
 		if (r > 0)
 			return sizeof(*token); /* never in the pipe */
 		if (r < 0) {
