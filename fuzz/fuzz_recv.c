@@ -41,9 +41,9 @@
 #include <infiniband/verbs.h>
 
 #include "core/objects.h"
-#include "engine/eng.h"
-#include "engine/qpe.h"
-#include "engine/recv.h"
+#include "engine/transport/eng.h"
+#include "engine/transport/qpe.h"
+#include "engine/transport/recv.h"
 #include "proto/icrc.h"
 #include "util/lockorder.h"
 

@@ -22,7 +22,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "engine/statid.h"
+#include "engine/diag/statid.h"
 
 static int fail(char *err, size_t len, const char *fmt, ...)
 {

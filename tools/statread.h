@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/statseg.h"
+#include "engine/diag/statseg.h"
 
 struct sv_statview_qp {
 	unsigned int eng; /* index of its context in sv_statview.eng */

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/statid.h"
+#include "engine/diag/statid.h"
 #include "statread.h"
 #include "link/shm.h"
 

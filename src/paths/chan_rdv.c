@@ -56,11 +56,11 @@
 #include <unistd.h>
 
 #include "core/mr.h"
-#include "engine/dma.h"
-#include "engine/eng.h"
-#include "engine/inject.h"
-#include "engine/pcap.h"
-#include "engine/qpe.h"
+#include "engine/transport/dma.h"
+#include "engine/transport/eng.h"
+#include "engine/diag/inject.h"
+#include "engine/diag/pcap.h"
+#include "engine/transport/qpe.h"
 #include "link/chan.h"
 #include "link/shm.h"
 #include "util/log.h"

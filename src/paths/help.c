@@ -57,11 +57,11 @@
 #endif
 
 #include "core/pubtab.h"
-#include "engine/dma.h"
-#include "engine/eng.h"
-#include "engine/limits.h"
-#include "engine/qpe.h"
-#include "engine/stats.h"
+#include "engine/transport/dma.h"
+#include "engine/transport/eng.h"
+#include "engine/transport/limits.h"
+#include "engine/transport/qpe.h"
+#include "engine/transport/stats.h"
 #include "link/shm.h"
 #include "util/env.h"
 #include "util/lockorder.h"

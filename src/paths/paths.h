@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "core/pubtab.h"
-#include "engine/path.h"
-#include "engine/qpe.h"
-#include "engine/sgl.h"
+#include "engine/transport/path.h"
+#include "engine/transport/qpe.h"
+#include "engine/transport/sgl.h"
 
 /* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
  * entry in the published table; its ops are sv_path_direct. */

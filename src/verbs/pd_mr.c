@@ -23,7 +23,7 @@
 
 #include "core/mr.h"
 #include "core/mw.h"
-#include "engine/strict.h"
+#include "engine/diag/strict.h"
 #include "util/fault.h"
 #include "util/log.h"
 #include "util/pages.h"

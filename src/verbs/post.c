@@ -38,8 +38,8 @@
 
 #include "core/mw.h"
 #include "engine/engine.h"
-#include "engine/stats.h"
-#include "engine/strict.h"
+#include "engine/transport/stats.h"
+#include "engine/diag/strict.h"
 #include "proto/wr.h"
 
 /* A refused WR: one warning line (util/log.h), limited per QP. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "engine/strict.h"
+#include "engine/diag/strict.h"
 #include "proto/addr.h"
 #include "proto/ip.h"
 #include "util/lockorder.h"

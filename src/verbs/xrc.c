@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "core/xrc.h"
-#include "engine/xrcfwd.h"
+#include "engine/forward/xrcfwd.h"
 #include "verbs/objcheck.h"
 #include "verbs/share.h"
 

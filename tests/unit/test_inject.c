@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/inject.h"
+#include "engine/diag/inject.h"
 
 static struct sv_inject inj;
 

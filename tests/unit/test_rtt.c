@@ -6,7 +6,7 @@
  * timed against.
  */
 #include "check.h"
-#include "engine/rtt.h"
+#include "engine/transport/rtt.h"
 
 #define US 1000ull
 

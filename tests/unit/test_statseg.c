@@ -6,7 +6,7 @@
  * exit, and the reader on corrupted segments: each kind of damage refused
  * with its reason, or cut to its bounds, and random damage never crashing
  * it nor giving an index out of range. */
-#include "engine/statid.h"
+#include "engine/diag/statid.h"
 #include "statread.h"
 
 #include <fcntl.h>

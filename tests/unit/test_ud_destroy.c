@@ -22,8 +22,8 @@
 
 #include "core/objects.h"
 #include "ctx.h"
-#include "engine/eng.h"
-#include "engine/qpe.h"
+#include "engine/transport/eng.h"
+#include "engine/transport/qpe.h"
 
 #define QKEY 0x11111111u
 #define N 16
