@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine/diag/statid.h"
+#include "engine/diag/stats.h"
 #include "statread.h"
 #include "link/shm.h"
 

@@ -78,6 +78,8 @@
  * channels' words, and a thread about to sleep checks them too.
  */
 #include "paths/paths.h"
+#include "engine/diag/stats.h"
+#include "engine/diag/pcap.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -35,6 +35,7 @@
  *   after the packet path's retry time), as for SENDs.
  */
 #include "paths/paths.h"
+#include "engine/diag/stats.h"
 
 #include <inttypes.h>
 #include <stdio.h>

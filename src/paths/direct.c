@@ -30,6 +30,8 @@
  * copy.
  */
 #include "paths/paths.h"
+#include "engine/diag/stats.h"
+#include "engine/diag/pcap.h"
 
 #include <errno.h>
 #include <inttypes.h>

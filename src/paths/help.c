@@ -36,6 +36,7 @@
  *   says so (no SV_HELP_REVOCABLE) and the sender waits for it.
  */
 #include "paths/paths.h"
+#include "engine/diag/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -35,6 +35,7 @@
  * IBV_WC_MW_BIND_ERR, as on an HCA.
  */
 #include "verbs/verbs.h"
+#include "engine/diag/stats.h"
 
 #include "core/mw.h"
 #include "engine/engine.h"

@@ -14,6 +14,7 @@
  * has the order of every lock).
  */
 #include "verbs/verbs.h"
+#include "engine/diag/stats.h"
 
 #include <linux/capability.h>
 #include <stdlib.h>

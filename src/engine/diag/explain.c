@@ -9,6 +9,7 @@
  * at the target's line and counters, which the target's process writes.
  */
 #include "engine/diag/explain.h"
+#include "engine/diag/stats.h"
 
 #include <arpa/inet.h>
 #include <inttypes.h>

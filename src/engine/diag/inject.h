@@ -20,21 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sv_inj_kind {
-	/* packet faults */
-	SV_INJ_DROP,
-	SV_INJ_DUP,
-	SV_INJ_DELAY,
-	SV_INJ_REORDER,
-	SV_INJ_CORRUPT,
-	/* WR faults: at the responder, per request message */
-	SV_INJ_RNR,
-	SV_INJ_ACCESS,
-	SV_INJ_RETRY,
-	/* at a receiver of large SENDs: reading the sender's memory */
-	SV_INJ_PULL,
-	SV_INJ_NKINDS
-};
+#include "engine/transport/hooks.h" /* enum sv_inj_kind */
 
 #define SV_INJ_TX 1u
 #define SV_INJ_RX 2u

@@ -54,8 +54,6 @@
 #define BUF_SIZE (256 * 1024)
 #define FLUSH_NS 100000000ull /* 100 ms */
 
-atomic_bool sv_pcap_on;
-
 /* All below under `lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool tried; /* this process looked at SOFTVERBS_PCAP */
@@ -96,7 +94,7 @@ static void write_out(void)
 			sv_warn("SOFTVERBS_PCAP: write failed (%s), capture "
 				"stopped",
 				n < 0 ? strerror(errno) : "no progress");
-			atomic_store(&sv_pcap_on, false);
+			atomic_store(&sv_hooks.pcap_on, false);
 			close(fd);
 			fd = -1;
 			break;
@@ -127,7 +125,7 @@ static void at_exit(void)
 static void atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	atomic_store(&sv_pcap_on, false);
+	atomic_store(&sv_hooks.pcap_on, false);
 	if (fd >= 0)
 		close(fd); /* the parent keeps its lock (same description) */
 	fd = -1;
@@ -229,7 +227,7 @@ static void open_file(const char *name)
 	if (!atexit_done && !atexit(at_exit))
 		atexit_done = true;
 	sv_info("SOFTVERBS_PCAP: capturing packets to %s", path);
-	atomic_store(&sv_pcap_on, true);
+	atomic_store(&sv_hooks.pcap_on, true);
 }
 
 void sv_pcap_engine_open(void)
@@ -347,7 +345,7 @@ void sv_pcap_engine_pkt(struct sv_qp_engine *qe, bool tx,
 	req = (sv_opinfo[sv_bth_opcode(pkt)].mask & SV_M_REQ) != 0;
 	sv_mutex_lock(&lock, SV_LOCK_PCAP);
 	/* As requester our requests and the responses to them, as
-	 * responder the others (struct sv_pcap_qp). */
+	 * responder the others (struct sv_hook_pcap_qp). */
 	shift = req == tx ? qe->pcap.tx_shift : qe->pcap.rx_shift;
 	if (shift)
 		sv_bth_set_psn(copy,

@@ -16,31 +16,16 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "engine/transport/hooks.h"
 #include "proto/addr.h"
 
 struct sv_qp_engine;
 
-/*
- * A QP's place in the capture's PSN space, under the capture's lock.  The
- * message channel and one-copy placement use no PSN (docs/fastpath.md),
- * so the packets written for them take PSNs of the capture's own: the
- * file shows a QP's PSN plus the number of such packets written before it
- * on the same side, so that every PSN appears once and in order.
- */
-struct sv_pcap_qp {
-	uint32_t tx_shift; /* as requester: PSNs the fast path stood for */
-	uint32_t rx_shift; /* as responder: messages taken from the channel */
-	uint32_t chan_first; /* capture PSN of the oldest unacked message */
-	uint32_t chan_unacked; /* channel messages sent, not acknowledged */
-	bool rx_acked; /* the last message taken was an atomic, acknowledged */
-};
-
-extern atomic_bool sv_pcap_on;
-
 static inline bool sv_pcap_active(void)
 {
-	return __builtin_expect(
-		atomic_load_explicit(&sv_pcap_on, memory_order_relaxed), 0);
+	return __builtin_expect(atomic_load_explicit(&sv_hooks.pcap_on,
+						     memory_order_relaxed),
+				0);
 }
 
 /* At each engine's first QP: the first in the process (or in a forked

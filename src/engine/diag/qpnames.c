@@ -3,6 +3,7 @@
  * The names of QP states and types, for dumps, logs and `softverbs stats`
  * (which compiles this file in).
  */
+#include "engine/diag/stats.h"
 #include "engine/transport/stats.h"
 
 static const char *const qp_state_names[] = {

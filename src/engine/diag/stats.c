@@ -6,6 +6,7 @@
  * no PSN for what travels without packets),
  * and one-line QP dumps with state names, so a stuck QP explains itself.
  */
+#include "engine/diag/stats.h"
 #include "engine/transport/stats.h"
 
 #include <inttypes.h>

@@ -48,30 +48,6 @@ enum sv_statseg_path {
 	SV_STATSEG_PATH_SHM,
 };
 
-/* A QP's counters.  The packet counters count both links; wr_* counts the
- * send WRs completed successfully whatever carried them (packets, a
- * message channel, one-copy placement), recv_* the receive WRs. */
-/* clang-format off */
-#define SV_QP_COUNTERS(X)                                                    \
-	X(tx_pkts, "packets sent (UDP and shm)")                             \
-	X(tx_bytes, "bytes of those packets")                                \
-	X(rx_pkts, "packets received for this QP")                          \
-	X(rx_bytes, "bytes of those packets")                                \
-	X(wr_done, "send WRs completed successfully (any path)")             \
-	X(wr_bytes, "bytes of those WRs")                                    \
-	X(recv_done, "receive WRs completed")                                \
-	X(recv_bytes, "bytes received into them")                            \
-	X(retrans, "retransmissions (timeout, NAK, duplicate ACK, probe)")   \
-	X(rnr_sent, "RNR NAKs sent")                                         \
-	X(rnr_rcvd, "RNR NAKs received")
-/* clang-format on */
-
-struct sv_qp_stats {
-#define X(name, desc) uint64_t name;
-	SV_QP_COUNTERS(X)
-#undef X
-};
-
 struct sv_statseg_qp {
 	/* 0: free; else 1 + the index of its context's slot.  Claimed with
 	 * a CAS, the fields below written before it (release). */

@@ -8,15 +8,7 @@
 
 #include <stdbool.h>
 
-#include "engine/transport/eng.h"
-#include "proto/wire.h"
-
-/* A packet for QP1 that the 4791 socket took (its ICRC checked): true
- * when it is dealt with (sent to the CM it names, or dropped and
- * counted), false when it is for the engine's own GSI QP, if any (not a
- * CM MAD, or no CM serves its name). */
-bool sv_gsi_forward(struct sv_engine *eng, struct sv_pkt *pkt,
-		    const struct sv_flow *flow);
+#include "engine/transport/forward.h"
 
 /* The engine's forwarding socket, if it made one. */
 void sv_gsi_forward_close(struct sv_engine *eng);

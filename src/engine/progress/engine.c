@@ -38,8 +38,10 @@
 #include <unistd.h>
 
 #include "core/cq.h"
+#include "engine/diag/diag.h"
 #include "engine/forward/gsifwd.h"
 #include "engine/diag/inject.h"
+#include "engine/diag/pcap.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
 #include "engine/transport/mcast.h"
@@ -695,7 +697,9 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 		goto fail;
 	eng->ctx = ctx;
 	eng->paths = paths;
-	sv_inject_get(); /* the spec read, and printed, at startup */
+	/* The transport's diagnostics hooks; the fault spec read, and
+	 * printed, at startup. */
+	sv_diag_install();
 	eng->epfd = eng->bellfd = eng->bell_epfd = eng->wait_epfd = -1;
 	pthread_mutex_init(&eng->lock, NULL);
 	pthread_mutex_init(&eng->kick_lock, NULL);

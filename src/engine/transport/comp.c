@@ -55,14 +55,13 @@
 #include <inttypes.h>
 
 #include "engine/transport/eng.h"
-#include "engine/diag/explain.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
 #include "engine/transport/qpe.h"
 #include "engine/transport/req.h"
 #include "engine/transport/sgl.h"
 #include "engine/transport/stats.h"
-#include "engine/diag/strict.h"
 #include "link/shm.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -112,7 +111,7 @@ static const char *const comp_state_names[] = { COMP_STATES(X) };
 
 /* Each failure: nak, the AETH NAK code that reports it (IBA), 0 for one
  * found here; wc, the status of the WQE it fails; said: its state warned
- * why (not sv_explain_wqe's reading of the status).  The QP then enters
+ * why (not the explain hook's reading of the status).  The QP then enters
  * the error state and the later WQEs are flushed. */
 static const struct comp_error {
 	uint8_t nak;
@@ -195,7 +194,7 @@ void sv_comp_retire(struct sv_qp_engine *qe)
 		SV_QSTAT(qe, wr_done);
 		SV_QSTAT_ADD(qe, wr_bytes, w->length);
 		if (w->strict_summed) /* SOFTVERBS_STRICT=1 */
-			sv_strict_sum_check(qp, w);
+			sv_hook_strict_sum_check(qp, w);
 		sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 		if (!sig) {
 			qe->comp.idx++; /* keeps its slot until a later CQE */
@@ -217,7 +216,7 @@ static void fail_wqe(struct sv_qp_engine *qe, struct sv_send_wqe *w,
 		     enum ibv_wc_status st, bool explained)
 {
 	if (!explained)
-		sv_explain_wqe(qe, w, st);
+		sv_hook_explain_wqe(qe, w, st);
 	w->state = SV_WQE_ERROR;
 	w->status = st;
 	sv_comp_retire(qe);
@@ -526,14 +525,14 @@ static void retry(struct sv_qp_engine *qe, uint32_t psn, uint32_t sack_n,
 	if (sv_log_level >= SV_LOG_DBG) {
 		sv_dbg("qp 0x%06x retry (%s) from psn %u, %u left", qe->qpn,
 		       why, psn, qe->comp.retry_left);
-		sv_qp_dump(qe, stderr);
+		sv_hook_qp_dump(qe, stderr);
 	}
 	if (!qe->comp.retry_left && !free_retry) {
 		struct sv_send_wqe *w = wqe_at(qe, qe->comp.idx);
 
 		SV_STAT(qe->eng, retry_exceeded_err);
 		if (sv_log_level >= SV_LOG_DBG)
-			sv_stats_print(qe->eng, stderr);
+			sv_hook_stats_print(qe->eng, stderr);
 		if (qe->comp.idx != sv_sq_tail(qe))
 			fail_wqe(qe, w, IBV_WC_RETRY_EXC_ERR, false);
 		return;

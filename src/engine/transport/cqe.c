@@ -9,7 +9,7 @@
 #include "core/cq.h"
 #include "engine/transport/eng.h"
 #include "engine/transport/qpe.h"
-#include "engine/forward/xrcfwd.h"
+#include "engine/transport/forward.h"
 #include "util/lockorder.h"
 
 /* ---- completions ---------------------------------------------------------------- */

@@ -190,7 +190,7 @@ struct sv_engine {
 	unsigned int statidx; /* statslot's index in the segment */
 	bool stat_private; /* statslot is ours, not the segment's */
 	int stat_pid; /* the process whose segment holds statslot */
-	uint64_t stat_refreshed; /* ns of the last sv_statseg_refresh */
+	uint64_t stat_refreshed; /* ns of the last refresh (diag/statseg.c) */
 	struct sv_held *held; /* packets delayed or reordered (inject.c) */
 	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 

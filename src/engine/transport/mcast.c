@@ -437,7 +437,7 @@ static struct sv_mgroup *group_by_ip(struct sv_mcast *mc,
 static void mc_drop(struct sv_engine *eng, struct sv_udp_rx *r, const char *why)
 {
 	if (sv_env_trace())
-		sv_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
+		sv_hook_trace_pkt(eng, "rx-drop", r->buf, r->len, why);
 }
 
 static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
@@ -473,7 +473,7 @@ static void mc_rx_one(struct sv_engine *eng, struct sv_udp_rx *r)
 		return mc_drop(eng, r, "not a UD opcode");
 	}
 	if (sv_env_trace())
-		sv_trace_pkt(eng, "rx-mcast", r->buf, r->len, NULL);
+		sv_hook_trace_pkt(eng, "rx-mcast", r->buf, r->len, NULL);
 	for (i = 0; i < g->nqps; i++) {
 		struct sv_qp_engine *qe = g->qps[i];
 		int st = atomic_load(&qe->state);

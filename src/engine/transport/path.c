@@ -5,7 +5,7 @@
  * The table comes from the layer above (sv_engine_open).
  */
 #include "engine/transport/eng.h"
-#include "engine/diag/inject.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/path.h"
 #include "engine/transport/qpe.h"
 
@@ -43,7 +43,7 @@ void sv_paths_select(struct sv_qp_engine *qe)
 
 	/* Paths carry no packets: a QP that fault injection may touch
 	 * keeps to the packet path, where the faults are (inject.h). */
-	if (sv_inject_qp(qe)) {
+	if (sv_hook_inject_qp(qe)) {
 		qe->npaths = 0;
 		return;
 	}

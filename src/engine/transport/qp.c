@@ -15,7 +15,7 @@
 #include "core/mw.h"
 #include "engine/transport/comp.h"
 #include "engine/transport/eng.h"
-#include "engine/diag/inject.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
 #include "engine/transport/path.h"
@@ -126,12 +126,12 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	atomic_store(&eng->quiet, NULL); /* busy polls: take the lock */
 	err = qpn_alloc(eng, qe);
 	if (!err) {
-		sv_statseg_qp_open(qe);
+		sv_hook_statseg_qp_open(qe);
 		list_add_tail(&eng->qps, &qe->node);
 		err = sv_engine_start_thread(eng);
 		if (err) {
 			list_del(&qe->node);
-			sv_statseg_qp_close(qe);
+			sv_hook_statseg_qp_close(qe);
 			qe->sock->slot[sv_qpn_slot(qe->qpn)] = NULL;
 			qe->sock->used--;
 		} else {
@@ -173,7 +173,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 			sv_req_run(qe);
 	if (eng->ntx)
 		sv_tx_flush(eng); /* held ACKs: the QP's among them */
-	sv_qp_report(qe, "destroying", stderr);
+	sv_hook_qp_report(qe, "destroying", stderr);
 	sv_paths_quiesce(qe);
 	/* Unreachable from peers and the network first, then from the work
 	 * lists. */
@@ -191,9 +191,9 @@ void sv_engine_qp_destroy(struct sv_qp *qp)
 		list_del(&qe->kick_node);
 	sv_mutex_unlock(&eng->kick_lock);
 	list_del(&qe->node);
-	sv_inject_qp_gone(qe);
+	sv_hook_inject_qp_gone(qe);
 	sv_links_qp_destroyed(qe);
-	sv_statseg_qp_close(qe);
+	sv_hook_statseg_qp_close(qe);
 	sv_mutex_unlock(&eng->lock);
 	/* No packet reaches the QP any more: the type 2 windows bound to
 	 * it become free (IBA 10.6.7; idempotent if the verbs layer says
@@ -432,7 +432,7 @@ void sv_engine_qp_modified(struct sv_qp *qp, int mask, enum ibv_qp_state old)
 		sv_qp_run(qe);
 		sv_tx_flush(eng);
 	}
-	sv_statseg_qp_note(qe);
+	sv_hook_statseg_qp_note(qe);
 	sv_mutex_unlock(&eng->lock);
 }
 

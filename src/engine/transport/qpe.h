@@ -16,9 +16,8 @@
 #include "engine/transport/eng.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/path.h"
-#include "engine/diag/pcap.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/rtt.h"
-#include "engine/diag/statseg.h"
 #include "link/chan.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
@@ -28,6 +27,8 @@
 /* ---- responder resources (IBA: one per READ/ATOMIC in flight) ---- */
 
 enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };
+
+struct sv_statseg_qp; /* diag/statseg.h */
 
 struct sv_resp_res {
 	enum sv_res_type type;
@@ -169,7 +170,7 @@ struct sv_qp_engine {
 		struct list_node node;
 	} chan;
 
-	struct sv_pcap_qp pcap; /* SOFTVERBS_PCAP (engine/pcap.c) */
+	struct sv_hook_pcap_qp pcap; /* SOFTVERBS_PCAP (diag/pcap.c) */
 
 	/* large WRITEs the target's thread did not help with in a row
 	 * (help.c): the next ones are not offered for a while */

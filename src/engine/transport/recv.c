@@ -11,12 +11,10 @@
 
 #include "engine/transport/comp.h"
 #include "engine/transport/eng.h"
-#include "engine/diag/explain.h"
-#include "engine/forward/gsifwd.h"
-#include "engine/diag/inject.h"
+#include "engine/transport/hooks.h"
+#include "engine/transport/forward.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
-#include "engine/diag/pcap.h"
 #include "engine/transport/qpe.h"
 #include "engine/transport/resp.h"
 #include "engine/transport/stats.h"
@@ -44,7 +42,7 @@ static void drop(struct sv_engine *eng, const uint8_t *buf, uint32_t len,
 		 const char *why)
 {
 	if (sv_env_trace())
-		sv_trace_pkt(eng, "rx-drop", buf, len, why);
+		sv_hook_trace_pkt(eng, "rx-drop", buf, len, why);
 }
 
 static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
@@ -66,8 +64,8 @@ void sv_rx_pkt(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 	       uint32_t len, bool truncated, const struct sv_flow *flow,
 	       bool shm)
 {
-	rx(eng, s, buf, len, truncated, flow, shm,
-	   sv_inject_get()->pkt_dirs & SV_INJ_RX, false);
+	rx(eng, s, buf, len, truncated, flow, shm, sv_hook_inject_rx_on(),
+	   false);
 }
 
 void sv_rx_held(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
@@ -107,7 +105,7 @@ static void rx(struct sv_engine *eng, struct sv_sock *s, uint8_t *buf,
 		/* Faults on receive act on the packet as it came in: a
 		 * duplicate goes through every check twice. */
 		unsigned int copies =
-			sv_inject_rx(eng, s, buf, len, flow, shm, pkt.qpn);
+			sv_hook_inject_rx(eng, s, buf, len, flow, shm, pkt.qpn);
 
 		while (copies--)
 			rx(eng, s, buf, len, false, flow, shm, false, true);
@@ -199,7 +197,7 @@ found:
 		/* Another address is a peer given the wrong GID (ours
 		 * or its own); another port only a stray packet. */
 		if (!sv_ipaddr_eq(&flow->src, &qe->flow.dst))
-			sv_explain_wrong_src(qe, flow);
+			sv_hook_explain_wrong_src(qe, flow);
 		return drop(eng, buf, len, "not from the connected peer");
 	}
 	if (!shm && qe->shm)
@@ -213,9 +211,9 @@ found:
 	SV_QSTAT(qe, rx_pkts);
 	SV_QSTAT_ADD(qe, rx_bytes, len);
 	if (sv_env_trace())
-		sv_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
-	if (sv_pcap_active())
-		sv_pcap_engine_pkt(qe, false, flow, buf, len);
+		sv_hook_trace_pkt(eng, shm ? "rx-shm" : "rx", buf, len, NULL);
+	if (sv_hook_pcap_on())
+		sv_hook_pcap_pkt(qe, false, flow, buf, len);
 	if (want == SV_M_XRC)
 		sv_xrc_rx(qe, &pkt, flow);
 	else if (pkt.mask & SV_M_REQ) {

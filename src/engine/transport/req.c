@@ -27,7 +27,7 @@
 #include "core/mw.h"
 #include "engine/transport/comp.h"
 #include "engine/transport/eng.h"
-#include "engine/diag/explain.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
 #include "engine/transport/path.h"
@@ -139,7 +139,7 @@ static void local_error(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 {
 	/* The completer reports it once every earlier WQE is complete, so
 	 * completions stay in order; nothing more is sent meanwhile. */
-	sv_explain_wqe(qe, wqe, status);
+	sv_hook_explain_wqe(qe, wqe, status);
 	wqe->state = SV_WQE_ERROR;
 	wqe->status = status;
 	qe->req.blocked = true;

@@ -35,8 +35,7 @@
 #include "core/mw.h"
 #include "engine/transport/dma.h"
 #include "engine/transport/eng.h"
-#include "engine/diag/inject.h"
-#include "engine/diag/explain.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
 #include "engine/transport/path.h"
@@ -46,7 +45,7 @@
 #include "engine/transport/stats.h"
 #include "engine/transport/ud.h"
 #include "engine/transport/xmit.h"
-#include "engine/forward/xrcfwd.h"
+#include "engine/transport/forward.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -246,7 +245,7 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 
 	if (!(m & SV_M_START))
 		return RESP_CHK_RESOURCE;
-	switch (sv_inject_wr(c->qe, c->pkt->psn, (m & SV_M_SEND) != 0)) {
+	switch (sv_hook_inject_wr(c->qe, c->pkt->psn, (m & SV_M_SEND) != 0)) {
 	case SV_INJ_RNR:
 		return RESP_ERR_RNR;
 	case SV_INJ_ACCESS:
@@ -262,7 +261,7 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 	if (((m & SV_M_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
 	    ((m & SV_M_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
 	    ((m & SV_M_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC))) {
-		sv_explain_qp_access(
+		sv_hook_explain_qp_access(
 			c->qe, (m & SV_M_WRITE) ? IBV_ACCESS_REMOTE_WRITE :
 			       (m & SV_M_READ)	? IBV_ACCESS_REMOTE_READ :
 						  IBV_ACCESS_REMOTE_ATOMIC);
@@ -300,10 +299,11 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 	if ((m & (SV_M_READ | SV_M_ATOMIC)) &&
 	    (!qe->max_dest_rd_atomic ||
 	     replies_queued(qe) >= qe->max_dest_rd_atomic)) {
-		sv_explain_rd_atomic(qe,
-				     (m & SV_M_READ) ? IBV_ACCESS_REMOTE_READ :
-						       IBV_ACCESS_REMOTE_ATOMIC,
-				     replies_queued(qe));
+		sv_hook_explain_rd_atomic(qe,
+					  (m & SV_M_READ) ?
+						  IBV_ACCESS_REMOTE_READ :
+						  IBV_ACCESS_REMOTE_ATOMIC,
+					  replies_queued(qe));
 		return RESP_ERR_TOO_MANY_RD_ATOMIC;
 	}
 	return RESP_CHK_LENGTH;
@@ -346,8 +346,10 @@ static enum resp_state chk_length(struct resp_ctx *c)
 	/* The message must fit the receive WQE (IBA: a local
 	 * length error at the responder, an invalid request NAK). */
 	if ((m & SV_M_SEND) && qe->resp.offset + pay > qe->resp.wqe_len) {
-		sv_explain_recv_len(qe, qe->resp.wqe->wr_id, qe->resp.wqe_len,
-				    qe->resp.offset + pay, (m & SV_M_END) != 0);
+		sv_hook_explain_recv_len(qe, qe->resp.wqe->wr_id,
+					 qe->resp.wqe_len,
+					 qe->resp.offset + pay,
+					 (m & SV_M_END) != 0);
 		return RESP_ERR_LOC_LEN;
 	}
 	return RESP_CHK_RKEY;
@@ -366,7 +368,8 @@ static bool rkey_ok(struct sv_qp_engine *qe, uint32_t rkey, uint64_t va,
 	mr = sv_mr_get_by_rkey(rkey);
 	ptr = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, va, len, access);
 	if (!ptr)
-		sv_explain_access(qe, rkey, va, len, access, mr, qe->qp->pd);
+		sv_hook_explain_access(qe, rkey, va, len, access, mr,
+				       qe->qp->pd);
 	if (mr)
 		sv_mr_put(mr);
 	return ptr != NULL;
@@ -387,7 +390,8 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		/* IBA A19: an ATOMIC WRITE's VA is 8-byte aligned, as an
 		 * atomic's. */
 		if ((m & SV_M_ATOMIC_WRITE) && (va & 7)) {
-			sv_explain_misaligned(qe, "ATOMIC WRITE", rkey, va);
+			sv_hook_explain_misaligned(qe, "ATOMIC WRITE", rkey,
+						   va);
 			return RESP_ERR_MISALIGNED_ATOMIC;
 		}
 		if (!rkey_ok(qe, rkey, va, len,
@@ -407,8 +411,8 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 
 		/* IBA: atomics need an 8-byte aligned VA. */
 		if (va & 7) {
-			sv_explain_misaligned(qe, "ATOMIC",
-					      (uint32_t)sv_atmeth_rkey(h), va);
+			sv_hook_explain_misaligned(
+				qe, "ATOMIC", (uint32_t)sv_atmeth_rkey(h), va);
 			return RESP_ERR_MISALIGNED_ATOMIC;
 		}
 		if (!rkey_ok(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
@@ -471,8 +475,9 @@ static enum resp_state execute(struct resp_ctx *c)
 		if (e && qe->qp->xrc_rwqe)
 			return RESP_ERR_LOC_PROT;
 		if (e) {
-			sv_explain_recv_sgl(qe, recv_pd(qe), qe->resp.wqe->sge,
-					    qe->resp.wqe->num_sge, false);
+			sv_hook_explain_recv_sgl(qe, recv_pd(qe),
+						 qe->resp.wqe->sge,
+						 qe->resp.wqe->num_sge, false);
 			return RESP_ERR_LOC_PROT;
 		}
 		qe->resp.offset += pay;
@@ -483,9 +488,9 @@ static enum resp_state execute(struct resp_ctx *c)
 				       IBV_ACCESS_REMOTE_WRITE);
 
 		if (!dst) {
-			sv_explain_access(qe, qe->resp.rkey, qe->resp.va, pay,
-					  IBV_ACCESS_REMOTE_WRITE, mr,
-					  qe->qp->pd);
+			sv_hook_explain_access(qe, qe->resp.rkey, qe->resp.va,
+					       pay, IBV_ACCESS_REMOTE_WRITE, mr,
+					       qe->qp->pd);
 			if (mr)
 				sv_mr_put(mr);
 			return RESP_ERR_ACCESS; /* deregistered meanwhile */
@@ -565,8 +570,9 @@ static enum resp_state atomic_reply(struct resp_ctx *c)
 	struct sv_reply r;
 
 	if (!p) {
-		sv_explain_access(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
-				  IBV_ACCESS_REMOTE_ATOMIC, mr, qe->qp->pd);
+		sv_hook_explain_access(qe, (uint32_t)sv_atmeth_rkey(h), va, 8,
+				       IBV_ACCESS_REMOTE_ATOMIC, mr,
+				       qe->qp->pd);
 		if (mr)
 			sv_mr_put(mr);
 		return RESP_ERR_ACCESS;
@@ -636,7 +642,7 @@ static enum resp_state complete(struct resp_ctx *c)
 			(uint32_t)sv_ieth_rkey(sv_pkt_h(p, SV_HDR_IETH));
 
 		if (sv_mw_remote_inv(qe->qp, rkey)) {
-			sv_explain_inv_rkey(qe, wc.wr_id, rkey);
+			sv_hook_explain_inv_rkey(qe, wc.wr_id, rkey);
 			return RESP_ERR_INV_RKEY;
 		}
 		wc.invalidated_rkey = rkey;
@@ -662,7 +668,7 @@ static enum resp_state complete(struct resp_ctx *c)
 	SV_QSTAT(qe, recv_done);
 	SV_QSTAT_ADD(qe, recv_bytes, wc.byte_len);
 	if (sv_push_recv_cqe(qe, &wc, sv_bth_se(p->hdr))) {
-		sv_explain_cq_overrun(qe, wc.wr_id);
+		sv_hook_explain_cq_overrun(qe, wc.wr_id);
 		return RESP_ERR_CQ_OVERFLOW;
 	}
 	return acked ? RESP_DONE : RESP_ACKNOWLEDGE;
@@ -771,13 +777,13 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	bool had_wqe;
 
 	if (sv_env_trace())
-		sv_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
-			     resp_state_names[st]);
+		sv_hook_trace_pkt(qe->eng, "resp-err", c->pkt->hdr, c->pkt->len,
+				  resp_state_names[st]);
 	if (sv_log_level >= SV_LOG_DBG) {
 		sv_dbg("qp 0x%06x responder error %s on %s psn %u", qe->qpn,
 		       resp_state_names[st], sv_opcode_name(c->pkt->opcode),
 		       c->pkt->psn);
-		sv_qp_dump(qe, stderr);
+		sv_hook_qp_dump(qe, stderr);
 	}
 	if (c->uc && st != RESP_ERR_LOC_LEN && st != RESP_ERR_LOC_PROT &&
 	    st != RESP_ERR_CQ_OVERFLOW && st != RESP_ERR_FAULT &&
@@ -797,8 +803,9 @@ static void resp_fatal(struct resp_ctx *c, enum resp_state st)
 	    st != RESP_ERR_LOC_LEN && st != RESP_ERR_TOO_MANY_RD_ATOMIC &&
 	    st != RESP_ERR_MISALIGNED_ATOMIC && st != RESP_ERR_CQ_OVERFLOW &&
 	    st != RESP_ERR_INV_RKEY)
-		sv_explain_resp(qe, resp_state_names[st],
-				sv_opcode_name(c->pkt->opcode), c->pkt->psn);
+		sv_hook_explain_resp(qe, resp_state_names[st],
+				     sv_opcode_name(c->pkt->opcode),
+				     c->pkt->psn);
 	if (st == RESP_ERR_ACCESS || st == RESP_ERR_FAULT)
 		SV_STAT(qe->eng, resp_access_err);
 	else
@@ -1083,7 +1090,7 @@ void sv_resp_rx(struct sv_qp_engine *qe, struct sv_pkt *pkt,
 	    state == IBV_QPS_ERR) {
 		SV_STAT(qe->eng, drop_qp_state);
 		if (qe->type == IBV_QPT_RC)
-			sv_explain_state_drop(qe, state);
+			sv_hook_explain_state_drop(qe, state);
 		return;
 	}
 	/* Taken: a later drop in another state is said again. */
@@ -1146,9 +1153,9 @@ static void send_read_resp(struct sv_qp_engine *qe, struct sv_reply *r,
 			if (!src) {
 				/* Deregistered since the request was
 				 * checked: the READ fails remotely. */
-				sv_explain_access(qe, r->rkey, r->va, pay,
-						  IBV_ACCESS_REMOTE_READ, mr,
-						  r->pd);
+				sv_hook_explain_access(qe, r->rkey, r->va, pay,
+						       IBV_ACCESS_REMOTE_READ,
+						       mr, r->pd);
 				if (mr)
 					sv_mr_put(mr);
 				SV_STAT(qe->eng, resp_access_err);

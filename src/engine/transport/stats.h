@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Counters (named like rxe's where rxe has one), the packet trace and QP
- * dumps (stats.c), state and type names (qpnames.c).  The counters live
- * in the process's stats segment (statseg.h).
+ * Counters (named like rxe's where rxe has one): the engine's and each
+ * QP's.  They live in the process's stats segment (diag/statseg.h); their
+ * output (traces, dumps, reports) is diag/stats.h's.
  */
 #ifndef SV_ENGINE_STATS_H
 #define SV_ENGINE_STATS_H
@@ -137,30 +137,37 @@ struct sv_stats {
 #undef X
 };
 
-/* The counters live in the process's stats segment (statseg.h), so
+/* A QP's counters.  The packet counters count both links; wr_* counts the
+ * send WRs completed successfully whatever carried them (packets, a
+ * message channel, one-copy placement), recv_* the receive WRs. */
+/* clang-format off */
+#define SV_QP_COUNTERS(X)                                                    \
+	X(tx_pkts, "packets sent (UDP and shm)")                             \
+	X(tx_bytes, "bytes of those packets")                                \
+	X(rx_pkts, "packets received for this QP")                          \
+	X(rx_bytes, "bytes of those packets")                                \
+	X(wr_done, "send WRs completed successfully (any path)")             \
+	X(wr_bytes, "bytes of those WRs")                                    \
+	X(recv_done, "receive WRs completed")                                \
+	X(recv_bytes, "bytes received into them")                            \
+	X(retrans, "retransmissions (timeout, NAK, duplicate ACK, probe)")   \
+	X(rnr_sent, "RNR NAKs sent")                                         \
+	X(rnr_rcvd, "RNR NAKs received")
+/* clang-format on */
+
+struct sv_qp_stats {
+#define X(name, desc) uint64_t name;
+	SV_QP_COUNTERS(X)
+#undef X
+};
+
+/* The counters live in the process's stats segment (diag/statseg.h), so
  * `softverbs stats` reads them as they are incremented. */
 #define SV_STAT(eng, name) ((eng)->stats->name++)
 #define SV_STAT_ADD(eng, name, n) ((eng)->stats->name += (n))
-/* A QP's own counters (struct sv_qp_stats, statseg.h): in its slot of
+/* A QP's own counters (struct sv_qp_stats above): in its slot of
  * the segment, or summed in its context's "others" slot. */
 #define SV_QSTAT(qe, name) ((qe)->ctr->name++)
 #define SV_QSTAT_ADD(qe, name, n) ((qe)->ctr->name += (n))
-
-struct sv_engine;
-struct sv_qp_engine;
-
-void sv_trace_pkt(struct sv_engine *eng, const char *dir, const uint8_t *hdr,
-		  uint32_t len, const char *why);
-/* The trace's line for an operation that travels without a packet (a
- * message channel's message, a one-copy WRITE or READ, a chunk copied
- * for a peer's WRITE): dir, the opcode a packet would have had, the QPN
- * it is for, its length, and extra (" va 0x... rkey 0x...", or ""). */
-void sv_trace_op(struct sv_engine *eng, const char *dir, uint8_t opcode,
-		 uint32_t qpn, uint64_t len, const char *extra);
-const char *sv_qp_state_name(int state);
-const char *sv_qp_type_name(enum ibv_qp_type type);
-void sv_qp_dump(struct sv_qp_engine *qe, FILE *f);
-void sv_qp_report(struct sv_qp_engine *qe, const char *what, FILE *f);
-void sv_stats_print(struct sv_engine *eng, FILE *f);
 
 #endif

@@ -9,10 +9,9 @@
 #include <arpa/inet.h>
 
 #include "engine/transport/eng.h"
-#include "engine/diag/inject.h"
+#include "engine/transport/hooks.h"
 #include "engine/transport/limits.h"
 #include "engine/transport/links.h"
-#include "engine/diag/pcap.h"
 #include "engine/transport/qpe.h"
 #include "engine/transport/resp.h"
 #include "engine/transport/stats.h"
@@ -75,8 +74,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	if (sv_xrc_qp(qe->qp))
 		sv_xrc_tx(qe, t);
 	if (sv_env_trace())
-		sv_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
-			     t->len, NULL);
+		sv_hook_trace_pkt(eng, t->link->wire ? "tx" : "tx-shm", t->buf,
+				  t->len, NULL);
 	eng->ntx++;
 	SV_QSTAT(qe, tx_pkts);
 	SV_QSTAT_ADD(qe, tx_bytes, t->len);
@@ -84,7 +83,7 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 		/* No wire, no ICRC (link.h): a zero in its place, which
 		 * fault injection turns into "bad ICRC" (inject.c). */
 		memset(t->buf + t->len - SV_ICRC_BYTES, 0, SV_ICRC_BYTES);
-	if (!t->link->wire && !sv_pcap_active()) {
+	if (!t->link->wire && !sv_hook_pcap_on()) {
 		SV_STAT(eng, shm_tx_pkts);
 		return;
 	}
@@ -93,8 +92,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	f.tclass = t->tclass;
 	sv_sockaddr_to_ipaddr((struct sockaddr *)&t->dst, &f.dst, &f.dport);
 	f.sport = t->sock->udp.port;
-	if (sv_pcap_active())
-		sv_pcap_engine_pkt(qe, true, &f, t->buf, t->len);
+	if (sv_hook_pcap_on())
+		sv_hook_pcap_pkt(qe, true, &f, t->buf, t->len);
 	if (!t->link->wire) {
 		SV_STAT(eng, shm_tx_pkts);
 		return;
@@ -153,7 +152,7 @@ void sv_tx_flush(struct sv_engine *eng)
 {
 	/* Room for every packet twice (fault injection: dup). */
 	struct sv_link_pkt batch[2 * SV_TX_BATCH];
-	bool inject = sv_inject_get()->pkt_dirs & SV_INJ_TX;
+	bool inject = sv_hook_inject_tx_on();
 	unsigned int i = 0;
 
 	eng->held_gen++;
@@ -169,7 +168,8 @@ void sv_tx_flush(struct sv_engine *eng)
 		     k++) {
 			struct sv_tx *t = tx_at(eng, i + k);
 			unsigned int copies =
-				inject ? sv_inject_tx(eng, t, t->qe->qpn) : 1;
+				inject ? sv_hook_inject_tx(eng, t, t->qe->qpn) :
+					 1;
 
 			while (copies--) {
 				batch[n].buf = t->buf;
@@ -195,7 +195,7 @@ void sv_tx_flush(struct sv_engine *eng)
 	eng->reqs_held_at = 0;
 	eng->reqs_held = 0;
 	if (eng->held)
-		sv_inject_release(eng, false);
+		sv_hook_inject_release(eng, false);
 }
 
 /* ACKNOWLEDGE carrying the responder's MSN (IBA). */

@@ -24,7 +24,7 @@
 #include "engine/transport/stats.h"
 #include "engine/transport/xmit.h"
 #include "engine/transport/xrc.h"
-#include "engine/forward/xrcfwd.h"
+#include "engine/transport/forward.h"
 #include "util/log.h"
 
 /* The largest XRC packet still fits the transmit buffer. */
