@@ -98,8 +98,7 @@ struct sv_hooks {
 	void (*explain_access)(struct sv_qp_engine *qe, uint32_t rkey,
 			       uint64_t va, uint64_t len, unsigned int access,
 			       struct sv_mr *mr, struct sv_pd *pd);
-	void (*explain_qp_access)(struct sv_qp_engine *qe,
-				  unsigned int access);
+	void (*explain_qp_access)(struct sv_qp_engine *qe, unsigned int access);
 	void (*explain_resp)(struct sv_qp_engine *qe, const char *err,
 			     const char *opcode, uint32_t psn);
 	void (*explain_recv_sgl)(struct sv_qp_engine *qe, struct sv_pd *pd,
@@ -135,10 +134,10 @@ struct sv_hooks {
 extern struct sv_hooks sv_hooks;
 
 /* Each hook through its wrapper: nothing when it is not set. */
-#define SV_HOOK_CALL(name, ...)                                        \
-	do {                                                           \
-		if (sv_hook_unlikely(sv_hooks.name != NULL))           \
-			sv_hooks.name(__VA_ARGS__);                    \
+#define SV_HOOK_CALL(name, ...)                              \
+	do {                                                 \
+		if (sv_hook_unlikely(sv_hooks.name != NULL)) \
+			sv_hooks.name(__VA_ARGS__);          \
 	} while (0)
 
 static inline bool sv_hook_pcap_on(void)
