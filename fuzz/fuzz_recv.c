@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * libFuzzer harness: the receive path (engine/recv.c, sv_rx_pkt) as the
+ * libFuzzer harness: the receive path (engine/transport/recv.c, sv_rx_pkt) as the
  * network or a peer's ring feeds it, on a process-local device whose QPs
  * have work outstanding (docs/security.md, "Fuzzing").
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The reader's side of the live counters (statread.c): a segment of
- * another process (engine/statseg.h) checked and copied into a view of
+ * another process (engine/diag/statseg.h) checked and copied into a view of
  * our own, for `softverbs stats` (tools/stats.c).
  */
 #ifndef SV_TOOLS_STATREAD_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * `softverbs stats`: the live counters of this user's softverbs processes
- * (engine/statseg.h), read from their segments in the registry directory
+ * (engine/diag/statseg.h), read from their segments in the registry directory
  * while they run, and after they were killed.  Text, --json, or --watch
  * (rates between two reads); --clean removes the segments of processes
  * that are gone.

@@ -9,7 +9,7 @@
  * Everything here runs with sv_cm.lock held.
  *
  * One engine of the namespace holds UDP 4791 and takes every MAD to QP1;
- * it sends each on to the CM the MAD names (engine/gsifwd.c), through the
+ * it sends each on to the CM the MAD names (engine/forward/gsifwd.c), through the
  * abstract Unix names a CM binds (proto/mad.h): at start, its endpoint
  * number, the high half of every comm ID it hands out; at rdma_listen,
  * the listener's service ID.  What no name claims reaches the holder's

@@ -289,7 +289,7 @@ void sv_device_attr(struct ibv_device_attr *a)
 	 * type 1 and 2B (bound to a QP, checked against its PD and number)
 	 * and local and remote invalidation, the memory management
 	 * extensions a user can reach (fast registration has no user verb).
-	 * XRC: core/xrc.c and engine/xrc.c (domains shared within a
+	 * XRC: core/xrc.c and engine/transport/xrc.c (domains shared within a
 	 * process). */
 	a->device_cap_flags =
 		IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |

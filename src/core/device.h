@@ -31,7 +31,7 @@ void sv_port_attr(struct ibv_port_attr *attr);
 enum ibv_mtu sv_port_scan_mtu(void);
 enum ibv_mtu sv_port_active_mtu(void);
 
-/* The address monitor (engine/netmon.c) keeps the cache honest: its
+/* The address monitor (engine/forward/netmon.c) keeps the cache honest: its
  * subscribed netlink socket `fd` tells of the host's address and link
  * changes (-1: nobody watches, every read scans afresh), and it brackets
  * each read of a message from that socket with sv_gid_cache_recv_begin

@@ -6,7 +6,7 @@
  * on a host with many addresses; every RTR asks for the table (the source
  * GID's address, whether the peer is on this host), so 10,000 QPs spent
  * seconds there.  The cache holds one snapshot while the address monitor
- * (engine/netmon.c) watches the host's addresses through netlink:
+ * (engine/forward/netmon.c) watches the host's addresses through netlink:
  *
  *   - the generation is a sequence count: the monitor makes it odd
  *     before it reads a message from its socket and even again after;

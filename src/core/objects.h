@@ -259,7 +259,7 @@ struct sv_cq {
 
 /* ---- work queues -------------------------------------------------------- */
 
-/* Where an AH points (engine/ud.c resolves it at ibv_create_ah). */
+/* Where an AH points (engine/transport/ud.c resolves it at ibv_create_ah). */
 struct sv_ah_route {
 	bool resolved;
 	struct sv_ipaddr dst, src;
@@ -319,7 +319,7 @@ struct sv_send_wqe {
 	uint64_t read_done; /* bytes of read response placed */
 	uint64_t chan_end; /* message channel position (engine) */
 	/* SOFTVERBS_STRICT=1: a checksum of the gather list at the post
-	 * (engine/strict.h), compared at the completion. */
+	 * (engine/diag/strict.h), compared at the completion. */
 	uint32_t strict_sum;
 	bool strict_summed;
 	/* followed by num_sge ibv_sge, or by inline data */
@@ -429,14 +429,14 @@ struct sv_srq {
 /* ---- AH ----------------------------------------------------------------- */
 
 /* Where an AH's datagrams go and the address they leave from: resolved at
- * the AH's first use by the UD requester (engine/ud.c, a GID-table scan)
+ * the AH's first use by the UD requester (engine/transport/ud.c, a GID-table scan)
  * and kept, as the kernel resolves an AH once, when it is created. */
 struct sv_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
 	struct sockaddr_storage dest; /* IP the GID maps to */
 	struct sv_pd *pd;
-	struct sv_ah_route route; /* fixed at create (engine/ud.c) */
+	struct sv_ah_route route; /* fixed at create (engine/transport/ud.c) */
 };
 
 /* ---- QP ----------------------------------------------------------------- */
@@ -498,7 +498,7 @@ struct sv_qp {
 	 * ibv_open_qp is an sv_qp whose real is the target QP. */
 	struct sv_xrcd *xrcd;
 	struct sv_srq *xrc_hold; /* engine lock */
-	/* A request naming an SRQ of another process (engine/xrcfwd.c),
+	/* A request naming an SRQ of another process (engine/forward/xrcfwd.c),
 	 * engine lock: its number, and the receive WQE taken there (by
 	 * the cookie that process gave it) until it completes. */
 	uint32_t xrc_rsrqn;

@@ -159,7 +159,7 @@ void sv_xrcd_unuse(struct sv_xrcd *dom)
  * number must say which process owns the SRQ.  As for QP numbers, the
  * kernel's UDP port allocation provides that without a daemon: a number
  * is (port << 8) | index, the port one this process holds bound for the
- * purpose, 256 numbers per port; the block's server (engine/xrcfwd.c)
+ * purpose, 256 numbers per port; the block's server (engine/forward/xrcfwd.c)
  * answers for the port's SRQs.
  */
 struct num_block {

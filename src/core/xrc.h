@@ -11,7 +11,7 @@
  * one user that open the same file share the domain: each process holds
  * its own objects, and a target QP that receives a request for an SRQ of
  * another process forwards its receive to that process
- * (engine/xrcfwd.c, docs/windows-xrc.md "Domains and files").
+ * (engine/forward/xrcfwd.c, docs/windows-xrc.md "Domains and files").
  *
  * Lock contract: xrc_lock (xrc.c) guards domains (opens, users, target
  * QP lists); the SRQ number table has its own rwlock, read by the data
@@ -73,7 +73,7 @@ struct sv_srq *sv_xrc_srq_get_shared(dev_t dev, ino_t ino, uint32_t srqn);
 bool sv_xrc_srqn_ours(uint32_t srqn);
 
 /* What serves this process's XRC SRQs to the target QPs of other
- * processes (engine/xrcfwd.c, above core: it registers itself).  start
+ * processes (engine/forward/xrcfwd.c, above core: it registers itself).  start
  * runs when a block of 256 SRQ numbers is made, with the block's port (a
  * handle, or NULL: that block is not served); stop when the block goes,
  * with nothing held. */

@@ -25,7 +25,7 @@ void sv_engine_qp_destroy(struct sv_qp *qp);
 /* Make a new UD QP this engine's GSI QP (IBV_QP_CREATE_SOURCE_QPN 1,
  * librdmacm's IB CM in standard mode): it sends with source QPN 1 and,
  * while the engine holds UDP 4791, takes what arrives there for QPN 1
- * and no CM's name claims (engine/gsifwd.h).  0, EOPNOTSUPP (not
+ * and no CM's name claims (engine/forward/gsifwd.h).  0, EOPNOTSUPP (not
  * standard mode) or EBUSY (one already). */
 int sv_engine_qp_gsi(struct sv_qp *qp);
 

@@ -57,7 +57,7 @@ struct sv_link_pkt {
  * packet (len is then meaningless). */
 /* What a link counted of its own work (offloads, route lookups) since the
  * engine last took it: the engine adds it to its counters
- * (engine/stats.h). */
+ * (engine/transport/stats.h). */
 struct sv_link_counts {
 	/* UDP_SEGMENT sends and the packets they carried; packets
 	 * received coalesced (UDP_GRO). */

@@ -3,11 +3,11 @@
  * The standard RoCE v2 endpoint (SOFTVERBS_ROCE=standard): one UDP socket
  * bound to 4791, the port every RoCE v2 peer (rxe, a NIC) sends to.  One
  * engine per network namespace holds it; the engine demultiplexes what
- * arrives by destination QPN (engine/links.c).  docs/interop.md has the
+ * arrives by destination QPN (engine/transport/links.c).  docs/interop.md has the
  * design.
  *
  * Who holds it is decided by the kernel and a lock.  Multicast receivers
- * of our user bind (group address, 4791) (engine/mcast.c), so the
+ * of our user bind (group address, 4791) (engine/transport/mcast.c), so the
  * holder's socket has SO_REUSEPORT, which the kernel grants only between
  * sockets of one uid: another user's bind on 4791, with any option and
  * on any address, fails with EADDRINUSE while we hold it, as against

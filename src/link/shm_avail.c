@@ -293,7 +293,7 @@ const char *sv_shm_registry_path(void)
 	return reg_path;
 }
 
-/* The live counters (engine/statseg.c) use the directory whether or not
+/* The live counters (engine/diag/statseg.c) use the directory whether or not
  * the fast path is on. */
 int sv_shm_registry_dir(const char **why)
 {

@@ -85,7 +85,7 @@ bool sv_udp_gro(struct sv_udp_sock *s);
 /* The same bound to a given port (0: ephemeral).  0 or errno. */
 int sv_udp_open_port(struct sv_udp_sock *s, uint16_t port);
 /* The same with SO_REUSEPORT, so that our user's sockets bound to a
- * multicast group on that port (engine/mcast.c) may join it, and with
+ * multicast group on that port (engine/transport/mcast.c) may join it, and with
  * IP_MULTICAST_ALL and IPV6_MULTICAST_ALL off, so that it gets none of
  * their datagrams.  Any socket of another user, or without SO_REUSEPORT,
  * on the port still makes the bind fail (EADDRINUSE), and so does ours

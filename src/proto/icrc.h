@@ -27,7 +27,7 @@ void sv_icrc_set(const struct sv_flow *flow, uint8_t *pkt, uint32_t len);
 void sv_icrc_move_ip_id(uint8_t *pkt, uint32_t len, uint16_t from, uint16_t to);
 /* A packet whose sender left its check to the UDP checksum (wire.h,
  * SV_BTH_ICRC_BY_UDP): the bit in its BTH and a zero ICRC.  Whether to
- * accept one is the receiver's choice (engine/recv.c). */
+ * accept one is the receiver's choice (engine/transport/recv.c). */
 bool sv_icrc_left_to_udp(const uint8_t *pkt, uint32_t len);
 /* How a received packet's ICRC matched (SV_ICRC_BAD is 0: false). */
 enum sv_icrc_match {

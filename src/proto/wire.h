@@ -408,7 +408,7 @@ SV_FIELDS(X)
  * packet carrying the bit and a zero ICRC, whose sender left the check
  * to the UDP checksum (which the kernel computes on every send and
  * verifies on every receive).  A sender leaves it so only to a peer
- * whose packets carried the bit (proto/icrc.h, engine/recv.c); to any
+ * whose packets carried the bit (proto/icrc.h, engine/transport/recv.c); to any
  * other it computes the ICRC. */
 #define SV_BTH_ICRC_BY_UDP 0x01u
 

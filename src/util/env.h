@@ -192,7 +192,7 @@ static inline const char *sv_env_fault(void)
 	return sv_env(SV_ENV_FAULT)->fault;
 }
 
-/* SOFTVERBS_ROCE as given ("standard", "" when unset; engine/links.c
+/* SOFTVERBS_ROCE as given ("standard", "" when unset; engine/transport/links.c
  * says what any other value means). */
 static inline const char *sv_env_roce(void)
 {

@@ -18,7 +18,7 @@
  *   space).  Nothing is paid until a fault happens: no setjmp, no
  *   thread-local store per copy.
  *   ThreadSanitizer does not see these accesses, which is what the
- *   engine asks of it for registered memory anyway (engine/dma.h).
+ *   engine asks of it for registered memory anyway (engine/transport/dma.h).
  * - elsewhere, and under AddressSanitizer: sigsetjmp(env, 0) before a
  *   plain copy, a thread-local pointer to it, and siglongjmp from the
  *   handler.  The handler runs with SA_NODEFER and an empty mask, so

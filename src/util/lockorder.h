@@ -11,7 +11,7 @@
  *   - trylock.  A trylock never waits, so it cannot close a cycle: it may
  *     take a lower rank than one held, and its caller must cope with
  *     failure.  Today one does: the engine, holding its lock, tries a QP's
- *     state_lock to write back an error state (engine/error.c
+ *     state_lock to write back an error state (engine/transport/error.c
  *     sv_qp_sync_state), because modify_qp holds state_lock while it waits
  *     for the engine lock.  The engine's own trylocks (engine.c: busy polls
  *     and kicks) are in order.
@@ -71,17 +71,17 @@ enum sv_lock_rank {
 	/* core/objects.h sv_qp.state_lock: modify_qp and multicast attach
 	 * call the engine with it held. */
 	SV_LOCK_QP_STATE,
-	/* engine/netmon.c nm.life: start/stop of the monitor (under it
+	/* engine/forward/netmon.c nm.life: start/stop of the monitor (under it
 	 * nm.lock, and the join of its thread). */
 	SV_LOCK_NETMON_LIFE,
-	/* engine/netmon.c nm.lock: the thread's rescan takes each engine's
+	/* engine/forward/netmon.c nm.lock: the thread's rescan takes each engine's
 	 * lock (multicast refresh) and context lock (port events). */
 	SV_LOCK_NETMON,
 	/* core/cq_mod.c mod.life: start/stop of the moderation timer
 	 * thread (under it mod.lock, and the join of the thread); taken by
 	 * ibv_modify_cq and ibv_destroy_cq with nothing held. */
 	SV_LOCK_CQ_MOD_LIFE,
-	/* engine/eng.h sv_engine.lock: the progress lock; a pass takes
+	/* engine/transport/eng.h sv_engine.lock: the progress lock; a pass takes
 	 * everything below (queues, keys, CQs, SRQs, async events). */
 	SV_LOCK_ENGINE,
 	/* core/objects.h sv_qp.sq_lock (util/qlock.h): post_send; the engine
@@ -106,7 +106,7 @@ enum sv_lock_rank {
 	 * its caller holds; the timer thread takes a CQ's lock under it. */
 	SV_LOCK_CQ_MOD,
 	/* --- leaves: nothing but a later leaf's lock is taken under these */
-	/* engine/eng.h sv_engine.kick_lock: the kick list (work lists
+	/* engine/transport/eng.h sv_engine.kick_lock: the kick list (work lists
 	 * only). */
 	SV_LOCK_KICK,
 	/* core/objects.h sv_srq.lock: the SRQ ring (post, modify, the
@@ -131,7 +131,7 @@ enum sv_lock_rank {
 	/* core/xrc.c srq_drain_lock: waits for an XRC SRQ's last packet
 	 * (condition variable). */
 	SV_LOCK_SRQ_DRAIN,
-	/* engine/xrcfwd.c fwd.lock (a receive forwarded to another
+	/* engine/forward/xrcfwd.c fwd.lock (a receive forwarded to another
 	 * process's XRC SRQ, under the engine lock: the request and its
 	 * answer on the process's socket) and the table of WQEs taken for
 	 * other processes (nothing under it). */
@@ -139,7 +139,7 @@ enum sv_lock_rank {
 	/* struct ibv_cq/ibv_qp/ibv_srq .mutex (rdma-core's ABI): acked
 	 * event counts that destroys wait for (condition variable). */
 	SV_LOCK_IBV_EVENTS,
-	/* engine/statseg.c seg_lock: making the process's stats segment
+	/* engine/diag/statseg.c seg_lock: making the process's stats segment
 	 * (the registry directory is opened under it). */
 	SV_LOCK_STATSEG,
 	/* link/shm.c reg_lock: the process's registered rings (their
@@ -148,7 +148,7 @@ enum sv_lock_rank {
 	/* util/readlock.c sv_readlock.reg: the record list, at a thread's
 	 * first read of a readlock (so under whatever the reader holds). */
 	SV_LOCK_READLOCK_REG,
-	/* engine/pcap.c lock: the capture's buffer and file, and each QP's
+	/* engine/diag/pcap.c lock: the capture's buffer and file, and each QP's
 	 * place in its PSN space (written under the engine lock, sq_lock,
 	 * the key table's read lock). */
 	SV_LOCK_PCAP,

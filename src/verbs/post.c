@@ -247,7 +247,7 @@ static void fill_send_wqe(struct sv_qp *qp, struct sv_send_wqe *w,
 	}
 }
 
-/* SOFTVERBS_STRICT=1 (engine/strict.h): what an HCA would punish later.
+/* SOFTVERBS_STRICT=1 (engine/diag/strict.h): what an HCA would punish later.
  * true: refuse the WR as the HCA's full queue would. */
 static bool strict_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 {
@@ -286,7 +286,7 @@ static void strict_posted(struct sv_qp *qp, const struct ibv_send_wr *wr)
 }
 
 /* The checksum of a send's or WRITE's data, checked at its completion
- * (engine/strict.h).  Not for a fenced WR: a READ before it may write
+ * (engine/diag/strict.h).  Not for a fenced WR: a READ before it may write
  * its data, and the fence orders that (rc_ops.fence does). */
 static void strict_sum(struct sv_qp *qp, struct sv_send_wqe *w)
 {

@@ -601,7 +601,7 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 		return ENOMEM;
 	}
 	/* The engine joins the IP multicast group and steers its datagrams
-	 * to this QP (engine/mcast.c). */
+	 * to this QP (engine/transport/mcast.c). */
 	err = sv_engine_mcast_attach(qp, gid);
 	if (err) {
 		sv_mutex_unlock(&qp->state_lock);

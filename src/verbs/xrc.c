@@ -4,7 +4,7 @@
  * ibv_open_xrcd, ibv_close_xrcd, ibv_create_srq_ex, ibv_get_srq_num and
  * ibv_open_qp.  XRC QPs themselves are created by ibv_create_qp_ex
  * (qp_ex.c -> sv_qp_create); domains, SRQ numbers and target QP lists
- * are core/xrc.c's, the transport engine/xrc.c's.
+ * are core/xrc.c's, the transport engine/transport/xrc.c's.
  */
 #include "verbs/verbs.h"
 
@@ -89,7 +89,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 		return sv_null_errno(EINVAL);
 
 	/* Other processes of the domain reach its SRQs through the
-	 * engine's server (engine/xrcfwd.c). */
+	 * engine's server (engine/forward/xrcfwd.c). */
 	sv_xrcfwd_init();
 	/* ibv_srq_init_attr is the prefix of the _ex one. */
 	ibsrq = ibv_create_srq(a->pd, (struct ibv_srq_init_attr *)a);

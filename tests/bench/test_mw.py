@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "bench"))
 import bench  # noqa: E402
 
-# What SOFTVERBS_STATS=1 prints (engine/stats.c): a QP's line at its
+# What SOFTVERBS_STATS=1 prints (engine/diag/stats.c): a QP's line at its
 # destroy, then each context's counters at close; two contexts.
 STATS = """Final: 4096 ...
 softverbs stats: context 0x5581

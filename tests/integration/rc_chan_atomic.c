@@ -414,7 +414,7 @@ static void errors_b(int fd)
 	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
 	close_counting(&ep, &c);
 	expect_counter(&c, "chan_atomics_served", good_before(E_NUM));
-	/* Each refusal explained and counted by its reason (engine/explain.c),
+	/* Each refusal explained and counted by its reason (engine/diag/explain.c),
 	 * on either path. */
 	CHECK(counter(&c, "access_no_key") >= 1);
 	CHECK(counter(&c, "access_bounds") >= 1);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Explained failures between two processes (engine/explain.c): each
+ * Explained failures between two processes (engine/diag/explain.c): each
  * remote access refusal writes, in the target's log, one line naming the
  * check that failed and the key, address and length (unknown rkey,
  * bounds, a right the region lacks, another PD, the QP's access flags, a

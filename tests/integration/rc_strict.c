@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Strict mode (SOFTVERBS_STRICT=1, engine/strict.h, docs/strict.md): each
+ * Strict mode (SOFTVERBS_STRICT=1, engine/diag/strict.h, docs/strict.md): each
  * misuse it reports, between two processes, with the correct use first
  * (no "softverbs strict:" line) and then the wrong one (its line, with
  * the rule and the values).  Each process sets the variable and logs to a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * SOFTVERBS_TRACE=1 (engine/stats.c): a line for every operation, on
+ * SOFTVERBS_TRACE=1 (engine/diag/stats.c): a line for every operation, on
  * every path.  A SEND, an atomic, a WRITE and a READ between two
  * processes: on shared memory the SEND and the atomic travel as channel
  * messages ("tx-chan"/"rx-chan", with the channel's acknowledgement) and

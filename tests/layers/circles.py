@@ -4,8 +4,8 @@
 
     circles.py SRC_DIR
 
-A module is a source file and its header (src/engine/req.c and
-src/engine/req.h are the module engine/req); module A uses module B when
+A module is a source file and its header (src/engine/transport/req.c
+and req.h are the module engine/transport/req); module A uses module B when
 A's .c or .h includes B's header.  Modules that use each other, directly
 or around a circle, are one piece of design and belong in one folder: a
 circle through two folders means neither folder can be read, built or

@@ -89,12 +89,12 @@ static void test_parse(void)
 	CHECK_EQ(with("SOFTVERBS_LOSS", "-5").loss, 0);
 	CHECK_EQ(with("SOFTVERBS_LOSS", "x").loss, 0);
 
-	/* The fault spec as given (engine/inject.c parses it). */
+	/* The fault spec as given (engine/diag/inject.c parses it). */
 	CHECK(!strcmp(with("SOFTVERBS_FAULT", NULL).fault, ""));
 	CHECK(!strcmp(with("SOFTVERBS_FAULT", "drop=1%;seed=3").fault,
 		      "drop=1%;seed=3"));
 
-	/* The RoCE mode as given (engine/links.c parses it). */
+	/* The RoCE mode as given (engine/transport/links.c parses it). */
 	CHECK(!strcmp(with("SOFTVERBS_ROCE", NULL).roce, ""));
 	CHECK(!strcmp(with("SOFTVERBS_ROCE", "standard").roce, "standard"));
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The GSI QP (engine/qp.c sv_engine_qp_gsi): with SOFTVERBS_ROCE=standard a
+ * The GSI QP (engine/transport/qp.c sv_engine_qp_gsi): with SOFTVERBS_ROCE=standard a
  * UD QP created with IBV_QP_CREATE_SOURCE_QPN 1 takes what arrives at UDP
  * 4791 for QPN 1 and sends with source QPN 1 (librdmacm's IB CM, src/cm/
  * gsi.c); one per engine; any other source QPN, or QP type, is refused
@@ -8,7 +8,7 @@
  * Bytes are compared end to end both ways over 127.0.0.1.
  *
  * CM MADs to QP1 go instead to the Unix name their fields give
- * (engine/gsifwd.c, proto/mad.h): a REP, DREQ or SIDR_REP to the
+ * (engine/forward/gsifwd.c, proto/mad.h): a REP, DREQ or SIDR_REP to the
  * endpoint in the comm ID they name, a REQ to its service ID's name,
  * each as the GRH area and the MAD; one whose name nobody bound comes
  * to the GSI QP.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The SOFTVERBS_FAULT spec (engine/inject.c): what it accepts, how it
+ * The SOFTVERBS_FAULT spec (engine/diag/inject.c): what it accepts, how it
  * prints back (the startup info line), the one reason a bad spec is
  * refused with, naming the token, and SOFTVERBS_LOSS as drop=N%.
  */

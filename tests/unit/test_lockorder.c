@@ -130,7 +130,7 @@ static void test_exceptions(void)
 	pthread_mutexattr_t a;
 	pthread_mutex_t ec;
 
-	/* A trylock out of order cannot wait: allowed (engine/error.c). */
+	/* A trylock out of order cannot wait: allowed (engine/transport/error.c). */
 	sv_mutex_lock(&eng_m, SV_LOCK_ENGINE);
 	CHECK_EQ(sv_mutex_trylock(&cq_m, SV_LOCK_QP_STATE), 0);
 	CHECK_EQ(sv_lockorder_held(), 2);

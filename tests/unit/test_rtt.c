@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The round-trip estimate and its timeout (engine/rtt.h, RFC 6298): the
+ * The round-trip estimate and its timeout (engine/transport/rtt.h, RFC 6298): the
  * first sample, the smoothing of later ones, the variance term, the
  * scheduler granularity and the floor; and which send time an ACK is
  * timed against.

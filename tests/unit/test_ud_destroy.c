@@ -3,7 +3,7 @@
  * Datagrams posted before ibv_destroy_qp leave, as from an HCA, which
  * fetches a WQE within microseconds of its doorbell: Debian's mckey
  * sender posts its sends unsignaled and destroys its QP at once (a busy
- * CI host once lost all 25 of them: engine/qp.c runs the requester at
+ * CI host once lost all 25 of them: engine/transport/qp.c runs the requester at
  * destroy).  Rounds of 16 unsignaled SENDs to a second QP, the sender
  * destroyed right after posting; every datagram must arrive, bytes
  * compared (the argument "standard" sets SOFTVERBS_ROCE).  In odd

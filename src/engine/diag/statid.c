@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Whose a live-counter segment is, and in which layout (engine/statid.h).
+ * Whose a live-counter segment is, and in which layout (engine/diag/statid.h).
  */
 #include "engine/diag/statid.h"
 

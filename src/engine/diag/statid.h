@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Whose a live-counter segment (engine/statseg.h) is, and in which layout:
+ * Whose a live-counter segment (engine/diag/statseg.h) is, and in which layout:
  * the pid its file name carries, the start time of the process that wrote
  * it, whether that process still runs, the hash of the counter names.
  * The writer (statseg.c, which also sweeps dead processes' segments) and
@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* FNV-1a of the engine's and the QP counters' names (engine/stats.h): a
+/* FNV-1a of the engine's and the QP counters' names (engine/transport/stats.h): a
  * reader built from another list of counters refuses the segment. */
 uint32_t sv_statid_hash(void);
 /* The start time of process pid in clock ticks after boot (field 22 of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The writer's side of the live counters (engine/statseg.h): the process's
+ * The writer's side of the live counters (engine/diag/statseg.h): the process's
  * segment, made at its first context and removed with its last one or at
  * its exit, the slots of contexts and QPs, and the snapshot of the QPs'
  * states the engine refreshes.

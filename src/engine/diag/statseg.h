@@ -80,7 +80,7 @@ struct sv_statseg_hdr {
 	uint32_t hdr_size, eng_size, qp_size;
 	uint32_t nengines, nqps;
 	uint32_t ncounters, nqp_counters;
-	uint32_t counters_hash; /* of the counter names (engine/statid.h) */
+	uint32_t counters_hash; /* of the counter names (engine/diag/statid.h) */
 	int32_t pid;
 	uint32_t uid;
 	uint64_t start_ticks; /* /proc/PID/stat's starttime: tells pid reuse */

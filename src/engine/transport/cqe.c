@@ -133,7 +133,7 @@ bool sv_rq_get(struct sv_qp_engine *qe)
 	uint32_t head;
 
 	/* An SRQ of another process: xrc.c asked for its WQE before the
-	 * request came here; none was posted (engine/xrcfwd.h). */
+	 * request came here; none was posted (engine/forward/xrcfwd.h). */
 	if (!srq && qp->xrc_rsrqn)
 		return false;
 	if (srq) {

@@ -41,7 +41,7 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 #endif
 
 /* The address of the last fault a DMA copy or atomic of this thread
- * met (engine/sgl.c reports it). */
+ * met (engine/transport/sgl.c reports it). */
 extern __thread uintptr_t sv_dma_fault_addr;
 
 /* Registered memory is the application's: it may have unmapped or

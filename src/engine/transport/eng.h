@@ -42,7 +42,7 @@ struct sv_sock {
 	struct list_node node; /* sv_engine.socks */
 	struct sv_shm_ring ring; /* inbound shm ring (ring.hdr NULL: none) */
 	/* The socket's endpoints, in the order a pass drains them (the
-	 * ring, then UDP): link/link.h, engine/links.c. */
+	 * ring, then UDP): link/link.h, engine/transport/links.c. */
 	struct {
 		const struct sv_link_ops *ops;
 		void *ep;
@@ -229,6 +229,8 @@ struct sv_engine {
 	bool help_avail; /* what the segments' helping words say */
 };
 
+/* The loop's side (progress/engine.c): what the transport asks of it is
+ * declared here, so that the transport names no progress header. */
 void sv_engine_pass(struct sv_engine *eng, bool rx);
 
 /* The time of the pass: a busy pass that arms no timer and receives

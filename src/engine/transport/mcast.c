@@ -21,7 +21,7 @@
  * it, and receives there: each group of a context gets its own socket
  * bound to (group address, 4791) with SO_REUSEPORT.  Bound to the group,
  * it never matches a unicast datagram, which stays the namespace's 4791
- * holder's (engine/links.c; its socket has SO_REUSEPORT so the two may
+ * holder's (engine/transport/links.c; its socket has SO_REUSEPORT so the two may
  * share the port, and IP_MULTICAST_ALL off so it takes no group's
  * datagrams: link/roce.h).  The kernel hands a multicast datagram to
  * every socket bound to its group and port that joined the group (a

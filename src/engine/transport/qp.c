@@ -113,7 +113,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	}
 	qe->qp = qp;
 	qe->eng = eng;
-	/* XRC QPs run the RC machines (engine/xrc.c translates the wire). */
+	/* XRC QPs run the RC machines (engine/transport/xrc.c translates the wire). */
 	qe->type = sv_xrc_qp(qp) ? IBV_QPT_RC : qp->type;
 	qe->pmtu = 1024;
 	qe->window = qe->cwnd = qe->ssthresh = SV_WINDOW_MIN;

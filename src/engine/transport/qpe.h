@@ -237,7 +237,7 @@ struct sv_qp_engine {
 		/* The peer's ACKs say it keeps out-of-order packets (wire.h,
 		 * SV_SACK_MAX): its NAKs name the holes to resend. */
 		bool sack_peer;
-		struct sv_rtt rtt; /* round trip (engine/rtt.h) */
+		struct sv_rtt rtt; /* round trip (engine/transport/rtt.h) */
 		struct sv_rtt_ring rtt_sent; /* packets being timed */
 	} comp;
 

@@ -298,7 +298,7 @@ static bool send_data(struct sv_qp_engine *qe, struct sv_send_wqe *wqe,
 			    in_flight(qe) + 1 >= window(qe)) {
 				sv_bth_set_ackreq(b, 1);
 				qe->req.since_ackreq = 0;
-				/* Timed (engine/rtt.h), never a resend
+				/* Timed (engine/transport/rtt.h), never a resend
 				 * (Karn): its ACK could answer either copy. */
 				if (qe->req.psn == qe->req.max_psn)
 					sv_rtt_sent(&qe->comp.rtt_sent,

@@ -35,7 +35,7 @@
 	X(probe_retransmit, "early resends while waiting for an ACK")        \
 	X(probe_deferred, "probes not sent: the peer had not taken its ring") \
 	X(dup_ack_sent, "duplicate ACKs sent after a sequence NAK")          \
-	X(rtt_samples, "round-trip samples taken (engine/rtt.h)")           \
+	X(rtt_samples, "round-trip samples taken (engine/transport/rtt.h)")           \
 	X(retrans_pkts, "request packets sent again (any resend)")          \
 	X(ooo_kept, "out-of-order WRITE packets placed ahead (selective)")  \
 	X(sack_resend, "selective resends (a hole, not go-back-N)")         \
