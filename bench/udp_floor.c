@@ -10,7 +10,7 @@
  *
  * MODE:
  *   plain  an IPv4 socket, one 16-byte datagram each way (sockperf's);
- *   one    softverbs' UDP socket (engine/links.c, link/udp.c: dual-stack
+ *   one    softverbs' UDP socket (engine/transport/links.c, link/udp.c: dual-stack
  *          IPv6 with IPv4-mapped peers, IP_PKTINFO and IPV6_RECVPKTINFO,
  *          UDP_GRO, sendmmsg to an address, recvmmsg of a batch), one
  *          24-byte datagram each way: an RC SEND ONLY of 8 bytes (BTH 12,

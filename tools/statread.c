@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Reading another process's live counters (engine/statread.h).  The
+ * Reading another process's live counters (statread.h).  The
  * segment is input from another process, which may be buggy, half-way
  * through writing, dead mid-update or hostile: it is copied first, and
  * only the copy is looked at, each size against our own layout, each

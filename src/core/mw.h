@@ -5,7 +5,7 @@
  * ibv_bind_mw; type 2 windows are bound to one QP by a BIND_MW work
  * request and freed again by LOCAL_INV or a SEND_WITH_INV from the peer.
  * Binds and invalidations run in send-queue order, in the requester
- * (engine/local.c), or in the responder for SEND_WITH_INV.
+ * (engine/transport/req.c, run_local_op), or in the responder for SEND_WITH_INV.
  *
  * The data path never sees an sv_mw: it sees the window's view, an
  * sv_mr whose PD, range, rights and bound QP are the window's, published

@@ -264,7 +264,7 @@ rping_netns_standard)
 	rping_pair 10.233.0.2 "$a" "$b" 100 -V
 	# The CM in processes that do not hold 4791: in each namespace an
 	# idle pingpong server (no CM) holds it, and sends every MAD on to
-	# the CM its service ID or comm ID names (engine/gsifwd.c).  Two
+	# the CM its service ID or comm ID names (engine/forward/gsifwd.c).  Two
 	# rping pairs at once (REQs to two listeners, answers to two
 	# clients' endpoints) and udaddy (SIDR_REQ and SIDR_REP).
 	idle_holder() { # ns addr

@@ -33,7 +33,7 @@ fi
 
 # The counters (SOFTVERBS_STATS=1, on stderr at exit) go to a file too:
 # no READ the requester resends may reach past the request it repeats,
-# which rxe would never answer (engine/req.c, rd_end).
+# which rxe would never answer (engine/transport/req.c, rd_end).
 out=$(mktemp)
 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.231.0.1 HX_ADDR_B=10.231.0.2 \
 	HX_LOSS_MB=$mb SOFTVERBS_STATS=1 timeout -k 5 180 "$bin/rc_loss" stream \

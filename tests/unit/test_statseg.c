@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The live counters' segment (engine/diag/statseg.c) and its reader
- * (engine/statread.c): this process's own segment as `softverbs stats`
+ * (tools/statread.c): this process's own segment as `softverbs stats`
  * reads it (file mode, header, a context, a QP slot following create,
  * modify and destroy), a forked child's segment made and removed at its
  * exit, and the reader on corrupted segments: each kind of damage refused
