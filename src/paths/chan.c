@@ -48,8 +48,9 @@
  *
  * Not through channels: SEND_WITH_INV (the peer's windows), UC (no ACK
  * to give the completion its meaning is needed, but UC's loss semantics
- * would change), XRC (the target's SRQ is per message), UD, a receiving
- * QP on an SRQ.
+ * would change), XRC (the target's SRQ is per message), UD.  A receiving
+ * QP on an SRQ opens its channel as any other: the SRQ's WQE is taken
+ * when the engine takes the message.
  *
  * Wake-ups reuse the shm link's: a producer that published a message, or
  * a consumer that acknowledged, sends the doorbell if the other side's
@@ -261,7 +262,14 @@ static bool rx_state_ok(int st)
 static void chan_qp_state(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
-	bool rx_ok = qe->qp->type == IBV_QPT_RC && !qe->qp->srq && qe->shm &&
+	const struct sv_srq *srq = qe->qp->srq;
+	/* On an SRQ too: the engine takes a message's WQE from it when it
+	 * takes the message (rx_place), in channel order, as the packet
+	 * path takes it at the first packet.  Only an ordinary SRQ: it is
+	 * this process's (an XRC SRQ completes on its own CQ and may be
+	 * another process's). */
+	bool rx_ok = qe->qp->type == IBV_QPT_RC &&
+		     (!srq || srq->type == IBV_SRQT_BASIC) && qe->shm &&
 		     qe->sock->ring.hdr && rx_state_ok(st);
 
 	if (rx_ok && !qe->chan.rx.ch)
@@ -402,18 +410,22 @@ enum rx_placed {
 
 /* Place one message into the receive WQE at the head of the QP's receive
  * queue, read where it is (no copy of it: the head moves past it only
- * when done, so the application cannot reuse its slot meanwhile).  The
- * key table's read lock is held (rx_run); failures are left to rx_run,
- * which handles them once it has let go of it (moving the QP to ERR takes
- * sq_lock). */
+ * when done, so the application cannot reuse its slot meanwhile), or into
+ * the next WQE of its SRQ, taken now as the packet path takes it at a
+ * message's first packet (copied out under the SRQ's lock, which also
+ * raises the SRQ's limit event).  The key table's read lock is held
+ * (rx_run); failures are left to rx_run, which handles them once it has
+ * let go of it (moving the QP to ERR takes sq_lock). */
 static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			       const struct sv_chan_msg *m, struct ibv_wc *fail,
 			       uint64_t *pulled)
 {
 	struct sv_qp *qp = qe->qp;
+	struct sv_srq *srq = qp->srq;
 	uint32_t head =
 		atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
 	const struct sv_recv_wqe *w;
+	struct sv_pd *pd = qp->pd;
 	enum sv_sgl_err e = SV_SGL_OK;
 	uint64_t room = 0;
 	struct ibv_wc *wc;
@@ -421,22 +433,35 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	bool rdv = (m->flags & SV_CHAN_F_RDV) != 0, failed = false;
 	struct sv_chan_rdv_desc d;
 
-	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
+	if (srq ? !sv_wq_used(&srq->rq) :
+		  head == atomic_load_explicit(&qp->rq.tail,
+					       memory_order_acquire))
 		return RX_NO_WQE;
 	if (rdv) {
 		if (!sv_chan_rdv_read(m, &d))
 			return RX_BAD;
 		len = d.len;
+	}
+	if (srq) {
+		/* Ours from here: a message that completes nothing (a
+		 * failed pull) leaves it held, as a sender that stops in
+		 * the middle of a message leaves the packet path's. */
+		if (!sv_srq_pop(srq, qe->resp.wqe, &qe->resp.wqe_len))
+			return RX_NO_WQE;
+		w = qe->resp.wqe;
+		pd = srq->pd;
+	} else {
+		w = sv_wq_at(&qp->rq, head);
+	}
+	if (rdv)
 		*pulled += len;
-	} else if (sv_pcap_active()) {
+	else if (sv_pcap_active())
 		sv_pcap_chan_recv(qe, m->data, m->len,
 				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
 				  (m->flags & SV_CHAN_F_SE) != 0);
-	}
 	if (sv_env_trace())
 		trace_msg(qe, "rx-chan", qe->qpn, len,
 			  (m->flags & SV_CHAN_F_IMM) != 0);
-	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
 		room += w->sge[i].length;
@@ -446,10 +471,15 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		/* One copy from the sender's memory (chan_rdv.c).  A copy
 		 * that failed completes nothing: the peer died, or its
 		 * memory is gone (rx_run tells it, if it still listens). */
-		e = sv_chan_rdv_pull(qe, peer_chan(qe), w->sge, nsge, &d,
+		e = sv_chan_rdv_pull(qe, peer_chan(qe), pd, w->sge, nsge, &d,
 				     &failed);
 		if (failed) {
 			SV_STAT(qe->eng, rdv_failed);
+			if (srq) {
+				qe->resp.offset = 0;
+				qe->resp.have_wqe = true;
+				qe->resp.wqe_srq = true;
+			}
 			return RX_PULL_FAILED;
 		}
 		/* An application whose polls copy is as busy as one that
@@ -460,7 +490,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
 					      memory_order_relaxed);
 	} else if (len) {
-		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
+		e = sv_sgl_copy_locked(pd, w->sge, nsge, (uint8_t *)m->data,
 				       len, true);
 	}
 	if (e == SV_SGL_FAULT)
@@ -481,8 +511,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	if (e == SV_SGL_LEN)
 		sv_explain_recv_len(qe, w->wr_id, room, len, true);
 	else if (e != SV_SGL_OK)
-		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
-	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
+		sv_explain_recv_sgl(qe, pd, w->sge, nsge, true);
+	if (!srq)
+		atomic_store_explicit(&qp->rq.head, head + 1,
+				      memory_order_release);
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal),
 		 * or for a fault its RECV_FAULT. */
@@ -569,7 +601,8 @@ static bool rx_run(struct sv_qp_engine *qe)
 		return false;
 	/* The first message an RTR QP takes raises COMM_EST. */
 	if (st == IBV_QPS_RTR && !qe->comm_est &&
-	    sv_chan_pending(&qe->chan.rx) && sv_wq_used(&qe->qp->rq))
+	    sv_chan_pending(&qe->chan.rx) &&
+	    sv_wq_used(qe->qp->srq ? &qe->qp->srq->rq : &qe->qp->rq))
 		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
 	/* Once for the batch; nothing below takes another lock but the
@@ -1514,7 +1547,7 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 
 /* A channel lives after the packet slots of the peer's segment: any QP
  * attached through the shm link (chan_try decides the rest: RC, rnr_retry
- * 7, no SRQ at the peer; a SEND longer than SV_CHAN_MAX_MSG as a
+ * 7, the peer's channel open; a SEND longer than SV_CHAN_MAX_MSG as a
  * descriptor, chan_rdv.c). */
 static bool chan_applies(const struct sv_qp_engine *qe)
 {

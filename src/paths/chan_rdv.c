@@ -272,7 +272,7 @@ static bool peer_alive(const struct sv_shm_peer *p)
 }
 
 enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
-				 const struct sv_chan *pc,
+				 const struct sv_chan *pc, struct sv_pd *pd,
 				 const struct ibv_sge *sge, uint32_t nsge,
 				 struct sv_chan_rdv_desc *d, bool *failed)
 {
@@ -291,8 +291,7 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 		if (!k)
 			continue;
 		mr = sv_mr_find_lkey_locked(sge[i].lkey);
-		p = sv_mr_check(mr, qe->qp->pd, sge[i].addr, k,
-				IBV_ACCESS_LOCAL_WRITE);
+		p = sv_mr_check(mr, pd, sge[i].addr, k, IBV_ACCESS_LOCAL_WRITE);
 		if (!p)
 			return SV_SGL_PROT;
 		local[n].iov_base = p;

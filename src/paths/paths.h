@@ -100,12 +100,12 @@ uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
 /* Receiver: the descriptor m carries, checked; false: malformed. */
 bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *d);
 /* Receiver, key table's read lock held: pull d's bytes into our receive
- * SGL (long enough: checked by the caller); pc is the sender's own
- * channel (its generation).  PROT: our SGL refused; FAULT with *failed:
+ * SGL (long enough: checked by the caller; pd: the QP's, or its SRQ's);
+ * pc is the sender's own channel (its generation).  PROT: our SGL refused; FAULT with *failed:
  * the copy failed or the sending QP is gone (ERR, reset, destroyed, dead
  * process). */
 enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
-				 const struct sv_chan *pc,
+				 const struct sv_chan *pc, struct sv_pd *pd,
 				 const struct ibv_sge *sge, uint32_t nsge,
 				 struct sv_chan_rdv_desc *d, bool *failed);
 
