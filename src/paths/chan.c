@@ -443,9 +443,16 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		len = d.len;
 	}
 	if (srq) {
+		/* A sending QP gone before we took its message (ERR, reset,
+		 * destroyed) sent us nothing that would take a WQE: it stays
+		 * in the SRQ for the other QPs. */
+		if (rdv && !sv_chan_rdv_current(qe, peer_chan(qe), &d)) {
+			SV_STAT(qe->eng, rdv_failed);
+			return RX_PULL_FAILED;
+		}
 		/* Ours from here: a message that completes nothing (a
-		 * failed pull) leaves it held, as a sender that stops in
-		 * the middle of a message leaves the packet path's. */
+		 * pull that fails) leaves it held, as a sender that stops
+		 * in the middle of a message leaves the packet path's. */
 		if (!sv_srq_pop(srq, qe->resp.wqe, &qe->resp.wqe_len))
 			return RX_NO_WQE;
 		w = qe->resp.wqe;

@@ -260,6 +260,13 @@ static bool sender_current(const struct sv_qp_engine *qe,
 	       atomic_load(&pc->qpn) == qe->dest_qpn;
 }
 
+bool sv_chan_rdv_current(const struct sv_qp_engine *qe,
+			 const struct sv_chan *pc,
+			 const struct sv_chan_rdv_desc *d)
+{
+	return sender_current(qe, pc, d->gen);
+}
+
 /* Is the process the pidfd names still alive (not a reused pid)? */
 static bool peer_alive(const struct sv_shm_peer *p)
 {

@@ -99,6 +99,11 @@ uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
 			  const struct sv_send_wqe *w, uint8_t *buf);
 /* Receiver: the descriptor m carries, checked; false: malformed. */
 bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *d);
+/* Receiver: does the sending QP still stand behind descriptor d (pc, its
+ * own channel, open with the generation d was sent with)? */
+bool sv_chan_rdv_current(const struct sv_qp_engine *qe,
+			 const struct sv_chan *pc,
+			 const struct sv_chan_rdv_desc *d);
 /* Receiver, key table's read lock held: pull d's bytes into our receive
  * SGL (long enough: checked by the caller; pd: the QP's, or its SRQ's);
  * pc is the sender's own channel (its generation).  PROT: our SGL refused; FAULT with *failed:

@@ -19,6 +19,15 @@
  *          forever with rnr_retry 7, past the transport timer a silent
  *          peer gets) until two WQEs are posted 600 ms later, and arrive
  *          in order; all SENDs complete successfully.
+ *   errors two QPs on one SRQ: a 64 KiB SEND on the first finds the SRQ's
+ *          next WQE too short (LOC_LEN_ERR there on that QP,
+ *          REM_INV_REQ_ERR here, both QPs in ERR); a 1 MiB SEND on the
+ *          second takes the SRQ's next WQE and arrives whole, its QPs in
+ *          RTS.
+ *   gone   a large SEND whose sender moved its QP to ERR (its WQE flushed,
+ *          its buffer rewritten) before the receiver's SRQ had a WQE:
+ *          nothing of it arrives, and the WQE posted then stays in the
+ *          SRQ for the next message, a 1 MiB SEND on the other QP.
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -366,9 +375,157 @@ static void limit_b(int fd)
 	CHECK_EQ(v[2], 0);
 }
 
+/* ---- errors ----------------------------------------------------------------- */
+
+#define SHORT 1000u
+#define ERR_LEN (64u * 1024 + 3)
+
+/* Take the async events that come within ms (destroy waits for their
+ * acks): did QP q's LAST_WQE_REACHED come, as an SRQ-attached QP entering
+ * ERR raises it? */
+static bool last_wqe(struct side *s, struct ibv_qp *q, int ms)
+{
+	struct ibv_async_event ev;
+	bool seen = false;
+
+	while (hx_wait_fd(s->ep.ctx->async_fd, ms)) {
+		HX_CHECK_RC(ibv_get_async_event(s->ep.ctx, &ev), 0);
+		if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+		    ev.element.qp == q)
+			seen = true;
+		ibv_ack_async_event(&ev);
+	}
+	return seen;
+}
+
+static void errors_a(int fd)
+{
+	static struct side s;
+	unsigned long long v[3];
+
+	open_side(&s, fd, 2, 1, 2, NULL);
+	hx_sync(fd); /* B's receives are posted */
+	/* Into the SRQ's short WQE: the responder's LOC_LEN_ERR there. */
+	HX_CHECK_RC(post_send(&s, 0, 0, s.sbuf, ERR_LEN), 0);
+	HX_EXPECT(s.ep.scq, NULL, 0, IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND,
+		  ERR_LEN);
+	CHECK_EQ(hx_qp_state_wait(s.q[0], IBV_QPS_ERR, 5000), IBV_QPS_ERR);
+	/* The other QP on the same SRQ takes the next WQE. */
+	HX_CHECK_RC(post_send(&s, 1, 0, s.sbuf + SLOT, 1u << 20), 0);
+	HX_EXPECT(s.ep.scq, NULL, (uint64_t)1 << 32, IBV_WC_SUCCESS,
+		  IBV_WC_SEND, 1u << 20);
+	CHECK_EQ(hx_qp_state(s.q[1]), IBV_QPS_RTS);
+	CHECK(last_wqe(&s, s.q[0], 300));
+	hx_sync(fd);
+	close_side(&s, v);
+	expect_count(v[0], 2);
+}
+
+static void errors_b(int fd)
+{
+	static const uint32_t lens[] = { 1u << 20 };
+	static struct side s;
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .wr_id = 0, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+	int recvd[2] = { 0 };
+	unsigned long long v[3];
+	struct ibv_wc wc;
+
+	open_side(&s, fd, 2, 2, 0, NULL);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)s.rbuf,
+				.length = SHORT,
+				.lkey = s.ep.mr->lkey };
+	HX_CHECK_RC(ibv_post_srq_recv(s.srq, &wr, &bad), 0);
+	post_srq(&s, 1);
+	hx_sync(fd);
+	if (HX_EXPECT(s.ep.rcq, &wc, 0, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0))
+		CHECK_EQ(wc.qp_num, s.q[0]->qp_num);
+	/* Message 0 of QP 1 into WQE 1. */
+	recvd[1] = 0;
+	if (hx_poll(s.ep.rcq, &wc, 1, 10000) == 1) {
+		CHECK_EQ(wc.wr_id, 1);
+		CHECK(check_recv(&s, &wc, lens, recvd));
+	} else {
+		CHECK(false);
+	}
+	CHECK_EQ(recvd[1], 1);
+	CHECK_EQ(hx_qp_state(s.q[0]), IBV_QPS_ERR);
+	CHECK_EQ(hx_qp_state(s.q[1]), IBV_QPS_RTS);
+	CHECK(last_wqe(&s, s.q[0], 300));
+	hx_sync(fd);
+	close_side(&s, v);
+	expect_count(v[1], 1);
+	CHECK_EQ(v[2], 0);
+}
+
+/* ---- gone ------------------------------------------------------------------- */
+
+#define GONE_LEN (1u << 20)
+
+/* A is the receiver here: its SRQ's one WQE is for the message that can
+ * still come. */
+static void gone_a(int fd)
+{
+	static const uint32_t lens[] = { GONE_LEN };
+	static struct side s;
+	int recvd[2] = { 0 };
+	unsigned long long v[3];
+	struct ibv_wc wc;
+
+	open_side(&s, fd, 2, 1, 0, NULL);
+	hx_sync(fd); /* B's SEND on QP 0 was posted, then its QP to ERR */
+	post_srq(&s, 0);
+	HX_EXPECT_NONE(s.ep.rcq, 300);
+	for (size_t i = 0; i < GONE_LEN; i++)
+		if (s.rbuf[i]) {
+			CHECK_EQ(s.rbuf[i], 0); /* not a byte of it */
+			break;
+		}
+	hx_sync(fd); /* B sends on QP 1 */
+	if (hx_poll(s.ep.rcq, &wc, 1, 10000) == 1) {
+		CHECK_EQ(wc.wr_id, 0);
+		CHECK(check_recv(&s, &wc, lens, recvd));
+	} else {
+		CHECK(false);
+	}
+	CHECK_EQ(recvd[1], 1);
+	CHECK_EQ(hx_qp_state(s.q[0]), IBV_QPS_RTS);
+	CHECK_EQ(hx_qp_state(s.q[1]), IBV_QPS_RTS);
+	hx_sync(fd);
+	close_side(&s, v);
+	expect_count(v[1], 1);
+	expect_count(v[2], 1);
+}
+
+static void gone_b(int fd)
+{
+	static struct side s;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	unsigned long long v[3];
+
+	open_side(&s, fd, 2, 1, 2, NULL);
+	HX_CHECK_RC(post_send(&s, 0, 0, s.sbuf, GONE_LEN), 0);
+	hx_msleep(50); /* its engine has put it out */
+	HX_CHECK_RC(ibv_modify_qp(s.q[0], &at, IBV_QP_STATE), 0);
+	HX_EXPECT(s.ep.scq, NULL, 0, IBV_WC_WR_FLUSH_ERR, -1, -1);
+	memset(s.sbuf, 0x55, GONE_LEN); /* ours again */
+	hx_sync(fd);
+	hx_sync(fd);
+	HX_CHECK_RC(post_send(&s, 1, 0, s.sbuf + SLOT, GONE_LEN), 0);
+	HX_EXPECT(s.ep.scq, NULL, (uint64_t)1 << 32, IBV_WC_SUCCESS,
+		  IBV_WC_SEND, GONE_LEN);
+	CHECK(last_wqe(&s, s.q[0], 300));
+	hx_sync(fd);
+	close_side(&s, v);
+	expect_count(v[0], 2);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(many, 90),
 	HX_CASE(limit, 60),
+	HX_CASE(errors, 60),
+	HX_CASE(gone, 60),
 	{ 0 },
 };
 
