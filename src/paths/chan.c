@@ -124,6 +124,12 @@
  * passes' list (its channel goes cold, lean mode ends). */
 #define SV_CHAN_COOL_NS (10ull * 1000 * 1000)
 
+/* The NAK a receiver whose pull of a large SEND was refused after the
+ * probe writes (not an ibv_wc_status): send that WQE again, as packets,
+ * and everything after it; the receiver's channel is closed by then, so
+ * nothing after it in the channel was taken. */
+#define SV_CHAN_NAK_RESEND 0x100u
+
 static void chan_engine_init(struct sv_engine *eng)
 {
 	list_head_init(&eng->chans);
@@ -365,7 +371,9 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	if (sv_env_trace() && qe->chan.rx.head != qe->chan.rx_acked) {
 		char extra[48] = "";
 
-		if (nak)
+		if (nak == SV_CHAN_NAK_RESEND)
+			snprintf(extra, sizeof(extra), ": send again");
+		else if (nak)
 			snprintf(extra, sizeof(extra), ": NAK %s",
 				 ibv_wc_status_str((enum ibv_wc_status)nak));
 		sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_ACKNOWLEDGE,
@@ -406,6 +414,7 @@ enum rx_placed {
 	RX_OVERRUN, /* placed, but our CQ overran */
 	RX_BAD, /* a malformed descriptor: the channel is broken */
 	RX_PULL_FAILED, /* a large SEND's copy failed: nothing completes */
+	RX_PULL_REFUSED, /* its copy refused: the sender sends it again */
 };
 
 /* Place one message into the receive WQE at the head of the QP's receive
@@ -431,6 +440,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	struct ibv_wc *wc;
 	uint32_t nsge, i, len = m->len;
 	bool rdv = (m->flags & SV_CHAN_F_RDV) != 0, failed = false;
+	bool refused = false;
 	struct sv_chan_rdv_desc d;
 
 	if (srq ? !sv_wq_used(&srq->rq) :
@@ -479,15 +489,18 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		 * that failed completes nothing: the peer died, or its
 		 * memory is gone (rx_run tells it, if it still listens). */
 		e = sv_chan_rdv_pull(qe, peer_chan(qe), pd, w->sge, nsge, &d,
-				     &failed);
+				     &failed, &refused);
 		if (failed) {
-			SV_STAT(qe->eng, rdv_failed);
+			if (!refused)
+				SV_STAT(qe->eng, rdv_failed);
 			if (srq) {
+				/* (Refused: the packets sent again fill
+				 * it.) */
 				qe->resp.offset = 0;
 				qe->resp.have_wqe = true;
 				qe->resp.wqe_srq = true;
 			}
-			return RX_PULL_FAILED;
+			return refused ? RX_PULL_REFUSED : RX_PULL_FAILED;
 		}
 		/* An application whose polls copy is as busy as one that
 		 * polls often: a poll's pass may copy for tens of
@@ -670,7 +683,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 		}
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
-		if (r == RX_PULL_FAILED)
+		if (r == RX_PULL_FAILED || r == RX_PULL_REFUSED)
 			break;
 		/* Large SENDs are copied in this pass: a bound on the bytes
 		 * one pass copies, the rest waits for the next one. */
@@ -713,6 +726,11 @@ static bool rx_run(struct sv_qp_engine *qe)
 		 * path: LOC_PROT_ERR there); our QP sees nothing, as when
 		 * a sender fails in the middle of a message. */
 		nak = IBV_WC_LOC_PROT_ERR;
+	} else if (r == RX_PULL_REFUSED) {
+		/* The sender still has its buffers (nothing completed):
+		 * it sends the SEND again as packets, and what followed it
+		 * in the channel, which we no longer take. */
+		nak = SV_CHAN_NAK_RESEND;
 	}
 	/* Acknowledge now unless more messages are ready and the next pass
 	 * comes for them anyway: a sender waiting for a completion, or for
@@ -726,11 +744,13 @@ static bool rx_run(struct sv_qp_engine *qe)
 	if (r == RX_FAILED || r == RX_FAULT)
 		sv_push_recv_cqe(qe, &fail, false);
 	/* Nothing after a failed pull is taken: the sender's QP goes to
-	 * ERR and flushes what followed it. */
-	if (r == RX_PULL_FAILED && qe->chan.rx.ch && !bad) {
-		sv_dbg("chan: qp 0x%06x: a large SEND's copy failed, channel "
-		       "closed",
-		       qe->qpn);
+	 * ERR and flushes what followed it (or, refused, sends it all
+	 * again as packets). */
+	if ((r == RX_PULL_FAILED || r == RX_PULL_REFUSED) && qe->chan.rx.ch &&
+	    !bad) {
+		sv_dbg("chan: qp 0x%06x: a large SEND's copy %s, channel closed",
+		       qe->qpn,
+		       r == RX_PULL_REFUSED ? "was refused" : "failed");
 		rx_close(qe);
 	}
 	if (n)
@@ -771,6 +791,7 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	qe->chan.tx.gen = gen;
 	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
 	qe->chan.acked = qe->chan.tx.tail;
+	qe->chan.rdv_end = qe->chan.tx.tail;
 	atomic_store(&own->nak, 0);
 	atomic_store(&own->ack, qe->chan.tx.tail);
 	qe->chan.stall_since = 0;
@@ -840,7 +861,12 @@ static void lean_enter(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 
 	/* (Lean retirement has no results to place: no atomics.) */
+	/* Nor while a large SEND is not acknowledged: if its pull is
+	 * refused, it and the SENDs after it go again as packets, for which
+	 * their WQEs must still say where the data is (lean mode's do
+	 * not). */
 	if (qe->req.idx != sv_sq_tail(qe) || qe->chan.atomics ||
+	    (int64_t)(qe->chan.acked - qe->chan.rdv_end) < 0 ||
 	    qe->rnr_retry != 7 ||
 	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
@@ -1141,8 +1167,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					  wqe->imm_data, flags & SV_CHAN_F_SE);
 		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 		SV_STAT(qe->eng, chan_sends);
-		if (rdv)
+		if (rdv) {
 			SV_STAT(qe->eng, rdv_sends);
+			qe->chan.rdv_end = wqe->chan_end;
+		}
 		if (sv_env_trace())
 			trace_msg(qe, "tx-chan", qe->dest_qpn,
 				  (uint32_t)wqe->length,
@@ -1170,6 +1198,38 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	return SV_CHAN_SENT;
 }
 
+/* The peer could not pull the large SEND at from (its reads of our
+ * memory refused after its probe allowed them) and closed its channel:
+ * that WQE and every one after it, all in the channel and none taken,
+ * go again as packets, from their WQEs (no lean WQE is among them:
+ * lean_enter waits for a large SEND's ack).  The peer's channel is
+ * not attached to again until it opens anew. */
+static void tx_resend(struct sv_qp_engine *qe, uint32_t from)
+{
+	struct sv_chan *own = own_chan(qe); /* (tx.own, writable) */
+	uint32_t idx;
+
+	for (idx = from; idx != qe->req.idx; idx++) {
+		struct sv_send_wqe *w = sv_wq_at(&qe->qp->sq, idx);
+
+		w->state = SV_WQE_PENDING;
+		w->sent = 0;
+		w->chan_end = 0;
+	}
+	sv_dbg("chan: qp 0x%06x: the peer could not pull a large SEND: %u "
+	       "WRs go again as packets",
+	       qe->qpn, qe->req.idx - from);
+	qe->req.idx = from;
+	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
+	qe->chan.tx.ch = NULL;
+	if (own)
+		atomic_store(&own->nak, 0);
+	qe->chan.stall_since = 0;
+	list_update(qe);
+}
+
 static void tx_retire(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
@@ -1193,7 +1253,8 @@ static void tx_retire(struct sv_qp_engine *qe)
 	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
 	/* Only what a responder reports (a peer's word is not trusted). */
 	if (nak && nak != IBV_WC_REM_INV_REQ_ERR &&
-	    nak != IBV_WC_REM_ACCESS_ERR && nak != IBV_WC_LOC_PROT_ERR)
+	    nak != IBV_WC_REM_ACCESS_ERR && nak != IBV_WC_LOC_PROT_ERR &&
+	    nak != SV_CHAN_NAK_RESEND)
 		nak = IBV_WC_REM_OP_ERR;
 	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
@@ -1205,6 +1266,10 @@ static void tx_retire(struct sv_qp_engine *qe)
 			qe->chan.atomics--;
 			qe->chan.results_used &=
 				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+		}
+		if (nak == SV_CHAN_NAK_RESEND && w->chan_end == nak_pos) {
+			tx_resend(qe, idx);
+			break;
 		}
 		if (nak && w->chan_end == nak_pos) {
 			sv_explain_wqe(qe, w, nak);

@@ -28,6 +28,12 @@
  *          its buffer rewritten) before the receiver's SRQ had a WQE:
  *          nothing of it arrives, and the WQE posted then stays in the
  *          SRQ for the next message, a 1 MiB SEND on the other QP.
+ *   refused the receiver's first pull refused after its probe allowed it
+ *          (SOFTVERBS_FAULT=pull=@3: as a seccomp filter installed after
+ *          the connection would): that 1 MiB SEND and the small and large
+ *          ones posted after it go again as packets and arrive in order,
+ *          whole, into the SRQ's WQEs in order (the first into the WQE
+ *          its descriptor took); every SEND completes successfully.
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -39,7 +45,7 @@
 #define SLOT ((4u << 20) + 64) /* one receive (or one source) per slot */
 
 static const char *const names[] = { "rdv_sends", "rdv_recvs", "rdv_failed",
-				     NULL };
+				     "rdv_refused", NULL };
 
 struct side {
 	struct hx_ep ep;
@@ -216,7 +222,7 @@ static void many(int fd)
 {
 	static struct side s;
 	int recvd[NQP] = { 0 }, sent[NQP] = { 0 }, i, k, got = 0, done = 0;
-	unsigned long long v[3];
+	unsigned long long v[4];
 	bool ok = true;
 	uint64_t end;
 
@@ -306,7 +312,7 @@ static void limit_a(int fd)
 {
 	static struct side s;
 	struct hx_opts o = hx_opts_default();
-	unsigned long long v[3];
+	unsigned long long v[4];
 	int k;
 
 	o.timeout = 14; /* 67 ms: a silent peer would fail in 134 ms */
@@ -332,7 +338,7 @@ static void limit_b(int fd)
 	static struct side s;
 	struct ibv_srq_attr la = { .srq_limit = 2 };
 	int recvd[1] = { 0 }, k;
-	unsigned long long v[3];
+	unsigned long long v[4];
 	struct ibv_wc wc;
 
 	open_side(&s, fd, 1, 6, 0, NULL);
@@ -401,7 +407,7 @@ static bool last_wqe(struct side *s, struct ibv_qp *q, int ms)
 static void errors_a(int fd)
 {
 	static struct side s;
-	unsigned long long v[3];
+	unsigned long long v[4];
 
 	open_side(&s, fd, 2, 1, 2, NULL);
 	hx_sync(fd); /* B's receives are posted */
@@ -429,7 +435,7 @@ static void errors_b(int fd)
 	struct ibv_recv_wr wr = { .wr_id = 0, .sg_list = &sge, .num_sge = 1 },
 			   *bad;
 	int recvd[2] = { 0 };
-	unsigned long long v[3];
+	unsigned long long v[4];
 	struct ibv_wc wc;
 
 	open_side(&s, fd, 2, 2, 0, NULL);
@@ -470,7 +476,7 @@ static void gone_a(int fd)
 	static const uint32_t lens[] = { GONE_LEN };
 	static struct side s;
 	int recvd[2] = { 0 };
-	unsigned long long v[3];
+	unsigned long long v[4];
 	struct ibv_wc wc;
 
 	open_side(&s, fd, 2, 1, 0, NULL);
@@ -502,7 +508,7 @@ static void gone_b(int fd)
 {
 	static struct side s;
 	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
-	unsigned long long v[3];
+	unsigned long long v[4];
 
 	open_side(&s, fd, 2, 1, 2, NULL);
 	HX_CHECK_RC(post_send(&s, 0, 0, s.sbuf, GONE_LEN), 0);
@@ -521,12 +527,71 @@ static void gone_b(int fd)
 	expect_count(v[0], 2);
 }
 
+/* ---- refused ---------------------------------------------------------------- */
+
+static const uint32_t ref_len[] = {
+	1u << 20, 40, 65539, 8, (4u << 20) + 5, 2000
+};
+#define N_REF 6
+
+static void refused_a(int fd)
+{
+	static struct side s;
+	unsigned long long v[4];
+	size_t off = 0;
+	int k;
+
+	open_side(&s, fd, 1, 1, 3, NULL);
+	hx_sync(fd); /* B's receives are posted */
+	for (k = 0; k < N_REF; k++) {
+		HX_CHECK_RC(post_send(&s, 0, k, s.sbuf + off, ref_len[k]), 0);
+		off += (ref_len[k] + 63u) & ~63u;
+	}
+	for (k = 0; k < N_REF; k++)
+		HX_EXPECT(s.ep.scq, NULL, (uint64_t)k, IBV_WC_SUCCESS,
+			  IBV_WC_SEND, ref_len[k]);
+	CHECK_EQ(hx_qp_state(s.q[0]), IBV_QPS_RTS);
+	hx_sync(fd);
+	close_side(&s, v);
+	expect_count(v[0], 1); /* the first went as a descriptor */
+}
+
+static void refused_b(int fd)
+{
+	static struct side s;
+	int recvd[1] = { 0 }, k;
+	unsigned long long v[4];
+	struct ibv_wc wc;
+
+	/* Reads 1 and 2 are the probes of the two QPs' channels (the
+	 * endpoint's, then q[0]'s); the third, the first pull, is
+	 * refused as the kernel would refuse it. */
+	setenv("SOFTVERBS_FAULT", "pull=@3", 1);
+	open_side(&s, fd, 1, N_REF, 0, NULL);
+	for (k = 0; k < N_REF; k++)
+		post_srq(&s, (uint64_t)k);
+	hx_sync(fd);
+	for (k = 0; k < N_REF; k++) {
+		if (hx_poll(s.ep.rcq, &wc, 1, 10000) != 1) {
+			CHECK(false);
+			break;
+		}
+		CHECK_EQ(wc.wr_id, (uint64_t)k);
+		CHECK(check_recv(&s, &wc, ref_len, recvd));
+	}
+	CHECK_EQ(recvd[0], N_REF);
+	CHECK_EQ(hx_qp_state(s.q[0]), IBV_QPS_RTS);
+	hx_sync(fd);
+	close_side(&s, v);
+	CHECK_EQ(v[1], 0); /* nothing pulled */
+	CHECK_EQ(v[2], 0); /* nothing failed */
+	expect_count(v[3], 1); /* the pull refused */
+	unsetenv("SOFTVERBS_FAULT");
+}
+
 static const struct hx_case cases[] = {
-	HX_CASE(many, 90),
-	HX_CASE(limit, 60),
-	HX_CASE(errors, 60),
-	HX_CASE(gone, 60),
-	{ 0 },
+	HX_CASE(many, 90), HX_CASE(limit, 60),	 HX_CASE(errors, 60),
+	HX_CASE(gone, 60), HX_CASE(refused, 60), { 0 },
 };
 
 HX_MAIN(cases)
