@@ -48,8 +48,9 @@
  *
  * Not through channels: SEND_WITH_INV (the peer's windows), UC (no ACK
  * to give the completion its meaning is needed, but UC's loss semantics
- * would change), XRC (the target's SRQ is per message), UD, a receiving
- * QP on an SRQ.
+ * would change), XRC (the target's SRQ is per message), UD.  A receiving
+ * QP on an SRQ opens its channel as any other: the SRQ's WQE is taken
+ * when the engine takes the message.
  *
  * Wake-ups reuse the shm link's: a producer that published a message, or
  * a consumer that acknowledged, sends the doorbell if the other side's
@@ -124,6 +125,12 @@
 /* A QP with nothing to do on its channels for this long leaves the
  * passes' list (its channel goes cold, lean mode ends). */
 #define SV_CHAN_COOL_NS (10ull * 1000 * 1000)
+
+/* The NAK a receiver whose pull of a large SEND was refused after the
+ * probe writes (not an ibv_wc_status): send that WQE again, as packets,
+ * and everything after it; the receiver's channel is closed by then, so
+ * nothing after it in the channel was taken. */
+#define SV_CHAN_NAK_RESEND 0x100u
 
 static void chan_engine_init(struct sv_engine *eng)
 {
@@ -263,7 +270,14 @@ static bool rx_state_ok(int st)
 static void chan_qp_state(struct sv_qp_engine *qe)
 {
 	int st = atomic_load(&qe->state);
-	bool rx_ok = qe->qp->type == IBV_QPT_RC && !qe->qp->srq && qe->shm &&
+	const struct sv_srq *srq = qe->qp->srq;
+	/* On an SRQ too: the engine takes a message's WQE from it when it
+	 * takes the message (rx_place), in channel order, as the packet
+	 * path takes it at the first packet.  Only an ordinary SRQ: it is
+	 * this process's (an XRC SRQ completes on its own CQ and may be
+	 * another process's). */
+	bool rx_ok = qe->qp->type == IBV_QPT_RC &&
+		     (!srq || srq->type == IBV_SRQT_BASIC) && qe->shm &&
 		     qe->sock->ring.hdr && rx_state_ok(st);
 
 	if (rx_ok && !qe->chan.rx.ch)
@@ -359,7 +373,9 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	if (sv_env_trace() && qe->chan.rx.head != qe->chan.rx_acked) {
 		char extra[48] = "";
 
-		if (nak)
+		if (nak == SV_CHAN_NAK_RESEND)
+			snprintf(extra, sizeof(extra), ": send again");
+		else if (nak)
 			snprintf(extra, sizeof(extra), ": NAK %s",
 				 ibv_wc_status_str((enum ibv_wc_status)nak));
 		sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_ACKNOWLEDGE,
@@ -400,45 +416,71 @@ enum rx_placed {
 	RX_OVERRUN, /* placed, but our CQ overran */
 	RX_BAD, /* a malformed descriptor: the channel is broken */
 	RX_PULL_FAILED, /* a large SEND's copy failed: nothing completes */
+	RX_PULL_REFUSED, /* its copy refused: the sender sends it again */
 };
 
 /* Place one message into the receive WQE at the head of the QP's receive
  * queue, read where it is (no copy of it: the head moves past it only
- * when done, so the application cannot reuse its slot meanwhile).  The
- * key table's read lock is held (rx_run); failures are left to rx_run,
- * which handles them once it has let go of it (moving the QP to ERR takes
- * sq_lock). */
+ * when done, so the application cannot reuse its slot meanwhile), or into
+ * the next WQE of its SRQ, taken now as the packet path takes it at a
+ * message's first packet (copied out under the SRQ's lock, which also
+ * raises the SRQ's limit event).  The key table's read lock is held
+ * (rx_run); failures are left to rx_run, which handles them once it has
+ * let go of it (moving the QP to ERR takes sq_lock). */
 static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			       const struct sv_chan_msg *m, struct ibv_wc *fail,
 			       uint64_t *pulled)
 {
 	struct sv_qp *qp = qe->qp;
+	struct sv_srq *srq = qp->srq;
 	uint32_t head =
 		atomic_load_explicit(&qp->rq.head, memory_order_relaxed);
 	const struct sv_recv_wqe *w;
+	struct sv_pd *pd = qp->pd;
 	enum sv_sgl_err e = SV_SGL_OK;
 	uint64_t room = 0;
 	struct ibv_wc *wc;
 	uint32_t nsge, i, len = m->len;
 	bool rdv = (m->flags & SV_CHAN_F_RDV) != 0, failed = false;
+	bool refused = false;
 	struct sv_chan_rdv_desc d;
 
-	if (head == atomic_load_explicit(&qp->rq.tail, memory_order_acquire))
+	if (srq ? !sv_wq_used(&srq->rq) :
+		  head == atomic_load_explicit(&qp->rq.tail,
+					       memory_order_acquire))
 		return RX_NO_WQE;
 	if (rdv) {
 		if (!sv_chan_rdv_read(m, &d))
 			return RX_BAD;
 		len = d.len;
+	}
+	if (srq) {
+		/* A sending QP gone before we took its message (ERR, reset,
+		 * destroyed) sent us nothing that would take a WQE: it stays
+		 * in the SRQ for the other QPs. */
+		if (rdv && !sv_chan_rdv_current(qe, peer_chan(qe), &d)) {
+			SV_STAT(qe->eng, rdv_failed);
+			return RX_PULL_FAILED;
+		}
+		/* Ours from here: a message that completes nothing (a
+		 * pull that fails) leaves it held, as a sender that stops
+		 * in the middle of a message leaves the packet path's. */
+		if (!sv_srq_pop(srq, qe->resp.wqe, &qe->resp.wqe_len))
+			return RX_NO_WQE;
+		w = qe->resp.wqe;
+		pd = srq->pd;
+	} else {
+		w = sv_wq_at(&qp->rq, head);
+	}
+	if (rdv)
 		*pulled += len;
-	} else if (sv_pcap_active()) {
+	else if (sv_pcap_active())
 		sv_pcap_chan_recv(qe, m->data, m->len,
 				  (m->flags & SV_CHAN_F_IMM) != 0, m->imm,
 				  (m->flags & SV_CHAN_F_SE) != 0);
-	}
 	if (sv_env_trace())
 		trace_msg(qe, "rx-chan", qe->qpn, len,
 			  (m->flags & SV_CHAN_F_IMM) != 0);
-	w = sv_wq_at(&qp->rq, head);
 	nsge = w->num_sge > SV_MAX_SGE ? SV_MAX_SGE : w->num_sge;
 	for (i = 0; i < nsge; i++)
 		room += w->sge[i].length;
@@ -448,11 +490,19 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		/* One copy from the sender's memory (chan_rdv.c).  A copy
 		 * that failed completes nothing: the peer died, or its
 		 * memory is gone (rx_run tells it, if it still listens). */
-		e = sv_chan_rdv_pull(qe, peer_chan(qe), w->sge, nsge, &d,
-				     &failed);
+		e = sv_chan_rdv_pull(qe, peer_chan(qe), pd, w->sge, nsge, &d,
+				     &failed, &refused);
 		if (failed) {
-			SV_STAT(qe->eng, rdv_failed);
-			return RX_PULL_FAILED;
+			if (!refused)
+				SV_STAT(qe->eng, rdv_failed);
+			if (srq) {
+				/* (Refused: the packets sent again fill
+				 * it.) */
+				qe->resp.offset = 0;
+				qe->resp.have_wqe = true;
+				qe->resp.wqe_srq = true;
+			}
+			return refused ? RX_PULL_REFUSED : RX_PULL_FAILED;
 		}
 		/* An application whose polls copy is as busy as one that
 		 * polls often: a poll's pass may copy for tens of
@@ -462,7 +512,7 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 			atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
 					      memory_order_relaxed);
 	} else if (len) {
-		e = sv_sgl_copy_locked(qp->pd, w->sge, nsge, (uint8_t *)m->data,
+		e = sv_sgl_copy_locked(pd, w->sge, nsge, (uint8_t *)m->data,
 				       len, true);
 	}
 	if (e == SV_SGL_FAULT)
@@ -483,8 +533,10 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 	if (e == SV_SGL_LEN)
 		sv_explain_recv_len(qe, w->wr_id, room, len, true);
 	else if (e != SV_SGL_OK)
-		sv_explain_recv_sgl(qe, qp->pd, w->sge, nsge, true);
-	atomic_store_explicit(&qp->rq.head, head + 1, memory_order_release);
+		sv_explain_recv_sgl(qe, pd, w->sge, nsge, true);
+	if (!srq)
+		atomic_store_explicit(&qp->rq.head, head + 1,
+				      memory_order_release);
 	if (e != SV_SGL_OK) {
 		/* The responder's LOC_LEN / LOC_PROT (resp.c resp_fatal),
 		 * or for a fault its RECV_FAULT. */
@@ -571,7 +623,8 @@ static bool rx_run(struct sv_qp_engine *qe)
 		return false;
 	/* The first message an RTR QP takes raises COMM_EST. */
 	if (st == IBV_QPS_RTR && !qe->comm_est &&
-	    sv_chan_pending(&qe->chan.rx) && sv_wq_used(&qe->qp->rq))
+	    sv_chan_pending(&qe->chan.rx) &&
+	    sv_wq_used(qe->qp->srq ? &qe->qp->srq->rq : &qe->qp->rq))
 		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
 	/* Once for the batch; nothing below takes another lock but the
@@ -632,7 +685,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 		}
 		sv_chan_consumed(&qe->chan.rx, &m);
 		n++;
-		if (r == RX_PULL_FAILED)
+		if (r == RX_PULL_FAILED || r == RX_PULL_REFUSED)
 			break;
 		/* Large SENDs are copied in this pass: a bound on the bytes
 		 * one pass copies, the rest waits for the next one. */
@@ -675,6 +728,11 @@ static bool rx_run(struct sv_qp_engine *qe)
 		 * path: LOC_PROT_ERR there); our QP sees nothing, as when
 		 * a sender fails in the middle of a message. */
 		nak = IBV_WC_LOC_PROT_ERR;
+	} else if (r == RX_PULL_REFUSED) {
+		/* The sender still has its buffers (nothing completed):
+		 * it sends the SEND again as packets, and what followed it
+		 * in the channel, which we no longer take. */
+		nak = SV_CHAN_NAK_RESEND;
 	}
 	/* Acknowledge now unless more messages are ready and the next pass
 	 * comes for them anyway: a sender waiting for a completion, or for
@@ -688,11 +746,13 @@ static bool rx_run(struct sv_qp_engine *qe)
 	if (r == RX_FAILED || r == RX_FAULT)
 		sv_push_recv_cqe(qe, &fail, false);
 	/* Nothing after a failed pull is taken: the sender's QP goes to
-	 * ERR and flushes what followed it. */
-	if (r == RX_PULL_FAILED && qe->chan.rx.ch && !bad) {
-		sv_dbg("chan: qp 0x%06x: a large SEND's copy failed, channel "
-		       "closed",
-		       qe->qpn);
+	 * ERR and flushes what followed it (or, refused, sends it all
+	 * again as packets). */
+	if ((r == RX_PULL_FAILED || r == RX_PULL_REFUSED) && qe->chan.rx.ch &&
+	    !bad) {
+		sv_dbg("chan: qp 0x%06x: a large SEND's copy %s, channel closed",
+		       qe->qpn,
+		       r == RX_PULL_REFUSED ? "was refused" : "failed");
 		rx_close(qe);
 	}
 	if (n)
@@ -733,6 +793,7 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	qe->chan.tx.gen = gen;
 	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
 	qe->chan.acked = qe->chan.tx.tail;
+	qe->chan.rdv_end = qe->chan.tx.tail;
 	atomic_store(&own->nak, 0);
 	atomic_store(&own->ack, qe->chan.tx.tail);
 	qe->chan.stall_since = 0;
@@ -802,7 +863,12 @@ static void lean_enter(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 
 	/* (Lean retirement has no results to place: no atomics.) */
+	/* Nor while a large SEND is not acknowledged: if its pull is
+	 * refused, it and the SENDs after it go again as packets, for which
+	 * their WQEs must still say where the data is (lean mode's do
+	 * not). */
 	if (qe->req.idx != sv_sq_tail(qe) || qe->chan.atomics ||
+	    (int64_t)(qe->chan.acked - qe->chan.rdv_end) < 0 ||
 	    qe->rnr_retry != 7 ||
 	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
@@ -1103,8 +1169,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					  wqe->imm_data, flags & SV_CHAN_F_SE);
 		wqe->chan_end = sv_chan_commit(t, len, flags, wqe->imm_data);
 		SV_STAT(qe->eng, chan_sends);
-		if (rdv)
+		if (rdv) {
 			SV_STAT(qe->eng, rdv_sends);
+			qe->chan.rdv_end = wqe->chan_end;
+		}
 		if (sv_env_trace())
 			trace_msg(qe, "tx-chan", qe->dest_qpn,
 				  (uint32_t)wqe->length,
@@ -1132,6 +1200,38 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	return SV_CHAN_SENT;
 }
 
+/* The peer could not pull the large SEND at from (its reads of our
+ * memory refused after its probe allowed them) and closed its channel:
+ * that WQE and every one after it, all in the channel and none taken,
+ * go again as packets, from their WQEs (no lean WQE is among them:
+ * lean_enter waits for a large SEND's ack).  The peer's channel is
+ * not attached to again until it opens anew. */
+static void tx_resend(struct sv_qp_engine *qe, uint32_t from)
+{
+	struct sv_chan *own = own_chan(qe); /* (tx.own, writable) */
+	uint32_t idx;
+
+	for (idx = from; idx != qe->req.idx; idx++) {
+		struct sv_send_wqe *w = sv_wq_at(&qe->qp->sq, idx);
+
+		w->state = SV_WQE_PENDING;
+		w->sent = 0;
+		w->chan_end = 0;
+	}
+	sv_dbg("chan: qp 0x%06x: the peer could not pull a large SEND: %u "
+	       "WRs go again as packets",
+	       qe->qpn, qe->req.idx - from);
+	qe->req.idx = from;
+	qe->chan.outstanding = 0;
+	qe->chan.atomics = 0;
+	qe->chan.results_used = 0;
+	qe->chan.tx.ch = NULL;
+	if (own)
+		atomic_store(&own->nak, 0);
+	qe->chan.stall_since = 0;
+	list_update(qe);
+}
+
 static void tx_retire(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
@@ -1155,7 +1255,8 @@ static void tx_retire(struct sv_qp_engine *qe)
 	nak_pos = atomic_load_explicit(&own->nak_pos, memory_order_relaxed);
 	/* Only what a responder reports (a peer's word is not trusted). */
 	if (nak && nak != IBV_WC_REM_INV_REQ_ERR &&
-	    nak != IBV_WC_REM_ACCESS_ERR && nak != IBV_WC_LOC_PROT_ERR)
+	    nak != IBV_WC_REM_ACCESS_ERR && nak != IBV_WC_LOC_PROT_ERR &&
+	    nak != SV_CHAN_NAK_RESEND)
 		nak = IBV_WC_REM_OP_ERR;
 	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
 		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
@@ -1167,6 +1268,10 @@ static void tx_retire(struct sv_qp_engine *qe)
 			qe->chan.atomics--;
 			qe->chan.results_used &=
 				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+		}
+		if (nak == SV_CHAN_NAK_RESEND && w->chan_end == nak_pos) {
+			tx_resend(qe, idx);
+			break;
 		}
 		if (nak && w->chan_end == nak_pos) {
 			sv_explain_wqe(qe, w, nak);
@@ -1516,7 +1621,7 @@ static uint64_t chan_next_wake(struct sv_engine *eng, uint64_t now,
 
 /* A channel lives after the packet slots of the peer's segment: any QP
  * attached through the shm link (chan_try decides the rest: RC, rnr_retry
- * 7, no SRQ at the peer; a SEND longer than SV_CHAN_MAX_MSG as a
+ * 7, the peer's channel open; a SEND longer than SV_CHAN_MAX_MSG as a
  * descriptor, chan_rdv.c). */
 static bool chan_applies(const struct sv_qp_engine *qe)
 {

@@ -34,10 +34,10 @@
  * space and says in the channel's can_pull whether it could; a sender
  * sends descriptors only into a channel that says so, else packets, as
  * without channels.  A pull refused after that (not a dead sender)
- * fails the SEND as a failed copy does (LOC_PROT_ERR at the sender, its
- * QP in ERR, our channel closed: the descriptor is consumed, and lean
- * mode keeps no copy of the small SENDs behind it to send them again),
- * clears can_pull, and a warning names the cause (docs/fastpath.md).
+ * completes nothing, clears can_pull, and the receiver closes its channel
+ * and asks the sender (chan.c, SV_CHAN_NAK_RESEND) to send that SEND and
+ * everything after it again as packets; a warning names the cause
+ * (docs/fastpath.md).
  *
  * The sender's gather list is checked against its own key table when it
  * posts the descriptor (a bad lkey: the packet path's LOC_PROT_ERR), and
@@ -135,9 +135,9 @@ static void say_refused(struct sv_qp_engine *qe, int err, bool after)
 	if (after)
 		sv_warn("qp 0x%06x: reading the memory of process %d (the "
 			"sender of a large SEND) was refused after it was "
-			"allowed: %s; that SEND fails (LOC_PROT_ERR at the "
-			"sender), QPs connected later send them as packets "
-			"(docs/fastpath.md, \"Large SENDs\")",
+			"allowed: %s; that SEND and the QP's next ones come "
+			"again as packets (docs/fastpath.md, \"Large "
+			"SENDs\")",
 			qe->qpn, (int)qe->shm->pid, strerror(err));
 	else
 		sv_info("qp 0x%06x: reading the memory of process %d (the sender "
@@ -260,6 +260,13 @@ static bool sender_current(const struct sv_qp_engine *qe,
 	       atomic_load(&pc->qpn) == qe->dest_qpn;
 }
 
+bool sv_chan_rdv_current(const struct sv_qp_engine *qe,
+			 const struct sv_chan *pc,
+			 const struct sv_chan_rdv_desc *d)
+{
+	return sender_current(qe, pc, d->gen);
+}
+
 /* Is the process the pidfd names still alive (not a reused pid)? */
 static bool peer_alive(const struct sv_shm_peer *p)
 {
@@ -272,15 +279,17 @@ static bool peer_alive(const struct sv_shm_peer *p)
 }
 
 enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
-				 const struct sv_chan *pc,
+				 const struct sv_chan *pc, struct sv_pd *pd,
 				 const struct ibv_sge *sge, uint32_t nsge,
-				 struct sv_chan_rdv_desc *d, bool *failed)
+				 struct sv_chan_rdv_desc *d, bool *failed,
+				 bool *refused_after)
 {
 	struct iovec local[SV_MAX_SGE];
 	uint32_t i, n = 0, li = 0, ri = 0;
 	uint64_t left = d->len;
 
 	*failed = false;
+	*refused_after = false;
 	/* Our receive SGL, for exactly the message's bytes (the caller
 	 * checked that it is long enough). */
 	for (i = 0; i < nsge && left; i++) {
@@ -291,8 +300,7 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 		if (!k)
 			continue;
 		mr = sv_mr_find_lkey_locked(sge[i].lkey);
-		p = sv_mr_check(mr, qe->qp->pd, sge[i].addr, k,
-				IBV_ACCESS_LOCAL_WRITE);
+		p = sv_mr_check(mr, pd, sge[i].addr, k, IBV_ACCESS_LOCAL_WRITE);
 		if (!p)
 			return SV_SGL_PROT;
 		local[n].iov_base = p;
@@ -321,6 +329,7 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 			say_refused(qe, errno, true);
 			if (qe->chan.rx.ch)
 				atomic_store(&qe->chan.rx.ch->can_pull, 0);
+			*refused_after = true;
 		}
 		if (got <= 0) {
 			*failed = true;

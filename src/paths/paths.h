@@ -99,15 +99,22 @@ uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
 			  const struct sv_send_wqe *w, uint8_t *buf);
 /* Receiver: the descriptor m carries, checked; false: malformed. */
 bool sv_chan_rdv_read(const struct sv_chan_msg *m, struct sv_chan_rdv_desc *d);
+/* Receiver: does the sending QP still stand behind descriptor d (pc, its
+ * own channel, open with the generation d was sent with)? */
+bool sv_chan_rdv_current(const struct sv_qp_engine *qe,
+			 const struct sv_chan *pc,
+			 const struct sv_chan_rdv_desc *d);
 /* Receiver, key table's read lock held: pull d's bytes into our receive
- * SGL (long enough: checked by the caller); pc is the sender's own
- * channel (its generation).  PROT: our SGL refused; FAULT with *failed:
- * the copy failed or the sending QP is gone (ERR, reset, destroyed, dead
- * process). */
+ * SGL (long enough: checked by the caller; pd: the QP's, or its SRQ's);
+ * pc is the sender's own channel (its generation).  PROT: our SGL
+ * refused; FAULT with *failed: the copy failed or the sending QP is gone
+ * (ERR, reset, destroyed, dead process), and *refused_after if the kernel
+ * refused the read of a live sender after the probe allowed it. */
 enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
-				 const struct sv_chan *pc,
+				 const struct sv_chan *pc, struct sv_pd *pd,
 				 const struct ibv_sge *sge, uint32_t nsge,
-				 struct sv_chan_rdv_desc *d, bool *failed);
+				 struct sv_chan_rdv_desc *d, bool *failed,
+				 bool *refused_after);
 
 /* The paths, in the order the requester asks them (paths.c). */
 extern const struct sv_path_ops sv_path_chan, sv_path_direct;

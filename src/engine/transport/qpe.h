@@ -149,6 +149,7 @@ struct sv_qp_engine {
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
 		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
 		uint32_t results_used; /* their result words (bits) */
+		uint64_t rdv_end; /* the last large SEND's chan_end */
 		/* Lean mode (sq_by_post): post_send writes SENDs into the
 		 * channel itself, under sq_lock, without the engine; the
 		 * engine's req.idx and outstanding are stale meanwhile
