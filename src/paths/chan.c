@@ -57,7 +57,7 @@
  * progress thread sleeps (its ring's sleeping word); a thread about to
  * sleep re-checks its channels after setting the word.
  *
- * Polling at scale: a pass visits only the QPs on eng->chans, not every
+ * Polling at scale: a pass visits only the QPs on sv_pe(eng)->chans, not every
  * QP with an open channel.  A QP is there while its own channel is hot
  * (chan.rx_hot) or it has channel SENDs to retire (outstanding, or lean
  * mode).  A channel opens cold (its owner line's cold word set); a
@@ -134,7 +134,7 @@
 
 static void chan_engine_init(struct sv_engine *eng)
 {
-	list_head_init(&eng->chans);
+	list_head_init(&sv_pe(eng)->chans);
 	atomic_init(&eng->nwatch, 0);
 }
 
@@ -154,7 +154,7 @@ static bool tx_pending(struct sv_qp_engine *qe)
 		return atomic_load_explicit(&qe->qp->sq.tail,
 					    memory_order_relaxed) !=
 		       qe->comp.idx;
-	return qe->chan.outstanding != 0;
+	return sv_pq(qe)->chan.outstanding != 0;
 }
 
 static struct sv_chan *own_chan(struct sv_qp_engine *qe)
@@ -174,7 +174,8 @@ static struct sv_chan *peer_chan(struct sv_qp_engine *qe)
 /* Must a pass visit the QP? */
 static bool list_want(const struct sv_qp_engine *qe)
 {
-	return (qe->chan.rx.ch && qe->chan.rx_hot) || qe->chan.outstanding ||
+	return (sv_pq(qe)->chan.rx.ch && sv_pq(qe)->chan.rx_hot) ||
+	       sv_pq(qe)->chan.outstanding ||
 	       atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed);
 }
 
@@ -182,18 +183,18 @@ static void list_update(struct sv_qp_engine *qe)
 {
 	bool want = list_want(qe);
 
-	if (want && !qe->chan.listed) {
-		list_add_tail(&qe->eng->chans, &qe->chan.node);
-		qe->chan.listed = true;
-	} else if (!want && qe->chan.listed) {
-		list_del(&qe->chan.node);
-		qe->chan.listed = false;
+	if (want && !sv_pq(qe)->chan.listed) {
+		list_add_tail(&sv_pe(qe->eng)->chans, &sv_pq(qe)->chan.node);
+		sv_pq(qe)->chan.listed = true;
+	} else if (!want && sv_pq(qe)->chan.listed) {
+		list_del(&sv_pq(qe)->chan.node);
+		sv_pq(qe)->chan.listed = false;
 	}
 	/* What the engine reads of it: a sender runs alone when kicked,
 	 * and receive completions may go straight to a poller. */
-	qe->run_alone = qe->chan.tx.ch != NULL;
-	qe->eng->paths_active =
-		!list_empty(&qe->eng->chans) || qe->eng->chans_open;
+	qe->run_alone = sv_pq(qe)->chan.tx.ch != NULL;
+	qe->eng->paths_active = !list_empty(&sv_pe(qe->eng)->chans) ||
+				sv_pe(qe->eng)->chans_open;
 	/* What busy polls watch changes: they take the lock until the
 	 * next pass has set it. */
 	qe->eng->watch_dirty = true;
@@ -217,18 +218,18 @@ static void rx_open(struct sv_qp_engine *qe)
 	atomic_store(&ch->head, 0);
 	/* Cold until its producer's first message sets the ready bit. */
 	atomic_store(&ch->cold, 1);
-	qe->chan.rx_hot = false;
-	qe->chan.cold_at = 0;
-	qe->eng->chans_open++;
-	qe->chan.rx.ch = ch;
-	qe->chan.rx.slot =
+	sv_pq(qe)->chan.rx_hot = false;
+	sv_pq(qe)->chan.cold_at = 0;
+	sv_pe(qe->eng)->chans_open++;
+	sv_pq(qe)->chan.rx.ch = ch;
+	sv_pq(qe)->chan.rx.slot =
 		sv_shm_chan_slots(qe->sock->ring.hdr, sv_qpn_slot(qe->qpn));
-	qe->chan.rx.gen = gen;
-	qe->chan.rx.head = 0;
+	sv_pq(qe)->chan.rx.gen = gen;
+	sv_pq(qe)->chan.rx.head = 0;
 	/* Acknowledged up to the new head: a channel reopened (its QP reset
 	 * and connected again) acknowledges its first message, whatever the
 	 * last one before acknowledged. */
-	qe->chan.rx_acked = 0;
+	sv_pq(qe)->chan.rx_acked = 0;
 	/* Large SENDs come as descriptors only if we can read the peer's
 	 * memory now (chan_rdv.c). */
 	atomic_store(&ch->can_pull, sv_chan_rdv_probe(qe) ? 1 : 0);
@@ -238,25 +239,26 @@ static void rx_open(struct sv_qp_engine *qe)
 
 static void rx_close(struct sv_qp_engine *qe)
 {
-	struct sv_chan *ch = qe->chan.rx.ch;
+	struct sv_chan *ch = sv_pq(qe)->chan.rx.ch;
 
 	atomic_store(&ch->open, 0);
 	atomic_fetch_add(&ch->gen, 1);
-	qe->chan.rx.ch = NULL;
-	qe->chan.rx_hot = false;
-	qe->chan.cold_at = 0;
-	qe->eng->chans_open--;
+	sv_pq(qe)->chan.rx.ch = NULL;
+	sv_pq(qe)->chan.rx_hot = false;
+	sv_pq(qe)->chan.cold_at = 0;
+	sv_pe(qe->eng)->chans_open--;
 }
 
 /* Our channel has news (its ready bit, or messages while cooling): look
  * at it every pass again. */
 static void rx_warm(struct sv_qp_engine *qe)
 {
-	atomic_store_explicit(&qe->chan.rx.ch->cold, 0, memory_order_relaxed);
-	qe->chan.cold_at = 0;
-	qe->chan.idle_since = 0;
-	if (!qe->chan.rx_hot) {
-		qe->chan.rx_hot = true;
+	atomic_store_explicit(&sv_pq(qe)->chan.rx.ch->cold, 0,
+			      memory_order_relaxed);
+	sv_pq(qe)->chan.cold_at = 0;
+	sv_pq(qe)->chan.idle_since = 0;
+	if (!sv_pq(qe)->chan.rx_hot) {
+		sv_pq(qe)->chan.rx_hot = true;
 		list_update(qe);
 	}
 }
@@ -280,31 +282,31 @@ static void chan_qp_state(struct sv_qp_engine *qe)
 		     (!srq || srq->type == IBV_SRQT_BASIC) && qe->shm &&
 		     qe->sock->ring.hdr && rx_state_ok(st);
 
-	if (rx_ok && !qe->chan.rx.ch)
+	if (rx_ok && !sv_pq(qe)->chan.rx.ch)
 		rx_open(qe);
-	else if (!rx_ok && qe->chan.rx.ch)
+	else if (!rx_ok && sv_pq(qe)->chan.rx.ch)
 		rx_close(qe);
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
-		qe->chan.tx.ch = NULL; /* nothing new goes in */
+		sv_pq(qe)->chan.tx.ch = NULL; /* nothing new goes in */
 	if (st == IBV_QPS_ERR || st == IBV_QPS_RESET) {
 		/* flushed, or gone with the queue */
-		qe->chan.outstanding = 0;
-		qe->chan.atomics = 0;
-		qe->chan.results_used = 0;
+		sv_pq(qe)->chan.outstanding = 0;
+		sv_pq(qe)->chan.atomics = 0;
+		sv_pq(qe)->chan.results_used = 0;
 	}
 	if (st == IBV_QPS_RESET)
-		qe->chan.tries = 0;
+		sv_pq(qe)->chan.tries = 0;
 	list_update(qe);
 }
 
 static void chan_qp_destroyed(struct sv_qp_engine *qe)
 {
-	if (qe->chan.rx.ch)
+	if (sv_pq(qe)->chan.rx.ch)
 		rx_close(qe);
-	qe->chan.tx.ch = NULL;
-	qe->chan.outstanding = 0;
-	qe->chan.atomics = 0;
-	qe->chan.results_used = 0;
+	sv_pq(qe)->chan.tx.ch = NULL;
+	sv_pq(qe)->chan.outstanding = 0;
+	sv_pq(qe)->chan.atomics = 0;
+	sv_pq(qe)->chan.results_used = 0;
 	list_update(qe);
 }
 
@@ -339,7 +341,8 @@ static void poke(struct sv_qp_engine *qe, bool locked, bool fence)
  * of it from the segment's ready word (after the message: release). */
 static void ready_note(struct sv_qp_engine *qe)
 {
-	if (atomic_load_explicit(&qe->chan.tx.ch->cold, memory_order_relaxed))
+	if (atomic_load_explicit(&sv_pq(qe)->chan.tx.ch->cold,
+				 memory_order_relaxed))
 		atomic_fetch_or_explicit(
 			&qe->shm->hdr->chan_ready,
 			sv_shm_ready_bit(sv_qpn_slot(qe->dest_qpn)),
@@ -363,14 +366,17 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 	struct sv_chan *pc = peer_chan(qe);
 
 	if (nak) {
-		atomic_store_explicit(&pc->nak_pos, qe->chan.rx.head,
+		atomic_store_explicit(&pc->nak_pos, sv_pq(qe)->chan.rx.head,
 				      memory_order_relaxed);
 		atomic_store_explicit(&pc->nak, nak, memory_order_relaxed);
 	}
-	atomic_store_explicit(&pc->ack, qe->chan.rx.head, memory_order_release);
-	if (sv_pcap_active() && qe->chan.rx.head != qe->chan.rx_acked)
+	atomic_store_explicit(&pc->ack, sv_pq(qe)->chan.rx.head,
+			      memory_order_release);
+	if (sv_pcap_active() &&
+	    sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_acked)
 		sv_pcap_chan_ack(qe, nak);
-	if (sv_env_trace() && qe->chan.rx.head != qe->chan.rx_acked) {
+	if (sv_env_trace() &&
+	    sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_acked) {
 		char extra[48] = "";
 
 		if (nak == SV_CHAN_NAK_RESEND)
@@ -381,11 +387,12 @@ static void rx_ack(struct sv_qp_engine *qe, uint32_t nak)
 		sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_ACKNOWLEDGE,
 			    qe->dest_qpn, 0, extra);
 	}
-	qe->chan.rx_acked = qe->chan.rx.head;
+	sv_pq(qe)->chan.rx_acked = sv_pq(qe)->chan.rx.head;
 	/* (The last message may have moved the QP to ERR, which closed
 	 * the channel.) */
-	if (qe->chan.rx.ch)
-		atomic_store_explicit(&qe->chan.rx.ch->head, qe->chan.rx.head,
+	if (sv_pq(qe)->chan.rx.ch)
+		atomic_store_explicit(&sv_pq(qe)->chan.rx.ch->head,
+				      sv_pq(qe)->chan.rx.head,
 				      memory_order_relaxed);
 	poke(qe, true, true);
 }
@@ -584,15 +591,17 @@ static unsigned int rx_budget(const struct sv_qp_engine *qe)
  * peer's, ignored as tx_retire ignores it.) */
 static bool ack_moved(struct sv_qp_engine *qe)
 {
-	uint64_t a, done = qe->chan.acked;
+	uint64_t a, done = sv_pq(qe)->chan.acked;
 
-	if (!qe->chan.outstanding &&
+	if (!sv_pq(qe)->chan.outstanding &&
 	    !atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		return false;
-	a = atomic_load_explicit(&qe->chan.tx.own->ack, memory_order_acquire);
-	return a != done && a - done <= __atomic_load_n(&qe->chan.tx.tail,
-							__ATOMIC_RELAXED) -
-						done;
+	a = atomic_load_explicit(&sv_pq(qe)->chan.tx.own->ack,
+				 memory_order_acquire);
+	return a != done &&
+	       a - done <= __atomic_load_n(&sv_pq(qe)->chan.tx.tail,
+					   __ATOMIC_RELAXED) -
+				   done;
 }
 
 /* Take the messages in our channel.  A message can be the peer's answer
@@ -623,7 +632,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 		return false;
 	/* The first message an RTR QP takes raises COMM_EST. */
 	if (st == IBV_QPS_RTR && !qe->comm_est &&
-	    sv_chan_pending(&qe->chan.rx) &&
+	    sv_chan_pending(&sv_pq(qe)->chan.rx) &&
 	    sv_wq_used(qe->qp->srq ? &qe->qp->srq->rq : &qe->qp->rq))
 		sv_qp_comm_est(qe);
 	budget = rx_budget(qe);
@@ -632,10 +641,10 @@ static bool rx_run(struct sv_qp_engine *qe)
 	sv_mr_read_lock();
 	for (;;) {
 		if (n == budget) {
-			more = sv_chan_pending(&qe->chan.rx);
+			more = sv_chan_pending(&sv_pq(qe)->chan.rx);
 			break;
 		}
-		if (!sv_chan_peek(&qe->chan.rx, &m, &bad))
+		if (!sv_chan_peek(&sv_pq(qe)->chan.rx, &m, &bad))
 			break;
 		if (ack_moved(qe)) {
 			ack_first = true;
@@ -646,9 +655,10 @@ static bool rx_run(struct sv_qp_engine *qe)
 		 * this message (the peer acknowledged before it could
 		 * answer).  The next pass reads the ring first; once. */
 		if (qe->comp.psn != qe->req.max_psn &&
-		    qe->chan.rx.head != qe->chan.rx_ring_waited &&
+		    sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_ring_waited &&
 		    sv_links_rx_pending(qe->sock)) {
-			qe->chan.rx_ring_waited = qe->chan.rx.head;
+			sv_pq(qe)->chan.rx_ring_waited =
+				sv_pq(qe)->chan.rx.head;
 			break;
 		}
 		if (m.flags & SV_CHAN_F_ATOMIC) {
@@ -661,7 +671,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 			sv_mr_read_lock();
 			if (bad)
 				break;
-			sv_chan_consumed(&qe->chan.rx, &m);
+			sv_chan_consumed(&sv_pq(qe)->chan.rx, &m);
 			n++;
 			if (nak) {
 				r = RX_REFUSED;
@@ -683,7 +693,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 			bad = true;
 			break;
 		}
-		sv_chan_consumed(&qe->chan.rx, &m);
+		sv_chan_consumed(&sv_pq(qe)->chan.rx, &m);
 		n++;
 		if (r == RX_PULL_FAILED || r == RX_PULL_REFUSED)
 			break;
@@ -737,9 +747,10 @@ static bool rx_run(struct sv_qp_engine *qe)
 	/* Acknowledge now unless more messages are ready and the next pass
 	 * comes for them anyway: a sender waiting for a completion, or for
 	 * room, is never left without one while we wait for something. */
-	if (qe->chan.rx.head != qe->chan.rx_acked &&
+	if (sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_acked &&
 	    (!more || nak || shown ||
-	     qe->chan.rx.head - qe->chan.rx_acked >= SV_CHAN_ACK_EVERY))
+	     sv_pq(qe)->chan.rx.head - sv_pq(qe)->chan.rx_acked >=
+		     SV_CHAN_ACK_EVERY))
 		rx_ack(qe, nak);
 	/* The receive's error completion after the NAK: a program may exit
 	 * as soon as it sees it, and the sender must still learn why. */
@@ -748,8 +759,8 @@ static bool rx_run(struct sv_qp_engine *qe)
 	/* Nothing after a failed pull is taken: the sender's QP goes to
 	 * ERR and flushes what followed it (or, refused, sends it all
 	 * again as packets). */
-	if ((r == RX_PULL_FAILED || r == RX_PULL_REFUSED) && qe->chan.rx.ch &&
-	    !bad) {
+	if ((r == RX_PULL_FAILED || r == RX_PULL_REFUSED) &&
+	    sv_pq(qe)->chan.rx.ch && !bad) {
 		sv_dbg("chan: qp 0x%06x: a large SEND's copy %s, channel closed",
 		       qe->qpn,
 		       r == RX_PULL_REFUSED ? "was refused" : "failed");
@@ -786,17 +797,18 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	if (atomic_load(&pc->qpn) != qe->dest_qpn ||
 	    atomic_load(&pc->peer_qpn) != qe->qpn)
 		return false;
-	qe->chan.tx.ch = pc;
-	qe->chan.tx.slot =
+	sv_pq(qe)->chan.tx.ch = pc;
+	sv_pq(qe)->chan.tx.slot =
 		sv_shm_chan_slots(qe->shm->hdr, sv_qpn_slot(qe->dest_qpn));
-	qe->chan.tx.own = own;
-	qe->chan.tx.gen = gen;
-	qe->chan.tx.tail = qe->chan.tx.head = atomic_load(&pc->head);
-	qe->chan.acked = qe->chan.tx.tail;
-	qe->chan.rdv_end = qe->chan.tx.tail;
+	sv_pq(qe)->chan.tx.own = own;
+	sv_pq(qe)->chan.tx.gen = gen;
+	sv_pq(qe)->chan.tx.tail = sv_pq(qe)->chan.tx.head =
+		atomic_load(&pc->head);
+	sv_pq(qe)->chan.acked = sv_pq(qe)->chan.tx.tail;
+	sv_pq(qe)->chan.rdv_end = sv_pq(qe)->chan.tx.tail;
 	atomic_store(&own->nak, 0);
-	atomic_store(&own->ack, qe->chan.tx.tail);
-	qe->chan.stall_since = 0;
+	atomic_store(&own->ack, sv_pq(qe)->chan.tx.tail);
+	sv_pq(qe)->chan.stall_since = 0;
 	list_update(qe);
 	return true;
 }
@@ -823,11 +835,11 @@ static bool wqe_signaled(const struct sv_qp *qp, const struct sv_send_wqe *w)
 
 static void lean_count(struct sv_qp_engine *qe)
 {
-	uint64_t n = atomic_load_explicit(&qe->chan.lean_sends,
+	uint64_t n = atomic_load_explicit(&sv_pq(qe)->chan.lean_sends,
 					  memory_order_relaxed);
 
-	qe->eng->stats->chan_sends += n - qe->chan.lean_counted;
-	qe->chan.lean_counted = n;
+	qe->eng->stats->chan_sends += n - sv_pq(qe)->chan.lean_counted;
+	sv_pq(qe)->chan.lean_counted = n;
 }
 
 /* Engine lock and sq_lock held. */
@@ -841,7 +853,7 @@ static void lean_leave_locked(struct sv_qp_engine *qe)
 		       SV_WQE_CHAN)
 		idx++;
 	qe->req.idx = idx;
-	qe->chan.outstanding = idx - qe->comp.idx;
+	sv_pq(qe)->chan.outstanding = idx - qe->comp.idx;
 	atomic_store(&qe->sq_by_post, false);
 	lean_count(qe);
 	qe->eng->watch_dirty = true;
@@ -867,16 +879,17 @@ static void lean_enter(struct sv_qp_engine *qe)
 	 * refused, it and the SENDs after it go again as packets, for which
 	 * their WQEs must still say where the data is (lean mode's do
 	 * not). */
-	if (qe->req.idx != sv_sq_tail(qe) || qe->chan.atomics ||
-	    (int64_t)(qe->chan.acked - qe->chan.rdv_end) < 0 ||
+	if (qe->req.idx != sv_sq_tail(qe) || sv_pq(qe)->chan.atomics ||
+	    (int64_t)(sv_pq(qe)->chan.acked - sv_pq(qe)->chan.rdv_end) < 0 ||
 	    qe->rnr_retry != 7 ||
-	    qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
+	    qe->req.idx - qe->comp.idx != sv_pq(qe)->chan.outstanding ||
 	    atomic_load(&qe->state) != IBV_QPS_RTS ||
-	    atomic_load_explicit(&qe->chan.tx.own->nak, memory_order_relaxed))
+	    atomic_load_explicit(&sv_pq(qe)->chan.tx.own->nak,
+				 memory_order_relaxed))
 		return;
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
-		qe->chan.lean_psn = qe->req.psn;
+		sv_pq(qe)->chan.lean_psn = qe->req.psn;
 		atomic_store(&qe->sq_by_post, true);
 		qe->eng->watch_dirty = true;
 		atomic_store(&qe->eng->quiet, NULL);
@@ -889,7 +902,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		      uint32_t len)
 {
 	struct sv_qp *qp = qe->qp;
-	struct sv_chan_tx *t = &qe->chan.tx;
+	struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
 	uint32_t tail =
 		atomic_load_explicit(&qp->sq.tail, memory_order_relaxed);
 	struct sv_send_wqe *w;
@@ -937,7 +950,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		flags |= SV_CHAN_F_SE;
 	idle = sv_wq_used(&qp->sq) == 0;
 	if (sv_pcap_active())
-		sv_pcap_chan_send(qe, qe->chan.lean_psn, dst, len,
+		sv_pcap_chan_send(qe, sv_pq(qe)->chan.lean_psn, dst, len,
 				  wr->opcode == IBV_WR_SEND_WITH_IMM,
 				  wr->imm_data, flags & SV_CHAN_F_SE);
 	end = sv_chan_commit(t, len, flags,
@@ -950,15 +963,15 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	w = sv_wq_at(&qp->sq, tail);
 	sv_send_wqe_from_wr(w, wr, len);
 	w->send_flags &= ~(uint32_t)IBV_SEND_INLINE; /* the data is sent */
-	w->first_psn = qe->chan.lean_psn;
-	w->last_psn = sv_psn_add(qe->chan.lean_psn, SV_PSN_MASK);
+	w->first_psn = sv_pq(qe)->chan.lean_psn;
+	w->last_psn = sv_psn_add(sv_pq(qe)->chan.lean_psn, SV_PSN_MASK);
 	w->sent = len;
 	w->chan_end = end;
 	w->state = SV_WQE_CHAN;
 	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);
 	/* Only posters write it, under sq_lock: no locked RMW needed. */
-	atomic_store_explicit(&qe->chan.lean_sends,
-			      atomic_load_explicit(&qe->chan.lean_sends,
+	atomic_store_explicit(&sv_pq(qe)->chan.lean_sends,
+			      atomic_load_explicit(&sv_pq(qe)->chan.lean_sends,
 						   memory_order_relaxed) +
 				      1,
 			      memory_order_relaxed);
@@ -1001,12 +1014,12 @@ static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 static void lean_retire(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	const struct sv_chan *own = qe->chan.tx.own;
+	const struct sv_chan *own = sv_pq(qe)->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
 	uint32_t tail, n = 0;
 
 	lean_count(qe);
-	if (a == qe->chan.acked)
+	if (a == sv_pq(qe)->chan.acked)
 		return;
 	tail = atomic_load_explicit(&qp->sq.tail, memory_order_acquire);
 	if (atomic_load_explicit(&own->nak, memory_order_relaxed)) {
@@ -1031,8 +1044,8 @@ static void lean_retire(struct sv_qp_engine *qe)
 		 * check of its buffer, as sv_comp_retire makes it.) */
 		if (w->strict_summed)
 			sv_strict_sum_check(qp, w);
-		qe->chan.acked = w->chan_end;
-		qe->chan.stall_since = 0;
+		sv_pq(qe)->chan.acked = w->chan_end;
+		sv_pq(qe)->chan.stall_since = 0;
 		qe->eng->watch_dirty = true;
 		n++;
 		if (!wqe_signaled(qp, w)) {
@@ -1048,7 +1061,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 
 static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 {
-	struct sv_chan_tx *t = &qe->chan.tx;
+	struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	bool rdv = !atomic && wqe->length > SV_CHAN_MAX_MSG;
@@ -1067,10 +1080,11 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	}
 	if (atomic_load(&qe->state) != IBV_QPS_RTS)
 		return SV_CHAN_NO;
-	if (!t->ch && (qe->chan.tries++ % SV_CHAN_TRY_EVERY || !tx_attach(qe)))
+	if (!t->ch &&
+	    (sv_pq(qe)->chan.tries++ % SV_CHAN_TRY_EVERY || !tx_attach(qe)))
 		return SV_CHAN_NO;
 	/* Everything before it is in the channel, nothing on packets. */
-	if (qe->req.idx - qe->comp.idx != qe->chan.outstanding ||
+	if (qe->req.idx - qe->comp.idx != sv_pq(qe)->chan.outstanding ||
 	    qe->req.psn != qe->req.max_psn || qe->comp.psn != qe->req.max_psn ||
 	    qe->req.rd_atomic)
 		return SV_CHAN_NO;
@@ -1080,7 +1094,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		 * once what is in it is acknowledged or timed out. */
 		t->ch = NULL;
 		list_update(qe);
-		return qe->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
+		return sv_pq(qe)->chan.outstanding ? SV_CHAN_WAIT : SV_CHAN_NO;
 	}
 	/* A large SEND goes as a descriptor only if the peer has shown
 	 * that it can read our memory (chan_rdv.c); else as packets. */
@@ -1088,10 +1102,10 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		return SV_CHAN_NO;
 	/* A fence waits for the atomics before it to complete: their
 	 * results must be in place before it reads (IBA). */
-	if ((wqe->send_flags & IBV_SEND_FENCE) && qe->chan.atomics)
+	if ((wqe->send_flags & IBV_SEND_FENCE) && sv_pq(qe)->chan.atomics)
 		return SV_CHAN_WAIT;
 	if (atomic) {
-		if (qe->chan.atomics >= sv_chan_atomic_limit(qe))
+		if (sv_pq(qe)->chan.atomics >= sv_chan_atomic_limit(qe))
 			return SV_CHAN_WAIT; /* acks kick us */
 		/* The result's SGE; else the packet path reports
 		 * LOC_PROT_ERR. */
@@ -1114,7 +1128,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		/* The lowest free result word (fewer than 16 are used);
 		 * its number stays in the WQE until the result replaces
 		 * it. */
-		uint32_t r = (uint32_t)__builtin_ctz(~qe->chan.results_used);
+		uint32_t r =
+			(uint32_t)__builtin_ctz(~sv_pq(qe)->chan.results_used);
 
 		sv_chan_atomic_fill(wqe, dst);
 		if (sv_pcap_active()) {
@@ -1143,8 +1158,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					    SV_OP_RC_FETCH_ADD,
 				    qe->dest_qpn, 8, extra);
 		}
-		qe->chan.results_used |= 1u << r;
-		qe->chan.atomics++;
+		sv_pq(qe)->chan.results_used |= 1u << r;
+		sv_pq(qe)->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
 	} else if (rdv) {
 		memcpy(dst, desc, len);
@@ -1171,7 +1186,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		SV_STAT(qe->eng, chan_sends);
 		if (rdv) {
 			SV_STAT(qe->eng, rdv_sends);
-			qe->chan.rdv_end = wqe->chan_end;
+			sv_pq(qe)->chan.rdv_end = wqe->chan_end;
 		}
 		if (sv_env_trace())
 			trace_msg(qe, "tx-chan", qe->dest_qpn,
@@ -1184,9 +1199,9 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	wqe->sent = atomic ? 0 : wqe->length;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
-	paused = !qe->chan.outstanding;
-	if (!qe->chan.outstanding++) {
-		qe->chan.stall_since = 0;
+	paused = !sv_pq(qe)->chan.outstanding;
+	if (!sv_pq(qe)->chan.outstanding++) {
+		sv_pq(qe)->chan.stall_since = 0;
 		/* Passes must now visit it, busy polls watch our ack line. */
 		list_update(qe);
 		/* A thread asleep for good would not run the watchdog. */
@@ -1222,32 +1237,33 @@ static void tx_resend(struct sv_qp_engine *qe, uint32_t from)
 	       "WRs go again as packets",
 	       qe->qpn, qe->req.idx - from);
 	qe->req.idx = from;
-	qe->chan.outstanding = 0;
-	qe->chan.atomics = 0;
-	qe->chan.results_used = 0;
-	qe->chan.tx.ch = NULL;
+	sv_pq(qe)->chan.outstanding = 0;
+	sv_pq(qe)->chan.atomics = 0;
+	sv_pq(qe)->chan.results_used = 0;
+	sv_pq(qe)->chan.tx.ch = NULL;
 	if (own)
 		atomic_store(&own->nak, 0);
-	qe->chan.stall_since = 0;
+	sv_pq(qe)->chan.stall_since = 0;
 	list_update(qe);
 }
 
 static void tx_retire(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
-	const struct sv_chan *own = qe->chan.tx.own;
+	const struct sv_chan *own = sv_pq(qe)->chan.tx.own;
 	uint64_t a = atomic_load_explicit(&own->ack, memory_order_acquire);
 	uint32_t nak, idx, done = 0, naked = 0;
 	uint64_t nak_pos;
 	int st = atomic_load(&qe->state);
 
-	if (a == qe->chan.acked)
+	if (a == sv_pq(qe)->chan.acked)
 		return;
 	/* Never beyond what we wrote: a broken peer is ignored. */
-	if (a - qe->chan.acked > qe->chan.tx.tail - qe->chan.acked)
+	if (a - sv_pq(qe)->chan.acked >
+	    sv_pq(qe)->chan.tx.tail - sv_pq(qe)->chan.acked)
 		return;
-	qe->chan.acked = a;
-	qe->chan.stall_since = 0;
+	sv_pq(qe)->chan.acked = a;
+	sv_pq(qe)->chan.stall_since = 0;
 	qe->eng->watch_dirty = true;
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		return;
@@ -1263,10 +1279,10 @@ static void tx_retire(struct sv_qp_engine *qe)
 
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
-		qe->chan.outstanding--;
+		sv_pq(qe)->chan.outstanding--;
 		if (sv_chan_atomic_op(w->opcode)) {
-			qe->chan.atomics--;
-			qe->chan.results_used &=
+			sv_pq(qe)->chan.atomics--;
+			sv_pq(qe)->chan.results_used &=
 				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
 		}
 		if (nak == SV_CHAN_NAK_RESEND && w->chan_end == nak_pos) {
@@ -1307,9 +1323,9 @@ static void tx_retire(struct sv_qp_engine *qe)
 		sv_pcap_chan_acked(qe, done, naked);
 	sv_comp_retire(qe);
 	if (atomic_load(&qe->state) == IBV_QPS_ERR) {
-		qe->chan.outstanding = 0;
-		qe->chan.atomics = 0;
-		qe->chan.results_used = 0;
+		sv_pq(qe)->chan.outstanding = 0;
+		sv_pq(qe)->chan.atomics = 0;
+		sv_pq(qe)->chan.results_used = 0;
 		sv_work_add(qe, SV_WORK_FLUSH);
 	} else if (qe->req.idx != sv_sq_tail(qe) || st == IBV_QPS_SQD) {
 		/* Room in the channel, or the packet path may go on (or
@@ -1323,11 +1339,11 @@ static void tx_retire(struct sv_qp_engine *qe)
  * takes messages for the same reason). */
 static void chan_settle(struct sv_qp_engine *qe)
 {
-	if (!qe->chan.tx.own)
+	if (!sv_pq(qe)->chan.tx.own)
 		return;
 	if (atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
 		lean_retire(qe);
-	else if (qe->chan.outstanding)
+	else if (sv_pq(qe)->chan.outstanding)
 		tx_retire(qe);
 }
 
@@ -1339,7 +1355,7 @@ static void chan_settle(struct sv_qp_engine *qe)
  * never will: that silence is what the watchdog is for. */
 static bool peer_will_take(struct sv_qp_engine *qe)
 {
-	const struct sv_chan_tx *t = &qe->chan.tx;
+	const struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
 
 	return t->ch && atomic_load(&t->ch->gen) == t->gen &&
 	       atomic_load(&t->ch->open) && qe->shm &&
@@ -1355,34 +1371,35 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 
 	if (!t)
 		return; /* IBA: an infinite timeout */
-	if (!qe->chan.stall_since) {
-		qe->chan.stall_since = now;
+	if (!sv_pq(qe)->chan.stall_since) {
+		sv_pq(qe)->chan.stall_since = now;
 		return;
 	}
 	if (t < SV_MIN_TIMEOUT_NS)
 		t = SV_MIN_TIMEOUT_NS;
 	limit = t * (qe->retry_cnt + 1u);
-	if (now - qe->chan.stall_since < limit)
+	if (now - sv_pq(qe)->chan.stall_since < limit)
 		return;
 	if (peer_will_take(qe)) {
-		qe->chan.stall_since = now; /* look again in a while */
+		sv_pq(qe)->chan.stall_since = now; /* look again in a while */
 		return;
 	}
 	lean_leave(qe); /* the engine's cursors from here */
-	if (!qe->chan.outstanding)
+	if (!sv_pq(qe)->chan.outstanding)
 		return;
 	w = sv_wq_at(&qe->qp->sq, qe->comp.idx);
 	if (w->state != SV_WQE_CHAN)
 		return;
 	SV_STAT(qe->eng, retry_exceeded_err);
 	sv_dbg("chan: qp 0x%06x: no ack for %llu ms, retry exceeded", qe->qpn,
-	       (unsigned long long)((now - qe->chan.stall_since) / 1000000));
+	       (unsigned long long)((now - sv_pq(qe)->chan.stall_since) /
+				    1000000));
 	sv_explain_wqe(qe, w, IBV_WC_RETRY_EXC_ERR);
 	w->state = SV_WQE_ERROR;
 	w->status = IBV_WC_RETRY_EXC_ERR;
-	qe->chan.outstanding = 0;
-	qe->chan.atomics = 0;
-	qe->chan.results_used = 0;
+	sv_pq(qe)->chan.outstanding = 0;
+	sv_pq(qe)->chan.atomics = 0;
+	sv_pq(qe)->chan.results_used = 0;
 	qe->eng->watch_dirty = true;
 	sv_comp_retire(qe);
 	sv_work_add(qe, SV_WORK_FLUSH);
@@ -1416,8 +1433,9 @@ static void ready_take(struct sv_engine *eng)
 				struct sv_qp_engine *qe = s->slot[i];
 
 				SV_STAT(eng, chan_visits);
-				if (qe && qe->chan.rx.ch &&
-				    (!qe->chan.rx_hot || qe->chan.cold_at))
+				if (qe && sv_pq(qe)->chan.rx.ch &&
+				    (!sv_pq(qe)->chan.rx_hot ||
+				     sv_pq(qe)->chan.cold_at))
 					rx_warm(qe);
 			}
 		}
@@ -1431,31 +1449,32 @@ static void ready_take(struct sv_engine *eng)
 static void cool(struct sv_engine *eng, struct sv_qp_engine *qe, bool busy)
 {
 	if (busy) {
-		if (qe->chan.cold_at)
+		if (sv_pq(qe)->chan.cold_at)
 			rx_warm(qe);
-		qe->chan.idle_since = 0;
+		sv_pq(qe)->chan.idle_since = 0;
 		return;
 	}
 	if (!eng->now_ok)
 		return; /* (a pass that reads no clock decides nothing) */
-	if (!qe->chan.idle_since) {
-		qe->chan.idle_since = eng->now;
+	if (!sv_pq(qe)->chan.idle_since) {
+		sv_pq(qe)->chan.idle_since = eng->now;
 		return;
 	}
-	if (eng->now - qe->chan.idle_since < SV_CHAN_COOL_NS)
+	if (eng->now - sv_pq(qe)->chan.idle_since < SV_CHAN_COOL_NS)
 		return;
-	if (qe->chan.rx_hot && !qe->chan.cold_at) {
+	if (sv_pq(qe)->chan.rx_hot && !sv_pq(qe)->chan.cold_at) {
 		/* seq_cst: the looks after it see what a producer published
 		 * before it read cold as 0 (once the nap's window passed). */
-		atomic_store(&qe->chan.rx.ch->cold, 1);
-		qe->chan.cold_at = eng->now;
+		atomic_store(&sv_pq(qe)->chan.rx.ch->cold, 1);
+		sv_pq(qe)->chan.cold_at = eng->now;
 		return;
 	}
-	if (qe->chan.cold_at && eng->now - qe->chan.cold_at < SV_CHAN_NAP_NS)
+	if (sv_pq(qe)->chan.cold_at &&
+	    eng->now - sv_pq(qe)->chan.cold_at < SV_CHAN_NAP_NS)
 		return;
-	qe->chan.rx_hot = false;
-	qe->chan.cold_at = 0;
-	qe->chan.idle_since = 0;
+	sv_pq(qe)->chan.rx_hot = false;
+	sv_pq(qe)->chan.cold_at = 0;
+	sv_pq(qe)->chan.idle_since = 0;
 	lean_leave(qe); /* (a post racing with it: outstanding, listed) */
 	list_update(qe);
 }
@@ -1464,12 +1483,12 @@ static void chan_poll(struct sv_engine *eng)
 {
 	struct list_node *it, *tmp;
 
-	if (eng->chans_open)
+	if (sv_pe(eng)->chans_open)
 		ready_take(eng);
-	list_for_each_safe (&eng->chans, it, tmp) {
+	list_for_each_safe (&sv_pe(eng)->chans, it, tmp) {
 		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, chan.node);
-		uint64_t head = qe->chan.rx.head;
+			sv_pq_qp(list_entry(it, struct sv_paths_qp, chan.node));
+		uint64_t head = sv_pq(qe)->chan.rx.head;
 		unsigned int i;
 		bool busy;
 
@@ -1484,20 +1503,20 @@ static void chan_poll(struct sv_engine *eng)
 			if (atomic_load_explicit(&qe->sq_by_post,
 						 memory_order_relaxed))
 				lean_retire(qe);
-			else if (qe->chan.outstanding)
+			else if (sv_pq(qe)->chan.outstanding)
 				tx_retire(qe);
-			if (!qe->chan.rx.ch || !rx_run(qe))
+			if (!sv_pq(qe)->chan.rx.ch || !rx_run(qe))
 				break;
 		}
 		busy = tx_pending(qe) ||
-		       (qe->chan.rx.ch &&
-			(qe->chan.rx.head != head ||
-			 qe->chan.rx.head != qe->chan.rx_acked ||
-			 sv_chan_pending(&qe->chan.rx)));
+		       (sv_pq(qe)->chan.rx.ch &&
+			(sv_pq(qe)->chan.rx.head != head ||
+			 sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_acked ||
+			 sv_chan_pending(&sv_pq(qe)->chan.rx)));
 		if (eng->now_ok && tx_pending(qe))
 			tx_watchdog(qe, eng->now);
 		cool(eng, qe, busy);
-		if (qe->chan.listed != list_want(qe))
+		if (sv_pq(qe)->chan.listed != list_want(qe))
 			list_update(qe);
 	}
 }
@@ -1515,18 +1534,21 @@ static bool chan_idle(struct sv_engine *eng)
 			return false;
 	}
 
-	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
+	for (it = sv_pe(eng)->chans.n.next; it != &sv_pe(eng)->chans.n;
+	     it = it->next) {
 		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, chan.node);
+			sv_pq_qp(list_entry(it, struct sv_paths_qp, chan.node));
 
-		if (qe->chan.rx.ch && rx_state_ok(atomic_load(&qe->state)) &&
-		    (sv_chan_pending(&qe->chan.rx) ||
-		     qe->chan.rx.head != qe->chan.rx_acked))
+		if (sv_pq(qe)->chan.rx.ch &&
+		    rx_state_ok(atomic_load(&qe->state)) &&
+		    (sv_chan_pending(&sv_pq(qe)->chan.rx) ||
+		     sv_pq(qe)->chan.rx.head != sv_pq(qe)->chan.rx_acked))
 			return false;
-		if ((qe->chan.outstanding ||
+		if ((sv_pq(qe)->chan.outstanding ||
 		     atomic_load_explicit(&qe->sq_by_post,
 					  memory_order_relaxed)) &&
-		    atomic_load(&qe->chan.tx.own->ack) != qe->chan.acked)
+		    atomic_load(&sv_pq(qe)->chan.tx.own->ack) !=
+			    sv_pq(qe)->chan.acked)
 			return false;
 	}
 	return true;
@@ -1536,8 +1558,10 @@ static bool chan_need_watchdog(struct sv_engine *eng)
 {
 	struct list_node *it;
 
-	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next)
-		if (tx_pending(list_entry(it, struct sv_qp_engine, chan.node)))
+	for (it = sv_pe(eng)->chans.n.next; it != &sv_pe(eng)->chans.n;
+	     it = it->next)
+		if (tx_pending(sv_pq_qp(
+			    list_entry(it, struct sv_paths_qp, chan.node))))
 			return true;
 	return false;
 }
@@ -1550,8 +1574,8 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 	struct list_node *it;
 
 	/* A producer into a cold channel sets its segment's ready word. */
-	for (it = eng->socks.n.next; eng->chans_open && it != &eng->socks.n;
-	     it = it->next) {
+	for (it = eng->socks.n.next;
+	     sv_pe(eng)->chans_open && it != &eng->socks.n; it = it->next) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
 
 		if (s->ring.hdr)
@@ -1559,10 +1583,11 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 				      false);
 	}
 
-	for (it = eng->chans.n.next; it != &eng->chans.n; it = it->next) {
+	for (it = sv_pe(eng)->chans.n.next; it != &sv_pe(eng)->chans.n;
+	     it = it->next) {
 		struct sv_qp_engine *qe =
-			list_entry(it, struct sv_qp_engine, chan.node);
-		struct sv_chan_rx *r = &qe->chan.rx;
+			sv_pq_qp(list_entry(it, struct sv_paths_qp, chan.node));
+		struct sv_chan_rx *r = &sv_pq(qe)->chan.rx;
 
 		if (r->ch)
 			sv_watch_word(
@@ -1571,10 +1596,10 @@ static void chan_watch(struct sv_engine *eng, unsigned int *n)
 					 .seq,
 				sv_chan_seq(r->gen, r->head), true);
 		/* (A lean QP's posts do not pass here: watch it always.) */
-		if (qe->chan.outstanding ||
+		if (sv_pq(qe)->chan.outstanding ||
 		    atomic_load_explicit(&qe->sq_by_post, memory_order_relaxed))
-			sv_watch_word(eng, n, &qe->chan.tx.own->ack,
-				      qe->chan.acked, false);
+			sv_watch_word(eng, n, &sv_pq(qe)->chan.tx.own->ack,
+				      sv_pq(qe)->chan.acked, false);
 	}
 }
 
@@ -1589,7 +1614,7 @@ static enum sv_path_r chan_send(struct sv_qp_engine *qe,
 	case SV_CHAN_WAIT:
 		return SV_PATH_WAIT;
 	default:
-		return qe->chan.outstanding ? SV_PATH_WAIT : SV_PATH_NO;
+		return sv_pq(qe)->chan.outstanding ? SV_PATH_WAIT : SV_PATH_NO;
 	}
 }
 

@@ -89,7 +89,7 @@ bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 {
 	/* Our own channel must be open: its generation tells the
 	 * receiver that this QP still stands behind the descriptor. */
-	if (!qe->chan.rx.ch)
+	if (!sv_pq(qe)->chan.rx.ch)
 		return false;
 	if ((w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM) ||
 	    w->length <= SV_CHAN_MAX_MSG || (w->send_flags & IBV_SEND_INLINE) ||
@@ -105,7 +105,7 @@ bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 
 bool sv_chan_rdv_proven(const struct sv_qp_engine *qe)
 {
-	return atomic_load_explicit(&qe->chan.tx.ch->can_pull,
+	return atomic_load_explicit(&sv_pq(qe)->chan.tx.ch->can_pull,
 				    memory_order_relaxed) == 1;
 }
 
@@ -176,7 +176,8 @@ bool sv_chan_rdv_probe(struct sv_qp_engine *qe)
 uint32_t sv_chan_rdv_fill(const struct sv_qp_engine *qe,
 			  const struct sv_send_wqe *w, uint8_t *buf)
 {
-	struct sv_chan_rdv d = { .len = w->length, .gen = qe->chan.rx.gen };
+	struct sv_chan_rdv d = { .len = w->length,
+				 .gen = sv_pq(qe)->chan.rx.gen };
 	uint64_t sum = 0;
 	uint32_t i, sz;
 
@@ -327,8 +328,9 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 		if (got < 0 && refused(errno) && peer_alive(qe->shm)) {
 			/* Proved, then refused: no more descriptors. */
 			say_refused(qe, errno, true);
-			if (qe->chan.rx.ch)
-				atomic_store(&qe->chan.rx.ch->can_pull, 0);
+			if (sv_pq(qe)->chan.rx.ch)
+				atomic_store(&sv_pq(qe)->chan.rx.ch->can_pull,
+					     0);
 			*refused_after = true;
 		}
 		if (got <= 0) {

@@ -708,7 +708,7 @@ static bool direct_applies(const struct sv_qp_engine *qe)
 static void direct_sock_open(struct sv_engine *eng, struct sv_sock *s)
 {
 	if (s->ring.hdr)
-		atomic_store(&s->ring.hdr->helping, eng->help_avail);
+		atomic_store(&s->ring.hdr->helping, sv_pe(eng)->help_avail);
 }
 
 const struct sv_path_ops sv_path_direct = {

@@ -273,8 +273,8 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 	/* Cut in pieces without a helper, a WRITE costs more than one copy
 	 * (ib_write_bw 1 MiB: 10.7 against 13.9 GB/s): after WRITEs that
 	 * found none, the next SV_HELP_SKIP ones are not offered. */
-	if (qe->help_skip) {
-		qe->help_skip--;
+	if (sv_pq(qe)->help_skip) {
+		sv_pq(qe)->help_skip--;
 		return SV_HELP_NOT;
 	}
 	job = job_take(qe->shm->hdr);
@@ -342,9 +342,9 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 		back = front;
 	atomic_store_explicit(&job->claim, sv_help_word(gen, 0, 0),
 			      memory_order_relaxed);
-	if (back == nch && ++qe->help_missed >= SV_HELP_MISSES) {
-		qe->help_missed = 0;
-		qe->help_skip = SV_HELP_SKIP;
+	if (back == nch && ++sv_pq(qe)->help_missed >= SV_HELP_MISSES) {
+		sv_pq(qe)->help_missed = 0;
+		sv_pq(qe)->help_skip = SV_HELP_SKIP;
 	}
 	if (back < nch) {
 		uint64_t claimed = body - (uint64_t)back * chunk;
@@ -355,7 +355,7 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 		uint32_t c0 = 0, cn = 0;
 
 		SV_STAT(qe->eng, help_taken);
-		qe->help_missed = 0;
+		sv_pq(qe)->help_missed = 0;
 		if (wr == WAIT_FAILED) {
 			ok = false;
 		} else if (wr == WAIT_REVOKED || wr == WAIT_SLOW) {
@@ -365,10 +365,11 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 				SV_STAT(qe->eng, help_revoked);
 			} else {
 				SV_STAT(qe->eng, help_timeout);
-				qe->help_skip =
+				sv_pq(qe)->help_skip =
 					SV_HELP_SKIP
-					<< (qe->help_slow < SV_HELP_SLOW_MAX_SHIFT ?
-						    qe->help_slow++ :
+					<< (sv_pq(qe)->help_slow <
+							    SV_HELP_SLOW_MAX_SHIFT ?
+						    sv_pq(qe)->help_slow++ :
 						    SV_HELP_SLOW_MAX_SHIFT);
 			}
 			c0 = back;
@@ -758,9 +759,9 @@ void sv_help_available(struct sv_engine *eng, bool yes)
 {
 	struct list_node *it;
 
-	if (!sv_env_help() || eng->help_avail == yes)
+	if (!sv_env_help() || sv_pe(eng)->help_avail == yes)
 		return;
-	eng->help_avail = yes;
+	sv_pe(eng)->help_avail = yes;
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *k = list_entry(it, struct sv_sock, node);
 

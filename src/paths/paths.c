@@ -9,4 +9,6 @@
 const struct sv_path_table sv_paths = {
 	.n = 2,
 	.ops = { &sv_path_chan, &sv_path_direct },
+	.eng_bytes = sizeof(struct sv_paths_eng),
+	.qp_bytes = sizeof(struct sv_paths_qp),
 };

@@ -20,9 +20,83 @@
 #include <stdint.h>
 
 #include "core/pubtab.h"
+#include "engine/transport/eng.h"
 #include "engine/transport/path.h"
 #include "engine/transport/qpe.h"
 #include "engine/transport/sgl.h"
+#include "link/chan.h"
+#include "util/list.h"
+
+/*
+ * The paths' own state: per engine and per QP, in the bytes the engine
+ * keeps for them right after its struct sv_engine and each struct
+ * sv_qp_engine (engine/transport/path.h, sv_path_table's eng_bytes and
+ * qp_bytes; zeroed at creation, freed with it).  The engine never reads
+ * them, so their layout is the paths' alone.
+ */
+struct sv_paths_eng {
+	struct list_head chans; /* QPs a channel poll visits (chan.c) */
+	unsigned int chans_open; /* QPs whose own channel is open (chan.c) */
+	bool help_avail; /* what the segments' helping words say (help.c) */
+};
+
+struct sv_paths_qp {
+	/* Message channels (chan.c): */
+	struct {
+		struct sv_chan_rx rx; /* ours, the peer sends into it */
+		struct sv_chan_tx tx; /* the peer's, we send into it */
+		struct sv_chan *own; /* our channel (rx.ch once open) */
+		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
+		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
+		uint32_t results_used; /* their result words (bits) */
+		uint64_t rdv_end; /* the last large SEND's chan_end */
+		/* Lean mode (sq_by_post): post_send writes SENDs into the
+		 * channel itself, under sq_lock, without the engine; the
+		 * engine's req.idx and outstanding are stale meanwhile
+		 * (comp.idx is the retire cursor, moved under both locks). */
+		uint32_t lean_psn; /* req.psn when it began */
+		_Atomic uint64_t lean_sends; /* counted into stats later */
+		uint64_t lean_counted;
+		uint32_t tries; /* attach attempts */
+		uint64_t acked; /* the ack line as last seen */
+		uint64_t rx_acked; /* rx.head as last acknowledged */
+		/* rx.head when a message waited for the ring once (chan.c,
+		 * rx_run: the ACK of our packets may be there). */
+		uint64_t rx_ring_waited;
+		uint64_t stall_since; /* ns: acked has not moved since */
+		bool listed; /* on the engine's chans */
+		bool rx_hot; /* rx.ch is looked at every pass (not cold) */
+		uint64_t idle_since; /* ns: nothing to do since (0: busy) */
+		uint64_t cold_at; /* ns: rx.ch marked cold, still looked at */
+		struct list_node node;
+	} chan;
+
+	/* large WRITEs the target's thread did not help with in a row
+	 * (help.c): the next ones are not offered for a while */
+	uint32_t help_missed, help_skip, help_slow;
+};
+
+_Static_assert(_Alignof(struct sv_paths_eng) <= _Alignof(struct sv_engine),
+	       "the paths' engine state follows struct sv_engine");
+_Static_assert(_Alignof(struct sv_paths_qp) <= _Alignof(struct sv_qp_engine),
+	       "the paths' QP state follows struct sv_qp_engine");
+
+/* The state may be changed through a const engine or QP: it is not theirs. */
+static inline struct sv_paths_eng *sv_pe(const struct sv_engine *eng)
+{
+	return (struct sv_paths_eng *)(uintptr_t)(eng + 1);
+}
+
+static inline struct sv_paths_qp *sv_pq(const struct sv_qp_engine *qe)
+{
+	return (struct sv_paths_qp *)(uintptr_t)(qe + 1);
+}
+
+/* The QP whose state pq is. */
+static inline struct sv_qp_engine *sv_pq_qp(struct sv_paths_qp *pq)
+{
+	return (struct sv_qp_engine *)pq - 1;
+}
 
 /* direct.c: one-copy RDMA WRITE/READ with a same-host peer, and the QP's
  * entry in the published table; its ops are sv_path_direct. */
@@ -87,7 +161,7 @@ struct sv_chan_rdv_desc {
 bool sv_chan_rdv_wanted(const struct sv_qp_engine *qe,
 			const struct sv_send_wqe *w);
 /* Has the receiver shown that it can read our memory (can_pull of the
- * peer's channel, qe->chan.tx.ch)? */
+ * peer's channel, sv_pq(qe)->chan.tx.ch)? */
 bool sv_chan_rdv_proven(const struct sv_qp_engine *qe);
 /* Receiver, opening its channel: can we read the peer's memory now (a
  * word of its segment's header through its address space)? */

@@ -692,7 +692,7 @@ int sv_engine_open(struct sv_context *ctx, const struct sv_path_table *paths)
 	int i, err = ENOMEM;
 	size_t rxmem;
 
-	eng = calloc(1, sizeof(*eng));
+	eng = calloc(1, sizeof(*eng) + paths->eng_bytes);
 	if (!eng)
 		goto fail;
 	eng->ctx = ctx;

@@ -195,8 +195,6 @@ struct sv_engine {
 	uint64_t held_gen; /* flushes so far (a reordered packet waits one) */
 
 	struct list_head shm_peers; /* struct sv_shm_peer (links.c) */
-	struct list_head chans; /* QPs a channel poll visits (paths/chan.c) */
-	unsigned int chans_open; /* QPs whose own channel is open (chan.c) */
 	/* What a busy poll watches without the lock besides the quiet
 	 * socket's ring (set_quiet): words of our own segment, each busy
 	 * when equal (a channel's next slot) or unequal (an ack line) to
@@ -226,7 +224,8 @@ struct sv_engine {
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */
 	bool napped;
-	bool help_avail; /* what the segments' helping words say */
+	/* The paths keep their own state of the engine after this struct
+	 * (sv_path_table.eng_bytes, zeroed; paths/paths.h). */
 };
 
 /* The loop's side (progress/engine.c): what the transport asks of it is

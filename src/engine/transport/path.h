@@ -25,6 +25,7 @@
 #define SV_ENGINE_PATH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct ibv_send_wr;
@@ -93,6 +94,11 @@ struct sv_path_ops {
 struct sv_path_table {
 	unsigned int n;
 	const struct sv_path_ops *ops[SV_PATHS_MAX];
+	/* Bytes of state the paths keep per engine and per QP: the engine
+	 * allocates them, zeroed, right after its struct sv_engine and each
+	 * struct sv_qp_engine, and never reads them (their layout is the
+	 * paths', src/paths/paths.h). */
+	size_t eng_bytes, qp_bytes;
 };
 
 /* path.c: the paths' ops, called for each path that has the op. */

@@ -101,7 +101,7 @@ int sv_engine_qp_create(struct sv_qp *qp)
 	struct sv_qp_engine *qe;
 	int err;
 
-	qe = calloc(1, sizeof(*qe));
+	qe = calloc(1, sizeof(*qe) + eng->paths->qp_bytes);
 	if (!qe)
 		return ENOMEM;
 	qe->resp.wqe = calloc(1, sizeof(struct sv_recv_wqe) +

@@ -18,7 +18,6 @@
 #include "engine/transport/path.h"
 #include "engine/transport/hooks.h"
 #include "engine/transport/rtt.h"
-#include "link/chan.h"
 #include "proto/addr.h"
 #include "proto/wire.h"
 #include "proto/wr.h"
@@ -140,42 +139,10 @@ struct sv_qp_engine {
 	uint8_t said_drop_state;
 	bool said_wrong_src;
 
-	/* The paths' own state of the QP, kept here for them (src/paths);
-	 * the engine does not read it.  Message channels (paths/chan.c): */
-	struct {
-		struct sv_chan_rx rx; /* ours, the peer sends into it */
-		struct sv_chan_tx tx; /* the peer's, we send into it */
-		struct sv_chan *own; /* our channel (rx.ch once open) */
-		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
-		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
-		uint32_t results_used; /* their result words (bits) */
-		uint64_t rdv_end; /* the last large SEND's chan_end */
-		/* Lean mode (sq_by_post): post_send writes SENDs into the
-		 * channel itself, under sq_lock, without the engine; the
-		 * engine's req.idx and outstanding are stale meanwhile
-		 * (comp.idx is the retire cursor, moved under both locks). */
-		uint32_t lean_psn; /* req.psn when it began */
-		_Atomic uint64_t lean_sends; /* counted into stats later */
-		uint64_t lean_counted;
-		uint32_t tries; /* attach attempts */
-		uint64_t acked; /* the ack line as last seen */
-		uint64_t rx_acked; /* rx.head as last acknowledged */
-		/* rx.head when a message waited for the ring once (chan.c,
-		 * rx_run: the ACK of our packets may be there). */
-		uint64_t rx_ring_waited;
-		uint64_t stall_since; /* ns: acked has not moved since */
-		bool listed; /* on sv_engine.chans */
-		bool rx_hot; /* rx.ch is looked at every pass (not cold) */
-		uint64_t idle_since; /* ns: nothing to do since (0: busy) */
-		uint64_t cold_at; /* ns: rx.ch marked cold, still looked at */
-		struct list_node node;
-	} chan;
+	/* The paths keep their own state of the QP after this struct
+	 * (sv_path_table.qp_bytes, zeroed; paths/paths.h). */
 
 	struct sv_hook_pcap_qp pcap; /* SOFTVERBS_PCAP (diag/pcap.c) */
-
-	/* large WRITEs the target's thread did not help with in a row
-	 * (help.c): the next ones are not offered for a while */
-	uint32_t help_missed, help_skip, help_slow;
 
 	/* requester */
 	struct {
