@@ -550,7 +550,7 @@ static void *progress_main(void *arg)
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		uint64_t wire, shm;
-		bool nap, pnap = false, socks;
+		bool nap, pnap = false, socks, spun;
 		int timeout, n, i;
 
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
@@ -606,10 +606,10 @@ static void *progress_main(void *arg)
 		if (timeout && sv_pcap_active())
 			sv_pcap_idle(timeout < 0 || timeout >= 100);
 		/* Spinning: the pass below reads every link anyway. */
-		n = timeout == 0 && now < eng->spin_until ?
-			    0 :
-			    wait_events(socks ? eng->epfd : eng->bell_epfd, ev,
-					8, now, until);
+		spun = timeout == 0 && now < eng->spin_until;
+		n = spun ? 0 :
+			   wait_events(socks ? eng->epfd : eng->bell_epfd, ev,
+				       8, now, until);
 		atomic_store(&eng->thread_socks, false);
 		atomic_store(sleep_until, 0);
 		for (i = 0; i < n; i++)
@@ -633,14 +633,17 @@ static void *progress_main(void *arg)
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy &&
-		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
-			    shm)
+		/* What a peer of this host sent through the rings waits for
+		 * our answer; a stream's next batch is on its way
+		 * (SV_SPIN_PKTS).  Either comes while we look again. */
+		shm = eng->stats->shm_rx_pkts +
+		      eng->stats->chan_atomics_served - shm;
+		if (!busy && (shm || wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
-		if (n == 0 && (int64_t)(wire_rcvd(eng) - wire) > 0)
+		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0)
 			eng->stats->thread_late_rx += wire_rcvd(eng) - wire;
 		sv_mutex_unlock(&eng->lock);
 	}

@@ -46,6 +46,13 @@
  * later, which a wake-up (~20 us here) would double.  Short enough that a
  * finished exchange costs no CPU to speak of. */
 #define SV_SERVE_SPIN_NS (50ull * 1000)
+/* The thread spins so too after a pass that took at least SV_SPIN_PKTS
+ * packets from the wire sockets while the application neither polls nor
+ * waits: a stream to a responder whose application leaves the work to us
+ * (RDMA WRITEs into its memory).  Its next batch is due within
+ * microseconds, and sleeping between batches cost a wake-up for each,
+ * which on a virtual CPU is as long as taking the batch (engine.c). */
+#define SV_SPIN_PKTS 8
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 /* While a stream of datagrams goes through the wire sockets (at least
  * SV_NAP_PKTS sent and received between two looks of the thread) and the
