@@ -54,8 +54,8 @@ static size_t seg_size(void)
 /* The header and the packet slots of a segment mapped at h, faulted in
  * now: once the ring carries packets, not when it is mapped (a ring of
  * idle QPs, and the channels after it, cost no memory).  Without it the
- * first trip round the ring takes a page fault per slot on each side
- * (ib_send_lat's first ~1000 iterations ran at ~8 us instead of ~0.5).
+ * first trip round the ring takes a page fault per slot on each side, and
+ * a latency test's first thousand messages are many times slower.
  * Kernels before 5.14 fault each page in by reading it. */
 static void populate_ring(struct sv_shm_hdr *h)
 {

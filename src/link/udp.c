@@ -205,10 +205,9 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 		msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 	}
 	if (n == 1) {
-		/* recvmmsg costs 0.05-0.1 us more than recvmsg for one
-		 * datagram between two namespaces (docs/engine.md): a
-		 * busy poller's single look (udp_receive) is on every
-		 * one-way trip. */
+		/* recvmmsg costs more than recvmsg for one datagram
+		 * (docs/engine.md): a busy poller's single look
+		 * (udp_receive) is on every one-way trip. */
 		ssize_t r = recvmsg(s->fd, &msgs[0].msg_hdr, MSG_DONTWAIT);
 
 		if (r < 0)
@@ -284,8 +283,8 @@ int sv_udp_recv(struct sv_udp_sock *s, struct sv_udp_rx *rx, int n)
 
 /* Must this packet name its source address?  The ICRC covers it, so it
  * must be the one the engine computed with; but saying so (IP_PKTINFO)
- * costs the kernel a lookup of that address on every send: 0.15-0.2 us of
- * ib_send_lat's 8-byte one-way trip between two network namespaces.
+ * costs the kernel a lookup of that address on every send, a visible part
+ * of a small message's one-way trip (docs/engine.md).
  * Where the kernel's own choice for the destination is that address
  * (the usual case: the GID is the address of the interface the route
  * leaves by), the packet says nothing.  The choice is looked up once per
@@ -582,8 +581,7 @@ static unsigned int udp_transmit(void *ep, void *peer,
 /* After a receive that found the socket empty, a busy poller's next asks
  * for one datagram: recvmmsg goes on to the next slot after each datagram
  * until one finds nothing, and in a ping-pong (a busy poller waiting for
- * each answer) that second look, 0.15-0.2 us between two network
- * namespaces, is on the round trip.  A datagram taken that way ends this
+ * each answer) that second look is on the round trip.  A datagram taken that way ends this
  * receive (the rest waits for the next pass, which asks for a full
  * batch).  The progress thread always asks for a full batch: epoll woke
  * it because datagrams wait, and a stream it receives would otherwise

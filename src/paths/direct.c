@@ -161,12 +161,11 @@ bool sv_direct_copy(const struct sv_pubtab_view *tab, bool write,
 		}
 		return true;
 	}
-	/* Small copies through the target's /proc/PID/mem: ~0.9 us for 8 B
-	 * here against ~1.2 us for process_vm_writev, which looks the
-	 * process up and checks ptrace access again at every call.  It
-	 * bounces through a kernel page, so bulk copies keep
-	 * process_vm_writev/readv (faster from 32 KiB on: 3.0 against 4.7
-	 * us per 32 KiB here). */
+	/* Small copies through the target's /proc/PID/mem: cheaper than
+	 * process_vm_writev, which looks the process up and checks ptrace
+	 * access again at every call.  It bounces through a kernel page,
+	 * so bulk copies keep process_vm_writev/readv (docs/fastpath.md,
+	 * "Why two copy calls"). */
 	memfd = len <= SV_DIRECT_MEMFD_MAX ? sv_pubtab_memfd(tab) : -1;
 	*via_mem = memfd >= 0;
 	while (len) {

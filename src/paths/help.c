@@ -271,8 +271,8 @@ enum sv_help_r sv_help_write(struct sv_qp_engine *qe,
 	    !atomic_load_explicit(&qe->shm->hdr->helping, memory_order_relaxed))
 		return SV_HELP_NOT;
 	/* Cut in pieces without a helper, a WRITE costs more than one copy
-	 * (ib_write_bw 1 MiB: 10.7 against 13.9 GB/s): after WRITEs that
-	 * found none, the next SV_HELP_SKIP ones are not offered. */
+	 * (docs/fastpath.md): after WRITEs that found none, the next
+	 * SV_HELP_SKIP ones are not offered. */
 	if (sv_pq(qe)->help_skip) {
 		sv_pq(qe)->help_skip--;
 		return SV_HELP_NOT;
@@ -698,7 +698,8 @@ static bool scan(struct sv_engine *eng, struct sv_sock *const *s,
 /* Our application polls (a poll hint within SV_HINT_HOLD_NS): its core is
  * not idle, and a copy here would be taken from it (as direct.c's
  * leave_to_poller).  ib_write_lat's target spins on memory and polls its
- * send CQ: helping it made 1 MiB WRITEs slower (73 against 62 us). */
+ * send CQ: a helper there competes with that spin for the core, and the
+ * WRITE it helps ends later than one copied alone. */
 static bool app_polls(struct sv_engine *eng)
 {
 	return sv_app_polls(eng, sv_now_ns());
