@@ -522,6 +522,14 @@ static uint64_t wait_moves(const struct sv_engine *eng)
 	return ring_pkts(eng) + eng->stats->chan_atomics + eng->wire_more;
 }
 
+/* After which the thread spins (SV_SERVE_SPIN_NS) while the application
+ * does not poll. */
+static uint64_t serve_moves(const struct sv_engine *eng)
+{
+	return eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served +
+	       eng->wire_more;
+}
+
 /* Is an application thread sleeping for the engine (waiting for a
  * completion event), or was one within SV_HINT_HOLD_NS?  Between two
  * waits it handles its event, and its next wait comes soon. */
@@ -549,7 +557,7 @@ static void *progress_main(void *arg)
 		bool waited = app_waits(eng, now);
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire, shm;
+		uint64_t wire, served;
 		bool nap, pnap = false, socks;
 		int timeout, n, i;
 
@@ -628,14 +636,14 @@ static void *progress_main(void *arg)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
 		/* Requests served for peers through the rings or a channel
-		 * (an atomic: its requester waits for the answer). */
-		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
+		 * (an atomic: its requester waits for the answer), and what
+		 * a peer's engine follows up on a wire link (eng.h,
+		 * wire_more), as for a waiter (wait_moves). */
+		served = serve_moves(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		if (!busy &&
-		    eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served !=
-			    shm)
+		if (!busy && serve_moves(eng) != served)
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
