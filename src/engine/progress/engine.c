@@ -515,11 +515,21 @@ static uint64_t ring_pkts(const struct sv_engine *eng)
 
 /* What a peer's engine (not its application) answers within
  * microseconds, the peer's thread spinning after serving: ring packets
- * (a stream's next batch, its ACKs), and atomics sent through channels.
- * A waiter that saw it move spins for the next (sv_engine_wait_event). */
+ * (a stream's next batch, its ACKs), and atomics sent through channels;
+ * on a wire link, the rest of a message coming in and the ACKs of a
+ * stream going out (eng.h, wire_more).  A waiter that saw it move spins
+ * for the next (sv_engine_wait_event). */
 static uint64_t wait_moves(const struct sv_engine *eng)
 {
-	return ring_pkts(eng) + eng->stats->chan_atomics;
+	return ring_pkts(eng) + eng->stats->chan_atomics + eng->wire_more;
+}
+
+/* After which the thread spins (SV_SERVE_SPIN_NS) while the application
+ * does not poll. */
+static uint64_t serve_moves(const struct sv_engine *eng)
+{
+	return eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served +
+	       eng->wire_more;
 }
 
 /* Is an application thread sleeping for the engine (waiting for a
@@ -549,7 +559,7 @@ static void *progress_main(void *arg)
 		bool waited = app_waits(eng, now);
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
-		uint64_t wire, shm;
+		uint64_t wire, served;
 		bool nap, pnap = false, socks, spun;
 		int timeout, n, i;
 
@@ -628,17 +638,20 @@ static void *progress_main(void *arg)
 			sv_links_wake(eng);
 		wire = wire_rcvd(eng);
 		/* Requests served for peers through the rings or a channel
-		 * (an atomic: its requester waits for the answer). */
-		shm = eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served;
+		 * (an atomic: its requester waits for the answer), and what
+		 * a peer's engine follows up on a wire link (eng.h,
+		 * wire_more), as for a waiter (wait_moves). */
+		served = serve_moves(eng);
 		eng->in_thread = true;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
-		/* What a peer of this host sent through the rings waits for
-		 * our answer; a stream's next batch is on its way
-		 * (SV_SPIN_PKTS).  Either comes while we look again. */
-		shm = eng->stats->shm_rx_pkts +
-		      eng->stats->chan_atomics_served - shm;
-		if (!busy && (shm || wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
+		/* A peer waits for our answer to what it sent through the
+		 * rings, or follows up a wire stream within a round trip
+		 * (serve_moves); a stream of single-packet requests sends its
+		 * next batch as soon (SV_SPIN_PKTS).  Each comes while we
+		 * look again. */
+		if (!busy && (serve_moves(eng) != served ||
+			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
 			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or

@@ -127,6 +127,11 @@ struct sv_engine {
 	 * saw ring packets or atomics move (engine.c wait_moves), and
 	 * those counts at their last pass. */
 	uint64_t wait_spin_until, wait_moved;
+	/* Wire packets after which the peer's engine sends more within a
+	 * round trip, its application not involved: the first and middle
+	 * packets of a message received, requests sent behind others in
+	 * flight (their ACKs).  Counted under the engine lock. */
+	uint64_t wire_more;
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */

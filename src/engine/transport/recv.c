@@ -202,6 +202,8 @@ found:
 	}
 	if (!shm && qe->shm)
 		sv_links_rx_udp_seen(qe);
+	if (!shm && !(pkt.mask & SV_M_END))
+		eng->wire_more++; /* the rest of the message follows */
 	/* The connected peer takes packets whose ICRC is left to the UDP
 	 * checksum (wire.h): ours to it may be so from now on. */
 	if (!shm && (qe->type == IBV_QPT_RC || qe->type == IBV_QPT_UC) &&

@@ -107,6 +107,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
 	} else {
 		sv_icrc_set(&f, t->buf, t->len);
 	}
+	if (t->stream)
+		eng->wire_more++; /* its ACK comes from the peer's engine */
 	SV_STAT(eng, sent_pkts);
 }
 
