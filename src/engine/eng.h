@@ -127,6 +127,10 @@ struct sv_engine {
 	 * saw ring packets or atomics move (engine.c wait_moves), and
 	 * those counts at their last pass. */
 	uint64_t wait_spin_until, wait_moved;
+	/* Channel acks that left SENDs of ours in the channel (chan.c
+	 * acked_note): the peer's engine takes a stream, and acknowledges
+	 * the next within microseconds (wait_moves). */
+	uint64_t chan_acks_more;
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */

@@ -513,11 +513,12 @@ static uint64_t ring_pkts(const struct sv_engine *eng)
 
 /* What a peer's engine (not its application) answers within
  * microseconds, the peer's thread spinning after serving: ring packets
- * (a stream's next batch, its ACKs), and atomics sent through channels.
+ * (a stream's next batch, its ACKs), atomics sent through channels, and
+ * channel acks with more of our SENDs still to take.
  * A waiter that saw it move spins for the next (sv_engine_wait_event). */
 static uint64_t wait_moves(const struct sv_engine *eng)
 {
-	return ring_pkts(eng) + eng->stats->chan_atomics;
+	return ring_pkts(eng) + eng->stats->chan_atomics + eng->chan_acks_more;
 }
 
 /* Is an application thread sleeping for the engine (waiting for a

@@ -928,6 +928,20 @@ static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	return false;
 }
 
+/* The peer acknowledged SENDs of ours and more are still in the
+ * channel: its engine takes a stream and acknowledges the next within
+ * microseconds, so a thread waiting for our completion event looks again
+ * rather than sleep (engine.c wait_moves).  Asleep, it was woken every
+ * few acks, and each doorbell cost the receiving side, the slower one, a
+ * system call and a wake-up of another core.  A ping-pong's ack leaves
+ * nothing in the channel: its waiter sleeps for the answer at once. */
+static void acked_note(struct sv_qp_engine *qe)
+{
+	if (__atomic_load_n(&qe->chan.tx.tail, __ATOMIC_RELAXED) !=
+	    qe->chan.acked)
+		qe->eng->chan_acks_more++;
+}
+
 /* Lean mode's retirement, engine lock held (no sq_lock: the WQEs below
  * the tail are written, and post_send only writes at the tail). */
 static void lean_retire(struct sv_qp_engine *qe)
@@ -974,6 +988,8 @@ static void lean_retire(struct sv_qp_engine *qe)
 		if (sv_complete_send(qe, IBV_WC_SUCCESS))
 			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
+	if (n)
+		acked_note(qe);
 	if (n && sv_pcap_active())
 		sv_pcap_chan_acked(qe, n, 0);
 }
@@ -1147,6 +1163,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	qe->chan.acked = a;
 	qe->chan.stall_since = 0;
 	qe->eng->watch_dirty = true;
+	acked_note(qe);
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		return;
 	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);

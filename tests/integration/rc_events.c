@@ -34,6 +34,13 @@
  *           pipe and B's read cost two switches a message on one core
  *           (1.8 a message, `ib_send_bw -e` pinned); then B makes its
  *           fd O_NONBLOCK and must get EAGAIN, not a sleep
+ *   stream_deep   qperf's `rc_bw` shape: the same with STREAM_DEEP SENDs
+ *           in flight, A blocked in ibv_get_cq_event on its send CQ
+ *           before each poll (every SEND signaled).  On the shm link A's
+ *           waiter must not sleep between acks while its SENDs stream:
+ *           asleep, it was woken for every few acks (0.2 a message), each
+ *           time by a doorbell B's engine sent, a system call and a
+ *           wake-up of another core paid by B, the slower side
  * Before the ack of a channel SEND was written ahead of the receive
  * completion, the answer's event came first now and then; perftest then
  * took it for the send's, its send CQ overran at the next completion, and
@@ -280,18 +287,20 @@ static void run_barriered(int fd, bool client)
 #define STREAM_MSGS 2000
 #define STREAM_LEN (64u << 10)
 #define STREAM_DEPTH 16
+#define STREAM_DEEP 128
+#define STREAM_MAX STREAM_DEEP
 
 /* Both sides: one channel, blocked waits, as perftest's -e loops. */
-static void stream_open(struct hx_ep *ep, int fd)
+static void stream_open(struct hx_ep *ep, int fd, int depth)
 {
 	struct hx_opts o = hx_opts_default();
 
 	o.channel = true;
-	o.buf_len = (size_t)STREAM_DEPTH * STREAM_LEN;
-	o.send_cqe = STREAM_DEPTH;
-	o.recv_cqe = STREAM_DEPTH;
-	o.max_send_wr = STREAM_DEPTH;
-	o.max_recv_wr = STREAM_DEPTH;
+	o.buf_len = (size_t)depth * STREAM_LEN;
+	o.send_cqe = depth;
+	o.recv_cqe = depth;
+	o.max_send_wr = depth;
+	o.max_recv_wr = depth;
 	hx_ep_open(ep, &o, fd);
 }
 
@@ -341,27 +350,48 @@ static long csw(void)
 	return ru.ru_nvcsw;
 }
 
-static void stream_a(int fd)
+/* The calling thread's sleeps (voluntary switches). */
+static long csw_thread(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nvcsw;
+}
+
+/* Every time the calling thread left its CPU, preempted too. */
+static long csw_all(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* depth: SENDs in flight; deep: count A's sleeps (stream_deep). */
+static void stream_send(int fd, int depth, bool deep)
 {
 	static struct hx_ep ep;
 	int posted = 0, done = 0, bad = 0;
+	bool pinned = stream_pin(0);
+	long sw, peer;
 
-	stream_pin(0);
-	stream_open(&ep, fd);
-	/* Message i is slot i % STREAM_DEPTH, filled once: the sender is
-	 * not the slower side. */
-	for (int i = 0; i < STREAM_DEPTH; i++)
+	stream_open(&ep, fd, depth);
+	/* Message i is slot i % depth, filled once: the sender is not the
+	 * slower side. */
+	for (int i = 0; i < depth; i++)
 		hx_fill(ep.buf + (size_t)i * STREAM_LEN, STREAM_LEN,
 			(uint64_t)i);
 	HX_CHECK_RC(ibv_req_notify_cq(ep.scq, 0), 0);
 	hx_ep_connect(&ep);
+	sw = csw_thread();
 	hx_sync(fd); /* B's receives are posted */
 	while (done < STREAM_MSGS && !bad) {
-		struct ibv_wc wc[STREAM_DEPTH];
+		struct ibv_wc wc[STREAM_MAX];
 		int n;
 
-		while (posted < STREAM_MSGS && posted - done < STREAM_DEPTH) {
-			int slot = posted % STREAM_DEPTH;
+		while (posted < STREAM_MSGS && posted - done < depth) {
+			int slot = posted % depth;
 			uint8_t *src = ep.buf + (size_t)slot * STREAM_LEN;
 
 			if (hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
@@ -371,7 +401,7 @@ static void stream_a(int fd)
 			posted++;
 		}
 		stream_event(&ep, ep.scq);
-		while ((n = ibv_poll_cq(ep.scq, STREAM_DEPTH, wc)) > 0)
+		while ((n = ibv_poll_cq(ep.scq, depth, wc)) > 0)
 			for (int i = 0; i < n; i++, done++)
 				if (wc[i].status != IBV_WC_SUCCESS ||
 				    wc[i].wr_id != (uint64_t)done) {
@@ -381,21 +411,43 @@ static void stream_a(int fd)
 					bad++;
 				}
 	}
+	sw = csw_thread() - sw;
+	peer = (long)hx_recv_u64(fd);
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(done, STREAM_MSGS);
+	hx_log("sender: %d messages, its waiter slept %ld times, the receiver's left its CPU %ld times",
+	       done, sw, peer);
+	/* While B takes the stream its acks come microseconds apart: A's
+	 * waiter sleeps only when B's thread is off its CPU (preempted by
+	 * other jobs, or asleep itself), then at most twice (a nap that
+	 * runs out, then the sleep a doorbell ends).  Before, it slept
+	 * between acks, 0.05-0.35 times a message, and B's engine rang it
+	 * awake each time (the doorbells B counts). */
+	if (deep && hx_fastpath_expected() && pinned)
+		CHECK(sw < 2 * peer + STREAM_MSGS / 20);
 	hx_sync(fd);
+	if (deep) {
+		long bells = (long)hx_recv_u64(fd);
+
+		hx_log("the receiver rang %ld doorbells", bells);
+		if (hx_fastpath_expected() && pinned)
+			CHECK(bells < peer + STREAM_MSGS / 50);
+	}
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static void stream_b(int fd)
+/* deep: the doorbells B's engine sent, for A (stream_deep). */
+static void stream_recv(int fd, int depth, bool deep)
 {
 	static struct hx_ep ep;
 	int got = 0, bad = 0;
 	bool pinned = stream_pin(1);
-	long sw;
+	long sw, all;
 
-	stream_open(&ep, fd);
-	for (int i = 0; i < STREAM_DEPTH; i++)
+	if (deep)
+		setenv("SOFTVERBS_STATS", "1", 1);
+	stream_open(&ep, fd, depth);
+	for (int i = 0; i < depth; i++)
 		HX_CHECK_RC(hx_post_recv(&ep, (uint64_t)i,
 					 ep.buf + (size_t)i * STREAM_LEN,
 					 STREAM_LEN, ep.mr->lkey),
@@ -403,13 +455,14 @@ static void stream_b(int fd)
 	HX_CHECK_RC(ibv_req_notify_cq(ep.rcq, 0), 0);
 	hx_ep_connect(&ep);
 	sw = csw();
+	all = csw_all();
 	hx_sync(fd);
 	while (got < STREAM_MSGS && !bad) {
-		struct ibv_wc wc[STREAM_DEPTH];
+		struct ibv_wc wc[STREAM_MAX];
 		int n;
 
 		stream_event(&ep, ep.rcq);
-		while ((n = ibv_poll_cq(ep.rcq, STREAM_DEPTH, wc)) > 0) {
+		while ((n = ibv_poll_cq(ep.rcq, depth, wc)) > 0) {
 			for (int i = 0; i < n; i++, got++) {
 				uint8_t *dst =
 					ep.buf + wc[i].wr_id * STREAM_LEN;
@@ -417,8 +470,7 @@ static void stream_b(int fd)
 				if (wc[i].status != IBV_WC_SUCCESS ||
 				    wc[i].byte_len != STREAM_LEN ||
 				    hx_verify(dst, STREAM_LEN,
-					      (uint64_t)(got % STREAM_DEPTH)) !=
-					    -1) {
+					      (uint64_t)(got % depth)) != -1) {
 					hx_log("message %d: %s, %u bytes, not the message sent",
 					       got,
 					       ibv_wc_status_str(wc[i].status),
@@ -426,7 +478,7 @@ static void stream_b(int fd)
 					bad++;
 					break;
 				}
-				if (got + STREAM_DEPTH < STREAM_MSGS &&
+				if (got + depth < STREAM_MSGS &&
 				    hx_post_recv(&ep, wc[i].wr_id, dst,
 						 STREAM_LEN, ep.mr->lkey))
 					hx_die("post_recv");
@@ -434,6 +486,7 @@ static void stream_b(int fd)
 		}
 	}
 	sw = csw() - sw;
+	hx_send_u64(fd, (uint64_t)(csw_all() - all));
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(got, STREAM_MSGS);
 	hx_log("%d messages, %ld voluntary context switches", got, sw);
@@ -461,7 +514,30 @@ static void stream_b(int fd)
 		CHECK(left < 2); /* one armed CQ: one event at most */
 	}
 	hx_sync(fd);
-	CHECK_EQ(hx_ep_close(&ep), 0);
+	if (deep)
+		hx_send_u64(fd, hx_ep_close_counter(&ep, "shm_wakeups"));
+	else
+		CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+static void stream_a(int fd)
+{
+	stream_send(fd, STREAM_DEPTH, false);
+}
+
+static void stream_b(int fd)
+{
+	stream_recv(fd, STREAM_DEPTH, false);
+}
+
+static void stream_deep_a(int fd)
+{
+	stream_send(fd, STREAM_DEEP, true);
+}
+
+static void stream_deep_b(int fd)
+{
+	stream_recv(fd, STREAM_DEEP, true);
 }
 
 static void barriered_a(int fd)
@@ -525,10 +601,15 @@ static void blocked_large_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(small, 60),	    HX_CASE(large, 60),
-	HX_CASE(mixed, 60),	    HX_CASE(blocked_small, 60),
-	HX_CASE(blocked_large, 60), HX_CASE(barriered, 60),
-	HX_CASE(stream, 60),	    { 0 },
+	HX_CASE(small, 60),
+	HX_CASE(large, 60),
+	HX_CASE(mixed, 60),
+	HX_CASE(blocked_small, 60),
+	HX_CASE(blocked_large, 60),
+	HX_CASE(barriered, 60),
+	HX_CASE(stream, 60),
+	HX_CASE(stream_deep, 60),
+	{ 0 },
 };
 
 HX_MAIN(cases)
