@@ -929,7 +929,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		 * there are many (links.c): it may have left them to nap. */
 		watch_socks(eng, true);
 		awake = true;
+		/* Only the pass after a sleep: a look again without one
+		 * reads them as a busy poll does (a spin through a stream's
+		 * acks cost a recvmmsg a look). */
 		eng->in_thread = woken;
+		woken = false;
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
@@ -978,7 +982,6 @@ look_again:
 			until = dl;
 		if (until <= now) {
 			napped = false;
-			woken = true;
 			continue;
 		}
 		/* Made O_NONBLOCK since the caller's last look: the caller
