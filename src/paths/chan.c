@@ -114,6 +114,13 @@
 /* Bytes of large SENDs (chan_rdv.c) one pass pulls before it leaves the
  * rest to the next pass. */
 #define SV_CHAN_RX_PULL_MAX (4u << 20)
+/* A pulled SEND up to this long is acknowledged as soon as it is in the
+ * poller's array (rx_run): its copy is shorter than the spin of a sender
+ * waiting for its completion event (SV_SERVE_SPIN_NS), which an ack a
+ * message keeps going.  A longer copy outlasts the spin anyway, and an
+ * ack of each rang the sleeping sender once a message (1 MiB SENDs):
+ * those wait for the batch's ack. */
+#define SV_CHAN_ACK_PULL (256u * 1024)
 /* Pulls at least this long mark the application as busy (rx_place). */
 #define SV_CHAN_ACTIVE_LEN (64u * 1024)
 /* Times a pass retires SENDs again when their ack came while it took
@@ -558,7 +565,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 	struct sv_chan_msg m;
 	struct ibv_wc fail;
 	uint32_t nak = 0;
-	uint64_t pulled = 0;
+	uint64_t pulled = 0, was;
 	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false, shown = false, ack_first = false;
 
@@ -621,6 +628,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 		if ((m.flags & SV_CHAN_F_RDV) && qe->eng->in_thread &&
 		    sv_app_polls(qe->eng, sv_eng_now(qe->eng)))
 			break;
+		was = pulled;
 		r = rx_place(qe, &m, &fail, &pulled);
 		if (r == RX_NO_WQE)
 			break;
@@ -651,6 +659,13 @@ static bool rx_run(struct sv_qp_engine *qe)
 			}
 		} else if (r == RX_DONE) {
 			shown = true; /* in the poller's array */
+			/* A large SEND's copy takes microseconds: its sender
+			 * learns of it now, not after the poller's batch (a
+			 * sender waiting for its completion event slept
+			 * through such batches, and we rang it awake). */
+			if ((m.flags & SV_CHAN_F_RDV) &&
+			    pulled - was <= SV_CHAN_ACK_PULL)
+				rx_ack(qe, 0);
 		}
 		if (r != RX_DONE)
 			break;
