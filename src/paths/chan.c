@@ -117,6 +117,13 @@
 /* Bytes of large SENDs (chan_rdv.c) one pass pulls before it leaves the
  * rest to the next pass. */
 #define SV_CHAN_RX_PULL_MAX (4u << 20)
+/* A pulled SEND up to this long is acknowledged as soon as it is in the
+ * poller's array (rx_run): its copy is shorter than the spin of a sender
+ * waiting for its completion event (SV_SERVE_SPIN_NS), which an ack a
+ * message keeps going.  A longer copy outlasts the spin anyway, and an
+ * ack of each rang the sleeping sender once a message (1 MiB SENDs):
+ * those wait for the batch's ack. */
+#define SV_CHAN_ACK_PULL (256u * 1024)
 /* Pulls at least this long mark the application as busy (rx_place). */
 #define SV_CHAN_ACTIVE_LEN (64u * 1024)
 /* Times a pass retires SENDs again when their ack came while it took
@@ -621,7 +628,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 	struct sv_chan_msg m;
 	struct ibv_wc fail;
 	uint32_t nak = 0;
-	uint64_t pulled = 0;
+	uint64_t pulled = 0, was;
 	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false, shown = false, ack_first = false;
 
@@ -686,6 +693,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 		if ((m.flags & SV_CHAN_F_RDV) && qe->eng->in_thread &&
 		    sv_app_polls(qe->eng, sv_eng_now(qe->eng)))
 			break;
+		was = pulled;
 		r = rx_place(qe, &m, &fail, &pulled);
 		if (r == RX_NO_WQE)
 			break;
@@ -716,6 +724,13 @@ static bool rx_run(struct sv_qp_engine *qe)
 			}
 		} else if (r == RX_DONE) {
 			shown = true; /* in the poller's array */
+			/* A large SEND's copy takes microseconds: its sender
+			 * learns of it now, not after the poller's batch (a
+			 * sender waiting for its completion event slept
+			 * through such batches, and we rang it awake). */
+			if ((m.flags & SV_CHAN_F_RDV) &&
+			    pulled - was <= SV_CHAN_ACK_PULL)
+				rx_ack(qe, 0);
 		}
 		if (r != RX_DONE)
 			break;
@@ -1009,6 +1024,20 @@ static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	return false;
 }
 
+/* The peer acknowledged SENDs of ours and more are still in the
+ * channel: its engine takes a stream and acknowledges the next within
+ * microseconds, so a thread waiting for our completion event looks again
+ * rather than sleep (engine.c wait_moves).  Asleep, it was woken every
+ * few acks, and each doorbell cost the receiving side, the slower one, a
+ * system call and a wake-up of another core.  A ping-pong's ack leaves
+ * nothing in the channel: its waiter sleeps for the answer at once. */
+static void acked_note(struct sv_qp_engine *qe)
+{
+	if (__atomic_load_n(&sv_pq(qe)->chan.tx.tail, __ATOMIC_RELAXED) !=
+	    sv_pq(qe)->chan.acked)
+		qe->eng->chan_acks_more++;
+}
+
 /* Lean mode's retirement, engine lock held (no sq_lock: the WQEs below
  * the tail are written, and post_send only writes at the tail). */
 static void lean_retire(struct sv_qp_engine *qe)
@@ -1055,6 +1084,8 @@ static void lean_retire(struct sv_qp_engine *qe)
 		if (sv_complete_send(qe, IBV_WC_SUCCESS))
 			break; /* CQ overrun: the QP left lean mode for ERR */
 	}
+	if (n)
+		acked_note(qe);
 	if (n && sv_pcap_active())
 		sv_pcap_chan_acked(qe, n, 0);
 }
@@ -1265,6 +1296,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 	sv_pq(qe)->chan.acked = a;
 	sv_pq(qe)->chan.stall_since = 0;
 	qe->eng->watch_dirty = true;
+	acked_note(qe);
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		return;
 	nak = atomic_load_explicit(&own->nak, memory_order_relaxed);

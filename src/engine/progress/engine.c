@@ -515,13 +515,15 @@ static uint64_t ring_pkts(const struct sv_engine *eng)
 
 /* What a peer's engine (not its application) answers within
  * microseconds, the peer's thread spinning after serving: ring packets
- * (a stream's next batch, its ACKs), and atomics sent through channels;
- * on a wire link, the rest of a message coming in and the ACKs of a
- * stream going out (eng.h, wire_more).  A waiter that saw it move spins
- * for the next (sv_engine_wait_event). */
+ * (a stream's next batch, its ACKs), atomics sent through channels, and
+ * channel acks with more of our SENDs still to take; on a wire link, the
+ * rest of a message coming in and the ACKs of a stream going out (eng.h,
+ * wire_more).  A waiter that saw it move spins for the next
+ * (sv_engine_wait_event). */
 static uint64_t wait_moves(const struct sv_engine *eng)
 {
-	return ring_pkts(eng) + eng->stats->chan_atomics + eng->wire_more;
+	return ring_pkts(eng) + eng->stats->chan_atomics + eng->chan_acks_more +
+	       eng->wire_more;
 }
 
 /* After which the thread spins (SV_SERVE_SPIN_NS) while the application
@@ -948,7 +950,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		 * there are many (links.c): it may have left them to nap. */
 		watch_socks(eng, true);
 		awake = true;
+		/* Only the pass after a sleep: a look again without one
+		 * reads them as a busy poll does (a spin through a stream's
+		 * acks cost a recvmmsg a look). */
 		eng->in_thread = woken;
+		woken = false;
 		sv_cq_grab_begin(ch);
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
@@ -997,7 +1003,6 @@ look_again:
 			until = dl;
 		if (until <= now) {
 			napped = false;
-			woken = true;
 			continue;
 		}
 		/* Made O_NONBLOCK since the caller's last look: the caller

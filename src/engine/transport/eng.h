@@ -132,6 +132,10 @@ struct sv_engine {
 	 * packets of a message received, requests sent behind others in
 	 * flight (their ACKs).  Counted under the engine lock. */
 	uint64_t wire_more;
+	/* Channel acks that left SENDs of ours in the channel (chan.c
+	 * acked_note): the peer's engine takes a stream, and acknowledges
+	 * the next within microseconds (wait_moves). */
+	uint64_t chan_acks_more;
 
 	struct list_head socks;
 	unsigned int nsocks; /* on socks (closed with the engine only) */
