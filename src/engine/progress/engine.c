@@ -90,11 +90,8 @@ static uint64_t wire_rcvd(const struct sv_engine *eng)
  * the sockets meanwhile only costs: every datagram runs the socket's
  * wake-up calls (ep_poll_callback) and wakes the thread on the
  * application's core, where it preempts the application between its
- * poll and its answer (by 28 us, the median, where it did on a PVM
- * guest).  Between two network namespaces ib_send_lat 8 B went from
- * 7.30 to 7.08 us typical and from 18.6 to 12.5 us on average (six
- * alternating runs: 4 better typical, all 6 better on average), and
- * ib_write_lat stayed as it was.  The passes are counted over looks until there are
+ * poll and its answer, for tens of microseconds on a PVM guest
+ * (docs/engine.md has the figures).  The passes are counted over looks until there are
  * SV_LOOP_PASSES (the watching thread looks every trip or two); a nap
  * goes on while each look sees one more.  A look that sees none (the
  * application went away) or such a request ends it: the longest that
@@ -157,8 +154,8 @@ static bool app_does_it(struct sv_engine *eng)
 /* While the thread naps it waits without the wire sockets, but in its
  * epoll set they would still cost every datagram delivered to them a
  * wake-up call into that set (sock_def_readable, ep_poll_callback, under
- * irq-saving locks): 0.1-0.2 us of the sender's sendmsg on each 8-byte
- * one-way trip between two namespaces.  So they leave the set for the
+ * irq-saving locks), paid inside the sender's sendmsg of every small
+ * message.  So they leave the set for the
  * naps and are back before the thread next waits on it; a socket added
  * with datagrams waiting is ready at once, so none is missed.  A stream
  * naps for long stretches: the two calls per socket are rare.  Called

@@ -43,7 +43,7 @@
  * event, engine.c sv_engine_wait_event) looks again without sleeping
  * for this long: the peer is likely waiting for the answer (an atomic, a
  * READ response, an ACK) and will send the next request a microsecond
- * later, which a wake-up (~20 us here) would double.  Short enough that a
+ * later, which a wake-up would take several times over.  Short enough that a
  * finished exchange costs no CPU to speak of. */
 #define SV_SERVE_SPIN_NS (50ull * 1000)
 /* The thread spins so too after a pass that took at least SV_SPIN_PKTS

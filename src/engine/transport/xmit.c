@@ -55,8 +55,8 @@ uint8_t *sv_tx_hdr(struct sv_qp_engine *qe, struct sv_tx *t, uint8_t opcode,
 	 * congestion window is under a quarter of the window (losses cut
 	 * it), one send could hold the whole flight and leave the receiver
 	 * no later packet to see the gap by: the probe or the timer would
-	 * have to find it (10% loss between namespaces: 2 MiB/s that way,
-	 * 40 with these alone; 1%: 700, as loss-free runs, send in runs). */
+	 * have to find it, and a lossy path would run at the timer's pace
+	 * (docs/engine.md). */
 	t->ack = false;
 	t->stream = false;
 	t->alone = qe->cwnd * 4 < qe->window ||
@@ -116,8 +116,8 @@ void sv_tx_finish(struct sv_qp_engine *qe, struct sv_tx *t)
  * (engine.c, hold_acks): the application usually answers at once, posting
  * its reply or its next receive, and that pass sends the held ACKs after
  * its own packets, in the same sendmmsg.  Sent at once, an ACK cost the
- * answer a trip of its own through the UDP stack (~1.5 us between
- * namespaces, a quarter of ib_send_lat's one way).  Only positive ACKs on
+ * answer a trip of its own through the UDP stack, a large part of a
+ * small message's one-way time.  Only positive ACKs on
  * a wire link, and only once: the next pass sends them.  Whether the batch
  * is such ACKs only: */
 bool sv_tx_acks_only(const struct sv_engine *eng)
