@@ -98,7 +98,7 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 	copy_str(v->comm, h->comm, sizeof(v->comm));
 	copy_str(v->cmdline, h->cmdline, sizeof(v->cmdline));
 	for (i = 0; i < SV_STATSEG_ENGINES; i++) {
-		const struct sv_statseg_eng *e = &s->eng[i];
+		const struct sv_statslot_eng *e = &s->eng[i];
 		struct sv_statview_eng *o;
 
 		slot_of[i] = -1;
@@ -113,7 +113,7 @@ int sv_statread_parse(const void *buf, size_t len, struct sv_statview *v,
 		o->other = e->other.ctr;
 	}
 	for (i = 0; i < SV_STATSEG_QPS; i++) {
-		const struct sv_statseg_qp *q = &s->qp[i];
+		const struct sv_statslot_qp *q = &s->qp[i];
 		struct sv_statview_qp *o;
 		uint32_t used = q->used;
 

@@ -212,7 +212,7 @@ void sv_statseg_engine_open(struct sv_engine *eng)
 	sv_mutex_lock(&seg_lock, SV_LOCK_STATSEG);
 	s = seg_get();
 	for (i = 0; s && i < SV_STATSEG_ENGINES; i++) {
-		struct sv_statseg_eng *e = &s->eng[i];
+		struct sv_statslot_eng *e = &s->eng[i];
 
 		if (atomic_load(&e->used))
 			continue;
@@ -235,7 +235,7 @@ void sv_statseg_engine_open(struct sv_engine *eng)
 	}
 	if (!eng->statslot) {
 		/* Out of memory: a slot nobody reads or frees. */
-		static struct sv_statseg_eng lost;
+		static struct sv_statslot_eng lost;
 
 		eng->statslot = &lost;
 		eng->stat_private = false;
@@ -303,7 +303,7 @@ void sv_statseg_qp_open(struct sv_qp_engine *qe)
 	if (eng->stat_private || !s || eng->stat_pid != (int)getpid())
 		return;
 	for (i = 0; i < SV_STATSEG_QPS; i++) {
-		struct sv_statseg_qp *q = &s->qp[i];
+		struct sv_statslot_qp *q = &s->qp[i];
 		uint32_t free_ = 0;
 
 		if (atomic_load_explicit(&q->used, memory_order_relaxed) ||
@@ -335,7 +335,7 @@ void sv_statseg_qp_close(struct sv_qp_engine *qe)
 
 void sv_statseg_qp_note(struct sv_qp_engine *qe)
 {
-	struct sv_statseg_qp *q = qe->statslot;
+	struct sv_statslot_qp *q = qe->statslot;
 	struct sv_qp *qp = qe->qp;
 	int state = atomic_load_explicit(&qe->state, memory_order_relaxed);
 

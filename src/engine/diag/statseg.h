@@ -48,7 +48,7 @@ enum sv_statseg_path {
 	SV_STATSEG_PATH_SHM,
 };
 
-struct sv_statseg_qp {
+struct sv_statslot_qp {
 	/* 0: free; else 1 + the index of its context's slot.  Claimed with
 	 * a CAS, the fields below written before it (release). */
 	_Atomic uint32_t used;
@@ -64,13 +64,13 @@ struct sv_statseg_qp {
 	struct sv_qp_stats ctr;
 };
 
-struct sv_statseg_eng {
+struct sv_statslot_eng {
 	_Atomic uint32_t used; /* 1: an open context */
 	uint32_t qps; /* its QPs now (snapshot) */
 	uint32_t others; /* of those, without a slot (summed below) */
 	uint32_t unused;
 	struct sv_stats ctr; /* the engine's own counters (eng->stats) */
-	struct sv_statseg_qp other; /* QPs without a slot of their own */
+	struct sv_statslot_qp other; /* QPs without a slot of their own */
 };
 
 struct sv_statseg_hdr {
@@ -94,8 +94,8 @@ struct sv_statseg_hdr {
 
 struct sv_statseg {
 	struct sv_statseg_hdr hdr;
-	struct sv_statseg_eng eng[SV_STATSEG_ENGINES];
-	struct sv_statseg_qp qp[SV_STATSEG_QPS];
+	struct sv_statslot_eng eng[SV_STATSEG_ENGINES];
+	struct sv_statslot_qp qp[SV_STATSEG_QPS];
 };
 
 struct sv_engine;

@@ -30,7 +30,7 @@
 #include "util/list.h"
 
 struct sv_qp_engine;
-struct sv_statseg_eng;
+struct sv_statslot_eng;
 
 /* ---- sockets --------------------------------------------------------------- */
 
@@ -195,7 +195,7 @@ struct sv_engine {
 	/* The counters (SV_STAT): in this context's slot of the stats
 	 * segment (statseg.c), or in a slot of our own without one. */
 	struct sv_stats *stats;
-	struct sv_statseg_eng *statslot;
+	struct sv_statslot_eng *statslot;
 	unsigned int statidx; /* statslot's index in the segment */
 	bool stat_private; /* statslot is ours, not the segment's */
 	int stat_pid; /* the process whose segment holds statslot */

@@ -27,7 +27,7 @@
 
 enum sv_res_type { SV_RES_NONE, SV_RES_READ, SV_RES_ATOMIC };
 
-struct sv_statseg_qp; /* diag/statseg.h */
+struct sv_statslot_qp; /* diag/statseg.h */
 
 struct sv_resp_res {
 	enum sv_res_type type;
@@ -100,7 +100,7 @@ struct sv_qp_engine {
 	/* Its counters (SV_QSTAT): its slot of the stats segment, or its
 	 * context's "others" slot (statslot NULL). */
 	struct sv_qp_stats *ctr;
-	struct sv_statseg_qp *statslot;
+	struct sv_statslot_qp *statslot;
 	bool rx_udp; /* counted in sock->udp_qps */
 	bool peer_udp; /* the peer's packets came through UDP */
 	struct sockaddr_in6 peer;
