@@ -453,6 +453,49 @@ void hx_ep_connect(struct hx_ep *ep)
 	hx_sync(ep->fd);
 }
 
+struct ibv_qp *hx_ep_srq_qp(struct hx_ep *ep, struct ibv_srq *srq,
+			    uint32_t max_send_wr)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = ep->scq,
+		.recv_cq = ep->rcq,
+		.srq = srq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = max_send_wr, .max_send_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_qp *q = ibv_create_qp(ep->pd, &ia);
+
+	if (!q)
+		hx_die("ibv_create_qp on an SRQ: %s", strerror(errno));
+	if (ibv_modify_qp(q, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		hx_die("modify_qp INIT: %s", strerror(errno));
+	return q;
+}
+
+void hx_ep_connect_more(struct hx_ep *ep, struct ibv_qp **q, int n)
+{
+	struct ibv_qp *mine = ep->qp;
+	uint32_t qpn, peer;
+	int i;
+
+	/* One number each way per QP: n is small and the order is the
+	 * pairing. */
+	for (i = 0; i < n; i++) {
+		qpn = q[i]->qp_num;
+		hx_send(ep->fd, &qpn, sizeof(qpn));
+		hx_recv(ep->fd, &peer, sizeof(peer));
+		ep->qp = q[i];
+		ep->peer.qpn = peer;
+		if (hx_ep_rtr(ep) || hx_ep_rts(ep))
+			hx_die("connecting QP %d", i);
+	}
+	ep->qp = mine;
+	hx_sync(ep->fd);
+}
+
 int hx_ep_close(struct hx_ep *ep)
 {
 	int bad = 0, rc;

@@ -92,6 +92,12 @@ int hx_ep_rtr(struct hx_ep *ep);
 int hx_ep_rts(struct hx_ep *ep);
 /* exchange + RTR + RTS + barrier: both QPs are in RTS on return.  Fatal. */
 void hx_ep_connect(struct hx_ep *ep);
+/* An RC QP on ep's PD and CQs receiving on srq, moved to INIT.  Fatal. */
+struct ibv_qp *hx_ep_srq_qp(struct hx_ep *ep, struct ibv_srq *srq,
+			    uint32_t max_send_wr);
+/* After hx_ep_connect: q[i] (in INIT) connected to the peer's q[i] of the
+ * same call (both sides make it with the same n), RTR, RTS, barrier. */
+void hx_ep_connect_more(struct hx_ep *ep, struct ibv_qp **q, int n);
 /* Tear down everything; returns the number of verbs that failed. */
 int hx_ep_close(struct hx_ep *ep);
 /* hx_ep_close (checked) with SOFTVERBS_STATS=1 set before the device was

@@ -93,8 +93,6 @@ static void post_recv(struct side *s, uint64_t slot)
 static void open_side(struct side *s, int fd, bool moderated)
 {
 	struct hx_opts o = hx_opts_default();
-	uint32_t peer[NQP], qpn[NQP];
-	struct ibv_qp *mine;
 	int i;
 
 	memset(s, 0, sizeof(*s));
@@ -116,26 +114,8 @@ static void open_side(struct side *s, int fd, bool moderated)
 	}
 	for (i = 0; i < SRQ_DEPTH; i++)
 		post_recv(s, (uint64_t)i);
-	for (i = 0; i < NQP; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = s->ep.scq,
-			.recv_cq = s->ep.rcq,
-			.srq = s->srq,
-			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = WINDOW, .max_send_sge = 1 },
-		};
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-					 .port_num = 1 };
-
-		s->q[i] = ibv_create_qp(s->ep.pd, &ia);
-		if (!s->q[i])
-			hx_die("ibv_create_qp %d: %s", i, strerror(errno));
-		if (ibv_modify_qp(s->q[i], &a,
-				  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			hx_die("modify_qp INIT %d", i);
-		qpn[i] = s->q[i]->qp_num;
-	}
+	for (i = 0; i < NQP; i++)
+		s->q[i] = hx_ep_srq_qp(&s->ep, s->srq, WINDOW);
 	if (moderated) {
 		struct ibv_modify_cq_attr ma = {
 			.attr_mask = IBV_CQ_ATTR_MODERATE,
@@ -146,17 +126,7 @@ static void open_side(struct side *s, int fd, bool moderated)
 	}
 	/* The endpoint's own QP is only the vehicle of the exchange. */
 	hx_ep_connect(&s->ep);
-	hx_send(fd, qpn, sizeof(qpn));
-	hx_recv(fd, peer, sizeof(peer));
-	mine = s->ep.qp;
-	for (i = 0; i < NQP; i++) {
-		s->ep.qp = s->q[i];
-		s->ep.peer.qpn = peer[i];
-		if (hx_ep_rtr(&s->ep) || hx_ep_rts(&s->ep))
-			hx_die("connecting QP %d", i);
-	}
-	s->ep.qp = mine;
-	hx_sync(fd);
+	hx_ep_connect_more(&s->ep, s->q, NQP);
 }
 
 /* Post what the windows allow. */

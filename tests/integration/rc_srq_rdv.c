@@ -85,11 +85,9 @@ static void open_side(struct side *s, int fd, int nqp, uint32_t depth,
 		      uint32_t nsend, const struct hx_opts *base)
 {
 	struct hx_opts o = base ? *base : hx_opts_default();
-	uint32_t peer[NQP], qpn[NQP];
 	struct ibv_srq_init_attr sa = {
 		.attr = { .max_wr = depth, .max_sge = 1 },
 	};
-	struct ibv_qp *mine;
 	int i;
 
 	memset(s, 0, sizeof(*s));
@@ -104,39 +102,11 @@ static void open_side(struct side *s, int fd, int nqp, uint32_t depth,
 	s->srq = ibv_create_srq(s->ep.pd, &sa);
 	if (!s->srq)
 		hx_die("ibv_create_srq: %s", strerror(errno));
-	for (i = 0; i < nqp; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = s->ep.scq,
-			.recv_cq = s->ep.rcq,
-			.srq = s->srq,
-			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 64, .max_send_sge = 1 },
-		};
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-					 .port_num = 1 };
-
-		s->q[i] = ibv_create_qp(s->ep.pd, &ia);
-		if (!s->q[i])
-			hx_die("ibv_create_qp %d: %s", i, strerror(errno));
-		if (ibv_modify_qp(s->q[i], &a,
-				  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			hx_die("modify_qp INIT %d", i);
-		qpn[i] = s->q[i]->qp_num;
-	}
+	for (i = 0; i < nqp; i++)
+		s->q[i] = hx_ep_srq_qp(&s->ep, s->srq, 64);
 	/* The endpoint's own QP is only the vehicle of the exchange. */
 	hx_ep_connect(&s->ep);
-	hx_send(fd, qpn, sizeof(qpn[0]) * (size_t)nqp);
-	hx_recv(fd, peer, sizeof(peer[0]) * (size_t)nqp);
-	mine = s->ep.qp;
-	for (i = 0; i < nqp; i++) {
-		s->ep.qp = s->q[i];
-		s->ep.peer.qpn = peer[i];
-		if (hx_ep_rtr(&s->ep) || hx_ep_rts(&s->ep))
-			hx_die("connecting QP %d", i);
-	}
-	s->ep.qp = mine;
-	hx_sync(fd);
+	hx_ep_connect_more(&s->ep, s->q, nqp);
 }
 
 static void close_side(struct side *s, unsigned long long *v)
