@@ -157,6 +157,15 @@ struct sv_chan_tx {
 	uint64_t head; /* the peer's ack as last read */
 };
 
+/* The tail is written by its one producer (the engine, or post_send in
+ * lean mode under the send queue's lock) and read, relaxed, by the engine
+ * without that lock (whether more SENDs wait for an ack): a store the
+ * reader cannot see torn. */
+static inline void sv_chan_tail_set(struct sv_chan_tx *t, uint64_t tail)
+{
+	__atomic_store_n(&t->tail, tail, __ATOMIC_RELAXED);
+}
+
 /* Room for a message of len bytes at the tail (with the pad it may need);
  * the payload's address, or NULL when the ring is full or the channel is
  * no longer the one attached to. */
@@ -188,7 +197,7 @@ static inline uint8_t *sv_chan_reserve(struct sv_chan_tx *t, uint32_t len)
 		s->flags = SV_CHAN_F_PAD;
 		atomic_store_explicit(&s->seq, sv_chan_seq(t->gen, t->tail),
 				      memory_order_release);
-		t->tail += pad;
+		sv_chan_tail_set(t, t->tail + pad);
 		at = 0;
 	}
 	return t->slot[at].data;
@@ -208,7 +217,7 @@ static inline uint64_t sv_chan_commit(struct sv_chan_tx *t, uint32_t len,
 	s->imm = imm;
 	atomic_store_explicit(&s->seq, sv_chan_seq(t->gen, t->tail),
 			      memory_order_release);
-	t->tail += n;
+	sv_chan_tail_set(t, t->tail + n);
 	return t->tail;
 }
 
