@@ -97,9 +97,11 @@ static bool mod_due(struct sv_cq *cq, uint16_t *timer_us)
 	return false;
 }
 
+/* armed is read without the lock by the progress hint
+ * (engine/progress/engine.c): stored atomically. */
 static void disarm(struct sv_cq *cq)
 {
-	cq->armed = SV_CQ_ARM_NONE;
+	__atomic_store_n(&cq->armed, SV_CQ_ARM_NONE, __ATOMIC_RELAXED);
 	cq->mod_pending = 0;
 }
 

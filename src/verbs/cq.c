@@ -457,10 +457,12 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	sv_mutex_lock(&cq->lock, SV_LOCK_CQ);
 	/* IBA 11.4.2.2: a request for the next completion widens a pending
 	 * solicited-only request; the reverse does not narrow it. */
+	/* Stored atomically: the progress hint reads it without the lock. */
 	if (!solicited_only)
-		cq->armed = SV_CQ_ARM_ANY;
+		__atomic_store_n(&cq->armed, SV_CQ_ARM_ANY, __ATOMIC_RELAXED);
 	else if (cq->armed != SV_CQ_ARM_ANY)
-		cq->armed = SV_CQ_ARM_SOLICITED;
+		__atomic_store_n(&cq->armed, SV_CQ_ARM_SOLICITED,
+				 __ATOMIC_RELAXED);
 	sv_mutex_unlock(&cq->lock);
 	return 0;
 }
