@@ -193,6 +193,36 @@ static void set_translation(struct sv_mr *mr, void *addr, size_t length,
 	mr->ibv.length = length;
 }
 
+/* Fault in [va, va+len) as an access would (MADV_POPULATE_*: Linux 5.14);
+ * 0 or EFAULT for a part that is not mapped (or not writable, to write). */
+static int prefetch(uintptr_t va, uint64_t len, bool write)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = va & ~(page - 1);
+	uint64_t span = ((va + len + page - 1) & ~(page - 1)) - start;
+
+	if (!madvise((void *)start, span,
+		     write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+		return 0;
+	if (errno == EINVAL) /* an older kernel: a hint is all we can give */
+		return madvise((void *)start, span, MADV_WILLNEED) ? EFAULT : 0;
+	return EFAULT;
+}
+
+/* The kernel pins a registration's pages (ib_umem_get), so they are
+ * present, and writable ones already copied from a shared zero or
+ * copy-on-write page, before reg_mr returns: the first SEND into a fresh
+ * receive buffer, or the first pull of a large SEND, does not stop at
+ * every page of it to fault it in.  Ours are faulted in here, best
+ * effort (the pages were checked; a page that cannot be brought in now
+ * faults when used, as before). */
+static void populate(void *addr, size_t length, unsigned int access)
+{
+	if (length)
+		(void)prefetch((uintptr_t)addr, length,
+			       (access & SV_MR_ACCESS_WRITABLE) != 0);
+}
+
 static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
 			     size_t length, uint64_t iova, unsigned int access,
 			     bool dm)
@@ -210,6 +240,8 @@ static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
 		err = check_pages(verb, addr, length, access);
 	if (err)
 		return sv_null_errno(err);
+	if (!(access & IBV_ACCESS_ON_DEMAND))
+		populate(addr, length, access);
 	/* From now on the engine places into this memory, which the
 	 * application may unmap or protect: faults become errors. */
 	sv_fault_install();
@@ -340,6 +372,16 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;
 	}
+	if (!mr->odp && (flags & (IBV_REREG_MR_CHANGE_TRANSLATION |
+				  IBV_REREG_MR_CHANGE_ACCESS)))
+		populate((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
+				 addr :
+				 (void *)mr->va,
+			 (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length :
+								     mr->length,
+			 (flags & IBV_REREG_MR_CHANGE_ACCESS) ?
+				 (unsigned int)access :
+				 mr->access);
 
 	/* Windows bound to the region would keep pointing at the old
 	 * translation: refused, as the kernel does while windows use it. */
@@ -472,22 +514,6 @@ SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 /* ibv_import_dm: verbs/dm.c. */
 
 /* ---- on-demand paging: ibv_advise_mr ------------------------------------ */
-
-/* Fault in [va, va+len) as an access would (MADV_POPULATE_*: Linux 5.14);
- * 0 or EFAULT for a part that is not mapped (or not writable, to write). */
-static int prefetch(uintptr_t va, uint64_t len, bool write)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = va & ~(page - 1);
-	uint64_t span = ((va + len + page - 1) & ~(page - 1)) - start;
-
-	if (!madvise((void *)start, span,
-		     write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
-		return 0;
-	if (errno == EINVAL) /* an older kernel: a hint is all we can give */
-		return madvise((void *)start, span, MADV_WILLNEED) ? EFAULT : 0;
-	return EFAULT;
-}
 
 /* man ibv_advise_mr: every SGE names an on-demand MR of this PD (ENOENT
  * otherwise, as mlx5 and rxe answer), within its bounds (EFAULT), with

@@ -3,11 +3,13 @@
  * access may not use (EFAULT as the kernel's pinning: writable rights on a
  * read-only mapping, anything on PROT_NONE), keys, rereg, EBUSY on a PD in
  * use, import within the process, and the entry points that answer
- * EOPNOTSUPP. */
+ * EOPNOTSUPP; a registration's pages present when it returns, as the
+ * kernel's pinning leaves them. */
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -527,6 +529,7 @@ static void test_odp(struct ibv_context *ctx)
 	ro = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_ON_DEMAND);
 	pinned = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(ro && pinned);
+	CHECK_EQ(resident(mem, 16), 1); /* the pinned one's page */
 
 	/* an on-demand range need not be mapped when registered */
 	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -579,17 +582,17 @@ static void test_odp(struct ibv_context *ctx)
 	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, 0,
 			       &sge, 1),
 		 0);
-	CHECK_EQ(resident(mem, 16), 0);
+	CHECK_EQ(resident(mem, 16), 1);
 	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 			       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
 		 0);
-	CHECK_EQ(resident(mem, 16), 3);
+	CHECK_EQ(resident(mem, 16), 4);
 	sge = (struct ibv_sge){ (uintptr_t)mem + 8 * 4096, 2 * 4096,
 				imp->lkey };
 	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 			       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
 		 0);
-	CHECK_EQ(resident(mem, 16), 5);
+	CHECK_EQ(resident(mem, 16), 6);
 
 	/* on-demand or pinned for life */
 	errno = 0;
@@ -609,6 +612,72 @@ static void test_odp(struct ibv_context *ctx)
 	CHECK_EQ(ibv_dealloc_pd(other), 0);
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);
 	munmap(mem, 16 * 4096);
+}
+
+/* This process's minor faults so far. */
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+/* The kernel pins a registration's pages (ib_umem_get): once reg_mr or a
+ * rereg of the translation returns they are present, and a writable
+ * region's writable, so the transfers into it (a pulled large SEND, a
+ * one-copy WRITE) do not fault at each of its pages.  Writes to a fresh
+ * writable region after its registration fault (almost) never; a
+ * read-only one has its pages present too. */
+static void test_populated(struct ibv_context *ctx)
+{
+	size_t page = 4096, n = 64, len = n * page;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	char *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *b = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *c = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr, *ro;
+	long before;
+
+	REQUIRE(pd && a != MAP_FAILED && b != MAP_FAILED && c != MAP_FAILED);
+	/* Before Linux 5.14 (no MADV_POPULATE_WRITE) pages come on use. */
+	if (madvise(c, page, MADV_POPULATE_WRITE) && errno == EINVAL) {
+		fprintf(stderr, "skip populated: no MADV_POPULATE_WRITE\n");
+		goto out;
+	}
+	CHECK_EQ(resident(a, n), 0);
+	mr = ibv_reg_mr(pd, a, len, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	CHECK_EQ(resident(a, n), n);
+	before = minor_faults();
+	memset(a, 0x5a, len);
+	CHECK(minor_faults() - before < (long)n / 4);
+
+	CHECK_EQ(resident(b, n), 0);
+	ro = ibv_reg_mr(pd, b, len, IBV_ACCESS_REMOTE_READ);
+	REQUIRE(ro);
+	CHECK_EQ(resident(b, n), n);
+
+	/* A new translation is pinned as a new registration. */
+	CHECK_EQ(resident(c + page, n - 1), 0);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			      c + page, len - page, 0),
+		 0);
+	CHECK_EQ(resident(c + page, n - 1), n - 1);
+	before = minor_faults();
+	memset(c + page, 0xa5, len - page);
+	CHECK(minor_faults() - before < (long)n / 4);
+
+	CHECK_EQ(ibv_dereg_mr(ro), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+out:
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	munmap(a, len);
+	munmap(b, len);
+	munmap(c, len);
 }
 
 int main(void)
@@ -632,6 +701,7 @@ int main(void)
 	test_rereg(ctx, buf, len);
 	test_import(ctx, buf, len);
 	test_odp(ctx);
+	test_populated(ctx);
 	CHECK_EQ(ibv_close_device(ctx), 0);
 	free(buf);
 	return check_done();
