@@ -205,8 +205,10 @@ class Events:
     def host_messenger(self, sv, mode):
         """tests/integration/rc_messenger (one process pair, both cores):
         mode stream over shm, udp (the same, SOFTVERBS_FASTPATH=0), or
-        tcp (kernel TCP on loopback, the same messages and loop).  The
-        slower side's rate each way, and the longest SEND."""
+        tcp (kernel TCP on loopback, the same messages and loop, its
+        buffers faulted in before the clock starts as registration faults
+        the verbs buffers in).  The slower side's rate each way, and the
+        longest SEND."""
         def run(tag):
             prog = os.path.join(os.path.dirname(sv), "rc_messenger")
             env = dict(os.environ)

@@ -172,6 +172,9 @@ struct sv_mr {
 	 * registration, pages used as they are at each access (a fault is an
 	 * error completion); ibv_advise_mr prefetches. */
 	bool odp;
+	/* Bytes faulted in at registration and counted against the
+	 * process's bound (util/populate.h); 0 if left to fault on use. */
+	uint64_t populated;
 };
 
 /* Device memory (ibv_alloc_dm, verbs/dm.c): a shared mapping of this

@@ -10,7 +10,8 @@
  * EFAULT), arms the fault guard (util/fault.h: the memory may be unmapped
  * or protected later, which must not crash the engine), and publishes
  * random keys in the key table (core/keys.c), which the data path
- * consults through sv_mr_check().
+ * consults through sv_mr_check(); then faults the pages in as pinning
+ * leaves them, within pinning's bounds (util/populate.h).
  */
 #include "verbs/verbs.h"
 
@@ -27,6 +28,7 @@
 #include "util/fault.h"
 #include "util/log.h"
 #include "util/pages.h"
+#include "util/populate.h"
 
 /* Access bits a registration may carry.  Bits of the optional range are
  * hints (relaxed ordering...) that a device may ignore, as rdma-core
@@ -235,6 +237,15 @@ static struct ibv_mr *reg_mr(const char *verb, struct ibv_pd *ibpd, void *addr,
 		free(mr);
 		return sv_null_errno(err);
 	}
+	/* Pinned as the kernel's would be: its pages brought in
+	 * (util/populate.c), on-demand ones left to their use. */
+	if (!mr->odp) {
+		mr->populated = sv_populate_charge(addr, length);
+		if (mr->populated)
+			sv_populate_fault(addr, length,
+					  (access & SV_MR_ACCESS_WRITABLE) != 0,
+					  true);
+	}
 	return &mr->ibv;
 }
 
@@ -278,6 +289,29 @@ struct ibv_mr *sv_reg_dm_range(struct ibv_pd *pd, void *addr, size_t length,
 	return reg_mr("ibv_reg_dm_mr", pd, addr, length, 0, access, true);
 }
 
+/* The kernel pins again what a rereg's new translation or new rights
+ * need.  A new translation is brought in as a new registration (its pages
+ * already present cost a look); new rights that write where the old did
+ * not have every page made writable (a page only read so far maps the
+ * shared zero page); rights that write no more than before, or a new PD,
+ * leave the pages as they are. */
+static void repopulate(struct sv_mr *mr, bool translation, bool was_writable)
+{
+	bool writable = (mr->access & SV_MR_ACCESS_WRITABLE) != 0;
+
+	if (mr->odp || (!translation && (!writable || was_writable)))
+		return;
+	if (translation) {
+		sv_populate_uncharge(mr->populated);
+		mr->populated = 0;
+	}
+	if (!mr->populated)
+		mr->populated = sv_populate_charge((void *)mr->va, mr->length);
+	if (mr->populated)
+		sv_populate_fault((void *)mr->va, mr->length, writable,
+				  translation);
+}
+
 /* Conceptually dereg + reg (man ibv_rereg_mr), but like rxe and mlx5
  * the region keeps its lkey and rkey, so a peer holding the R_Key reaches
  * the region as it now is.  Input
@@ -289,6 +323,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 {
 	struct sv_mr *mr;
 	struct sv_pd *new_pd;
+	bool was_writable;
 	uint64_t iova;
 	int err;
 
@@ -356,11 +391,14 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		mr->pd = new_pd;
 		mr->ibv.pd = &new_pd->ibv;
 	}
+	was_writable = (mr->access & SV_MR_ACCESS_WRITABLE) != 0;
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = (unsigned int)access & SV_MR_ACCESS_RIGHTS;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		set_translation(mr, addr, length, iova);
 	sv_mr_resume(mr);
+	repopulate(mr, (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0,
+		   was_writable);
 	if (mr_alias(ibmr)) {
 		/* What the caller reads from its handle: the region's view,
 		 * with the handle's own PD and context. */
@@ -390,6 +428,7 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	free(mr_alias(ibmr)); /* an imported handle goes with its region */
 	if (mr->dm) /* verbs/dm.c: the device memory is free-able again */
 		atomic_fetch_sub(&mr->dm->users, 1);
+	sv_populate_uncharge(mr->populated);
 	free(mr);
 	return 0;
 }

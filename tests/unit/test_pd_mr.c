@@ -3,11 +3,17 @@
  * access may not use (EFAULT as the kernel's pinning: writable rights on a
  * read-only mapping, anything on PROT_NONE), keys, rereg, EBUSY on a PD in
  * use, import within the process, and the entry points that answer
- * EOPNOTSUPP. */
+ * EOPNOTSUPP; a registration's pages present when it returns, as the
+ * kernel's pinning leaves them, within the bounds of the kernel's
+ * pinning. */
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <linux/capability.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -611,6 +617,225 @@ static void test_odp(struct ibv_context *ctx)
 	munmap(mem, 16 * 4096);
 }
 
+/* How many of the n pages at p are present and this process's alone
+ * (/proc/self/pagemap: bit 63 present, bit 56 mapped exclusively), so a
+ * write to them does not fault; the shared zero page that a read of
+ * fresh memory maps is not. */
+static size_t writable(void *p, size_t n)
+{
+	uint64_t e[64];
+	size_t i, r = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	REQUIRE(fd >= 0 && n <= 64);
+	REQUIRE(pread(fd, e, n * sizeof(e[0]),
+		      (off_t)((uintptr_t)p / 4096 * sizeof(e[0]))) ==
+		(ssize_t)(n * sizeof(e[0])));
+	close(fd);
+	for (i = 0; i < n; i++)
+		r += (e[i] >> 63 & 1) && (e[i] >> 56 & 1);
+	return r;
+}
+
+/* The resident set of this process, in bytes (/proc/self/statm). */
+static long rss_bytes(void)
+{
+	long pages = -1, rss = -1;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	REQUIRE(f && fscanf(f, "%ld %ld", &pages, &rss) == 2);
+	fclose(f);
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+static char *fresh(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	REQUIRE(p != MAP_FAILED);
+	return p;
+}
+
+/* The kernel pins a registration's pages (ib_umem_get): once reg_mr or a
+ * rereg of the translation returns they are present, and a writable
+ * region's writable, so the transfers into it (a pulled large SEND, a
+ * one-copy WRITE) do not fault at each of its pages: a fresh writable
+ * region's pages are its own once registered (no zero page, nothing a
+ * write would fault on), and so are those of one partly present before;
+ * a read-only one has its pages present (the zero page), made its own
+ * when a rereg gives it the right to write.  A region of a few pages is
+ * left to fault on use. */
+static void test_populated(struct ibv_context *ctx)
+{
+	size_t page = 4096, n = 64, len = n * page, i;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	char *a = fresh(len), *b = fresh(len), *c = fresh(len), *d = fresh(len);
+	struct ibv_mr *mr, *ro, *part, *small;
+
+	REQUIRE(pd);
+	/* Before Linux 5.14 (no MADV_POPULATE_WRITE) pages come on use. */
+	if (madvise(c, page, MADV_POPULATE_WRITE) && errno == EINVAL) {
+		fprintf(stderr, "skip populated: no MADV_POPULATE_WRITE\n");
+		goto out;
+	}
+	CHECK_EQ(resident(a, n), 0);
+	mr = ibv_reg_mr(pd, a, len, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	CHECK_EQ(resident(a, n), n);
+	CHECK_EQ(writable(a, n), n);
+
+	/* Read-only: present, on the shared zero page; writable once a
+	 * rereg lets the region be written. */
+	CHECK_EQ(resident(b, n), 0);
+	ro = ibv_reg_mr(pd, b, len, IBV_ACCESS_REMOTE_READ);
+	REQUIRE(ro);
+	CHECK_EQ(resident(b, n), n);
+	CHECK_EQ(writable(b, n), 0);
+	CHECK_EQ(ibv_rereg_mr(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE),
+		 0);
+	CHECK_EQ(writable(b, n), n);
+
+	/* A new translation is pinned as a new registration. */
+	CHECK_EQ(resident(c + page, n - 1), 0);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			      c + page, len - page, 0),
+		 0);
+	CHECK_EQ(resident(c + page, n - 1), n - 1);
+	CHECK_EQ(writable(c + page, n - 1), n - 1);
+
+	/* Partly present: the pages missing between and after those in
+	 * use are brought in (a long present stretch between two calls, a
+	 * short one within one). */
+	for (i = 0; i < n; i++)
+		if (i < 3 || (i >= 20 && i < 40) || i == 50)
+			d[i * page] = 1;
+	CHECK_EQ(resident(d, n), 24);
+	part = ibv_reg_mr(pd, d, len, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(part);
+	CHECK_EQ(resident(d, n), n);
+	CHECK_EQ(writable(d, n), n);
+	CHECK_EQ(ibv_dereg_mr(part), 0);
+
+	/* Fewer pages than SV_POPULATE_MIN_PAGES (util/populate.h). */
+	CHECK_EQ(madvise(a, len, MADV_DONTNEED), 0);
+	small = ibv_reg_mr(pd, a, 15 * page, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(small);
+	CHECK_EQ(resident(a, n), 0);
+	CHECK_EQ(ibv_dereg_mr(small), 0);
+
+	CHECK_EQ(ibv_dereg_mr(ro), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+out:
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	munmap(a, len);
+	munmap(b, len);
+	munmap(c, len);
+	munmap(d, len);
+}
+
+/* Does this process have CAP_IPC_LOCK (pins beyond RLIMIT_MEMLOCK)? */
+static bool ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct cd[_LINUX_CAPABILITY_U32S_3];
+
+	REQUIRE(syscall(SYS_capget, &h, cd) == 0);
+	return (cd[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &
+		CAP_TO_MASK(CAP_IPC_LOCK)) != 0;
+}
+
+/* Faulting in is bounded as pinning is.  Without CAP_IPC_LOCK the kernel
+ * pins no more than RLIMIT_MEMLOCK, counting what the process's live
+ * registrations pin: beyond it a registration stays lazy (an HCA would
+ * refuse it; softverbs takes it and leaves its pages to fault on use),
+ * and a deregistration gives its share back.  With CAP_IPC_LOCK the limit
+ * does not apply.  Whoever registers it, a reservation of a terabyte
+ * (MAP_NORESERVE) registers without becoming resident. */
+static void test_populate_bounds(struct ibv_context *ctx)
+{
+	size_t page = 4096, mib = 1 << 20, tib = (size_t)1 << 40;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	bool cap = ipc_lock();
+	char *a, *b, *c, *d, *huge;
+	struct ibv_mr *ma, *mb, *mc, *md, *mh;
+	struct rlimit old, rl;
+	long rss;
+
+	REQUIRE(pd);
+	a = fresh(2 * mib);
+	if (madvise(a, page, MADV_POPULATE_WRITE) && errno == EINVAL) {
+		fprintf(stderr,
+			"skip populate bounds: no MADV_POPULATE_WRITE\n");
+		munmap(a, 2 * mib);
+		goto out;
+	}
+	CHECK_EQ(madvise(a, page, MADV_DONTNEED), 0);
+	REQUIRE(getrlimit(RLIMIT_MEMLOCK, &old) == 0);
+	REQUIRE(old.rlim_max == RLIM_INFINITY || old.rlim_max >= mib);
+	rl = old;
+	rl.rlim_cur = mib;
+	REQUIRE(setrlimit(RLIMIT_MEMLOCK, &rl) == 0);
+	b = fresh(mib / 2);
+	c = fresh(3 * mib / 4);
+	d = fresh(3 * mib / 4);
+	ma = ibv_reg_mr(pd, a, 2 * mib, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(ma);
+	CHECK_EQ(resident(a, 64), cap ? 64 : 0); /* more than the limit */
+	mb = ibv_reg_mr(pd, b, mib / 2, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mb);
+	CHECK_EQ(resident(b, 64), 64); /* within it */
+	mc = ibv_reg_mr(pd, c, 3 * mib / 4, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mc);
+	CHECK_EQ(resident(c, 64), cap ? 64 : 0); /* within it, not with b's */
+	CHECK_EQ(ibv_dereg_mr(mb), 0);
+	md = ibv_reg_mr(pd, d, 3 * mib / 4, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(md);
+	CHECK_EQ(resident(d, 64), 64); /* b's share given back */
+	CHECK_EQ(ibv_dereg_mr(ma), 0);
+	CHECK_EQ(ibv_dereg_mr(mc), 0);
+	CHECK_EQ(ibv_dereg_mr(md), 0);
+	REQUIRE(setrlimit(RLIMIT_MEMLOCK, &old) == 0);
+	munmap(a, 2 * mib);
+	munmap(b, mib / 2);
+	munmap(c, 3 * mib / 4);
+	munmap(d, 3 * mib / 4);
+
+	huge = mmap(NULL, tib, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (huge == MAP_FAILED) { /* vm.overcommit_memory=2 */
+		fprintf(stderr, "skip 1 TiB registration: mmap: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	rss = rss_bytes();
+	mh = ibv_reg_mr(pd, huge, tib, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mh);
+	CHECK(rss_bytes() - rss < 64 * (long)mib);
+	CHECK_EQ(resident(huge, 64), 0);
+	CHECK_EQ(resident(huge + tib / 2, 64), 0);
+	CHECK_EQ(resident(huge + tib - 64 * page, 64), 0);
+	/* Made writable (from read-only) or moved: lazy still. */
+	CHECK_EQ(ibv_rereg_mr(mh, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_REMOTE_READ),
+		 0);
+	CHECK_EQ(ibv_rereg_mr(mh, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE),
+		 0);
+	CHECK_EQ(ibv_rereg_mr(mh, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			      huge + page, tib - page, 0),
+		 0);
+	CHECK(rss_bytes() - rss < 64 * (long)mib);
+	CHECK_EQ(resident(huge, 64), 0);
+	CHECK_EQ(ibv_dereg_mr(mh), 0);
+	munmap(huge, tib);
+out:
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	struct ibv_context *ctx = open_ctx();
@@ -632,6 +857,8 @@ int main(void)
 	test_rereg(ctx, buf, len);
 	test_import(ctx, buf, len);
 	test_odp(ctx);
+	test_populated(ctx);
+	test_populate_bounds(ctx);
 	CHECK_EQ(ibv_close_device(ctx), 0);
 	free(buf);
 	return check_done();
