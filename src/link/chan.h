@@ -55,6 +55,11 @@ enum sv_chan_flags {
 	 * consumer places it in its own memory (paths/chan_write.c), once
 	 * it has claimed the message (struct sv_chan, claim). */
 	SV_CHAN_F_WRITE = 1u << 5,
+	/* An RC RDMA READ of up to SV_CHAN_READ_MAX bytes (struct
+	 * sv_chan_read): the consumer copies them into the producer's
+	 * result[imm % SV_CHAN_RESULTS] before the ack, as an atomic's
+	 * value (paths/chan_read.c); claimed as a WRITE. */
+	SV_CHAN_F_READ = 1u << 6,
 };
 
 /* Atomics a producer may have in a channel at once: one result word
@@ -84,6 +89,16 @@ struct sv_chan_write {
 	uint32_t rkey;
 	uint32_t pad;
 };
+
+/* The payload of an SV_CHAN_F_READ message. */
+struct sv_chan_read {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+/* The longest RDMA READ a channel carries: one result word. */
+#define SV_CHAN_READ_MAX 8u
 
 /* The longest RDMA WRITE a channel carries. */
 #define SV_CHAN_WRITE_MAX \

@@ -689,7 +689,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 				sv_pq(qe)->chan.rx.head;
 			break;
 		}
-		if (m.flags & SV_CHAN_F_WRITE) {
+		if (m.flags & (SV_CHAN_F_WRITE | SV_CHAN_F_READ)) {
 			/* Ours only if claimed (chan_write.c): a producer
 			 * that found us stopped may have taken it back. */
 			if (!sv_chan_write_claim(qe, &m)) {
@@ -701,7 +701,11 @@ static bool rx_run(struct sv_qp_engine *qe)
 				sv_qp_comm_est(qe);
 				sv_mr_read_lock();
 			}
-			nak = sv_chan_write_serve(qe, &m, &event, &bad);
+			nak = (m.flags & SV_CHAN_F_WRITE) ?
+				      sv_chan_write_serve(qe, &m, &event,
+							  &bad) :
+				      sv_chan_read_serve(qe, &m, peer_chan(qe),
+							 &event, &bad);
 			if (bad)
 				break;
 			sv_chan_consumed(&sv_pq(qe)->chan.rx, &m);
@@ -913,6 +917,12 @@ static bool tx_attach(struct sv_qp_engine *qe)
 static bool wqe_signaled(const struct sv_qp *qp, const struct sv_send_wqe *w)
 {
 	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+}
+
+/* Does a channel WQE own a result word (an atomic, a READ)? */
+static bool has_result(const struct sv_send_wqe *w)
+{
+	return sv_chan_atomic_op(w->opcode) || w->opcode == IBV_WR_RDMA_READ;
 }
 
 static void lean_count(struct sv_qp_engine *qe)
@@ -1215,7 +1225,13 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
 	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
-	bool rdv = !atomic && !write && wqe->length > SV_CHAN_MAX_MSG;
+	bool read = wqe->opcode == IBV_WR_RDMA_READ;
+	bool rdv = !atomic && !write && !read && wqe->length > SV_CHAN_MAX_MSG;
+	/* A stream's WRITE or READ (chan_write.c, chan_read.c): others
+	 * before it in the channel or after it in the queue, or
+	 * unsignaled. */
+	bool busy = sv_pq(qe)->chan.outstanding ||
+		    qe->req.idx + 1 != sv_sq_tail(qe);
 	uint8_t desc[SV_CHAN_MAX_MSG];
 	uint8_t *dst;
 	bool paused;
@@ -1223,15 +1239,15 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	if (atomic) {
 		len = sizeof(struct sv_chan_atomic);
 	} else if (write) {
-		/* A stream's WRITE (chan_write.c): others before it in the
-		 * channel or after it in the queue, or unsignaled. */
 		if (!sv_chan_write_wanted(qe, wqe->opcode, wqe->length,
-					  wqe_signaled(qe->qp, wqe),
-					  sv_pq(qe)->chan.outstanding ||
-						  qe->req.idx + 1 !=
-							  sv_sq_tail(qe)))
+					  wqe_signaled(qe->qp, wqe), busy))
 			return SV_CHAN_NO;
 		len += (uint32_t)sizeof(struct sv_chan_write);
+	} else if (read) {
+		if (!sv_chan_read_wanted(qe, wqe, wqe_signaled(qe->qp, wqe),
+					 busy))
+			return SV_CHAN_NO;
+		len = sizeof(struct sv_chan_read);
 	} else if ((wqe->opcode != IBV_WR_SEND &&
 		    wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
 		   (rdv && !sv_chan_rdv_wanted(qe, wqe)) ||
@@ -1265,7 +1281,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	 * results must be in place before it reads (IBA). */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && sv_pq(qe)->chan.atomics)
 		return SV_CHAN_WAIT;
-	if (atomic) {
+	if (atomic || read) {
 		if (sv_pq(qe)->chan.atomics >= sv_chan_atomic_limit(qe))
 			return SV_CHAN_WAIT; /* acks kick us */
 		/* The result's SGE; else the packet path reports
@@ -1322,6 +1338,26 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		sv_pq(qe)->chan.results_used |= 1u << r;
 		sv_pq(qe)->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
+	} else if (read) {
+		uint32_t r =
+			(uint32_t)__builtin_ctz(~sv_pq(qe)->chan.results_used);
+
+		sv_chan_read_fill(wqe, dst);
+		wqe->atomic_result = r;
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_READ, r);
+		sv_pq(qe)->chan.results_used |= 1u << r;
+		sv_pq(qe)->chan.atomics++;
+		SV_STAT(qe->eng, chan_reads);
+		if (sv_env_trace()) {
+			char extra[64];
+
+			snprintf(extra, sizeof(extra),
+				 " va 0x%" PRIx64 " rkey 0x%x",
+				 wqe->wr.rdma.remote_addr, wqe->wr.rdma.rkey);
+			sv_trace_op(qe->eng, "tx-chan",
+				    SV_OP_RC_RDMA_READ_REQUEST, qe->dest_qpn,
+				    (uint32_t)wqe->length, extra);
+		}
 	} else if (write) {
 		if (!sv_chan_write_fill(qe, wqe, dst))
 			return SV_CHAN_NO; /* the packet path: LOC_PROT_ERR */
@@ -1341,7 +1377,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 0)) {
 		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
 	}
-	if (!atomic && !write) {
+	if (!atomic && !write && !read) {
 		if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
 			flags |= SV_CHAN_F_IMM;
 		if (wqe->send_flags & IBV_SEND_SOLICITED)
@@ -1364,7 +1400,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
 	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
-	wqe->sent = atomic ? 0 : wqe->length;
+	wqe->sent = atomic || read ? 0 : wqe->length;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
 	paused = !sv_pq(qe)->chan.outstanding;
@@ -1449,7 +1485,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
 		sv_pq(qe)->chan.outstanding--;
-		if (sv_chan_atomic_op(w->opcode)) {
+		if (has_result(w)) {
 			sv_pq(qe)->chan.atomics--;
 			sv_pq(qe)->chan.results_used &=
 				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
@@ -1466,7 +1502,16 @@ static void tx_retire(struct sv_qp_engine *qe)
 			naked = nak;
 			break;
 		}
-		if (sv_chan_atomic_op(w->opcode)) {
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
+
+			if (e != IBV_WC_SUCCESS) {
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
+				break;
+			}
+		} else if (sv_chan_atomic_op(w->opcode)) {
 			enum ibv_wc_status e = sv_chan_atomic_done(qe, w, own);
 
 			if (sv_pcap_active()) {
@@ -1531,6 +1576,13 @@ static bool peer_will_take(struct sv_qp_engine *qe)
 	       sv_shm_peer_running(qe->shm);
 }
 
+/* What the consumer claims before it places it, and the requester may
+ * take back (chan_write.c): WRITEs and READs. */
+static bool takeable(const struct sv_send_wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_READ;
+}
+
 /* How long channel WRITEs wait for their ack before the requester
  * looks whether the peer is stopped (and then between two looks). */
 #define SV_CHAN_TAKE_NS (2ull * 1000 * 1000)
@@ -1560,7 +1612,7 @@ static bool tx_take_back(struct sv_qp_engine *qe, uint64_t now)
 	for (idx = qe->comp.idx; idx != qe->req.idx && !any; idx++) {
 		const struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
 
-		any = w->state == SV_WQE_CHAN && w->opcode == IBV_WR_RDMA_WRITE;
+		any = w->state == SV_WQE_CHAN && takeable(w);
 	}
 	if (!any)
 		return false;
@@ -1570,13 +1622,13 @@ static bool tx_take_back(struct sv_qp_engine *qe, uint64_t now)
 	for (k = qe->comp.idx; k != qe->req.idx; k++) {
 		const struct sv_send_wqe *w = sv_wq_at(&qp->sq, k);
 
-		if (w->state == SV_WQE_CHAN && w->opcode == IBV_WR_RDMA_WRITE &&
+		if (w->state == SV_WQE_CHAN && takeable(w) &&
 		    (int64_t)(w->chan_end - c) > 0)
 			break;
 		if (w->state != SV_WQE_CHAN)
 			continue;
 		outstanding++;
-		if (sv_chan_atomic_op(w->opcode)) {
+		if (has_result(w)) {
 			atomics++;
 			results |= 1u << (w->atomic_result % SV_CHAN_RESULTS);
 		}

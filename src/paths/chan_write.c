@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Small RC RDMA WRITEs through message channels (docs/fastpath.md,
- * "WRITEs through channels"; the channel is link/chan.h, its engine side
+ * "WRITEs and READs through channels"; the channel is link/chan.h, its engine side
  * chan.c).
  *
  * The one-copy path (direct.c) places a WRITE with a system call, whose

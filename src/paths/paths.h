@@ -8,6 +8,7 @@
  *             ring (docs/fastpath.md layer 3), and through them
  *   chan_atomic.c  RC atomics, executed by the peer's engine
  *   chan_write.c  small RC RDMA WRITEs, placed by the peer's engine
+ *   chan_read.c  small RC RDMA READs, answered by the peer's engine
  *   chan_rdv.c  large RC SENDs, pulled by the receiver with one copy
  *   direct.c  one-copy RDMA WRITE/READ into a same-host peer's memory
  *             (layer 2), with
@@ -179,6 +180,27 @@ bool sv_chan_write_claim(struct sv_qp_engine *qe, const struct sv_chan_msg *m);
 uint32_t sv_chan_write_serve(struct sv_qp_engine *qe,
 			     const struct sv_chan_msg *m, int *event,
 			     bool *bad);
+
+/* chan_read.c: small RC RDMA READs through message channels, answered
+ * into a result word as atomics are (chan.c calls). */
+/* Does the READ w go through the channel (signaled, busy: as for
+ * sv_chan_write_wanted)? */
+bool sv_chan_read_wanted(const struct sv_qp_engine *qe,
+			 const struct sv_send_wqe *w, bool signaled, bool busy);
+/* The request of READ w, into a reserved payload. */
+void sv_chan_read_fill(const struct sv_send_wqe *w, uint8_t *dst);
+/* Requester: the READ w was acknowledged; its bytes (own's result word
+ * w->atomic_result) into its scatter list.  IBV_WC_SUCCESS or the error
+ * completion. */
+enum ibv_wc_status sv_chan_read_done(struct sv_qp_engine *qe,
+				     struct sv_send_wqe *w,
+				     const struct sv_chan *own);
+/* Responder, the key table's read lock held: answer the READ m into pc's
+ * result word.  0, or the requester's error status with *event our QP's;
+ * *bad: malformed. */
+uint32_t sv_chan_read_serve(struct sv_qp_engine *qe,
+			    const struct sv_chan_msg *m, struct sv_chan *pc,
+			    int *event, bool *bad);
 
 /* chan_rdv.c: large RC SENDs through channels as a descriptor the
  * receiver pulls with one copy (chan.c calls). */

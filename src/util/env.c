@@ -135,8 +135,8 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.off = VAR(chan_write),
 		.values = "0",
 		.dflt = "on",
-		.what = "tests: small RDMA WRITEs take the one-copy path, not "
-			"message channels",
+		.what = "tests: small WRITEs and READs take the one-copy path, "
+			"not channels",
 	},
 	[SV_ENV_FAULT] = {
 		.name = "SOFTVERBS_FAULT",

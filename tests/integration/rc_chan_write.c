@@ -22,15 +22,22 @@
  *   dereg    B deregisters its region while A streams rounds of 64 WRITEs
  *            (the last signaled): the first failure is REM_ACCESS_ERR, the
  *            rest flushed, and no byte changes once ibv_dereg_mr returned;
+ *   reads    small READs (paths/chan_read.c): 1 to 8 B from odd offsets
+ *            into odd offsets, unsignaled but the last, 300 of them with
+ *            at most 16 in the channel, one of 9 B (the one-copy path)
+ *            among them: every byte right, the bytes around untouched; a
+ *            READ after a WRITE of the same bytes sees the WRITE; then a
+ *            READ with an unknown R_Key: REM_ACCESS_ERR, the next
+ *            flushed, both QPs in ERR;
  *   stopped  B is SIGSTOPped: 32 small WRITEs (unsignaled but the last,
- *            inline in turn) complete anyway - A takes them back from the
- *            channel and places them with one copy - and after SIGCONT
- *            the channel carries WRITEs again; every byte right (skipped,
- *            77, without the fast path: nothing reaches a stopped
- *            process's memory then).
- * Counters (SOFTVERBS_STATS at close): chan_writes at A and
- * chan_writes_served at B on the shm link, chan_writes_taken after the
- * stop; all 0 with SOFTVERBS_FASTPATH=0.
+ *            inline in turn) and then 8 small READs complete anyway - A
+ *            takes them back from the channel and runs them with one
+ *            copy - and after SIGCONT the channel carries WRITEs again;
+ *            every byte right (skipped, 77, without the fast path:
+ *            nothing reaches a stopped process's memory then).
+ * Counters (SOFTVERBS_STATS at close): chan_writes and chan_reads at A,
+ * chan_writes_served and chan_reads_served at B on the shm link,
+ * chan_writes_taken after the stop; all 0 with SOFTVERBS_FASTPATH=0.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -44,11 +51,10 @@
 /* ---- counters ----------------------------------------------------------- */
 
 static const char *const counter_names[] = {
-	"chan_writes",	     "chan_writes_served",
-	"chan_writes_taken", "access_no_key",
-	"access_bounds",     "access_rights",
-	"access_qp_flags",   "access_pd",
-	"direct_write",	     NULL,
+	"chan_writes",	   "chan_writes_served", "chan_writes_taken",
+	"access_no_key",   "access_bounds",	 "access_rights",
+	"access_qp_flags", "access_pd",		 "direct_write",
+	"chan_reads",	   "chan_reads_served",	 NULL,
 };
 #define NCOUNTERS (sizeof(counter_names) / sizeof(counter_names[0]) - 1)
 
@@ -81,7 +87,9 @@ static void expect_counter(struct hx_ep *ep, const char *name,
 	if (!hx_fastpath_expected()) {
 		CHECK_EQ(counter(&c, "chan_writes") +
 				 counter(&c, "chan_writes_served") +
-				 counter(&c, "chan_writes_taken"),
+				 counter(&c, "chan_writes_taken") +
+				 counter(&c, "chan_reads") +
+				 counter(&c, "chan_reads_served"),
 			 0);
 		return;
 	}
@@ -584,6 +592,121 @@ static void dereg_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
+/* ---- reads ---------------------------------------------------------------- */
+
+#define RD_N 300
+#define RD_SRC 4096 /* B's pattern, read from odd offsets */
+#define RD_DST (128 * 1024) /* A's landing area, 16 bytes a READ */
+#define RD_SEED 21
+
+static uint32_t rd_len(int i)
+{
+	return i == RD_N / 2 ? 9 : (uint32_t)(i % 8) + 1;
+}
+
+static size_t rd_src(int i)
+{
+	return RD_SRC + 11 * (size_t)i + 1;
+}
+
+static void reads_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	int i, wrong = -1;
+	uint64_t v;
+
+	stats_on();
+	o.max_send_wr = 512;
+	o.send_cqe = 1024;
+	hx_ep_open(&ep, &o, fd);
+	memset(ep.buf + RD_DST, 0xcc, 16 * RD_N);
+	hx_ep_connect(&ep);
+	hx_sync(fd); /* B's pattern is in place */
+	for (i = 0; i < RD_N; i++)
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_RDMA_READ,
+				     i == RD_N - 1 ? IBV_SEND_SIGNALED : 0,
+				     (uint64_t)i, ep.buf + RD_DST + 16 * i + 3,
+				     rd_len(i), ep.mr->lkey,
+				     ep.peer.addr + rd_src(i), ep.peer.rkey, 0),
+			0);
+	HX_EXPECT_T(ep.scq, NULL, RD_N - 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		    rd_len(RD_N - 1), 10000);
+	for (i = 0; i < RD_N && wrong < 0; i++) {
+		const uint8_t *d = ep.buf + RD_DST + 16 * i;
+
+		for (uint32_t j = 0; j < 16; j++) {
+			uint8_t want =
+				j >= 3 && j < 3 + rd_len(i) ?
+					hx_pattern_byte(RD_SEED,
+							rd_src(i) + j - 3) :
+					0xcc;
+
+			if (d[j] != want) {
+				hx_log("READ %d byte %u: %#x, want %#x", i, j,
+				       d[j], want);
+				wrong = i;
+				break;
+			}
+		}
+	}
+	CHECK_EQ(wrong, -1);
+	/* A READ after a WRITE of the same bytes sees the WRITE. */
+	for (i = 0; i < 16; i++) {
+		put64(ep.buf + 8 * i, 0xabcdef0000000000ull + (uint64_t)i);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0,
+					 1000 + (uint64_t)i, ep.buf + 8 * i, 8,
+					 ep.mr->lkey, ep.peer.addr + 8 * i,
+					 ep.peer.rkey, 0),
+			    0);
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+					 i == 15 ? IBV_SEND_SIGNALED : 0,
+					 2000 + (uint64_t)i,
+					 ep.buf + 256 + 8 * i, 8, ep.mr->lkey,
+					 ep.peer.addr + 8 * i, ep.peer.rkey, 0),
+			    0);
+	}
+	HX_EXPECT(ep.scq, NULL, 2015, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 8);
+	for (i = 0; i < 16; i++)
+		CHECK_EQ(get64(ep.buf + 256 + 8 * i),
+			 0xabcdef0000000000ull + (uint64_t)i);
+	/* An unknown R_Key: the responder's error, the next flushed. */
+	v = 0x7777777777777777ull;
+	put64(ep.buf + 512, v);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, 0, 3000, ep.buf + 512,
+				 8, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey + 0x100, 0),
+		    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 3001,
+				 ep.buf + 520, 8, ep.mr->lkey, ep.peer.addr,
+				 ep.peer.rkey, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 3000, IBV_WC_REM_ACCESS_ERR, -1, -1);
+	HX_EXPECT(ep.scq, NULL, 3001, IBV_WC_WR_FLUSH_ERR, -1, -1);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
+	CHECK_EQ(get64(ep.buf + 512), v);
+	hx_sync(fd);
+	/* (The 9-byte READ takes the one-copy path, and the small ones
+	 * after it join its batch.) */
+	expect_counter(&ep, "chan_reads", RD_N / 2);
+}
+
+static void reads_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+
+	stats_on();
+	hx_ep_open(&ep, &o, fd);
+	hx_fill(ep.buf, o.buf_len, RD_SEED);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	hx_sync(fd);
+	CHECK_EQ(hx_qp_state_wait(ep.qp, IBV_QPS_ERR, 3000), IBV_QPS_ERR);
+	expect_counter(&ep, "chan_reads_served", RD_N / 2);
+}
+
 /* ---- stopped -------------------------------------------------------------- */
 
 #define ST_N 32
@@ -624,8 +747,23 @@ static void stopped_a(int fd)
 				ep.peer.addr + ST_AT + 8 * i, ep.peer.rkey, 0),
 			0);
 	}
+	/* READs of what they wrote, unsignaled but the last, in the
+	 * channel behind them. */
+	memset(ep.buf + 8192, 0, 8 * 8);
+	for (i = 0; i < 8; i++)
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_READ,
+					 i == 7 ? IBV_SEND_SIGNALED : 0,
+					 500 + (uint64_t)i,
+					 ep.buf + 8192 + 8 * i, 8, ep.mr->lkey,
+					 ep.peer.addr + ST_AT + 8 * i,
+					 ep.peer.rkey, 0),
+			    0);
 	HX_EXPECT_T(ep.scq, NULL, ST_N - 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
 		    8, 5000);
+	HX_EXPECT_T(ep.scq, NULL, 507, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 8,
+		    5000);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(get64(ep.buf + 8192 + 8 * i), st_val(i));
 	REQUIRE(kill(pid, SIGCONT) == 0);
 	/* Its engine opens the channel anew when it runs again. */
 	hx_msleep(100);
@@ -648,8 +786,10 @@ static void stopped_a(int fd)
 	HX_EXPECT(ep.scq, NULL, 9999, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
 	hx_sync(fd); /* B checked */
 	hx_ep_close_counters(&ep, counter_names, c.v);
-	/* Taken back while it was stopped, the channel again after. */
-	CHECK(counter(&c, "chan_writes_taken") >= 1);
+	/* Taken back while it was stopped, WRITEs and READs, the channel
+	 * again after. */
+	CHECK(counter(&c, "chan_writes_taken") >= ST_N + 8);
+	CHECK(counter(&c, "chan_reads") >= 8);
 	CHECK(counter(&c, "chan_writes") >= ST_N + 64);
 }
 
@@ -674,10 +814,13 @@ static void stopped_b(int fd)
 	CHECK(hx_ep_close_counter(&ep, "chan_writes_served") >= 64);
 }
 
-static const struct hx_case cases[] = {
-	HX_CASE(bytes, 60), HX_CASE(order, 60),	  HX_CASE(errors, 60),
-	HX_CASE(dereg, 60), HX_CASE(stopped, 60), { 0 }
-};
+static const struct hx_case cases[] = { HX_CASE(bytes, 60),
+					HX_CASE(order, 60),
+					HX_CASE(errors, 60),
+					HX_CASE(dereg, 60),
+					HX_CASE(reads, 60),
+					HX_CASE(stopped, 60),
+					{ 0 } };
 
 static int done(void)
 {

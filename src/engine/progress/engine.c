@@ -521,7 +521,8 @@ static uint64_t ring_pkts(const struct sv_engine *eng)
 static uint64_t wait_moves(const struct sv_engine *eng)
 {
 	return ring_pkts(eng) + eng->stats->chan_atomics +
-	       eng->stats->chan_writes + eng->chan_acks_more + eng->wire_more;
+	       eng->stats->chan_writes + eng->stats->chan_reads +
+	       eng->chan_acks_more + eng->wire_more;
 }
 
 /* After which the thread spins (SV_SERVE_SPIN_NS) while the application
@@ -531,7 +532,8 @@ static uint64_t wait_moves(const struct sv_engine *eng)
 static uint64_t serve_moves(const struct sv_engine *eng)
 {
 	return eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served +
-	       eng->stats->chan_writes_served + eng->wire_more;
+	       eng->stats->chan_writes_served + eng->stats->chan_reads_served +
+	       eng->wire_more;
 }
 
 /* Is an application thread sleeping for the engine (waiting for a
