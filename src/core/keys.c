@@ -308,6 +308,26 @@ struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey)
 	return NULL;
 }
 
+struct sv_mr *sv_mr_find_rkey_locked(uint32_t rkey)
+{
+	struct key_slot *s;
+
+	if (!rkey)
+		return NULL;
+	if (rkey & SV_MW_KEY_BIT) {
+		/* A window: as get_by_key finds it. */
+		s = tab_find(&wtab, rkey >> 8);
+		if (s && s->mr->ibv.rkey != rkey)
+			s = NULL;
+	} else {
+		s = tab_find(&rtab, rkey);
+	}
+	if (s && atomic_load_explicit(&s->mr->state, memory_order_relaxed) ==
+			 SV_MR_VALID)
+		return s->mr;
+	return NULL;
+}
+
 void sv_mr_put(struct sv_mr *mr)
 {
 	/* Nothing of the MR may be touched after the decrement: once the

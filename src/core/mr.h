@@ -36,6 +36,8 @@ void sv_mr_put(struct sv_mr *mr);
 void sv_mr_read_lock(void);
 void sv_mr_read_unlock(void);
 struct sv_mr *sv_mr_find_lkey_locked(uint32_t lkey);
+/* The same for an R_Key (a region's or a bound window's). */
+struct sv_mr *sv_mr_find_rkey_locked(uint32_t rkey);
 
 /* May [iova, iova+len) of mr be accessed with `access` (IBV_ACCESS_* bits,
  * 0 = local read) on behalf of pd?  Overflow-safe.  Returns the local

@@ -51,6 +51,15 @@ enum sv_chan_flags {
 	 * producer's gather list, which the consumer pulls with one copy
 	 * (paths/chan_rdv.c); imm and SE as for a SEND. */
 	SV_CHAN_F_RDV = 1u << 4,
+	/* An RC RDMA WRITE (struct sv_chan_write, then its bytes): the
+	 * consumer places it in its own memory (paths/chan_write.c), once
+	 * it has claimed the message (struct sv_chan, claim). */
+	SV_CHAN_F_WRITE = 1u << 5,
+	/* An RC RDMA READ of up to SV_CHAN_READ_MAX bytes (struct
+	 * sv_chan_read): the consumer copies them into the producer's
+	 * result[imm % SV_CHAN_RESULTS] before the ack, as an atomic's
+	 * value (paths/chan_read.c); claimed as a WRITE. */
+	SV_CHAN_F_READ = 1u << 6,
 };
 
 /* Atomics a producer may have in a channel at once: one result word
@@ -72,6 +81,32 @@ struct sv_chan_atomic {
 	uint64_t compare_add;
 	uint64_t swap;
 };
+
+/* The head of an SV_CHAN_F_WRITE message's payload; the bytes to write
+ * follow it (the message's length less this header). */
+struct sv_chan_write {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+/* The payload of an SV_CHAN_F_READ message. */
+struct sv_chan_read {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+/* The longest RDMA READ a channel carries: one result word. */
+#define SV_CHAN_READ_MAX 8u
+
+/* The longest RDMA WRITE a channel carries. */
+#define SV_CHAN_WRITE_MAX \
+	(SV_CHAN_MAX_MSG - (uint32_t)sizeof(struct sv_chan_write))
+
+/* The claim word's bit set by a producer that took back the WRITEs its
+ * consumer had not claimed (paths/chan_write.c). */
+#define SV_CHAN_CLAIM_REVOKED (1ull << 63)
 
 struct sv_chan_slot {
 	_Atomic uint64_t seq;
@@ -98,6 +133,12 @@ struct sv_chan {
 	_Atomic uint32_t can_pull;
 	/* the owner's head (slots consumed): where a producer starts */
 	_Alignas(64) _Atomic uint64_t head;
+	/* The position up to which the owner may consume WRITE messages,
+	 * moved by the owner with a compare-and-swap before it places
+	 * them; a producer that takes back WRITEs from a stopped owner sets
+	 * SV_CHAN_CLAIM_REVOKED, and from then on the owner places none
+	 * beyond it (paths/chan_write.c). */
+	_Atomic uint64_t claim;
 	/* ack line, written by the PEER's engine: how far it consumed what
 	 * this channel's QP sent into the peer's channel, and the error it
 	 * found in the message ending at nak_pos (0: none).  It lives here,

@@ -292,6 +292,13 @@ bool sv_shm_peer_running(const struct sv_shm_peer *p)
 	return st && st != 'Z' && st != 'X' && st != 'T' && st != 't';
 }
 
+bool sv_shm_peer_stopped(const struct sv_shm_peer *p)
+{
+	char st = pid_state(p->pid);
+
+	return st == 'T' || st == 't';
+}
+
 /* now: the caller's clock, or 0 if it has not read one: a stalled slot
  * is then left for a pass that has (the progress thread's, or every
  * SV_HINT_EVERY-th busy poll). */

@@ -192,6 +192,8 @@ bool sv_shm_peer_current(struct sv_shm_peer *p);
 /* Is the peer process there and not stopped (SIGSTOP, a debugger)?
  * Reads /proc: for rare checks. */
 bool sv_shm_peer_running(const struct sv_shm_peer *p);
+/* Is it stopped (alive, but not running: SIGSTOP, a debugger)? */
+bool sv_shm_peer_stopped(const struct sv_shm_peer *p);
 
 /* Has the peer's consumer packets it has not taken yet (the slot before
  * the producers' tail claimed or published, not consumed)?  The consumer

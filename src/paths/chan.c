@@ -46,6 +46,10 @@
  * sender's gather list, which the receiving engine pulls with one copy
  * (chan_rdv.c); everything above holds for it as for a small SEND.
  *
+ * Small RDMA WRITEs of a stream go through the channel too, placed by
+ * the peer's engine (chan_write.c), and are taken back from a peer that
+ * is stopped (tx_take_back).
+ *
  * Not through channels: SEND_WITH_INV (the peer's windows), UC (no ACK
  * to give the completion its meaning is needed, but UC's loss semantics
  * would change), XRC (the target's SRQ is per message), UD.  A receiving
@@ -223,6 +227,9 @@ static void rx_open(struct sv_qp_engine *qe)
 	atomic_store(&ch->qpn, qe->qpn);
 	atomic_store(&ch->peer_qpn, qe->dest_qpn);
 	atomic_store(&ch->head, 0);
+	/* No WRITE claimed yet (chan_write.c), none revoked. */
+	atomic_store(&ch->claim, 0);
+	sv_pq(qe)->chan.rx_claim = 0;
 	/* Cold until its producer's first message sets the ready bit. */
 	atomic_store(&ch->cold, 1);
 	sv_pq(qe)->chan.rx_hot = false;
@@ -365,6 +372,19 @@ static void trace_msg(struct sv_qp_engine *qe, const char *dir, uint32_t qpn,
 		    imm ? SV_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
 			  SV_OP_RC_SEND_ONLY,
 		    qpn, len, "");
+}
+
+/* SOFTVERBS_TRACE's line for a WRITE we sent (payload p, len bytes). */
+static void trace_write(struct sv_qp_engine *qe, const uint8_t *p, uint32_t len)
+{
+	struct sv_chan_write h;
+	char extra[64];
+
+	memcpy(&h, p, sizeof(h));
+	snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x", h.va,
+		 h.rkey);
+	sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_RDMA_WRITE_ONLY, qe->dest_qpn,
+		    len - (uint32_t)sizeof(h), extra);
 }
 
 /* Tell the sender how far we are (and what failed, if anything). */
@@ -631,6 +651,7 @@ static bool rx_run(struct sv_qp_engine *qe)
 	uint64_t pulled = 0, was;
 	int event = SV_ERR_NO_EVENT;
 	bool bad = false, more = false, shown = false, ack_first = false;
+	bool revoked = false;
 
 	if (!rx_state_ok(st))
 		return false;
@@ -667,6 +688,33 @@ static bool rx_run(struct sv_qp_engine *qe)
 			sv_pq(qe)->chan.rx_ring_waited =
 				sv_pq(qe)->chan.rx.head;
 			break;
+		}
+		if (m.flags & (SV_CHAN_F_WRITE | SV_CHAN_F_READ)) {
+			/* Ours only if claimed (chan_write.c): a producer
+			 * that found us stopped may have taken it back. */
+			if (!sv_chan_write_claim(qe, &m)) {
+				revoked = true;
+				break;
+			}
+			if (st == IBV_QPS_RTR && !qe->comm_est) {
+				sv_mr_read_unlock();
+				sv_qp_comm_est(qe);
+				sv_mr_read_lock();
+			}
+			nak = (m.flags & SV_CHAN_F_WRITE) ?
+				      sv_chan_write_serve(qe, &m, &event,
+							  &bad) :
+				      sv_chan_read_serve(qe, &m, peer_chan(qe),
+							 &event, &bad);
+			if (bad)
+				break;
+			sv_chan_consumed(&sv_pq(qe)->chan.rx, &m);
+			n++;
+			if (nak) {
+				r = RX_REFUSED;
+				break;
+			}
+			continue;
 		}
 		if (m.flags & SV_CHAN_F_ATOMIC) {
 			/* The key lookups take the read lock themselves. */
@@ -783,6 +831,23 @@ static bool rx_run(struct sv_qp_engine *qe)
 	}
 	if (n)
 		qe->eng->watch_dirty = true; /* the next slot to watch */
+	/* The producer took back WRITEs we had not claimed (it found us
+	 * stopped) and runs them itself: nothing more of this generation
+	 * is ours.  Everything before them is taken and acknowledged; a new
+	 * generation lets the producer attach again.  (Revoked with every
+	 * WRITE already claimed: seen once the channel is empty.) */
+	if (!bad && sv_pq(qe)->chan.rx.ch &&
+	    (revoked || (!sv_chan_pending(&sv_pq(qe)->chan.rx) &&
+			 (atomic_load_explicit(&sv_pq(qe)->chan.rx.ch->claim,
+					       memory_order_relaxed) &
+			  SV_CHAN_CLAIM_REVOKED)))) {
+		sv_dbg("chan: qp 0x%06x: the peer took back its WRITEs, "
+		       "channel opened anew",
+		       qe->qpn);
+		rx_close(qe);
+		rx_open(qe);
+		list_update(qe);
+	}
 	if (bad) {
 		/* A producer that writes what it must not: the channel is
 		 * closed (its messages time out on its side). */
@@ -811,6 +876,12 @@ static bool tx_attach(struct sv_qp_engine *qe)
 	gen = atomic_load(&pc->gen);
 	if (atomic_load(&pc->qpn) != qe->dest_qpn ||
 	    atomic_load(&pc->peer_qpn) != qe->qpn)
+		return false;
+	/* Not a generation we took WRITEs back from (its owner opens a new
+	 * one), nor while messages of an earlier one wait for their ack
+	 * (the ack line is reset here). */
+	if ((atomic_load(&pc->claim) & SV_CHAN_CLAIM_REVOKED) ||
+	    sv_pq(qe)->chan.outstanding)
 		return false;
 	sv_pq(qe)->chan.tx.ch = pc;
 	sv_pq(qe)->chan.tx.slot =
@@ -848,6 +919,12 @@ static bool wqe_signaled(const struct sv_qp *qp, const struct sv_send_wqe *w)
 	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 }
 
+/* Does a channel WQE own a result word (an atomic, a READ)? */
+static bool has_result(const struct sv_send_wqe *w)
+{
+	return sv_chan_atomic_op(w->opcode) || w->opcode == IBV_WR_RDMA_READ;
+}
+
 static void lean_count(struct sv_qp_engine *qe)
 {
 	uint64_t n = atomic_load_explicit(&sv_pq(qe)->chan.lean_sends,
@@ -855,6 +932,10 @@ static void lean_count(struct sv_qp_engine *qe)
 
 	qe->eng->stats->chan_sends += n - sv_pq(qe)->chan.lean_counted;
 	sv_pq(qe)->chan.lean_counted = n;
+	n = atomic_load_explicit(&sv_pq(qe)->chan.lean_writes,
+				 memory_order_relaxed);
+	qe->eng->stats->chan_writes += n - sv_pq(qe)->chan.lean_writes_counted;
+	sv_pq(qe)->chan.lean_writes_counted = n;
 }
 
 /* Engine lock and sq_lock held. */
@@ -921,26 +1002,47 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	uint32_t tail =
 		atomic_load_explicit(&qp->sq.tail, memory_order_relaxed);
 	struct sv_send_wqe *w;
-	uint32_t flags = 0;
+	uint32_t flags = 0, mlen = len;
 	uint64_t end;
-	uint8_t *dst;
-	bool idle, caught_up;
+	uint8_t *dst, *data;
+	bool idle = sv_wq_used(&qp->sq) == 0, caught_up;
+	bool write = wr->opcode == IBV_WR_RDMA_WRITE;
 
-	if ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
-	    len > SV_CHAN_MAX_MSG ||
-	    atomic_load_explicit(&qe->state, memory_order_acquire) !=
-		    IBV_QPS_RTS)
+	if (write) {
+		/* A WRITE of a stream (chan_write.c); a lone signaled one
+		 * goes through the engine to the one-copy path. */
+		if (!sv_chan_write_wanted(qe, wr->opcode, len,
+					  qp->sq_sig_all || (wr->send_flags &
+							     IBV_SEND_SIGNALED),
+					  !idle))
+			return false;
+		mlen = len + (uint32_t)sizeof(struct sv_chan_write);
+	} else if ((wr->opcode != IBV_WR_SEND &&
+		    wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+		   len > SV_CHAN_MAX_MSG) {
+		return false;
+	}
+	if (atomic_load_explicit(&qe->state, memory_order_acquire) !=
+	    IBV_QPS_RTS)
 		return false;
 	/* The peer took all we sent before (it may be lying down now): our
 	 * doorbell's look at its word is fenced (poke).  A stream's peer
 	 * lags, and this line seldom changes then. */
 	caught_up = atomic_load_explicit(&t->own->ack, memory_order_relaxed) ==
 		    t->tail;
-	dst = sv_chan_reserve(t, len);
+	dst = sv_chan_reserve(t, mlen);
 	if (!dst)
 		return false; /* full or closed: the engine waits or decides */
+	data = dst;
+	if (write) {
+		struct sv_chan_write h = { .va = wr->wr.rdma.remote_addr,
+					   .rkey = wr->wr.rdma.rkey };
+
+		memcpy(dst, &h, sizeof(h));
+		data = dst + sizeof(h);
+	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *d = dst;
+		uint8_t *d = data;
 		int i;
 
 		/* The application's own buffer: if it faults, the
@@ -954,42 +1056,69 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 			d += wr->sg_list[i].length;
 		}
 	} else if (len ? sv_sgl_copy(qp->pd, wr->sg_list, (uint32_t)wr->num_sge,
-				     0, dst, len, false) :
+				     0, data, len, false) :
 			 sv_sgl_validate(qp->pd, wr->sg_list,
 					 (uint32_t)wr->num_sge, 0)) {
 		return false; /* the packet path reports LOC_PROT_ERR */
 	}
+	if (write)
+		flags |= SV_CHAN_F_WRITE;
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM)
 		flags |= SV_CHAN_F_IMM;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
+	if ((wr->send_flags & IBV_SEND_SOLICITED) && !write)
 		flags |= SV_CHAN_F_SE;
-	idle = sv_wq_used(&qp->sq) == 0;
-	if (sv_pcap_active())
+	if (sv_pcap_active() && !write)
 		sv_pcap_chan_send(qe, sv_pq(qe)->chan.lean_psn, dst, len,
 				  wr->opcode == IBV_WR_SEND_WITH_IMM,
 				  wr->imm_data, flags & SV_CHAN_F_SE);
-	end = sv_chan_commit(t, len, flags,
+	end = sv_chan_commit(t, mlen, flags,
 			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
 								  0);
-	if (sv_env_trace())
+	if (sv_env_trace() && write)
+		trace_write(qe, dst, mlen);
+	else if (sv_env_trace())
 		trace_msg(qe, "tx-chan", qe->dest_qpn, len,
 			  wr->opcode == IBV_WR_SEND_WITH_IMM);
 	/* The WQE as the engine retires or flushes it. */
 	w = sv_wq_at(&qp->sq, tail);
 	sv_send_wqe_from_wr(w, wr, len);
-	w->send_flags &= ~(uint32_t)IBV_SEND_INLINE; /* the data is sent */
+	if (write) {
+		/* Where and what, for the one-copy path if the WRITE is
+		 * taken back from a stopped peer (tx_take_back). */
+		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		w->wr.rdma.rkey = wr->wr.rdma.rkey;
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			memcpy(w->inline_data, data, len);
+		} else {
+			w->num_sge = (uint32_t)wr->num_sge;
+			memcpy(w->sge, wr->sg_list,
+			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		}
+	} else {
+		/* the data is sent */
+		w->send_flags &= ~(uint32_t)IBV_SEND_INLINE;
+	}
 	w->first_psn = sv_pq(qe)->chan.lean_psn;
 	w->last_psn = sv_psn_add(sv_pq(qe)->chan.lean_psn, SV_PSN_MASK);
 	w->sent = len;
 	w->chan_end = end;
 	w->state = SV_WQE_CHAN;
 	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);
-	/* Only posters write it, under sq_lock: no locked RMW needed. */
-	atomic_store_explicit(&sv_pq(qe)->chan.lean_sends,
-			      atomic_load_explicit(&sv_pq(qe)->chan.lean_sends,
-						   memory_order_relaxed) +
-				      1,
-			      memory_order_relaxed);
+	/* Only posters write them, under sq_lock: no locked RMW needed. */
+	if (write)
+		atomic_store_explicit(
+			&sv_pq(qe)->chan.lean_writes,
+			atomic_load_explicit(&sv_pq(qe)->chan.lean_writes,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+	else
+		atomic_store_explicit(
+			&sv_pq(qe)->chan.lean_sends,
+			atomic_load_explicit(&sv_pq(qe)->chan.lean_sends,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
 	sv_chan_prefetch_ahead(t);
 	ready_note(qe);
 	poke(qe, false, idle || caught_up);
@@ -1095,13 +1224,30 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
 	uint32_t len = (uint32_t)wqe->length, flags = 0;
 	bool atomic = sv_chan_atomic_op(wqe->opcode);
-	bool rdv = !atomic && wqe->length > SV_CHAN_MAX_MSG;
+	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
+	bool read = wqe->opcode == IBV_WR_RDMA_READ;
+	bool rdv = !atomic && !write && !read && wqe->length > SV_CHAN_MAX_MSG;
+	/* A stream's WRITE or READ (chan_write.c, chan_read.c): others
+	 * before it in the channel or after it in the queue, or
+	 * unsignaled. */
+	bool busy = sv_pq(qe)->chan.outstanding ||
+		    qe->req.idx + 1 != sv_sq_tail(qe);
 	uint8_t desc[SV_CHAN_MAX_MSG];
 	uint8_t *dst;
 	bool paused;
 
 	if (atomic) {
 		len = sizeof(struct sv_chan_atomic);
+	} else if (write) {
+		if (!sv_chan_write_wanted(qe, wqe->opcode, wqe->length,
+					  wqe_signaled(qe->qp, wqe), busy))
+			return SV_CHAN_NO;
+		len += (uint32_t)sizeof(struct sv_chan_write);
+	} else if (read) {
+		if (!sv_chan_read_wanted(qe, wqe, wqe_signaled(qe->qp, wqe),
+					 busy))
+			return SV_CHAN_NO;
+		len = sizeof(struct sv_chan_read);
 	} else if ((wqe->opcode != IBV_WR_SEND &&
 		    wqe->opcode != IBV_WR_SEND_WITH_IMM) ||
 		   (rdv && !sv_chan_rdv_wanted(qe, wqe)) ||
@@ -1135,7 +1281,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	 * results must be in place before it reads (IBA). */
 	if ((wqe->send_flags & IBV_SEND_FENCE) && sv_pq(qe)->chan.atomics)
 		return SV_CHAN_WAIT;
-	if (atomic) {
+	if (atomic || read) {
 		if (sv_pq(qe)->chan.atomics >= sv_chan_atomic_limit(qe))
 			return SV_CHAN_WAIT; /* acks kick us */
 		/* The result's SGE; else the packet path reports
@@ -1192,6 +1338,33 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 		sv_pq(qe)->chan.results_used |= 1u << r;
 		sv_pq(qe)->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
+	} else if (read) {
+		uint32_t r =
+			(uint32_t)__builtin_ctz(~sv_pq(qe)->chan.results_used);
+
+		sv_chan_read_fill(wqe, dst);
+		wqe->atomic_result = r;
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_READ, r);
+		sv_pq(qe)->chan.results_used |= 1u << r;
+		sv_pq(qe)->chan.atomics++;
+		SV_STAT(qe->eng, chan_reads);
+		if (sv_env_trace()) {
+			char extra[64];
+
+			snprintf(extra, sizeof(extra),
+				 " va 0x%" PRIx64 " rkey 0x%x",
+				 wqe->wr.rdma.remote_addr, wqe->wr.rdma.rkey);
+			sv_trace_op(qe->eng, "tx-chan",
+				    SV_OP_RC_RDMA_READ_REQUEST, qe->dest_qpn,
+				    (uint32_t)wqe->length, extra);
+		}
+	} else if (write) {
+		if (!sv_chan_write_fill(qe, wqe, dst))
+			return SV_CHAN_NO; /* the packet path: LOC_PROT_ERR */
+		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_WRITE, 0);
+		SV_STAT(qe->eng, chan_writes);
+		if (sv_env_trace())
+			trace_write(qe, dst, len);
 	} else if (rdv) {
 		memcpy(dst, desc, len);
 	} else if (wqe->send_flags & IBV_SEND_INLINE) {
@@ -1204,7 +1377,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					 0)) {
 		return SV_CHAN_NO; /* the packet path reports LOC_PROT_ERR */
 	}
-	if (!atomic) {
+	if (!atomic && !write && !read) {
 		if (wqe->opcode == IBV_WR_SEND_WITH_IMM)
 			flags |= SV_CHAN_F_IMM;
 		if (wqe->send_flags & IBV_SEND_SOLICITED)
@@ -1227,7 +1400,7 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	/* No PSN: an empty range at req.psn (as direct.c's). */
 	wqe->first_psn = qe->req.psn;
 	wqe->last_psn = sv_psn_add(qe->req.psn, SV_PSN_MASK);
-	wqe->sent = atomic ? 0 : wqe->length;
+	wqe->sent = atomic || read ? 0 : wqe->length;
 	wqe->state = SV_WQE_CHAN;
 	qe->req.idx++;
 	paused = !sv_pq(qe)->chan.outstanding;
@@ -1312,7 +1485,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (w->state != SV_WQE_CHAN || (int64_t)(a - w->chan_end) < 0)
 			break;
 		sv_pq(qe)->chan.outstanding--;
-		if (sv_chan_atomic_op(w->opcode)) {
+		if (has_result(w)) {
 			sv_pq(qe)->chan.atomics--;
 			sv_pq(qe)->chan.results_used &=
 				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
@@ -1329,7 +1502,16 @@ static void tx_retire(struct sv_qp_engine *qe)
 			naked = nak;
 			break;
 		}
-		if (sv_chan_atomic_op(w->opcode)) {
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
+
+			if (e != IBV_WC_SUCCESS) {
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
+				break;
+			}
+		} else if (sv_chan_atomic_op(w->opcode)) {
 			enum ibv_wc_status e = sv_chan_atomic_done(qe, w, own);
 
 			if (sv_pcap_active()) {
@@ -1394,6 +1576,94 @@ static bool peer_will_take(struct sv_qp_engine *qe)
 	       sv_shm_peer_running(qe->shm);
 }
 
+/* What the consumer claims before it places it, and the requester may
+ * take back (chan_write.c): WRITEs and READs. */
+static bool takeable(const struct sv_send_wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_READ;
+}
+
+/* How long channel WRITEs wait for their ack before the requester
+ * looks whether the peer is stopped (and then between two looks). */
+#define SV_CHAN_TAKE_NS (2ull * 1000 * 1000)
+
+/* The peer is stopped (SIGSTOP, a debugger) with WRITEs of ours in its
+ * channel: take back those it has not claimed (chan_write.c) and run
+ * them, and everything after them, on the other paths - the one-copy
+ * path reaches a stopped process's memory, as it did before WRITEs went
+ * through channels.  What it claimed stays its own (it places it when
+ * it continues; the watchdog's timeout applies to it as to SENDs).
+ * true: WQEs were taken back. */
+static bool tx_take_back(struct sv_qp_engine *qe, uint64_t now)
+{
+	struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
+	struct sv_qp *qp = qe->qp;
+	uint32_t idx, k, outstanding = 0, atomics = 0, results = 0;
+	uint64_t c;
+	bool any = false;
+
+	if (!t->ch || now - sv_pq(qe)->chan.stall_since < SV_CHAN_TAKE_NS ||
+	    (int64_t)(now - sv_pq(qe)->chan.take_next) < 0)
+		return false;
+	sv_pq(qe)->chan.take_next = now + SV_CHAN_TAKE_NS;
+	if (!qe->shm || !sv_shm_peer_stopped(qe->shm))
+		return false;
+	lean_leave(qe); /* the engine's cursors from here */
+	for (idx = qe->comp.idx; idx != qe->req.idx && !any; idx++) {
+		const struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
+
+		any = w->state == SV_WQE_CHAN && takeable(w);
+	}
+	if (!any)
+		return false;
+	/* The consumer places no WRITE at or beyond c from now on. */
+	c = atomic_fetch_or(&t->ch->claim, SV_CHAN_CLAIM_REVOKED) &
+	    ~SV_CHAN_CLAIM_REVOKED;
+	for (k = qe->comp.idx; k != qe->req.idx; k++) {
+		const struct sv_send_wqe *w = sv_wq_at(&qp->sq, k);
+
+		if (w->state == SV_WQE_CHAN && takeable(w) &&
+		    (int64_t)(w->chan_end - c) > 0)
+			break;
+		if (w->state != SV_WQE_CHAN)
+			continue;
+		outstanding++;
+		if (has_result(w)) {
+			atomics++;
+			results |= 1u << (w->atomic_result % SV_CHAN_RESULTS);
+		}
+	}
+	/* Its owner learns of the revocation when it looks again (a new
+	 * generation, which we may attach to). */
+	ready_note(qe);
+	poke(qe, true, true);
+	t->ch = NULL;
+	if (k == qe->req.idx) {
+		list_update(qe);
+		return false; /* it had claimed them all */
+	}
+	qe->eng->stats->chan_writes_taken += qe->req.idx - k;
+	sv_dbg("chan: qp 0x%06x: the peer is stopped: %u WRs taken back from "
+	       "its channel",
+	       qe->qpn, qe->req.idx - k);
+	for (idx = k; idx != qe->req.idx; idx++) {
+		struct sv_send_wqe *w = sv_wq_at(&qp->sq, idx);
+
+		w->state = SV_WQE_PENDING;
+		w->sent = 0;
+		w->chan_end = 0;
+	}
+	qe->req.idx = k;
+	sv_pq(qe)->chan.outstanding = outstanding;
+	sv_pq(qe)->chan.atomics = atomics;
+	sv_pq(qe)->chan.results_used = results;
+	sv_pq(qe)->chan.stall_since = 0;
+	qe->eng->watch_dirty = true;
+	list_update(qe);
+	sv_work_add(qe, SV_WORK_REQ);
+	return true;
+}
+
 /* The peer consumes nothing any more: fail the oldest WQE as the packet
  * path fails it when its retries run out. */
 static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
@@ -1401,12 +1671,14 @@ static void tx_watchdog(struct sv_qp_engine *qe, uint64_t now)
 	uint64_t t = qe->comp.timeout_ns, limit;
 	struct sv_send_wqe *w;
 
-	if (!t)
-		return; /* IBA: an infinite timeout */
 	if (!sv_pq(qe)->chan.stall_since) {
 		sv_pq(qe)->chan.stall_since = now;
 		return;
 	}
+	if (tx_take_back(qe, now))
+		return;
+	if (!t)
+		return; /* IBA: an infinite timeout */
 	if (t < SV_MIN_TIMEOUT_NS)
 		t = SV_MIN_TIMEOUT_NS;
 	limit = t * (qe->retry_cnt + 1u);

@@ -102,9 +102,7 @@ enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
 	return e ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
 }
 
-/* A refusal: the responder's counters and explanation (resp.c
- * resp_fatal), the requester's status and our QP's event. */
-static uint32_t refuse(struct sv_qp_engine *qe, bool access, int *event)
+uint32_t sv_chan_refuse(struct sv_qp_engine *qe, bool access, int *event)
 {
 	if (access)
 		SV_STAT(qe->eng, resp_access_err);
@@ -157,16 +155,16 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 	 * chk_resource, chk_rkey). */
 	if (!(qe->access & IBV_ACCESS_REMOTE_ATOMIC)) {
 		sv_explain_qp_access(qe, IBV_ACCESS_REMOTE_ATOMIC);
-		return refuse(qe, true, event);
+		return sv_chan_refuse(qe, true, event);
 	}
 	if (!qe->max_dest_rd_atomic) {
 		sv_explain_rd_atomic(qe, IBV_ACCESS_REMOTE_ATOMIC, 0);
-		return refuse(qe, false, event);
+		return sv_chan_refuse(qe, false, event);
 	}
 	/* IBA: atomics need an 8-byte aligned VA. */
 	if (a.va & 7) {
 		sv_explain_misaligned(qe, "ATOMIC", a.rkey, a.va);
-		return refuse(qe, false, event);
+		return sv_chan_refuse(qe, false, event);
 	}
 	mr = sv_mr_get_by_rkey(a.rkey);
 	p = sv_mr_check_qp(mr, qe->qp, qe->qp->pd, a.va, 8,
@@ -176,7 +174,7 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 				  mr, qe->qp->pd);
 		if (mr)
 			sv_mr_put(mr);
-		return refuse(qe, true, event);
+		return sv_chan_refuse(qe, true, event);
 	}
 	/* The CPU's own atomic on the target word, guarded as every DMA
 	 * access (engine/dma.h), as resp.c's atomic_reply. */
@@ -190,7 +188,7 @@ uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 	if (fault) {
 		sv_dma_fault_addr = fault;
 		sv_dma_fault_report(qe, "atomic target");
-		return refuse(qe, true, event);
+		return sv_chan_refuse(qe, true, event);
 	}
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	/* Before the ack that covers it (rx_ack's release store). */

@@ -7,6 +7,8 @@
  *   chan.c    message channels: small RC SENDs into a same-host peer's
  *             ring (docs/fastpath.md layer 3), and through them
  *   chan_atomic.c  RC atomics, executed by the peer's engine
+ *   chan_write.c  small RC RDMA WRITEs, placed by the peer's engine
+ *   chan_read.c  small RC RDMA READs, answered by the peer's engine
  *   chan_rdv.c  large RC SENDs, pulled by the receiver with one copy
  *   direct.c  one-copy RDMA WRITE/READ into a same-host peer's memory
  *             (layer 2), with
@@ -60,6 +62,12 @@ struct sv_paths_qp {
 		uint32_t tries; /* attach attempts */
 		uint64_t acked; /* the ack line as last seen */
 		uint64_t rx_acked; /* rx.head as last acknowledged */
+		/* the claim word of rx.ch as we last moved it (WRITEs up to
+		 * there are ours to place: chan_write.c) */
+		uint64_t rx_claim;
+		_Atomic uint64_t lean_writes; /* lean WRITEs, as lean_sends */
+		uint64_t lean_writes_counted;
+		uint64_t take_next; /* ns: the next look at a stopped peer */
 		/* rx.head when a message waited for the ring once (chan.c,
 		 * rx_run: the ACK of our packets may be there). */
 		uint64_t rx_ring_waited;
@@ -147,6 +155,52 @@ enum ibv_wc_status sv_chan_atomic_done(struct sv_qp_engine *qe,
 uint32_t sv_chan_atomic_serve(struct sv_qp_engine *qe,
 			      const struct sv_chan_msg *m, struct sv_chan *pc,
 			      int *event, bool *bad);
+
+/* A refusal of a request a peer put into qe's channel: the responder's
+ * counters (resp.c resp_fatal), our QP's event into *event, and the
+ * requester's status (REM_ACCESS_ERR, or REM_INV_REQ_ERR). */
+uint32_t sv_chan_refuse(struct sv_qp_engine *qe, bool access, int *event);
+
+/* chan_write.c: small RC RDMA WRITEs through message channels, placed by
+ * the peer's engine (chan.c calls). */
+/* Does a WRITE of len bytes go through the channel?  signaled: its
+ * completion is asked for; busy: WQEs before or after it are in the
+ * send queue (a lone signaled WRITE is copied at once by direct.c). */
+bool sv_chan_write_wanted(const struct sv_qp_engine *qe, uint32_t opcode,
+			  uint64_t len, bool signaled, bool busy);
+/* The request of WRITE w (header and bytes), into a reserved payload;
+ * false when its gather list fails our key checks. */
+bool sv_chan_write_fill(const struct sv_qp_engine *qe,
+			const struct sv_send_wqe *w, uint8_t *dst);
+/* Consumer, at the WRITE m at the head: is it ours to place (claimed,
+ * now or before)?  false: the producer took it back. */
+bool sv_chan_write_claim(struct sv_qp_engine *qe, const struct sv_chan_msg *m);
+/* Consumer, the key table's read lock held: place the WRITE m.  0, or
+ * the requester's error status with *event our QP's; *bad: malformed. */
+uint32_t sv_chan_write_serve(struct sv_qp_engine *qe,
+			     const struct sv_chan_msg *m, int *event,
+			     bool *bad);
+
+/* chan_read.c: small RC RDMA READs through message channels, answered
+ * into a result word as atomics are (chan.c calls). */
+/* Does the READ w go through the channel (signaled, busy: as for
+ * sv_chan_write_wanted)? */
+bool sv_chan_read_wanted(const struct sv_qp_engine *qe,
+			 const struct sv_send_wqe *w, bool signaled, bool busy);
+/* The request of READ w, into a reserved payload. */
+void sv_chan_read_fill(const struct sv_send_wqe *w, uint8_t *dst);
+/* Requester: the READ w was acknowledged; its bytes (own's result word
+ * w->atomic_result) into its scatter list.  IBV_WC_SUCCESS or the error
+ * completion. */
+enum ibv_wc_status sv_chan_read_done(struct sv_qp_engine *qe,
+				     struct sv_send_wqe *w,
+				     const struct sv_chan *own);
+/* Responder, the key table's read lock held: answer the READ m into pc's
+ * result word.  0, or the requester's error status with *event our QP's;
+ * *bad: malformed. */
+uint32_t sv_chan_read_serve(struct sv_qp_engine *qe,
+			    const struct sv_chan_msg *m, struct sv_chan *pc,
+			    int *event, bool *bad);
 
 /* chan_rdv.c: large RC SENDs through channels as a descriptor the
  * receiver pulls with one copy (chan.c calls). */

@@ -129,6 +129,15 @@ const struct sv_env_var sv_env_vars[SV_ENV_NVARS] = {
 		.what = "tests: the target's idle thread does not help copy big "
 			"one-copy WRITEs",
 	},
+	[SV_ENV_CHAN_WRITE] = {
+		.name = "SOFTVERBS_CHAN_WRITE",
+		.kind = SV_ENV_OFF,
+		.off = VAR(chan_write),
+		.values = "0",
+		.dflt = "on",
+		.what = "tests: small WRITEs and READs take the one-copy path, "
+			"not channels",
+	},
 	[SV_ENV_FAULT] = {
 		.name = "SOFTVERBS_FAULT",
 		.kind = SV_ENV_TEXT,

@@ -37,6 +37,7 @@ struct sv_env {
 	int fastpath; /* SOFTVERBS_FASTPATH */
 	int sysfs; /* SOFTVERBS_SYSFS (the softverbs command) */
 	int help; /* SOFTVERBS_HELP */
+	int chan_write; /* SOFTVERBS_CHAN_WRITE */
 	int loss; /* SOFTVERBS_LOSS, percent */
 	int gso; /* SOFTVERBS_GSO */
 	int sack; /* SOFTVERBS_SACK */
@@ -62,6 +63,7 @@ enum sv_env_id {
 	SV_ENV_SYSFS,
 	SV_ENV_SYSFS_PATH,
 	SV_ENV_HELP, /* used by tests only */
+	SV_ENV_CHAN_WRITE, /* used by tests only */
 	SV_ENV_FAULT,
 	SV_ENV_LOSS,
 	SV_ENV_GSO,
@@ -165,6 +167,11 @@ static inline const char *sv_env_sysfs_path(void)
 static inline int sv_env_help(void)
 {
 	return sv_env(SV_ENV_HELP)->help;
+}
+
+static inline int sv_env_chan_write(void)
+{
+	return sv_env(SV_ENV_CHAN_WRITE)->chan_write;
 }
 
 static inline int sv_env_loss(void)

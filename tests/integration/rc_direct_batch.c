@@ -25,7 +25,9 @@
  *            before it.
  * Each case checks the initiator's counters: batches counted
  * (direct_batches, direct_batched) with the fast path on, every direct
- * counter 0 with SOFTVERBS_FASTPATH=0.
+ * counter 0 with SOFTVERBS_FASTPATH=0.  The initiator runs with
+ * SOFTVERBS_CHAN_WRITE=0: small WRITEs would otherwise go through the
+ * message channel (rc_chan_write.c covers that path).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -119,6 +121,9 @@ static void many_a(int fd)
 	int i;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
+	/* The one-copy path's batches, not message channels (those are
+	 * rc_chan_write's). */
+	setenv("SOFTVERBS_CHAN_WRITE", "0", 1);
 	o.max_send_wr = 256;
 	o.send_cqe = 512;
 	o.max_inline = 64;
@@ -294,6 +299,9 @@ static void badkey_a(int fd)
 	int i;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
+	/* The one-copy path's batches, not message channels (those are
+	 * rc_chan_write's). */
+	setenv("SOFTVERBS_CHAN_WRITE", "0", 1);
 	hx_ep_open(&ep, &o, fd);
 	hx_ep_connect(&ep);
 	for (i = 0; i < BK_N; i++)
@@ -361,6 +369,9 @@ static void dereg_a(int fd)
 	bool failed = false;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
+	/* The one-copy path's batches, not message channels (those are
+	 * rc_chan_write's). */
+	setenv("SOFTVERBS_CHAN_WRITE", "0", 1);
 	o.max_send_wr = 128;
 	o.send_cqe = 256;
 	hx_ep_open(&ep, &o, fd);
@@ -459,6 +470,9 @@ static void order_a(int fd)
 	int i, wrong = -1;
 
 	setenv("SOFTVERBS_STATS", "1", 1);
+	/* The one-copy path's batches, not message channels (those are
+	 * rc_chan_write's). */
+	setenv("SOFTVERBS_CHAN_WRITE", "0", 1);
 	o.max_send_wr = 128;
 	o.send_cqe = 256;
 	hx_ep_open(&ep, &o, fd);

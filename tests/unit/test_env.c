@@ -80,6 +80,8 @@ static void test_parse(void)
 	CHECK_EQ(with("SOFTVERBS_HELP", "").help, 1);
 	CHECK_EQ(with("SOFTVERBS_HELP", "0").help, 0);
 	CHECK_EQ(with("SOFTVERBS_HELP", "1").help, 1);
+	CHECK_EQ(with("SOFTVERBS_CHAN_WRITE", NULL).chan_write, 1);
+	CHECK_EQ(with("SOFTVERBS_CHAN_WRITE", "0").chan_write, 0);
 
 	/* 0..100 percent, anything else: none. */
 	CHECK_EQ(with("SOFTVERBS_LOSS", NULL).loss, 0);

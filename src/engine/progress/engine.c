@@ -512,22 +512,27 @@ static uint64_t ring_pkts(const struct sv_engine *eng)
 
 /* What a peer's engine (not its application) answers within
  * microseconds, the peer's thread spinning after serving: ring packets
- * (a stream's next batch, its ACKs), atomics sent through channels, and
+ * (a stream's next batch, its ACKs), atomics and WRITEs sent through
+ * channels, and
  * channel acks with more of our SENDs still to take; on a wire link, the
  * rest of a message coming in and the ACKs of a stream going out (eng.h,
  * wire_more).  A waiter that saw it move spins for the next
  * (sv_engine_wait_event). */
 static uint64_t wait_moves(const struct sv_engine *eng)
 {
-	return ring_pkts(eng) + eng->stats->chan_atomics + eng->chan_acks_more +
-	       eng->wire_more;
+	return ring_pkts(eng) + eng->stats->chan_atomics +
+	       eng->stats->chan_writes + eng->stats->chan_reads +
+	       eng->chan_acks_more + eng->wire_more;
 }
 
 /* After which the thread spins (SV_SERVE_SPIN_NS) while the application
- * does not poll. */
+ * does not poll: a stream of WRITEs through channels (paths/chan_write.c)
+ * is served by the target's thread alone, its application making no
+ * verb call. */
 static uint64_t serve_moves(const struct sv_engine *eng)
 {
 	return eng->stats->shm_rx_pkts + eng->stats->chan_atomics_served +
+	       eng->stats->chan_writes_served + eng->stats->chan_reads_served +
 	       eng->wire_more;
 }
 

@@ -119,6 +119,11 @@
 	X(chan_recvs, "messages received through a message channel")      \
 	X(chan_atomics, "atomics sent through a message channel")            \
 	X(chan_atomics_served, "atomics executed for a peer's channel")      \
+	X(chan_writes, "RDMA WRITEs sent through a message channel")         \
+	X(chan_writes_served, "RDMA WRITEs placed for a peer's channel")     \
+	X(chan_writes_taken, "channel WRITEs, READs taken back from a stopped peer") \
+	X(chan_reads, "RDMA READs sent through a message channel")           \
+	X(chan_reads_served, "RDMA READs answered for a peer's channel")     \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
 	X(rdv_sends, "large SENDs sent as a descriptor (paths/chan_rdv.c)") \
