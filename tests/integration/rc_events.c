@@ -415,6 +415,16 @@ static long csw(void)
 	return ru.ru_nvcsw;
 }
 
+/* Every time a thread of the process was preempted (other jobs of a
+ * busy machine took its CPU). */
+static long preempted(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nivcsw;
+}
+
 /* The calling thread's sleeps (voluntary switches). */
 static long csw_thread(void)
 {
@@ -439,7 +449,7 @@ static void stream_send(int fd, const struct stream *st)
 	int posted = 0, done = 0, bad = 0;
 	bool counted = stream_counts(st);
 	bool pinned = stream_pin(0);
-	long sw, peer;
+	long sw, peer, preempt;
 
 	stream_open(&ep, fd, st);
 	/* Message i is slot i % depth, filled once: the sender is
@@ -449,6 +459,7 @@ static void stream_send(int fd, const struct stream *st)
 	HX_CHECK_RC(ibv_req_notify_cq(ep.scq, 0), 0);
 	hx_ep_connect(&ep);
 	sw = csw_thread();
+	preempt = preempted();
 	hx_sync(fd); /* B's receives are posted */
 	while (done < st->msgs && !bad) {
 		struct ibv_wc wc[STREAM_MAX]; /* at least st->depth */
@@ -477,6 +488,8 @@ static void stream_send(int fd, const struct stream *st)
 	}
 	sw = csw_thread() - sw;
 	peer = (long)hx_recv_u64(fd);
+	if (st->polled)
+		hx_send_u64(fd, (uint64_t)(preempted() - preempt));
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(done, st->msgs);
 	hx_log("sender: %d messages, its waiter slept %ld times, the receiver's left its CPU %ld times",
@@ -508,7 +521,7 @@ static void stream_recv(int fd, const struct stream *st)
 	int got = 0, bad = 0;
 	bool counted = stream_counts(st);
 	bool pinned = stream_pin(1);
-	long sw, all;
+	long sw, all, peer = 0;
 
 	if (st->deep)
 		setenv("SOFTVERBS_STATS", "1", 1);
@@ -555,6 +568,8 @@ static void stream_recv(int fd, const struct stream *st)
 	}
 	sw = csw() - sw;
 	hx_send_u64(fd, (uint64_t)(csw_all() - all));
+	if (st->polled)
+		peer = (long)hx_recv_u64(fd);
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(got, st->msgs);
 	hx_log("%d messages, %ld voluntary context switches", got, sw);
@@ -563,8 +578,14 @@ static void stream_recv(int fd, const struct stream *st)
 	 * message counted here before, 0.02-0.27 since). */
 	if (hx_fastpath_expected() && pinned && st == &small_stream)
 		CHECK(sw < st->msgs / 3);
-	if (!hx_fastpath_expected() && st->polled)
-		CHECK(sw < 3 * st->msgs);
+	/* Each time the sender's process is preempted its datagrams stop,
+	 * and B's thread, having looked for the next in vain, may sleep
+	 * once and be woken once: a busy machine's share, apart from the
+	 * three a message allowed. */
+	if (!hx_fastpath_expected() && st->polled) {
+		hx_log("the sender's process was preempted %ld times", peer);
+		CHECK(sw < 3 * st->msgs + 2 * peer);
+	}
 	/* The fd made O_NONBLOCK after blocking waits: once the event the
 	 * last completions may have left is taken, the call says EAGAIN
 	 * rather than sleep, though the last look found the fd blocking
