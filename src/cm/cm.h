@@ -62,12 +62,13 @@ static inline int sv_cm_err(int err)
 #define SV_CM_REQ_WAIT_MS 10000 /* accepted socket must send its REQ */
 #define SV_CM_DREQ_TIMEOUT_MS 5000
 #define SV_CM_TIMEWAIT_MS 512
-/* A peer's DREQ is reported this long after it arrived.  On a fabric the
- * DREQ leaves after the peer's last ACKs and reaches a CM much slower than
- * the hardware handles those ACKs; here the DREQ comes on TCP and the ACKs
- * on UDP, read by different threads, so without a grace period an
- * application that tears its QP down on DISCONNECTED (the seeds' demos do)
- * could lose completions whose ACKs were already in its socket. */
+/* A peer's DREQ is reported this long after it arrived.  The ACKs the
+ * peer sent before it are taken in when it arrives (conn.c, settle: on a
+ * fabric the hardware has handled them before a CM hears of the DREQ);
+ * the grace leaves an application that polls its CQ and reads its event
+ * channel in turn the time to see their completions before the event:
+ * one that tears its QP down on DISCONNECTED (the seeds' demos do) would
+ * otherwise destroy them with it. */
 #define SV_CM_DREQ_GRACE_MS 5
 #define SV_CM_LINGER_MS 2000 /* orphan socket waits for the peer's EOF */
 /* Standard mode (IB CM MADs, unreliable): a REQ, REP or DREQ unanswered is

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/objects.h"
 #include "util/log.h"
 
 int sv_cm_pdata_max(enum rdma_port_space ps, int type)
@@ -175,8 +176,29 @@ void sv_conn_fail(struct sv_cm_id *id, int type, int status,
 		sv_event_queue(id, e);
 }
 
+/* What the peer sent on its QP before it disconnected (on a fabric the
+ * HCA has handled it before the CM hears of the disconnect: its last
+ * ACKs above all) is taken in before the disconnect is reported: the
+ * engine reads its sockets now (verbs' sv_engine_settle), however late
+ * the scheduler of a loaded host would run its progress thread or the
+ * application's poll.  An application that tears its QP down on
+ * DISCONNECTED (libfabric's rxm, the seeds' demos) destroys it with the
+ * completions those ACKs make already in its CQ, where its poll before
+ * it reads the event finds them. */
+static void settle(struct sv_cm_id *id)
+{
+	struct sv_context *ctx;
+
+	if (!id->id.verbs)
+		return;
+	ctx = to_sv_ctx(id->id.verbs);
+	if (ctx->settle)
+		ctx->settle(ctx);
+}
+
 void sv_conn_disconnected(struct sv_cm_id *id, int status, bool linger)
 {
+	settle(id);
 	sv_cm_timer_clear(id);
 	sv_cm_id_set_state(id, SV_CM_DISCONNECTED);
 	sv_conn_drop_sock(id, linger);
@@ -189,6 +211,7 @@ static void dreq_received(struct sv_cm_id *id)
 {
 	struct sv_cm_wire r;
 
+	settle(id);
 	sv_conn_msg_init(&r, id, SV_CM_MSG_DREP);
 	id_send(id, &r);
 	sv_cm_timer_clear(id);

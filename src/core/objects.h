@@ -107,6 +107,9 @@ struct sv_context {
 	struct list_head async_events; /* queued, not yet read */
 	struct sv_engine *engine; /* progress thread, sockets, timers */
 	struct sv_share *share; /* behind cmd_fd: objects ibv_import_* finds */
+	/* sv_engine_settle, for librdmacm, which sees this struct but calls
+	 * nothing of this library beyond its exports. */
+	void (*settle)(struct sv_context *ctx);
 	struct verbs_context vctx; /* ends with the public ibv_context */
 };
 

@@ -55,6 +55,13 @@ bool sv_engine_post_path(struct sv_qp *qp, const struct ibv_send_wr *wr,
  * them at ibv_close_device), and a one-line dump per QP. */
 void sv_engine_stats_dump(struct sv_context *ctx, FILE *f);
 
+/* Take in, now, what the context's sockets and rings hold: waits for the
+ * engine lock (a pass under way finishes first), then runs a pass that
+ * reads every link.  For a caller that must not act before the packets
+ * already arrived are handled, as an HCA handles them on arrival: the CM,
+ * before it reports a peer's DREQ (through sv_context.settle). */
+void sv_engine_settle(struct sv_context *ctx);
+
 /* Called by poll_cq when the CQ looks empty: lets a busy-polling thread
  * make progress itself instead of waiting for the progress thread. */
 void sv_engine_poll_hint(struct sv_context *ctx);

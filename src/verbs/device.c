@@ -153,6 +153,7 @@ static struct ibv_context *open_context(int import_fd)
 		goto fail_share;
 	}
 	sv_engine_netmon_add(ctx);
+	ctx->settle = sv_engine_settle;
 	return &v->context;
 
 fail_share:

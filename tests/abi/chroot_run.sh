@@ -137,8 +137,8 @@ echo "chroot $root: $(dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Packag
 # ibv_devinfo -v: the port's attributes as the chroot's headers lay them out.
 out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot ibv_devinfo -v" 2>&1)
 rc=$?
-speed=$(echo "$out" | grep -m1 'active_speed:')
-if [ $rc != 0 ] || ! echo "$out" | grep -q 'hca_id:.*softverbs0'; then
+speed=$(grep -m1 'active_speed:' <<<"$out")
+if [ $rc != 0 ] || ! grep -q 'hca_id:.*softverbs0' <<<"$out"; then
 	fail "ibv_devinfo -v exited $rc or named no softverbs0"; echo "$out" | sed 's/^/    /'
 elif [ -z "$speed" ] || echo "$speed" | grep -q 'invalid'; then
 	fail "ibv_devinfo -v: bad active_speed: '$speed'"
@@ -158,10 +158,10 @@ else
 	bad=0
 	for t in $tools; do
 		out=$(timeout 30 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot $t --help" 2>&1)
-		if echo "$out" | grep -q 'error while loading\|not found (required by'; then
+		if grep -q 'error while loading\|not found (required by' <<<"$out"; then
 			fail "$t does not load:"; echo "$out" | grep 'error while loading\|not found' | sed 's/^/    /'
 			bad=1
-		elif ! echo "$out" | grep -q 'Usage:'; then
+		elif ! grep -q 'Usage:' <<<"$out"; then
 			fail "$t --help printed no usage"; echo "$out" | tail -3 | sed 's/^/    /'
 			bad=1
 		fi
@@ -219,7 +219,7 @@ fi
 
 if has fi_info; then
 	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot fi_info -p verbs" 2>&1)
-	echo "$out" | grep -q 'domain: softverbs0' && echo "ok: fi_info -p verbs lists softverbs0" ||
+	grep -q 'domain: softverbs0' <<<"$out" && echo "ok: fi_info -p verbs lists softverbs0" ||
 		{ fail "fi_info -p verbs lists no softverbs0"; echo "$out" | tail -5 | sed 's/^/    /'; }
 else
 	echo "skipped: fi_info (libfabric-bin not installed in the chroot)"
@@ -234,10 +234,10 @@ elif ! ls "$root"/usr/lib/*/ucx/libuct_ib.so.0 >/dev/null 2>&1; then
 	echo "skipped: ucx_info (the chroot's UCX has no verbs transport, libuct_ib)"
 	if has mpirun; then
 		out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot mpirun --version" 2>&1)
-		echo "$out" | grep -q "UCX has no verbs transports (no libuct_ib): UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and OMPI_MCA_osc left as they are" ||
+		grep -q "UCX has no verbs transports (no libuct_ib): UCX_TLS, UCX_NET_DEVICES, OMPI_MCA_pml and OMPI_MCA_osc left as they are" <<<"$out" ||
 			{ fail "run named no missing libuct_ib for mpirun"; echo "$out" | tail -3 | sed 's/^/    /'; }
 		out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot env" 2>&1)
-		echo "$out" | grep -q '^OMPI_MCA_pml=' && fail "run set OMPI_MCA_pml where UCX has no verbs"
+		grep -q '^OMPI_MCA_pml=' <<<"$out" && fail "run set OMPI_MCA_pml where UCX has no verbs"
 	fi
 else
 	out=$(timeout 60 bash -c "$(declare -f in_chroot); userns=(${userns[*]}); root='$root' src='$src' sv='$sv' in_chroot ucx_info -d" 2>&1)
@@ -274,8 +274,8 @@ try:
 except Exception as x:
     print(\"efa:\", x)
 '" 2>&1)
-	if echo "$out" | grep -q '^mlx5: This is not an MLX5 device' &&
-		echo "$out" | grep -q '^efa: .*Errno: 95'; then
+	if grep -q '^mlx5: This is not an MLX5 device' <<<"$out" &&
+		grep -q '^efa: .*Errno: 95' <<<"$out"; then
 		echo "ok: pyverbs mlx5dv and efadv import and refuse softverbs0"
 	else
 		fail "pyverbs provider modules:"; echo "$out" | tail -5 | sed 's/^/    /'

@@ -1069,6 +1069,27 @@ int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 	return poll_hint(ctx, cq, wc, max);
 }
 
+/* engine.h: a pass under the lock, waited for, reading every socket: a
+ * pass another thread has under way finishes first, so what had arrived
+ * before the call is taken in (not under trylock, as a busy poll, which
+ * leaves it to the holder). */
+void sv_engine_settle(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+	bool more;
+
+	if (!eng)
+		return;
+	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+	eng->in_thread = true; /* every UDP link read (links.c, rx_due) */
+	sv_engine_pass(eng, true);
+	eng->in_thread = false;
+	more = !list_empty(&eng->work);
+	sv_mutex_unlock(&eng->lock);
+	if (more)
+		bell_ring(eng);
+}
+
 void sv_kick_later(struct sv_engine *eng, struct sv_qp_engine *qe)
 {
 	sv_mutex_lock(&eng->kick_lock, SV_LOCK_KICK);
