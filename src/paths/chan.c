@@ -948,7 +948,8 @@ static void lean_count(struct sv_qp_engine *qe)
 /* Lean mode's result words in use (READs in the channel, not retired). */
 static uint32_t lean_results(struct sv_qp_engine *qe)
 {
-	return sv_pq(qe)->chan.lean_res_taken ^
+	return atomic_load_explicit(&sv_pq(qe)->chan.lean_res_taken,
+				    memory_order_relaxed) ^
 	       atomic_load_explicit(&sv_pq(qe)->chan.lean_res_freed,
 				    memory_order_acquire);
 }
@@ -1022,7 +1023,9 @@ static void lean_enter(struct sv_qp_engine *qe)
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		sv_pq(qe)->chan.lean_psn = qe->req.psn;
-		sv_pq(qe)->chan.lean_res_taken = sv_pq(qe)->chan.results_used;
+		atomic_store_explicit(&sv_pq(qe)->chan.lean_res_taken,
+				      sv_pq(qe)->chan.results_used,
+				      memory_order_relaxed);
 		atomic_store_explicit(&sv_pq(qe)->chan.lean_res_freed, 0,
 				      memory_order_relaxed);
 		atomic_store(&qe->sq_by_post, true);
@@ -1166,7 +1169,13 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 			memcpy(w->sge, wr->sg_list,
 			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 			w->atomic_result = r;
-			sv_pq(qe)->chan.lean_res_taken ^= 1u << r;
+			atomic_store_explicit(
+				&sv_pq(qe)->chan.lean_res_taken,
+				atomic_load_explicit(
+					&sv_pq(qe)->chan.lean_res_taken,
+					memory_order_relaxed) ^
+					(1u << r),
+				memory_order_relaxed);
 		} else if (wr->send_flags & IBV_SEND_INLINE) {
 			memcpy(w->inline_data, data, len);
 		} else {

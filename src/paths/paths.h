@@ -73,8 +73,10 @@ struct sv_paths_qp {
 		 * res_taken ^ res_freed; post_send flips a bit of res_taken
 		 * as it sends a READ (sq_lock), the retirement flips it in
 		 * res_freed once the result is in the scatter list (engine
-		 * lock), so each has one writer and neither a locked RMW. */
-		uint32_t lean_res_taken;
+		 * lock), so each has one writer and neither a locked RMW
+		 * (atomic: a poster waiting for a word reads res_taken
+		 * without sq_lock). */
+		_Atomic uint32_t lean_res_taken;
 		_Atomic uint32_t lean_res_freed;
 		uint64_t take_next; /* ns: the next look at a stopped peer */
 		/* rx.head when a message waited for the ring once (chan.c,
