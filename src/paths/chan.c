@@ -1238,21 +1238,28 @@ static bool lean_read_room(struct sv_qp_engine *qe,
 			   const struct ibv_send_wr *wr, uint32_t len)
 {
 	uint64_t until = 0;
+	unsigned int spins = 0;
 
 	if (wr->opcode != IBV_WR_RDMA_READ || !len || len > SV_CHAN_READ_MAX)
 		return false;
 	for (;;) {
+		/* (The ack is often there already: retire first.) */
+		lean_retire(qe);
 		if (!atomic_load(&qe->sq_by_post))
 			return false;
 		if ((uint32_t)__builtin_popcount(lean_results(qe)) <
 		    sv_chan_atomic_limit(qe))
 			return true;
-		if (!until)
-			until = sv_now_ns() + SV_CHAN_READ_WAIT_NS;
-		else if ((int64_t)(sv_now_ns() - until) > 0)
-			return false;
+		/* The clock every few looks: it costs as much as a look. */
+		if (spins++ % 16 == 0) {
+			uint64_t now = sv_now_ns();
+
+			if (!until)
+				until = now + SV_CHAN_READ_WAIT_NS;
+			else if ((int64_t)(now - until) > 0)
+				return false;
+		}
 		sv_spin_relax();
-		lean_retire(qe);
 	}
 }
 
@@ -1336,9 +1343,16 @@ static void lean_retire(struct sv_qp_engine *qe)
 			uint32_t bit = 1u
 				       << (w->atomic_result % SV_CHAN_RESULTS);
 
-			if (sv_chan_read_done(qe, w, own) != IBV_WC_SUCCESS) {
-				/* The engine's retirement reports it. */
+			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
+
+			if (e != IBV_WC_SUCCESS) {
+				/* The engine's retirement completes it in
+				 * error (its loop stops at it) and the QP
+				 * goes to ERR. */
 				lean_leave(qe);
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
 				tx_retire(qe);
 				return;
 			}
