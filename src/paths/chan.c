@@ -1008,10 +1008,10 @@ static void lean_enter(struct sv_qp_engine *qe)
 	struct sv_qp *qp = qe->qp;
 
 	/* Not while an atomic is in the channel (lean retirement places
-	 * READs' results only), nor while a large SEND is not acknowledged: if its pull is
-	 * refused, it and the SENDs after it go again as packets, for which
-	 * their WQEs must still say where the data is (lean mode's do
-	 * not). */
+	 * READs' results only), nor while a large SEND is not
+	 * acknowledged: if its pull is refused, it and the SENDs after it
+	 * go again as packets, for which their WQEs must still say where
+	 * the data is (lean mode's do not). */
 	if (qe->req.idx != sv_sq_tail(qe) || atomic_in_chan(qe) ||
 	    (int64_t)(sv_pq(qe)->chan.acked - sv_pq(qe)->chan.rdv_end) < 0 ||
 	    qe->rnr_retry != 7 ||
@@ -1051,7 +1051,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	bool write = wr->opcode == IBV_WR_RDMA_WRITE;
 	bool read = wr->opcode == IBV_WR_RDMA_READ;
 	bool signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	uint32_t results = lean_results(qe), r = 0;
+	uint32_t results = lean_results(qe), r = 0, imm = 0;
 
 	/* A fence waits for the READs before it (chan_try). */
 	if ((wr->send_flags & IBV_SEND_FENCE) && results)
@@ -1137,10 +1137,12 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		sv_pcap_chan_send(qe, sv_pq(qe)->chan.lean_psn, dst, len,
 				  wr->opcode == IBV_WR_SEND_WITH_IMM,
 				  wr->imm_data, flags & SV_CHAN_F_SE);
-	end = sv_chan_commit(t, mlen, flags,
-			     read				? r :
-			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
-								  0);
+	/* (A READ's imm names its result word.) */
+	if (read)
+		imm = r;
+	else if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+		imm = wr->imm_data;
+	end = sv_chan_commit(t, mlen, flags, imm);
 	if (sv_env_trace() && write) {
 		trace_write(qe, dst, mlen);
 	} else if (sv_env_trace() && read) {
@@ -1240,8 +1242,10 @@ static bool lean_read_room(struct sv_qp_engine *qe,
 	uint64_t until = 0;
 	unsigned int spins = 0;
 
-	if (wr->opcode != IBV_WR_RDMA_READ || !len || len > SV_CHAN_READ_MAX)
-		return false;
+	if (wr->opcode != IBV_WR_RDMA_READ || !len || len > SV_CHAN_READ_MAX ||
+	    (uint32_t)__builtin_popcount(lean_results(qe)) <
+		    sv_chan_atomic_limit(qe))
+		return false; /* not the limit that held it back */
 	for (;;) {
 		/* (The ack is often there already: retire first.) */
 		lean_retire(qe);
@@ -1342,7 +1346,6 @@ static void lean_retire(struct sv_qp_engine *qe)
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			uint32_t bit = 1u
 				       << (w->atomic_result % SV_CHAN_RESULTS);
-
 			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
 
 			if (e != IBV_WC_SUCCESS) {
