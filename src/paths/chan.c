@@ -109,6 +109,7 @@
 #include "util/env.h"
 #include "util/lockorder.h"
 #include "util/log.h"
+#include "util/spin.h"
 
 /* Attach attempts of a QP whose peer's channel was not open yet (its
  * first request must raise COMM_EST, or it is on an SRQ...). */
@@ -936,6 +937,21 @@ static void lean_count(struct sv_qp_engine *qe)
 				 memory_order_relaxed);
 	qe->eng->stats->chan_writes += n - sv_pq(qe)->chan.lean_writes_counted;
 	sv_pq(qe)->chan.lean_writes_counted = n;
+	n = atomic_load_explicit(&sv_pq(qe)->chan.lean_reads,
+				 memory_order_relaxed);
+	qe->eng->stats->chan_reads += n - sv_pq(qe)->chan.lean_reads_counted;
+	qe->eng->stats->chan_reads_lean +=
+		n - sv_pq(qe)->chan.lean_reads_counted;
+	sv_pq(qe)->chan.lean_reads_counted = n;
+}
+
+/* Lean mode's result words in use (READs in the channel, not retired). */
+static uint32_t lean_results(struct sv_qp_engine *qe)
+{
+	return atomic_load_explicit(&sv_pq(qe)->chan.lean_res_taken,
+				    memory_order_relaxed) ^
+	       atomic_load_explicit(&sv_pq(qe)->chan.lean_res_freed,
+				    memory_order_acquire);
 }
 
 /* Engine lock and sq_lock held. */
@@ -950,6 +966,10 @@ static void lean_leave_locked(struct sv_qp_engine *qe)
 		idx++;
 	qe->req.idx = idx;
 	sv_pq(qe)->chan.outstanding = idx - qe->comp.idx;
+	/* Only READs hold result words in lean mode (lean_enter). */
+	sv_pq(qe)->chan.results_used = lean_results(qe);
+	sv_pq(qe)->chan.atomics =
+		(uint32_t)__builtin_popcount(sv_pq(qe)->chan.results_used);
 	atomic_store(&qe->sq_by_post, false);
 	lean_count(qe);
 	qe->eng->watch_dirty = true;
@@ -965,17 +985,34 @@ static void lean_leave(struct sv_qp_engine *qe)
 	sv_qlock_unlock(&qe->qp->sq_lock);
 }
 
+/* Is an atomic in the channel?  (Lean retirement places READs' results
+ * only.) */
+static bool atomic_in_chan(struct sv_qp_engine *qe)
+{
+	uint32_t idx;
+
+	if (!sv_pq(qe)->chan.atomics)
+		return false;
+	for (idx = qe->comp.idx; idx != qe->req.idx; idx++) {
+		const struct sv_send_wqe *w = sv_wq_at(&qe->qp->sq, idx);
+
+		if (w->state == SV_WQE_CHAN && sv_chan_atomic_op(w->opcode))
+			return true;
+	}
+	return false;
+}
+
 /* After a channel SEND, engine lock held: is the queue all channel? */
 static void lean_enter(struct sv_qp_engine *qe)
 {
 	struct sv_qp *qp = qe->qp;
 
-	/* (Lean retirement has no results to place: no atomics.) */
-	/* Nor while a large SEND is not acknowledged: if its pull is
-	 * refused, it and the SENDs after it go again as packets, for which
-	 * their WQEs must still say where the data is (lean mode's do
-	 * not). */
-	if (qe->req.idx != sv_sq_tail(qe) || sv_pq(qe)->chan.atomics ||
+	/* Not while an atomic is in the channel (lean retirement places
+	 * READs' results only), nor while a large SEND is not
+	 * acknowledged: if its pull is refused, it and the SENDs after it
+	 * go again as packets, for which their WQEs must still say where
+	 * the data is (lean mode's do not). */
+	if (qe->req.idx != sv_sq_tail(qe) || atomic_in_chan(qe) ||
 	    (int64_t)(sv_pq(qe)->chan.acked - sv_pq(qe)->chan.rdv_end) < 0 ||
 	    qe->rnr_retry != 7 ||
 	    qe->req.idx - qe->comp.idx != sv_pq(qe)->chan.outstanding ||
@@ -986,6 +1023,11 @@ static void lean_enter(struct sv_qp_engine *qe)
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
 	if (atomic_load(&qp->sq.tail) == qe->req.idx) {
 		sv_pq(qe)->chan.lean_psn = qe->req.psn;
+		atomic_store_explicit(&sv_pq(qe)->chan.lean_res_taken,
+				      sv_pq(qe)->chan.results_used,
+				      memory_order_relaxed);
+		atomic_store_explicit(&sv_pq(qe)->chan.lean_res_freed, 0,
+				      memory_order_relaxed);
 		atomic_store(&qe->sq_by_post, true);
 		qe->eng->watch_dirty = true;
 		atomic_store(&qe->eng->quiet, NULL);
@@ -1007,14 +1049,30 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	uint8_t *dst, *data;
 	bool idle = sv_wq_used(&qp->sq) == 0, caught_up;
 	bool write = wr->opcode == IBV_WR_RDMA_WRITE;
+	bool read = wr->opcode == IBV_WR_RDMA_READ;
+	bool signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	uint32_t results = lean_results(qe), r = 0, imm = 0;
 
-	if (write) {
+	/* A fence waits for the READs before it (chan_try). */
+	if ((wr->send_flags & IBV_SEND_FENCE) && results)
+		return false;
+	if (read) {
+		/* A READ of a stream (chan_read.c), within the limit on
+		 * READs in the channel (else the engine waits for room). */
+		if (!sv_chan_read_wanted(qe, wr->opcode, len, signaled,
+					 !idle) ||
+		    (uint32_t)__builtin_popcount(results) >=
+			    sv_chan_atomic_limit(qe) ||
+		    sv_sgl_validate(qp->pd, wr->sg_list, (uint32_t)wr->num_sge,
+				    IBV_ACCESS_LOCAL_WRITE))
+			return false; /* (a bad SGE: the packet path's error) */
+		/* The lowest free word, as chan_try takes it. */
+		r = (uint32_t)__builtin_ctz(~results);
+		mlen = sizeof(struct sv_chan_read);
+	} else if (write) {
 		/* A WRITE of a stream (chan_write.c); a lone signaled one
 		 * goes through the engine to the one-copy path. */
-		if (!sv_chan_write_wanted(qe, wr->opcode, len,
-					  qp->sq_sig_all || (wr->send_flags &
-							     IBV_SEND_SIGNALED),
-					  !idle))
+		if (!sv_chan_write_wanted(qe, wr->opcode, len, signaled, !idle))
 			return false;
 		mlen = len + (uint32_t)sizeof(struct sv_chan_write);
 	} else if ((wr->opcode != IBV_WR_SEND &&
@@ -1041,7 +1099,13 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		memcpy(dst, &h, sizeof(h));
 		data = dst + sizeof(h);
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (read) {
+		struct sv_chan_read q = { .va = wr->wr.rdma.remote_addr,
+					  .rkey = wr->wr.rdma.rkey,
+					  .len = len };
+
+		memcpy(dst, &q, sizeof(q));
+	} else if (wr->send_flags & IBV_SEND_INLINE) {
 		uint8_t *d = data;
 		int i;
 
@@ -1063,31 +1127,58 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	}
 	if (write)
 		flags |= SV_CHAN_F_WRITE;
+	if (read)
+		flags |= SV_CHAN_F_READ;
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM)
 		flags |= SV_CHAN_F_IMM;
-	if ((wr->send_flags & IBV_SEND_SOLICITED) && !write)
+	if ((wr->send_flags & IBV_SEND_SOLICITED) && !write && !read)
 		flags |= SV_CHAN_F_SE;
-	if (sv_pcap_active() && !write)
+	if (sv_pcap_active() && !write && !read)
 		sv_pcap_chan_send(qe, sv_pq(qe)->chan.lean_psn, dst, len,
 				  wr->opcode == IBV_WR_SEND_WITH_IMM,
 				  wr->imm_data, flags & SV_CHAN_F_SE);
-	end = sv_chan_commit(t, mlen, flags,
-			     wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data :
-								  0);
-	if (sv_env_trace() && write)
+	/* (A READ's imm names its result word.) */
+	if (read)
+		imm = r;
+	else if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+		imm = wr->imm_data;
+	end = sv_chan_commit(t, mlen, flags, imm);
+	if (sv_env_trace() && write) {
 		trace_write(qe, dst, mlen);
-	else if (sv_env_trace())
+	} else if (sv_env_trace() && read) {
+		char extra[64];
+
+		snprintf(extra, sizeof(extra), " va 0x%" PRIx64 " rkey 0x%x",
+			 wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+		sv_trace_op(qe->eng, "tx-chan", SV_OP_RC_RDMA_READ_REQUEST,
+			    qe->dest_qpn, len, extra);
+	} else if (sv_env_trace()) {
 		trace_msg(qe, "tx-chan", qe->dest_qpn, len,
 			  wr->opcode == IBV_WR_SEND_WITH_IMM);
+	}
 	/* The WQE as the engine retires or flushes it. */
 	w = sv_wq_at(&qp->sq, tail);
 	sv_send_wqe_from_wr(w, wr, len);
-	if (write) {
-		/* Where and what, for the one-copy path if the WRITE is
-		 * taken back from a stopped peer (tx_take_back). */
+	if (write || read) {
+		/* Where and what, for the one-copy path if the WRITE or
+		 * READ is taken back from a stopped peer (tx_take_back);
+		 * a READ's scatter list, for its result. */
 		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->wr.rdma.rkey = wr->wr.rdma.rkey;
-		if (wr->send_flags & IBV_SEND_INLINE) {
+		if (read) {
+			w->send_flags &= ~(uint32_t)IBV_SEND_INLINE;
+			w->num_sge = (uint32_t)wr->num_sge;
+			memcpy(w->sge, wr->sg_list,
+			       (size_t)wr->num_sge * sizeof(struct ibv_sge));
+			w->atomic_result = r;
+			atomic_store_explicit(
+				&sv_pq(qe)->chan.lean_res_taken,
+				atomic_load_explicit(
+					&sv_pq(qe)->chan.lean_res_taken,
+					memory_order_relaxed) ^
+					(1u << r),
+				memory_order_relaxed);
+		} else if (wr->send_flags & IBV_SEND_INLINE) {
 			memcpy(w->inline_data, data, len);
 		} else {
 			w->num_sge = (uint32_t)wr->num_sge;
@@ -1100,12 +1191,19 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	}
 	w->first_psn = sv_pq(qe)->chan.lean_psn;
 	w->last_psn = sv_psn_add(sv_pq(qe)->chan.lean_psn, SV_PSN_MASK);
-	w->sent = len;
+	w->sent = read ? 0 : len;
 	w->chan_end = end;
 	w->state = SV_WQE_CHAN;
 	atomic_store_explicit(&qp->sq.tail, tail + 1, memory_order_release);
 	/* Only posters write them, under sq_lock: no locked RMW needed. */
-	if (write)
+	if (read)
+		atomic_store_explicit(
+			&sv_pq(qe)->chan.lean_reads,
+			atomic_load_explicit(&sv_pq(qe)->chan.lean_reads,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+	else if (write)
 		atomic_store_explicit(
 			&sv_pq(qe)->chan.lean_writes,
 			atomic_load_explicit(&sv_pq(qe)->chan.lean_writes,
@@ -1129,24 +1227,74 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	return true;
 }
 
+static void lean_retire(struct sv_qp_engine *qe);
+
+/* How long a lean READ waits for a result word (the peer answering the
+ * oldest READ) before the QP leaves lean mode for it. */
+#define SV_CHAN_READ_WAIT_NS 5000u
+
+/* Engine lock held, not sq_lock: is a READ held back only by the limit
+ * on READs in the channel?  Then retire what the peer answered, for a
+ * while, until a result word is free. */
+static bool lean_read_room(struct sv_qp_engine *qe,
+			   const struct ibv_send_wr *wr, uint32_t len)
+{
+	uint64_t until = 0;
+	unsigned int spins = 0;
+
+	if (wr->opcode != IBV_WR_RDMA_READ || !len || len > SV_CHAN_READ_MAX ||
+	    (uint32_t)__builtin_popcount(lean_results(qe)) <
+		    sv_chan_atomic_limit(qe))
+		return false; /* not the limit that held it back */
+	for (;;) {
+		/* (The ack is often there already: retire first.) */
+		lean_retire(qe);
+		if (!atomic_load(&qe->sq_by_post))
+			return false;
+		if ((uint32_t)__builtin_popcount(lean_results(qe)) <
+		    sv_chan_atomic_limit(qe))
+			return true;
+		/* The clock every few looks: it costs as much as a look. */
+		if (spins++ % 16 == 0) {
+			uint64_t now = sv_now_ns();
+
+			if (!until)
+				until = now + SV_CHAN_READ_WAIT_NS;
+			else if ((int64_t)(now - until) > 0)
+				return false;
+		}
+		sv_spin_relax();
+	}
+}
+
 static bool chan_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		      uint64_t len)
 {
 	struct sv_qp_engine *qe = qp->eng;
 	struct sv_engine *eng;
+	uint32_t l =
+		(uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 : len);
+	bool again;
 
 	if (!qe || !atomic_load_explicit(&qe->sq_by_post, memory_order_acquire))
 		return false;
-	if (lean_post(qe, wr,
-		      (uint32_t)(len > SV_CHAN_MAX_MSG ? SV_CHAN_MAX_MSG + 1 :
-							 len)))
+	if (lean_post(qe, wr, l))
 		return true;
 	/* Back to the engine, which needs its lock to take over (the
 	 * engine lock comes before sq_lock: util/lockorder.h). */
 	eng = qe->eng;
 	sv_qlock_unlock(&qp->sq_lock);
 	sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+	/* A stream of READs meets the limit on READs in the channel at
+	 * every post: it stays lean if the peer answers the oldest soon
+	 * (the engine's retirement frees its result word). */
+	again = lean_read_room(qe, wr, l);
 	sv_qlock_lock(&qp->sq_lock, SV_LOCK_SQ);
+	if (again && atomic_load(&qe->sq_by_post) &&
+	    sv_wq_used(&qp->sq) < qp->sq.max_wr && lean_post(qe, wr, l)) {
+		sv_mutex_unlock(&eng->lock);
+		return true;
+	}
 	if (atomic_load(&qe->sq_by_post))
 		lean_leave_locked(qe);
 	sv_mutex_unlock(&eng->lock);
@@ -1195,6 +1343,32 @@ static void lean_retire(struct sv_qp_engine *qe)
 
 		if ((int64_t)(a - w->chan_end) < 0)
 			break;
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			uint32_t bit = 1u
+				       << (w->atomic_result % SV_CHAN_RESULTS);
+			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
+
+			if (e != IBV_WC_SUCCESS) {
+				/* The engine's retirement completes it in
+				 * error (its loop stops at it) and the QP
+				 * goes to ERR. */
+				lean_leave(qe);
+				sv_explain_wqe(qe, w, e);
+				w->state = SV_WQE_ERROR;
+				w->status = e;
+				tx_retire(qe);
+				return;
+			}
+			/* The word is free for the next READ's result
+			 * (after our copy of this one). */
+			atomic_store_explicit(
+				&sv_pq(qe)->chan.lean_res_freed,
+				atomic_load_explicit(
+					&sv_pq(qe)->chan.lean_res_freed,
+					memory_order_relaxed) ^
+					bit,
+				memory_order_release);
+		}
 		w->state = SV_WQE_DONE;
 		SV_QSTAT(qe, wr_done);
 		SV_QSTAT_ADD(qe, wr_bytes, w->length);
@@ -1244,8 +1418,8 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 			return SV_CHAN_NO;
 		len += (uint32_t)sizeof(struct sv_chan_write);
 	} else if (read) {
-		if (!sv_chan_read_wanted(qe, wqe, wqe_signaled(qe->qp, wqe),
-					 busy))
+		if (!sv_chan_read_wanted(qe, wqe->opcode, wqe->length,
+					 wqe_signaled(qe->qp, wqe), busy))
 			return SV_CHAN_NO;
 		len = sizeof(struct sv_chan_read);
 	} else if ((wqe->opcode != IBV_WR_SEND &&

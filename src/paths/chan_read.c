@@ -39,12 +39,12 @@
 #include "proto/wire.h"
 #include "util/env.h"
 
-bool sv_chan_read_wanted(const struct sv_qp_engine *qe,
-			 const struct sv_send_wqe *w, bool signaled, bool busy)
+bool sv_chan_read_wanted(const struct sv_qp_engine *qe, uint32_t opcode,
+			 uint64_t len, bool signaled, bool busy)
 {
-	return w->opcode == IBV_WR_RDMA_READ && w->length &&
-	       w->length <= SV_CHAN_READ_MAX && qe->qp->type == IBV_QPT_RC &&
-	       (!signaled || busy) && !sv_pcap_active() && sv_env_chan_write();
+	return opcode == IBV_WR_RDMA_READ && len && len <= SV_CHAN_READ_MAX &&
+	       qe->qp->type == IBV_QPT_RC && (!signaled || busy) &&
+	       !sv_pcap_active() && sv_env_chan_write();
 }
 
 void sv_chan_read_fill(const struct sv_send_wqe *w, uint8_t *dst)

@@ -67,6 +67,17 @@ struct sv_paths_qp {
 		uint64_t rx_claim;
 		_Atomic uint64_t lean_writes; /* lean WRITEs, as lean_sends */
 		uint64_t lean_writes_counted;
+		_Atomic uint64_t lean_reads; /* lean READs, as lean_sends */
+		uint64_t lean_reads_counted;
+		/* Lean mode's result words (READs): in use are the bits of
+		 * res_taken ^ res_freed; post_send flips a bit of res_taken
+		 * as it sends a READ (sq_lock), the retirement flips it in
+		 * res_freed once the result is in the scatter list (engine
+		 * lock), so each has one writer and neither a locked RMW
+		 * (atomic: a poster waiting for a word reads res_taken
+		 * without sq_lock). */
+		_Atomic uint32_t lean_res_taken;
+		_Atomic uint32_t lean_res_freed;
 		uint64_t take_next; /* ns: the next look at a stopped peer */
 		/* rx.head when a message waited for the ring once (chan.c,
 		 * rx_run: the ACK of our packets may be there). */
@@ -183,10 +194,10 @@ uint32_t sv_chan_write_serve(struct sv_qp_engine *qe,
 
 /* chan_read.c: small RC RDMA READs through message channels, answered
  * into a result word as atomics are (chan.c calls). */
-/* Does the READ w go through the channel (signaled, busy: as for
- * sv_chan_write_wanted)? */
-bool sv_chan_read_wanted(const struct sv_qp_engine *qe,
-			 const struct sv_send_wqe *w, bool signaled, bool busy);
+/* Does a WR of opcode and len bytes go through the channel as a READ
+ * (signaled, busy: as for sv_chan_write_wanted)? */
+bool sv_chan_read_wanted(const struct sv_qp_engine *qe, uint32_t opcode,
+			 uint64_t len, bool signaled, bool busy);
 /* The request of READ w, into a reserved payload. */
 void sv_chan_read_fill(const struct sv_send_wqe *w, uint8_t *dst);
 /* Requester: the READ w was acknowledged; its bytes (own's result word

@@ -62,8 +62,8 @@ static inline uint64_t dr_write_until_refused(struct hx_ep *ep)
 		CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
 		CHECK(wc.wr_id >= wrid && wc.wr_id < wrid + DR_BATCH);
 		for (uint64_t k = wc.wr_id + 1; k < wrid + DR_BATCH; k++)
-			if (!HX_EXPECT(ep->scq, NULL, k, IBV_WC_WR_FLUSH_ERR, -1,
-				       -1))
+			if (!HX_EXPECT(ep->scq, NULL, k, IBV_WC_WR_FLUSH_ERR,
+				       -1, -1))
 				break;
 	}
 	CHECK(failed);

@@ -29,13 +29,25 @@
  *            READ after a WRITE of the same bytes sees the WRITE; then a
  *            READ with an unknown R_Key: REM_ACCESS_ERR, the next
  *            flushed, both QPs in ERR;
+ *   lean     READs posted one by one, as perftest does (lean mode:
+ *            post_send writes them into the channel, counted by
+ *            chan_reads_lean), with max_rd_atomic 4: 400 READs of 1 to
+ *            8 B in rounds of 4, the last signaled, every byte right and
+ *            the bytes around untouched (at least half by post_send);
+ *            then more at once than max_rd_atomic allows in the channel:
+ *            WRITE, READ of the same bytes, SEND, in turn: each READ
+ *            sees its WRITE and B's receives see every WRITE before
+ *            them; a fenced SEND after READs; then 20 READs, one with an
+ *            unknown R_Key, 5 after it: the 20 before it complete with
+ *            their bytes, it is REM_ACCESS_ERR, the 5 flushed;
  *   stopped  B is SIGSTOPped: 32 small WRITEs (unsignaled but the last,
  *            inline in turn) and then 8 small READs complete anyway - A
  *            takes them back from the channel and runs them with one
  *            copy - and after SIGCONT the channel carries WRITEs again;
  *            every byte right (skipped, 77, without the fast path:
  *            nothing reaches a stopped process's memory then).
- * Counters (SOFTVERBS_STATS at close): chan_writes and chan_reads at A,
+ * Counters (SOFTVERBS_STATS at close): chan_writes, chan_reads and
+ * chan_reads_lean at A,
  * chan_writes_served and chan_reads_served at B on the shm link,
  * chan_writes_taken after the stop; all 0 with SOFTVERBS_FASTPATH=0.
  */
@@ -52,10 +64,19 @@
 /* ---- counters ----------------------------------------------------------- */
 
 static const char *const counter_names[] = {
-	"chan_writes",	   "chan_writes_served", "chan_writes_taken",
-	"access_no_key",   "access_bounds",	 "access_rights",
-	"access_qp_flags", "access_pd",		 "direct_write",
-	"chan_reads",	   "chan_reads_served",	 NULL,
+	"chan_writes",
+	"chan_writes_served",
+	"chan_writes_taken",
+	"access_no_key",
+	"access_bounds",
+	"access_rights",
+	"access_qp_flags",
+	"access_pd",
+	"direct_write",
+	"chan_reads",
+	"chan_reads_served",
+	"chan_reads_lean",
+	NULL,
 };
 #define NCOUNTERS (sizeof(counter_names) / sizeof(counter_names[0]) - 1)
 
@@ -90,7 +111,8 @@ static void expect_counter(struct hx_ep *ep, const char *name,
 				 counter(&c, "chan_writes_served") +
 				 counter(&c, "chan_writes_taken") +
 				 counter(&c, "chan_reads") +
-				 counter(&c, "chan_reads_served"),
+				 counter(&c, "chan_reads_served") +
+				 counter(&c, "chan_reads_lean"),
 			 0);
 		return;
 	}
@@ -424,7 +446,9 @@ static void errors_a(int fd)
 		hx_sync(fd); /* B checks its QP and memory */
 	}
 	hx_sync(fd);
-	expect_counter(&ep, "chan_writes", 2 * E_NUM);
+	/* The good ones and the bad ones; the WRITE after a bad one enters
+	 * the channel only if posted before the NAK came back. */
+	expect_counter(&ep, "chan_writes", 2 * E_NUM - 1);
 }
 
 static void errors_b(int fd)
@@ -629,6 +653,194 @@ static void reads_b(int fd)
 	expect_counter(&ep, "chan_reads_served", RD_N / 2);
 }
 
+/* ---- lean ---------------------------------------------------------------- */
+
+#define LN_N 400
+#define LN_SRC 4096 /* B's pattern */
+#define LN_DST (128 * 1024) /* A's landing area, 16 bytes a READ */
+#define LN_SEED 23
+#define LN_PAIRS 40 /* WRITE, READ, SEND */
+#define LN_WAT (64 * 1024) /* B's words the pairs write and read */
+#define LN_BAD 20 /* the READ with an unknown R_Key */
+#define LN_AFTER 5
+
+static uint32_t ln_len(int i)
+{
+	return (uint32_t)(i % 8) + 1;
+}
+
+static size_t ln_src(int i)
+{
+	return LN_SRC + 11 * (size_t)i + 1;
+}
+
+static uint64_t ln_val(int i)
+{
+	return 0x3c3c000000000000ull | ((uint64_t)i * 0x10203u + 1);
+}
+
+static int ln_read(struct hx_ep *ep, uint64_t id, int flags, uint8_t *dst,
+		   uint32_t len, size_t src, uint32_t rkey)
+{
+	return hx_post_send(ep, IBV_WR_RDMA_READ, flags, id, dst, len,
+			    ep->mr->lkey, ep->peer.addr + src, rkey, 0);
+}
+
+static void lean_a(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	int i, wrong = -1;
+	uint8_t *d;
+
+	stats_on();
+	o.max_send_wr = 512;
+	o.send_cqe = 1024;
+	o.max_rd_atomic = 4;
+	hx_ep_open(&ep, &o, fd);
+	memset(ep.buf + LN_DST, 0xcc, 16 * LN_N);
+	hx_ep_connect(&ep);
+	hx_sync(fd); /* B's pattern and receives are in place */
+	/* Rounds as many as max_rd_atomic: none waits for a result word
+	 * (whether the peer answers within lean mode's wait is the
+	 * machine's), so all but the first go by post_send. */
+	for (i = 0; i < LN_N; i++) {
+		HX_CHECK_RC(ln_read(&ep, (uint64_t)i,
+				    i % 4 == 3 ? IBV_SEND_SIGNALED : 0,
+				    ep.buf + LN_DST + 16 * i + 3, ln_len(i),
+				    ln_src(i), ep.peer.rkey),
+			    0);
+		if (i % 4 == 3)
+			HX_EXPECT_T(ep.scq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+				    IBV_WC_RDMA_READ, ln_len(i), 10000);
+	}
+	for (i = 0; i < LN_N && wrong < 0; i++) {
+		d = ep.buf + LN_DST + 16 * i;
+		for (uint32_t j = 0; j < 16; j++) {
+			uint8_t want =
+				j >= 3 && j < 3 + ln_len(i) ?
+					hx_pattern_byte(LN_SEED,
+							ln_src(i) + j - 3) :
+					0xcc;
+
+			if (d[j] != want) {
+				hx_log("READ %d byte %u: %#x, want %#x", i, j,
+				       d[j], want);
+				wrong = i;
+				break;
+			}
+		}
+	}
+	CHECK_EQ(wrong, -1);
+	/* WRITE, READ of it, SEND: in the channel's order. */
+	memset(ep.buf + 8192, 0, 8 * LN_PAIRS);
+	for (i = 0; i < LN_PAIRS; i++) {
+		put64(ep.buf + 8 * i, ln_val(i));
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_RDMA_WRITE, 0,
+					 1000 + (uint64_t)i, ep.buf + 8 * i, 8,
+					 ep.mr->lkey,
+					 ep.peer.addr + LN_WAT + 8 * i,
+					 ep.peer.rkey, 0),
+			    0);
+		HX_CHECK_RC(ln_read(&ep, 2000 + (uint64_t)i, 0,
+				    ep.buf + 8192 + 8 * i, 8, LN_WAT + 8 * i,
+				    ep.peer.rkey),
+			    0);
+		put64(ep.buf + 4096 + 8 * i, (uint64_t)i);
+		HX_CHECK_RC(
+			hx_post_send(&ep, IBV_WR_SEND,
+				     i == LN_PAIRS - 1 ? IBV_SEND_SIGNALED : 0,
+				     3000 + (uint64_t)i, ep.buf + 4096 + 8 * i,
+				     8, ep.mr->lkey, 0, 0, 0),
+			0);
+	}
+	HX_EXPECT(ep.scq, NULL, 3000 + LN_PAIRS - 1, IBV_WC_SUCCESS,
+		  IBV_WC_SEND, -1);
+	for (i = 0; i < LN_PAIRS; i++)
+		CHECK_EQ(get64(ep.buf + 8192 + 8 * i), ln_val(i));
+	/* A fenced SEND after READs. */
+	for (i = 0; i < 8; i++)
+		HX_CHECK_RC(ln_read(&ep, 4000 + (uint64_t)i, 0,
+				    ep.buf + 8192 + 8 * i, 8, ln_src(i),
+				    ep.peer.rkey),
+			    0);
+	HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND,
+				 IBV_SEND_SIGNALED | IBV_SEND_FENCE, 4100,
+				 ep.buf, 8, ep.mr->lkey, 0, 0, 0),
+		    0);
+	HX_EXPECT(ep.scq, NULL, 4100, IBV_WC_SUCCESS, IBV_WC_SEND, -1);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(memcmp(ep.buf + 8192 + 8 * i,
+				(const uint8_t[8]){
+					hx_pattern_byte(LN_SEED, ln_src(i)),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 1),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 2),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 3),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 4),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 5),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 6),
+					hx_pattern_byte(LN_SEED, ln_src(i) + 7),
+				},
+				8),
+			 0);
+	/* An unknown R_Key in the middle of a run. */
+	memset(ep.buf + LN_DST, 0xcc, 16 * (LN_BAD + 1 + LN_AFTER));
+	for (i = 0; i <= LN_BAD + LN_AFTER; i++)
+		HX_CHECK_RC(ln_read(&ep, 5000 + (uint64_t)i,
+				    i > LN_BAD ? IBV_SEND_SIGNALED : 0,
+				    ep.buf + LN_DST + 16 * i, 8, ln_src(i),
+				    ep.peer.rkey + (i == LN_BAD ? 0x100 : 0)),
+			    0);
+	HX_EXPECT(ep.scq, NULL, 5000 + LN_BAD, IBV_WC_REM_ACCESS_ERR, -1, -1);
+	for (i = LN_BAD + 1; i <= LN_BAD + LN_AFTER; i++)
+		HX_EXPECT(ep.scq, NULL, 5000 + (uint64_t)i, IBV_WC_WR_FLUSH_ERR,
+			  -1, -1);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_ERR);
+	for (i = 0; i <= LN_BAD + LN_AFTER; i++) {
+		d = ep.buf + LN_DST + 16 * i;
+		if (i < LN_BAD)
+			CHECK_EQ(d[7], hx_pattern_byte(LN_SEED, ln_src(i) + 7));
+		else
+			CHECK_EQ(d[7], 0xcc);
+		CHECK_EQ(d[8], 0xcc);
+	}
+	hx_sync(fd);
+	expect_counter(&ep, "chan_reads_lean", LN_N / 2);
+}
+
+static void lean_b(int fd)
+{
+	struct hx_opts o = hx_opts_default();
+	struct hx_ep ep;
+	int i, wrong = -1;
+
+	stats_on();
+	o.max_recv_wr = 64;
+	hx_ep_open(&ep, &o, fd);
+	hx_fill(ep.buf, o.buf_len, LN_SEED);
+	hx_ep_connect(&ep);
+	for (i = 0; i <= LN_PAIRS; i++) /* the pairs' SENDs, the fenced one */
+		HX_CHECK_RC(hx_post_recv(&ep, (uint64_t)i,
+					 ep.buf + 256 * 1024 + 64 * i, 64,
+					 ep.mr->lkey),
+			    0);
+	hx_sync(fd);
+	/* At each SEND, the WRITEs before it are in place. */
+	for (i = 0; i < LN_PAIRS && wrong < 0; i++) {
+		HX_EXPECT_T(ep.rcq, NULL, (uint64_t)i, IBV_WC_SUCCESS,
+			    IBV_WC_RECV, 8, 10000);
+		if (get64(ep.buf + LN_WAT + 8 * i) != ln_val(i) ||
+		    get64(ep.buf + 256 * 1024 + 64 * i) != (uint64_t)i)
+			wrong = i;
+	}
+	CHECK_EQ(wrong, -1);
+	HX_EXPECT_T(ep.rcq, NULL, LN_PAIRS, IBV_WC_SUCCESS, IBV_WC_RECV, 8,
+		    10000);
+	hx_sync(fd);
+	CHECK_EQ(hx_qp_state_wait(ep.qp, IBV_QPS_ERR, 3000), IBV_QPS_ERR);
+	expect_counter(&ep, "chan_reads_served", LN_N);
+}
+
 /* ---- stopped -------------------------------------------------------------- */
 
 #define ST_N 32
@@ -736,13 +948,12 @@ static void stopped_b(int fd)
 	CHECK(hx_ep_close_counter(&ep, "chan_writes_served") >= 64);
 }
 
-static const struct hx_case cases[] = { HX_CASE(bytes, 60),
-					HX_CASE(order, 60),
-					HX_CASE(errors, 60),
-					HX_CASE(dereg, 60),
-					HX_CASE(reads, 60),
-					HX_CASE(stopped, 60),
-					{ 0 } };
+static const struct hx_case cases[] = {
+	HX_CASE(bytes, 60),   HX_CASE(order, 60),
+	HX_CASE(errors, 60),  HX_CASE(dereg, 60),
+	HX_CASE(reads, 60),   HX_CASE(lean, 60),
+	HX_CASE(stopped, 60), { 0 }
+};
 
 static int done(void)
 {

@@ -123,6 +123,7 @@
 	X(chan_writes_served, "RDMA WRITEs placed for a peer's channel")     \
 	X(chan_writes_taken, "channel WRITEs, READs taken back from a stopped peer") \
 	X(chan_reads, "RDMA READs sent through a message channel")           \
+	X(chan_reads_lean, "of those, sent by post_send in lean mode")       \
 	X(chan_reads_served, "RDMA READs answered for a peer's channel")     \
 	X(chan_broken, "message channels closed: a malformed message")   \
 	X(chan_visits, "QPs a channel poll looked at (paths/chan.c)")     \
