@@ -47,11 +47,11 @@
 #include "paths/paths.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -268,14 +268,21 @@ bool sv_chan_rdv_current(const struct sv_qp_engine *qe,
 	return sender_current(qe, pc, d->gen);
 }
 
-/* Is the process the pidfd names still alive (not a reused pid)? */
+/* Is the process the pidfd names still alive (not a reused pid)?  Its
+ * pidfd turns readable when it has exited (a zombie too, whose memory is
+ * gone already): a poll is the cheapest question, and it is asked on the
+ * way to every pulled SEND's completion. */
 static bool peer_alive(const struct sv_shm_peer *p)
 {
-#ifdef SYS_pidfd_send_signal
-	if (p->pidfd >= 0)
-		return syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) ==
-		       0;
-#endif
+	if (p->pidfd >= 0) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+		int r;
+
+		do
+			r = poll(&pf, 1, 0);
+		while (r < 0 && errno == EINTR);
+		return r == 0;
+	}
 	return kill(p->pid, 0) == 0 || errno == EPERM;
 }
 
@@ -321,13 +328,15 @@ enum sv_sgl_err sv_chan_rdv_pull(struct sv_qp_engine *qe,
 	left = d->len;
 	while (left) {
 		ssize_t got;
+		int err;
 
 		got = peer_read(qe, local + li, n - li, d->iov + ri, d->n - ri);
-		if (got < 0 && errno == EINTR)
+		err = errno; /* (the liveness check's poll may change it) */
+		if (got < 0 && err == EINTR)
 			continue;
-		if (got < 0 && refused(errno) && peer_alive(qe->shm)) {
+		if (got < 0 && refused(err) && peer_alive(qe->shm)) {
 			/* Proved, then refused: no more descriptors. */
-			say_refused(qe, errno, true);
+			say_refused(qe, err, true);
 			if (sv_pq(qe)->chan.rx.ch)
 				atomic_store(&sv_pq(qe)->chan.rx.ch->can_pull,
 					     0);

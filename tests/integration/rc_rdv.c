@@ -24,7 +24,10 @@
  *           (RETRY_EXC_ERR, bounded); a sender SIGSTOPped after posting
  *           (its SEND is received while it is stopped, on the fast path);
  *           a sender SIGKILLed before its SEND was taken (the receive
- *           never completes, the receiving QP stays in RTS); a sender
+ *           never completes, the receiving QP stays in RTS), and one
+ *           killed but not yet reaped (a zombie: its pid still stands,
+ *           its memory is gone; the same, counted as a failed copy, not
+ *           as a refusal of a living sender's memory); a sender
  *           that moved its QP to ERR (its WQE flushed) and rewrote its
  *           buffer before the receive was posted (nothing completes).
  *   undumpable  a sender non-dumpable since it connected: its SEND
@@ -48,6 +51,7 @@
  * link, 0 with SOFTVERBS_FASTPATH=0.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +71,10 @@
 #define BUF (12 * MIB)
 
 static const char *const names[] = { "rdv_sends", "rdv_recvs", "rdv_failed",
-				     NULL };
+				     "rdv_refused", NULL };
 
 struct counts {
-	unsigned long long sends, recvs, failed;
+	unsigned long long sends, recvs, failed, refused;
 };
 
 static void stats_on(void)
@@ -80,12 +84,13 @@ static void stats_on(void)
 
 static void close_counts(struct hx_ep *ep, struct counts *c)
 {
-	unsigned long long v[3];
+	unsigned long long v[4];
 
 	hx_ep_close_counters(ep, names, v);
 	c->sends = v[0];
 	c->recvs = v[1];
 	c->failed = v[2];
+	c->refused = v[3];
 }
 
 /* At least min of the counter on the shm link, 0 over UDP. */
@@ -549,6 +554,18 @@ static void peer_a(int fd)
 	HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
 	hx_sync(fd);
 
+	/* 3b. The same sender killed but not reaped yet (a zombie): its
+	 * pid still names it, its memory is gone.  A failed copy, as for
+	 * the dead one, not a refusal (which would warn and ask a dead
+	 * sender to send again). */
+	hx_ep_new_qp(&ep);
+	hx_ep_connect(&ep); /* with B's second child */
+	CHECK_EQ(hx_recv_u64(fd), 5); /* it is a zombie */
+	HX_CHECK_RC(hx_post_recv(&ep, 5, ep.buf, 8 * MIB, ep.mr->lkey), 0);
+	HX_EXPECT_NONE(ep.rcq, 500);
+	HX_CHECK_STATE(ep.qp, IBV_QPS_RTS);
+	hx_sync(fd);
+
 	/* 4. The sender moved its QP to ERR before its SEND was taken (its
 	 * WQE flushed, its buffer rewritten since): nothing completes. */
 	renew(&ep);
@@ -566,16 +583,94 @@ static void peer_a(int fd)
 	close_counts(&ep, &c);
 	expect_count(c.sends, 1);
 	expect_count(c.recvs, 1);
-	expect_count(c.failed, 2);
+	expect_count(c.failed, 3);
+	CHECK_EQ(c.refused, 0);
+}
+
+/* A child of B that connects to A, posts a 4 MiB SEND and tells so on
+ * the pipe, then waits to be killed. */
+static pid_t doomed_sender(int fd, const struct hx_opts *o, uint64_t id,
+			   uint8_t seed)
+{
+	int p[2];
+	pid_t pid;
+	char ch;
+
+	REQUIRE(pipe(p) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct hx_ep cep;
+
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		hx_role = "B'";
+		open_ep(&cep, fd, o);
+		hx_fill(cep.buf, 4 * MIB, seed);
+		if (hx_post_send(&cep, IBV_WR_SEND, IBV_SEND_SIGNALED, id,
+				 cep.buf, 4 * MIB, cep.mr->lkey, 0, 0, 0) ||
+		    write(p[1], "c", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	CHECK_EQ(read(p[0], &ch, 1), 1);
+	close(p[0]);
+	/* Its engine has had time to put the SEND out. */
+	hx_msleep(50);
+	return pid;
+}
+
+/* Threads of pid still listed (its own included). */
+static int task_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Has pid become a zombie (exited with all its threads, not reaped)?
+ * Bounded.  (While its other threads are still on their way out, its
+ * memory is gone but the process is not over: a window this test does
+ * not aim at.) */
+static bool wait_zombie(pid_t pid)
+{
+	char path[64], buf[512], *q;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 2500; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		q = strrchr(buf, ')');
+		if (q && q[1] == ' ' && q[2] == 'Z' && task_count(pid) == 1)
+			return true;
+		hx_msleep(2);
+	}
+	return false;
 }
 
 static void peer_b(int fd)
 {
 	struct hx_opts o = hx_opts_default();
 	struct hx_ep ep;
-	int p[2], stw;
+	int stw;
 	pid_t pid;
-	char ch;
 
 	o.timeout = 14;
 	o.retry_cnt = 2;
@@ -594,34 +689,21 @@ static void peer_b(int fd)
 	hx_sync(fd);
 
 	/* A child of ours sends 4 MiB and is killed. */
-	REQUIRE(pipe(p) == 0);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct hx_ep cep;
-
-		close(p[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		hx_role = "B'";
-		open_ep(&cep, fd, &o);
-		hx_fill(cep.buf, 4 * MIB, 43);
-		if (hx_post_send(&cep, IBV_WR_SEND, IBV_SEND_SIGNALED, 3,
-				 cep.buf, 4 * MIB, cep.mr->lkey, 0, 0, 0) ||
-		    write(p[1], "c", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(p[1]);
-	CHECK_EQ(read(p[0], &ch, 1), 1);
-	close(p[0]);
-	/* Its engine has had time to put the SEND out. */
-	hx_msleep(50);
+	pid = doomed_sender(fd, &o, 3, 43);
 	kill(pid, SIGKILL);
 	CHECK_EQ(waitpid(pid, &stw, 0), pid);
 	CHECK(WIFSIGNALED(stw) && WTERMSIG(stw) == SIGKILL);
 	hx_send_u64(fd, 3);
 	hx_sync(fd);
+
+	/* Another, killed and left a zombie until A has tried its SEND. */
+	pid = doomed_sender(fd, &o, 5, 45);
+	kill(pid, SIGKILL);
+	REQUIRE(wait_zombie(pid));
+	hx_send_u64(fd, 5);
+	hx_sync(fd);
+	CHECK_EQ(waitpid(pid, &stw, 0), pid);
+	CHECK(WIFSIGNALED(stw) && WTERMSIG(stw) == SIGKILL);
 
 	/* Part 4: a SEND, then our QP to ERR. */
 	renew(&ep);
