@@ -647,8 +647,10 @@ static void *progress_main(void *arg)
 		 * wire_more), as for a waiter (wait_moves). */
 		served = serve_moves(eng);
 		eng->in_thread = true;
+		eng->in_spin = spun;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
+		eng->in_spin = false;
 		/* A peer waits for our answer to what it sent through the
 		 * rings, or follows up a wire stream within a round trip
 		 * (serve_moves); a stream of single-packet requests sends its
