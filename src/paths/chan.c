@@ -1085,9 +1085,12 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	    IBV_QPS_RTS)
 		return false;
 	/* The peer took all we sent before (it may be lying down now): our
-	 * doorbell's look at its word is fenced (poke).  A stream's peer
-	 * lags, and this line seldom changes then. */
-	caught_up = atomic_load_explicit(&t->own->ack, memory_order_relaxed) ==
+	 * doorbell's look at its word is fenced (poke).  Known from our
+	 * retirement, which the answer to a ping-pong's message passes
+	 * first (rx_run); the ack line itself the peer rewrites at every
+	 * batch of a stream, and reading it here cost a cache-line transfer
+	 * per post. */
+	caught_up = __atomic_load_n(&sv_pq(qe)->chan.acked, __ATOMIC_RELAXED) ==
 		    t->tail;
 	dst = sv_chan_reserve(t, mlen);
 	if (!dst)
