@@ -65,7 +65,7 @@ enum sv_chan_flags {
 /* Atomics a producer may have in a channel at once: one result word
  * each, from the ack line on (the producer takes the lowest free word,
  * so a single atomic's result comes in the ack's own cache line). */
-#define SV_CHAN_RESULTS 16u
+#define SV_CHAN_RESULTS 64u
 
 enum sv_chan_atomic_op {
 	SV_CHAN_CMP_SWAP = 1,

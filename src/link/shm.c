@@ -27,8 +27,9 @@
 #define SV_SHM_MAGIC 0x736f667476736d31ull /* "softvsm1" */
 /* 2: message channels after the slots, 3: help jobs, 4: atomics through
  * channels, 5: the channels' ready word, their lines apart from their
- * slots, 6: the slot's flow carries the traffic class */
-#define SV_SHM_VERSION 6
+ * slots, 6: the slot's flow carries the traffic class, 7: 64 result
+ * words a channel */
+#define SV_SHM_VERSION 7
 #define SV_SHM_MASK (SV_SHM_SLOTS - 1)
 /* A slot claimed by a producer that never filled it: skipped once the
  * producer is known dead, or after this long whoever it was. */

@@ -946,7 +946,7 @@ static void lean_count(struct sv_qp_engine *qe)
 }
 
 /* Lean mode's result words in use (READs in the channel, not retired). */
-static uint32_t lean_results(struct sv_qp_engine *qe)
+static uint64_t lean_results(struct sv_qp_engine *qe)
 {
 	return atomic_load_explicit(&sv_pq(qe)->chan.lean_res_taken,
 				    memory_order_relaxed) ^
@@ -969,7 +969,7 @@ static void lean_leave_locked(struct sv_qp_engine *qe)
 	/* Only READs hold result words in lean mode (lean_enter). */
 	sv_pq(qe)->chan.results_used = lean_results(qe);
 	sv_pq(qe)->chan.atomics =
-		(uint32_t)__builtin_popcount(sv_pq(qe)->chan.results_used);
+		(uint32_t)__builtin_popcountll(sv_pq(qe)->chan.results_used);
 	atomic_store(&qe->sq_by_post, false);
 	lean_count(qe);
 	qe->eng->watch_dirty = true;
@@ -1051,7 +1051,8 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	bool write = wr->opcode == IBV_WR_RDMA_WRITE;
 	bool read = wr->opcode == IBV_WR_RDMA_READ;
 	bool signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	uint32_t results = lean_results(qe), r = 0, imm = 0;
+	uint64_t results = lean_results(qe);
+	uint32_t r = 0, imm = 0;
 
 	/* A fence waits for the READs before it (chan_try). */
 	if ((wr->send_flags & IBV_SEND_FENCE) && results)
@@ -1061,13 +1062,13 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 		 * READs in the channel (else the engine waits for room). */
 		if (!sv_chan_read_wanted(qe, wr->opcode, len, signaled,
 					 !idle) ||
-		    (uint32_t)__builtin_popcount(results) >=
+		    (uint32_t)__builtin_popcountll(results) >=
 			    sv_chan_atomic_limit(qe) ||
 		    sv_sgl_validate(qp->pd, wr->sg_list, (uint32_t)wr->num_sge,
 				    IBV_ACCESS_LOCAL_WRITE))
 			return false; /* (a bad SGE: the packet path's error) */
 		/* The lowest free word, as chan_try takes it. */
-		r = (uint32_t)__builtin_ctz(~results);
+		r = (uint32_t)__builtin_ctzll(~results);
 		mlen = sizeof(struct sv_chan_read);
 	} else if (write) {
 		/* A WRITE of a stream (chan_write.c); a lone signaled one
@@ -1084,9 +1085,12 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 	    IBV_QPS_RTS)
 		return false;
 	/* The peer took all we sent before (it may be lying down now): our
-	 * doorbell's look at its word is fenced (poke).  A stream's peer
-	 * lags, and this line seldom changes then. */
-	caught_up = atomic_load_explicit(&t->own->ack, memory_order_relaxed) ==
+	 * doorbell's look at its word is fenced (poke).  Known from our
+	 * retirement, which the answer to a ping-pong's message passes
+	 * first (rx_run); the ack line itself the peer rewrites at every
+	 * batch of a stream, and reading it here cost a cache-line transfer
+	 * per post. */
+	caught_up = __atomic_load_n(&sv_pq(qe)->chan.acked, __ATOMIC_RELAXED) ==
 		    t->tail;
 	dst = sv_chan_reserve(t, mlen);
 	if (!dst)
@@ -1176,7 +1180,7 @@ static bool lean_post(struct sv_qp_engine *qe, const struct ibv_send_wr *wr,
 				atomic_load_explicit(
 					&sv_pq(qe)->chan.lean_res_taken,
 					memory_order_relaxed) ^
-					(1u << r),
+					(1ull << r),
 				memory_order_relaxed);
 		} else if (wr->send_flags & IBV_SEND_INLINE) {
 			memcpy(w->inline_data, data, len);
@@ -1243,7 +1247,7 @@ static bool lean_read_room(struct sv_qp_engine *qe,
 	unsigned int spins = 0;
 
 	if (wr->opcode != IBV_WR_RDMA_READ || !len || len > SV_CHAN_READ_MAX ||
-	    (uint32_t)__builtin_popcount(lean_results(qe)) <
+	    (uint32_t)__builtin_popcountll(lean_results(qe)) <
 		    sv_chan_atomic_limit(qe))
 		return false; /* not the limit that held it back */
 	for (;;) {
@@ -1251,7 +1255,7 @@ static bool lean_read_room(struct sv_qp_engine *qe,
 		lean_retire(qe);
 		if (!atomic_load(&qe->sq_by_post))
 			return false;
-		if ((uint32_t)__builtin_popcount(lean_results(qe)) <
+		if ((uint32_t)__builtin_popcountll(lean_results(qe)) <
 		    sv_chan_atomic_limit(qe))
 			return true;
 		/* The clock every few looks: it costs as much as a look. */
@@ -1344,7 +1348,7 @@ static void lean_retire(struct sv_qp_engine *qe)
 		if ((int64_t)(a - w->chan_end) < 0)
 			break;
 		if (w->opcode == IBV_WR_RDMA_READ) {
-			uint32_t bit = 1u
+			uint64_t bit = 1ull
 				       << (w->atomic_result % SV_CHAN_RESULTS);
 			enum ibv_wc_status e = sv_chan_read_done(qe, w, own);
 
@@ -1476,11 +1480,11 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 	if (!dst)
 		return SV_CHAN_WAIT; /* full: acks make room and kick us */
 	if (atomic) {
-		/* The lowest free result word (fewer than 16 are used);
-		 * its number stays in the WQE until the result replaces
-		 * it. */
-		uint32_t r =
-			(uint32_t)__builtin_ctz(~sv_pq(qe)->chan.results_used);
+		/* The lowest free result word (fewer than SV_CHAN_RESULTS
+		 * are used); its number stays in the WQE until the result
+		 * replaces it. */
+		uint32_t r = (uint32_t)__builtin_ctzll(
+			~sv_pq(qe)->chan.results_used);
 
 		sv_chan_atomic_fill(wqe, dst);
 		if (sv_pcap_active()) {
@@ -1509,17 +1513,17 @@ static enum sv_chan_r chan_try(struct sv_qp_engine *qe, struct sv_send_wqe *wqe)
 					    SV_OP_RC_FETCH_ADD,
 				    qe->dest_qpn, 8, extra);
 		}
-		sv_pq(qe)->chan.results_used |= 1u << r;
+		sv_pq(qe)->chan.results_used |= 1ull << r;
 		sv_pq(qe)->chan.atomics++;
 		SV_STAT(qe->eng, chan_atomics);
 	} else if (read) {
-		uint32_t r =
-			(uint32_t)__builtin_ctz(~sv_pq(qe)->chan.results_used);
+		uint32_t r = (uint32_t)__builtin_ctzll(
+			~sv_pq(qe)->chan.results_used);
 
 		sv_chan_read_fill(wqe, dst);
 		wqe->atomic_result = r;
 		wqe->chan_end = sv_chan_commit(t, len, SV_CHAN_F_READ, r);
-		sv_pq(qe)->chan.results_used |= 1u << r;
+		sv_pq(qe)->chan.results_used |= 1ull << r;
 		sv_pq(qe)->chan.atomics++;
 		SV_STAT(qe->eng, chan_reads);
 		if (sv_env_trace()) {
@@ -1662,7 +1666,7 @@ static void tx_retire(struct sv_qp_engine *qe)
 		if (has_result(w)) {
 			sv_pq(qe)->chan.atomics--;
 			sv_pq(qe)->chan.results_used &=
-				~(1u << (w->atomic_result % SV_CHAN_RESULTS));
+				~(1ull << (w->atomic_result % SV_CHAN_RESULTS));
 		}
 		if (nak == SV_CHAN_NAK_RESEND && w->chan_end == nak_pos) {
 			tx_resend(qe, idx);
@@ -1772,7 +1776,8 @@ static bool tx_take_back(struct sv_qp_engine *qe, uint64_t now)
 {
 	struct sv_chan_tx *t = &sv_pq(qe)->chan.tx;
 	struct sv_qp *qp = qe->qp;
-	uint32_t idx, k, outstanding = 0, atomics = 0, results = 0;
+	uint32_t idx, k, outstanding = 0, atomics = 0;
+	uint64_t results = 0;
 	uint64_t c;
 	bool any = false;
 
@@ -1804,7 +1809,7 @@ static bool tx_take_back(struct sv_qp_engine *qe, uint64_t now)
 		outstanding++;
 		if (has_result(w)) {
 			atomics++;
-			results |= 1u << (w->atomic_result % SV_CHAN_RESULTS);
+			results |= 1ull << (w->atomic_result % SV_CHAN_RESULTS);
 		}
 	}
 	/* Its owner learns of the revocation when it looks again (a new

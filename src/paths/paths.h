@@ -50,7 +50,7 @@ struct sv_paths_qp {
 		struct sv_chan *own; /* our channel (rx.ch once open) */
 		uint32_t outstanding; /* SV_WQE_CHAN WQEs not yet retired */
 		uint32_t atomics; /* of those, atomics (chan_atomic.c) */
-		uint32_t results_used; /* their result words (bits) */
+		uint64_t results_used; /* their result words (bits) */
 		uint64_t rdv_end; /* the last large SEND's chan_end */
 		/* Lean mode (sq_by_post): post_send writes SENDs into the
 		 * channel itself, under sq_lock, without the engine; the
@@ -76,8 +76,8 @@ struct sv_paths_qp {
 		 * lock), so each has one writer and neither a locked RMW
 		 * (atomic: a poster waiting for a word reads res_taken
 		 * without sq_lock). */
-		_Atomic uint32_t lean_res_taken;
-		_Atomic uint32_t lean_res_freed;
+		_Atomic uint64_t lean_res_taken;
+		_Atomic uint64_t lean_res_freed;
 		uint64_t take_next; /* ns: the next look at a stopped peer */
 		/* rx.head when a message waited for the ring once (chan.c,
 		 * rx_run: the ACK of our packets may be there). */

@@ -24,7 +24,8 @@
  *            rest flushed, and no byte changes once ibv_dereg_mr returned;
  *   reads    small READs (paths/chan_read.c): 1 to 8 B from odd offsets
  *            into odd offsets, unsignaled but the last, 300 of them with
- *            at most 16 in the channel, one of 9 B (the one-copy path)
+ *            max_rd_atomic 64 (up to 64 in the channel, each with its
+ *            own result word), one of 9 B (the one-copy path)
  *            among them: every byte right, the bytes around untouched; a
  *            READ after a WRITE of the same bytes sees the WRITE; then a
  *            READ with an unknown R_Key: REM_ACCESS_ERR, the next
@@ -565,6 +566,7 @@ static void reads_a(int fd)
 	stats_on();
 	o.max_send_wr = 512;
 	o.send_cqe = 1024;
+	o.max_rd_atomic = 64; /* every result word of the channel */
 	hx_ep_open(&ep, &o, fd);
 	memset(ep.buf + RD_DST, 0xcc, 16 * RD_N);
 	hx_ep_connect(&ep);
@@ -644,6 +646,7 @@ static void reads_b(int fd)
 	struct hx_ep ep;
 
 	stats_on();
+	o.max_dest_rd_atomic = 64;
 	hx_ep_open(&ep, &o, fd);
 	hx_fill(ep.buf, o.buf_len, RD_SEED);
 	hx_ep_connect(&ep);

@@ -647,8 +647,20 @@ static void *progress_main(void *arg)
 		 * wire_more), as for a waiter (wait_moves). */
 		served = serve_moves(eng);
 		eng->in_thread = true;
-		sv_engine_pass(eng, true);
+		eng->in_spin = spun;
+		if (spun) {
+			/* No wait since `now` was read: it is the pass's clock
+			 * (timers looked at a turn late are harmless), and the
+			 * spinning turn reads the clock once. */
+			eng->now = now;
+			eng->now_ok = true;
+			pass(eng, true, true);
+			eng->now_ok = false;
+		} else {
+			sv_engine_pass(eng, true);
+		}
 		eng->in_thread = false;
+		eng->in_spin = false;
 		/* A peer waits for our answer to what it sent through the
 		 * rings, or follows up a wire stream within a round trip
 		 * (serve_moves); a stream of single-packet requests sends its
@@ -656,7 +668,8 @@ static void *progress_main(void *arg)
 		 * look again. */
 		if (!busy && (serve_moves(eng) != served ||
 			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
-			eng->spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
+			eng->spin_until =
+				(spun ? now : sv_now_ns()) + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */

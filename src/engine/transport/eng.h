@@ -228,6 +228,9 @@ struct sv_engine {
 		int max, n;
 	} sink;
 	bool in_thread; /* the thread sleeping for the engine runs this pass */
+	/* ... without having waited on the sockets: it spins after serving
+	 * (engine.c SV_SERVE_SPIN_NS), reading them as a busy poll does */
+	bool in_spin;
 	bool posting; /* post_send runs this pass (sv_engine_kick) */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait

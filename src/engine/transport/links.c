@@ -22,7 +22,10 @@
  * The engine's own rings are drained at every progress pass.  A busy-poll
  * pass reads a socket through recvmmsg only when one of its QPs may
  * receive through UDP, or every SV_UDP_EVERY passes (stray datagrams,
- * doorbells); the progress thread always reads it.
+ * doorbells); so does the progress thread while it spins after serving
+ * a peer (its passes come as fast as a poller's, and a system call each
+ * would be most of an empty pass); otherwise it reads the sockets epoll
+ * woke it for.
  */
 #include "engine/transport/links.h"
 
@@ -614,7 +617,7 @@ static void deliver(void *arg, uint8_t *buf, uint32_t len, bool truncated,
 /* Should this pass read a link that costs a system call (UDP)? */
 static bool rx_due(struct sv_engine *eng, struct sv_sock *s)
 {
-	if (!s->ring.hdr || s->udp_qps || eng->in_thread)
+	if (!s->ring.hdr || s->udp_qps || (eng->in_thread && !eng->in_spin))
 		return true;
 	return !(++s->rx_skip % SV_UDP_EVERY);
 }
