@@ -72,6 +72,11 @@ void sv_engine_poll_hint(struct sv_context *ctx);
 int sv_engine_poll_hint_cq(struct sv_context *ctx, struct sv_cq *cq,
 			   struct ibv_wc *wc, int max);
 
+/* ibv_req_notify_cq: the application armed a CQ, and may sleep on its
+ * channel next (an armed CQ's polls are not busy polls): the progress
+ * thread stops leaving the engine's work to its polls at once. */
+void sv_engine_armed(struct sv_context *ctx);
+
 /* The application blocks for a completion event (ibv_get_cq_event on a
  * blocking channel fd): the calling thread sleeps for the engine, waiting
  * on the channel's fd and the engine's sockets together and running the

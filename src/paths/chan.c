@@ -543,9 +543,8 @@ static enum rx_placed rx_place(struct sv_qp_engine *qe,
 		 * polls often: a poll's pass may copy for tens of
 		 * microseconds, and the thread, seeing no recent poll, would
 		 * copy on its core while it spins (as direct.c says). */
-		if (!qe->eng->in_thread && len >= SV_CHAN_ACTIVE_LEN)
-			atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
-					      memory_order_relaxed);
+		if (len >= SV_CHAN_ACTIVE_LEN)
+			sv_app_copied(qe->eng);
 	} else if (len) {
 		e = sv_sgl_copy_locked(pd, w->sge, nsge, (uint8_t *)m->data,
 				       len, true);

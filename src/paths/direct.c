@@ -485,11 +485,6 @@ static uint32_t direct_batch(struct sv_qp_engine *qe,
 /* Copies at least this long mark the application as busy (below). */
 #define SV_DIRECT_ACTIVE_LEN (64u * 1024)
 
-static bool eng_in_thread(const struct sv_qp_engine *qe)
-{
-	return qe->eng->in_thread;
-}
-
 static bool leave_to_poller(struct sv_qp_engine *qe)
 {
 	struct sv_engine *eng = qe->eng;
@@ -626,9 +621,8 @@ static enum sv_path_r direct_send(struct sv_qp_engine *qe,
 	 * for idleness and copy on the application's core while it spins
 	 * (ib_write_bw 1-4 MiB ran at half the one-copy limit).  A clock
 	 * read is nothing next to a copy of this size. */
-	if (!eng_in_thread(qe) && wqe->length >= SV_DIRECT_ACTIVE_LEN)
-		atomic_store_explicit(&qe->eng->last_hint, sv_now_ns(),
-				      memory_order_relaxed);
+	if (wqe->length >= SV_DIRECT_ACTIVE_LEN)
+		sv_app_copied(qe->eng);
 
 	/* Done, without a PSN: an empty range at req.psn, which no ACK
 	 * or go-back-N matches (as run_local_op's). */

@@ -464,6 +464,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		__atomic_store_n(&cq->armed, SV_CQ_ARM_SOLICITED,
 				 __ATOMIC_RELAXED);
 	sv_mutex_unlock(&cq->lock);
+	sv_engine_armed(cq->ctx);
 	return 0;
 }
 

@@ -28,6 +28,19 @@
  *              bench/events.py sets beside the others
  * Each side logs the bytes it sent and received and the time from the
  * connection to the last message, as MiB/s each way.
+ *   handoff    the moment the loop above lies down: in odd rounds B
+ *              busy-polls its empty receive CQ for BUSY_MS, arms it,
+ *              polls once more and sleeps on its channel, and only then
+ *              does A send a 1 MiB SEND; in even rounds B has not polled
+ *              for IDLE_MS when it arms and sleeps (the same transfer,
+ *              no busy poll before it).  The median time from B's sleep
+ *              to its event may exceed the idle rounds' by HANDOFF_US at
+ *              most.  Unless the arm ends the busy-poll hold (engine.c
+ *              sv_engine_armed), B's progress thread leaves the work to
+ *              the polls for 2 ms after the last one and looks again
+ *              only then, and a large SEND (whose copy the receiver
+ *              makes) waits 2-4 ms for nobody each time the loop lies
+ *              down
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -36,6 +49,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -516,10 +530,125 @@ static void tcp_b(int fd)
 	run_tcp(fd);
 }
 
+/* ---- handing over to the progress thread ------------------------------ */
+
+#define HANDOFF_ROUNDS 30 /* half of them idle before the sleep */
+#define HANDOFF_LEN (1u << 20)
+#define BUSY_MS 3
+#define IDLE_MS 4 /* past the busy-poll hold */
+#define HANDOFF_US 1000
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void handoff_open(struct hx_ep *ep, int fd)
+{
+	struct hx_opts o = hx_opts_default();
+
+	o.channel = true;
+	o.buf_len = HANDOFF_LEN;
+	hx_ep_open(ep, &o, fd);
+	hx_ep_connect(ep);
+}
+
+/* A: each round, when B says it sleeps, one 1 MiB SEND. */
+static void handoff_a(int fd)
+{
+	struct hx_ep ep;
+	struct ibv_wc wc;
+
+	handoff_open(&ep, fd);
+	for (int r = 0; r < HANDOFF_ROUNDS; r++) {
+		hx_fill(ep.buf, HANDOFF_LEN, msg_seed('A', 0, r));
+		(void)hx_recv_u64(fd); /* B is asleep on its channel */
+		HX_CHECK_RC(hx_post_send(&ep, IBV_WR_SEND, IBV_SEND_SIGNALED,
+					 (uint64_t)r, ep.buf, HANDOFF_LEN,
+					 ep.mr->lkey, 0, 0, 0),
+			    0);
+		CHECK_EQ(hx_poll(ep.scq, &wc, 1, STALL_MS), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		hx_sync(fd);
+	}
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
+/* B: busy-poll (odd rounds) or idle (even rounds), arm, poll once more,
+ * sleep; how long until the event. */
+static void handoff_b(int fd)
+{
+	uint64_t took[2][HANDOFF_ROUNDS / 2], med[2];
+	struct hx_ep ep;
+	struct ibv_wc wc;
+
+	handoff_open(&ep, fd);
+	for (int r = 0; r < HANDOFF_ROUNDS; r++) {
+		struct ibv_cq *cq;
+		uint64_t end, t0;
+		void *ctx;
+
+		HX_CHECK_RC(hx_post_recv(&ep, (uint64_t)r, ep.buf, HANDOFF_LEN,
+					 ep.mr->lkey),
+			    0);
+		if (r % 2) {
+			/* A busy poller, as the messenger's loop is between
+			 * two sleeps. */
+			end = hx_now_ms() + BUSY_MS;
+			while (hx_now_ms() < end)
+				if (ibv_poll_cq(ep.rcq, 1, &wc))
+					hx_die("round %d: a completion before the SEND",
+					       r);
+		} else {
+			hx_msleep(IDLE_MS);
+		}
+		HX_CHECK_RC(ibv_req_notify_cq(ep.rcq, 0), 0);
+		CHECK_EQ(ibv_poll_cq(ep.rcq, 1, &wc), 0);
+		t0 = now_us();
+		hx_send_u64(fd, (uint64_t)r);
+		if (!hx_wait_fd(ep.ch->fd, STALL_MS))
+			hx_die("round %d: no completion event for %d ms", r,
+			       STALL_MS);
+		took[r % 2][r / 2] = now_us() - t0;
+		HX_CHECK_RC(ibv_get_cq_event(ep.ch, &cq, &ctx), 0);
+		CHECK(cq == ep.rcq);
+		ibv_ack_cq_events(cq, 1);
+		CHECK_EQ(hx_poll(ep.rcq, &wc, 1, STALL_MS), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.byte_len, HANDOFF_LEN);
+		CHECK_EQ(hx_verify(ep.buf, HANDOFF_LEN, msg_seed('A', 0, r)),
+			 -1);
+		hx_sync(fd);
+	}
+	for (int i = 0; i < 2; i++) {
+		qsort(took[i], HANDOFF_ROUNDS / 2, sizeof(took[i][0]), cmp_u64);
+		med[i] = took[i][HANDOFF_ROUNDS / 4];
+		hx_log("from sleep to the 1 MiB SEND's event %s: median %llu us, longest %llu us",
+		       i ? "after a busy poll" : "after a pause",
+		       (unsigned long long)med[i],
+		       (unsigned long long)took[i][HANDOFF_ROUNDS / 2 - 1]);
+	}
+	CHECK(med[1] < med[0] + HANDOFF_US);
+	hx_sync(fd);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 static const struct hx_case cases[] = {
 	HX_CASE(stream, 120),
 	HX_CASE(moderated, 120),
 	HX_CASE(tcp, 120),
+	HX_CASE(handoff, 60),
 	{ 0 },
 };
 

@@ -604,6 +604,11 @@ static void *progress_main(void *arg)
 		dl = atomic_load(&eng->next_deadline);
 		if (dl && dl < until)
 			until = dl;
+		/* Dekker with an application arming a CQ (sv_engine_armed):
+		 * we say we sleep, then look whether it cleared the hint; it
+		 * clears the hint, then looks at what we said. */
+		if (busy && !waited && !atomic_load(&eng->last_hint))
+			until = now;
 		/* Dekker with a waiter coming (sv_engine_wait_event): we say
 		 * we wait on the sockets, then look for one; it counts
 		 * itself, then looks at what we said. */
@@ -897,7 +902,9 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	if (timers)
 		sv_eng_now(eng);
 	cqes = eng->cqes;
+	eng->armed_pass = armed;
 	pass(eng, true, timers);
+	eng->armed_pass = false;
 	if (eng->cqes != cqes)
 		eng->app_cqe_passes++; /* app_loops */
 	if (eng->now_ok && !armed)
@@ -914,6 +921,27 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	if (more)
 		bell_ring(eng);
 	return (int)n;
+}
+
+void sv_engine_armed(struct sv_context *ctx)
+{
+	struct sv_engine *eng = ctx->engine;
+
+	if (!eng ||
+	    !atomic_load_explicit(&eng->last_hint, memory_order_relaxed))
+		return;
+	/* Its polls no longer carry the engine: the thread takes over
+	 * now, not SV_HINT_HOLD_NS after the last one, in which time a
+	 * peer's messages (a large SEND's copy above all) would wait for
+	 * nobody.  A thread asleep for that hold (progress_main) is rung;
+	 * one about to sleep sees the hint gone. */
+	if (!sv_app_polls(eng, sv_now_ns())) {
+		atomic_store_explicit(&eng->last_hint, 0, memory_order_relaxed);
+		return;
+	}
+	atomic_store(&eng->last_hint, 0);
+	if (atomic_load(&eng->sleep_until))
+		bell_ring(eng);
 }
 
 /* An application thread blocked for a completion event sleeps for the

@@ -231,6 +231,10 @@ struct sv_engine {
 	/* ... without having waited on the sockets: it spins after serving
 	 * (engine.c SV_SERVE_SPIN_NS), reading them as a busy poll does */
 	bool in_spin;
+	/* A poll of an armed CQ runs this pass: the application means to
+	 * sleep, and what the pass copies does not make it a busy poller
+	 * (sv_app_copied). */
+	bool armed_pass;
 	bool posting; /* post_send runs this pass (sv_engine_kick) */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
 	/* A path asked the thread to nap (path.h next_wake): if its wait
@@ -267,6 +271,16 @@ static inline bool sv_app_polls(struct sv_engine *eng, uint64_t now)
 		atomic_load_explicit(&eng->last_hint, memory_order_relaxed);
 
 	return hint && now - hint < SV_HINT_HOLD_NS;
+}
+/* The application's own pass (a poll's, a post's) copied a large message:
+ * it is as busy as a busy poller, and the thread must not take the time
+ * it spent copying for idleness (paths/chan.c, paths/direct.c).  Not the
+ * thread's passes, nor the last poll of a CQ armed before a sleep. */
+static inline void sv_app_copied(struct sv_engine *eng)
+{
+	if (!eng->in_thread && !eng->armed_pass)
+		atomic_store_explicit(&eng->last_hint, sv_now_ns(),
+				      memory_order_relaxed);
 }
 /* The engine wakes by deadline (ns) for a timer of its own; a QP's timer
  * is armed with sv_qp_timer_arm, which also lists the QP among those a
