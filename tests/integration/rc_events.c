@@ -56,6 +56,14 @@
  *           between datagrams as the waiter did (B's process switched
  *           8 times a message); B must switch less than 3 times a
  *           message
+ *   atomic  qperf's `rc_compare_swap_mr` shape (its default mode, through
+ *           rdma_cm: one atomic in flight, initiator depth 1): A keeps
+ *           ATOMIC_DEPTH CMP_AND_SWPs posted on one word of B's, taking
+ *           an event before each poll (ibv_get_cq_event, ack, arm, poll,
+ *           one post for each completion); B's engine answers, its
+ *           application waiting.  Every completion must come in order
+ *           with the value before its swap, B's word must end at the
+ *           last; A's waits, their passes and sleeps are logged
  * Before the ack of a channel SEND was written ahead of the receive
  * completion, the answer's event came first now and then; perftest then
  * took it for the send's, its send CQ overran at the next completion, and
@@ -651,6 +659,112 @@ static void stream_polled_b(int fd)
 	stream_recv(fd, &polled_stream);
 }
 
+#define ATOMIC_OPS 20000
+#define ATOMIC_DEPTH 64
+
+/* A: the requester, as qperf's client (ib_client_atomic, rd_poll). */
+static void atomic_a(int fd)
+{
+	static const char *const names[] = { "app_waits", "app_wait_passes",
+					     "app_wait_sleeps", NULL };
+	static struct hx_ep ep;
+	struct hx_opts o = hx_opts_default();
+	unsigned long long sums[3];
+	uint64_t *res, raddr;
+	uint32_t rkey;
+	int posted = 0, done = 0, bad = 0;
+	struct timespec t0, t1;
+	double secs;
+
+	setenv("SOFTVERBS_STATS", "1", 1);
+	stream_pin(1);
+	o.channel = true;
+	o.buf_len = ATOMIC_DEPTH * sizeof(uint64_t);
+	o.send_cqe = ATOMIC_DEPTH;
+	o.recv_cqe = 1;
+	o.max_send_wr = ATOMIC_DEPTH;
+	o.max_rd_atomic = 1;
+	o.max_dest_rd_atomic = 1;
+	hx_ep_open(&ep, &o, fd);
+	HX_CHECK_RC(ibv_req_notify_cq(ep.scq, 0), 0);
+	hx_ep_connect(&ep);
+	res = (uint64_t *)ep.buf;
+	raddr = ep.peer.addr;
+	rkey = ep.peer.rkey;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Atomic i swaps i for i + 1: executed in order, each finds i. */
+	for (; posted < ATOMIC_DEPTH; posted++)
+		HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+					   IBV_SEND_SIGNALED, (uint64_t)posted,
+					   &res[posted % ATOMIC_DEPTH],
+					   ep.mr->lkey, raddr, rkey,
+					   (uint64_t)posted,
+					   (uint64_t)posted + 1),
+			    0);
+	while (done < ATOMIC_OPS && !bad) {
+		struct ibv_wc wc[ATOMIC_DEPTH];
+		int n;
+
+		stream_event(&ep, ep.scq);
+		n = ibv_poll_cq(ep.scq, ATOMIC_DEPTH, wc);
+		if (n < 0)
+			hx_die("ibv_poll_cq: %d", n);
+		for (int i = 0; i < n; i++, done++) {
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].wr_id != (uint64_t)done ||
+			    res[done % ATOMIC_DEPTH] != (uint64_t)done) {
+				hx_log("atomic %d: %s, wr_id %llu, found %llu",
+				       done, ibv_wc_status_str(wc[i].status),
+				       (unsigned long long)wc[i].wr_id,
+				       (unsigned long long)
+					       res[done % ATOMIC_DEPTH]);
+				bad++;
+				break;
+			}
+			if (posted == ATOMIC_OPS)
+				continue;
+			HX_CHECK_RC(hx_post_atomic(
+					    &ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+					    IBV_SEND_SIGNALED, (uint64_t)posted,
+					    &res[posted % ATOMIC_DEPTH],
+					    ep.mr->lkey, raddr, rkey,
+					    (uint64_t)posted,
+					    (uint64_t)posted + 1),
+				    0);
+			posted++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(done, ATOMIC_OPS);
+	hx_log("%d atomics in %.1f ms (%.0f K/s)", done, secs * 1e3,
+	       done / secs / 1e3);
+	hx_sync(fd); /* B checks its word */
+	/* Logged: what A's waiter's spin for the answers cost
+	 * (bench/results-issue35/casevt). */
+	hx_ep_close_counters(&ep, names, sums);
+}
+
+/* B: the responder, as qperf's server (rd_server_nop): its engine
+ * answers, the application waits. */
+static void atomic_b(int fd)
+{
+	static struct hx_ep ep;
+	struct hx_opts o = hx_opts_default();
+
+	stream_pin(0);
+	o.buf_len = 4096;
+	o.max_rd_atomic = 1;
+	o.max_dest_rd_atomic = 1;
+	hx_ep_open(&ep, &o, fd);
+	hx_ep_connect(&ep);
+	hx_sync(fd);
+	CHECK_EQ(*(volatile uint64_t *)ep.buf, (uint64_t)ATOMIC_OPS);
+	CHECK_EQ(hx_ep_close(&ep), 0);
+}
+
 static void barriered_a(int fd)
 {
 	run_barriered(fd, true);
@@ -712,17 +826,12 @@ static void blocked_large_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(small, 60),
-	HX_CASE(large, 60),
-	HX_CASE(mixed, 60),
-	HX_CASE(blocked_small, 60),
-	HX_CASE(blocked_large, 60),
-	HX_CASE(barriered, 60),
-	HX_CASE(stream, 60),
-	HX_CASE(stream_large, 60),
-	HX_CASE(stream_polled, 60),
-	HX_CASE(stream_deep, 60),
-	{ 0 },
+	HX_CASE(small, 60),	    HX_CASE(large, 60),
+	HX_CASE(mixed, 60),	    HX_CASE(blocked_small, 60),
+	HX_CASE(blocked_large, 60), HX_CASE(barriered, 60),
+	HX_CASE(stream, 60),	    HX_CASE(stream_large, 60),
+	HX_CASE(stream_polled, 60), HX_CASE(stream_deep, 60),
+	HX_CASE(atomic, 60),	    { 0 },
 };
 
 HX_MAIN(cases)

@@ -961,6 +961,7 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 	bool napped = false, woken = false, awake = false;
 	bool looked = false; /* at the fd's flags */
 	uint64_t moves;
+	unsigned int passes = 0;
 	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
@@ -999,6 +1000,10 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		eng->in_thread = woken;
 		woken = false;
 		sv_cq_grab_begin(ch);
+		/* A waiter spinning for its peer's answer runs a pass a
+		 * look: passes per wait say what its spin costs. */
+		eng->stats->app_waits += !passes++;
+		eng->stats->app_wait_passes++;
 		sv_engine_pass(eng, true);
 		eng->in_thread = false;
 		/* Packets through the rings, atomics sent, since a waiter

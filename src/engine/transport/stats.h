@@ -134,6 +134,8 @@
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event") \
+	X(app_waits, "waits of an app thread for an event that ran a pass") \
+	X(app_wait_passes, "passes those waits ran")                         \
 	X(req_held, "request packets a post kept for a later send")
 /* clang-format on */
 
