@@ -134,7 +134,8 @@
 	X(strict_reports, "verbs misuse reported (SOFTVERBS_STRICT=1)")     \
 	X(thread_naps_loop, "thread naps: the app's verbs carry a ping-pong") \
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event") \
-	X(req_held, "request packets a post kept for a later send")
+	X(req_held, "request packets a post kept for a later send")          \
+	X(thread_renaps, "thread naps begun again: a busy poll held the lock")
 /* clang-format on */
 
 struct sv_stats {
