@@ -27,8 +27,12 @@ def runner(rows):
     return n
 
 
+FLOOR = netns.FLOORS[-1][1]  # the answer carries its ACK
+
+
 def figures(write_bw, tcp, send_lat=5.0, spin=4.0, write_lat=20.0,
-            block=19.0, cpu=0.6, tcp_cpu=0.5, lossy=60.0, lost10=None):
+            block=19.0, cpu=0.6, tcp_cpu=0.5, lossy=60.0, lost10=None,
+            floor=4.0, busy=16.0):
     c, l1, l10 = "mtu 1500", "mtu 1500 loss 1%", "mtu 1500 loss 10%"
     f = {(c, "ib_write_bw", MiB): {"bw": write_bw, "cpu_gib": cpu},
          (c, "ib_read_bw", MiB): {"bw": write_bw / 2},
@@ -38,6 +42,8 @@ def figures(write_bw, tcp, send_lat=5.0, spin=4.0, write_lat=20.0,
          (c, "iperf3 TCP", 0): {"bw": tcp, "cpu_gib": tcp_cpu},
          (c, "sockperf UDP non-blocking", 16): {"lat": spin},
          (c, "sockperf UDP blocking", 16): {"lat": block},
+         (c, FLOOR, 0): {"lat": floor},
+         (c, netns.BUSY_BLOCKING, 16): {"lat": busy},
          (l1, "ib_write_bw", MiB): {"bw": lossy},
          (l10, "ib_write_bw", MiB): lost10 or {"bw": 10.0}}
     return f
@@ -54,10 +60,12 @@ class Targets(unittest.TestCase):
         self.assertAlmostEqual(bw[3], 1000 / 950)  # medians 1000 and 950
         self.assertTrue(bw[5])
         self.assertFalse(t["mtu 1500: ib_read_bw 1 MiB / iperf3 TCP"][5])
-        lat = t["mtu 1500: ib_send_lat 8 B / sockperf non-blocking"]
+        lat = t["mtu 1500: ib_send_lat 8 B / " + FLOOR]
         self.assertAlmostEqual(lat[3], 1.25)
         self.assertTrue(lat[5])  # lower is better: 1.25 <= 1.3
-        self.assertTrue(t["mtu 1500: ib_write_lat 8 B / sockperf blocking"][5])
+        wlat = t["mtu 1500: ib_write_lat 8 B / " + netns.BUSY_BLOCKING]
+        self.assertAlmostEqual(wlat[3], 1.25)
+        self.assertTrue(wlat[5])
         cpu = t["mtu 1500: CPU per GiB, ib_write_bw 1 MiB / iperf3"]
         self.assertAlmostEqual(cpu[3], 1.2)
         self.assertTrue(cpu[5])
@@ -68,8 +76,24 @@ class Targets(unittest.TestCase):
 
     def test_latency_above_target_is_not_met(self):
         t = self.targets(runner([figures(1000, 900, send_lat=6.0)]))
+        self.assertFalse(t["mtu 1500: ib_send_lat 8 B / " + FLOOR][5])
+        t = self.targets(runner([figures(1000, 900, write_lat=21.0)]))
         self.assertFalse(
-            t["mtu 1500: ib_send_lat 8 B / sockperf non-blocking"][5])
+            t["mtu 1500: ib_write_lat 8 B / " + netns.BUSY_BLOCKING][5])
+
+    def test_latency_ratio_pairs_each_repeat(self):
+        """Each repeat's ib_send_lat over the floor measured beside it,
+        then the median: 1.0, 1.75, 1.083 -> 1.083, where the medians'
+        ratio (6.5 / 5) would say 1.3."""
+        t = self.targets(runner([figures(1000, 900, send_lat=5.0, floor=5.0),
+                                 figures(1000, 900, send_lat=7.0, floor=4.0),
+                                 figures(1000, 900, send_lat=6.5,
+                                         floor=6.0)]))
+        lat = t["mtu 1500: ib_send_lat 8 B / " + FLOOR]
+        self.assertAlmostEqual(lat[3], 6.5 / 6.0)
+        self.assertEqual(lat[1][0], 6.5)  # the figures stay the medians
+        self.assertEqual(lat[2][0], 5.0)
+        self.assertTrue(lat[5])
 
     def test_a_failed_lossy_run_is_not_completed(self):
         n = runner([figures(1000, 900, lost10={"status": "failed: timeout"})])
@@ -137,6 +161,19 @@ class Targets(unittest.TestCase):
                       "| **no** |", md)
         self.assertIn("| mtu 1500 | ib_write_bw -q 8 | 0.32 (0.32-0.32) | 1.60 |",
                       md)
+
+    def test_only_takes_exact_names_and_prefixes(self):
+        """BENCH_NETNS_ONLY: names as they are, or a prefix ending in *
+        (the floors' names hold commas)."""
+        n = netns.Netns("/nonexistent")
+        n.only = {"ib_send_lat", "udp_floor*"}
+        ran = []
+        for name in ["ib_send_lat", "ib_send_lat -e", FLOOR,
+                     "udp_floor: plain socket", "ib_write_lat"]:
+            n.record("mtu 1500", name, 8, 1,
+                     lambda tag, x=name: ran.append(x) or {"lat": 1.0})
+        self.assertEqual(ran, ["ib_send_lat", FLOOR,
+                               "udp_floor: plain socket"])
 
     def test_missing_rate_anchor_is_not_met(self):
         f = figures(1000, 900)

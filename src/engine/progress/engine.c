@@ -553,6 +553,12 @@ static void *progress_main(void *arg)
 	struct sv_engine *eng = arg;
 	_Atomic uint64_t *sleep_until = &eng->sleep_until;
 	struct epoll_event ev[8];
+	/* renap: the look after a nap was skipped (below); nap_len: how
+	 * long the last look let the thread nap; renaps: skipped in a row,
+	 * and not yet counted in the stats. */
+	bool renap = false;
+	uint64_t nap_len = 0;
+	unsigned int renaps = 0, uncounted = 0;
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns();
@@ -567,7 +573,17 @@ static void *progress_main(void *arg)
 		bool nap, pnap = false, socks, spun;
 		int timeout, n, i;
 
+		if (renap && busy && !waited) {
+			/* Nap again as the last look decided, without the lock:
+			 * the poll holding it does that look's work. */
+			nap = true;
+			until = now + nap_len;
+			goto wait;
+		}
+		renap = false;
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		eng->stats->thread_renaps += uncounted;
+		uncounted = 0;
 		nap = busy && !waited && app_does_it(eng);
 		if (nap && until > now + eng->nap_ns)
 			until = now + eng->nap_ns;
@@ -597,12 +613,16 @@ static void *progress_main(void *arg)
 				   until == UINT64_MAX &&
 					   !atomic_load(&eng->next_deadline));
 		sv_mutex_unlock(&eng->lock);
+		nap_len = until - now;
+wait:
+		/* A deadline already due while we nap again is the polls'
+		 * (they run the timers): it must not make us spin. */
 		dl = atomic_load(&eng->next_deadline);
-		if (dl && dl < until)
+		if (dl && dl < until && (!renap || dl > now))
 			until = dl;
 		atomic_store(sleep_until, until);
 		dl = atomic_load(&eng->next_deadline);
-		if (dl && dl < until)
+		if (dl && dl < until && (!renap || dl > now))
 			until = dl;
 		/* Dekker with an application arming a CQ (sv_engine_armed):
 		 * we say we sleep, then look whether it cleared the hint; it
@@ -639,6 +659,24 @@ static void *progress_main(void *arg)
 		eng->napped = pnap && n == 0;
 		if (eng->napped)
 			continue; /* look again, the words still set */
+		/* A nap over while a busy poll is inside its pass: that
+		 * pass reads every socket, sends what was held back, and its
+		 * polls run the timers, as our look would after waiting for
+		 * the lock (a futex wait and wake on the poller's core, and
+		 * the poller preempted while we pass).  Nap again instead; a
+		 * look of our own at least every SV_RENAP_MAX naps, and after
+		 * a wait cut short (an armed CQ: timeout 0). */
+		renap = nap && n == 0 && timeout && renaps < SV_RENAP_MAX &&
+			atomic_load_explicit(&eng->app_rx_pass,
+					     memory_order_relaxed) &&
+			atomic_load_explicit(&eng->app_reads_all,
+					     memory_order_relaxed);
+		if (renap) {
+			renaps++;
+			uncounted++;
+			continue;
+		}
+		renaps = 0;
 		sv_paths_serve(eng, busy);
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		/* Not the words of a waiter that came while we slept: it
@@ -903,7 +941,9 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 		sv_eng_now(eng);
 	cqes = eng->cqes;
 	eng->armed_pass = armed;
+	atomic_store_explicit(&eng->app_rx_pass, true, memory_order_relaxed);
 	pass(eng, true, timers);
+	atomic_store_explicit(&eng->app_rx_pass, false, memory_order_relaxed);
 	eng->armed_pass = false;
 	if (eng->cqes != cqes)
 		eng->app_cqe_passes++; /* app_loops */

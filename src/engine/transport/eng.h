@@ -171,6 +171,10 @@ struct sv_engine {
 	bool now_ok;
 	atomic_bool kick_any; /* set under kick_lock: kicked is not empty */
 	_Atomic unsigned int busy_passes; /* poll hints, for the clock */
+	/* An application's busy poll is inside its pass, which reads the
+	 * sockets (poll_hint): the napping thread's look would wait for
+	 * the lock to do the same (progress_main, renap). */
+	atomic_bool app_rx_pass;
 	/* Set after each pass when the only thing that can bring work to
 	 * a busy poller is a packet in this socket's ring (one socket,
 	 * shm only, no work queued): polls then look at the ring, the kick

@@ -67,6 +67,10 @@
 #define SV_LOOP_PASSES 4
 #define SV_NAP_MIN_NS (50ull * 1000)
 #define SV_NAP_MAX_NS (400ull * 1000)
+/* Naps in a row the thread may begin without a look of its own because
+ * each time it woke a busy poll's pass held the engine lock (engine.c,
+ * progress_main): bounds the staleness of its last look's decisions. */
+#define SV_RENAP_MAX 8
 /* ACKs held back for the application's answer (engine.c hold_acks) leave
  * at the latest this much later: well before a requester's probe
  * (SV_PROBE_MIN_NS), which would resend. */

@@ -136,7 +136,8 @@
 	X(app_wait_sleeps, "sleeps of an app thread waiting for an event") \
 	X(app_waits, "waits of an app thread for an event that ran a pass") \
 	X(app_wait_passes, "passes those waits ran")                         \
-	X(req_held, "request packets a post kept for a later send")
+	X(req_held, "request packets a post kept for a later send")          \
+	X(thread_renaps, "thread naps begun again: a busy poll held the lock")
 /* clang-format on */
 
 struct sv_stats {
