@@ -464,10 +464,17 @@ static void gso_off(struct sv_udp_sock *s, int err)
 	       s->port, strerror(err));
 }
 
+/* Packets per sendmmsg (one iovec each): more than a run of segments
+ * holds, so that runs end where lengths, destinations or the kernel's
+ * limits end them, never at a round's end.  Rounds of 64 cut the
+ * engine's batches at path MTU 1024 (62 packets a send) into sends of
+ * 62 and 2: two trips through both UDP stacks where one would do. */
+#define SV_UDP_TX_PKTS (2 * SV_UDP_GSO_SEGS + SV_UDP_BATCH)
+
 int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 {
 	struct mmsghdr msgs[SV_UDP_BATCH];
-	struct iovec iov[SV_UDP_BATCH];
+	struct iovec iov[SV_UDP_TX_PKTS];
 	uint8_t ctl[SV_UDP_BATCH][SV_CMSG_SPACE] __attribute__((aligned(8)));
 	int first[SV_UDP_BATCH], count[SV_UDP_BATCH];
 	int done = 0, lost = 0;
@@ -476,16 +483,17 @@ int sv_udp_send(struct sv_udp_sock *s, const struct sv_link_pkt *tx, int n)
 		int nmsg = 0, used = 0, sent, i;
 
 		/* Messages of one packet each, or of a run with GSO, until
-		 * the iovecs (one per packet) are used up. */
-		while (done + used < n && used < SV_UDP_BATCH) {
+		 * the messages or the iovecs (one per packet) are used up. */
+		while (done + used < n && used < SV_UDP_TX_PKTS &&
+		       nmsg < SV_UDP_BATCH) {
 			const struct sv_link_pkt *t = &tx[done + used];
 			struct msghdr *m = &msgs[nmsg].msg_hdr;
 			int left = n - done - used, k = 1;
 
 			if (s->gso)
-				k = gso_run(t, left < SV_UDP_BATCH - used ?
+				k = gso_run(t, left < SV_UDP_TX_PKTS - used ?
 						       left :
-						       SV_UDP_BATCH - used);
+						       SV_UDP_TX_PKTS - used);
 
 			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
 			for (i = 0; i < k; i++) {

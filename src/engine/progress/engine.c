@@ -416,7 +416,7 @@ static bool hold_acks(struct sv_engine *eng)
  * (eng.h, stream: their QPs have SV_TX_HOLD_FLIGHT packets or more in
  * flight) keeps them for a later pass: the application's next posts add
  * theirs, and the next pass that is not a post's (its poll of the CQ,
- * the thread's, a wait for an event) or a full batch sends them all, as
+ * the thread's, a wait for an event) or SV_TX_HOLD_MAX of them sends them all, as
  * one UDP_SEGMENT send per socket and destination, which the peer's
  * UDP_GRO socket receives as one datagram.  Sent at once, each post cost
  * a system call and a trip through both UDP stacks for its 8 bytes.
@@ -432,7 +432,7 @@ static bool hold_reqs(struct sv_engine *eng)
 	unsigned int i;
 	uint64_t now;
 
-	if (!eng->posting || eng->tx_held)
+	if (!eng->posting || eng->tx_held || eng->ntx >= SV_TX_HOLD_MAX)
 		return false;
 	for (i = eng->reqs_held; i < eng->ntx; i++)
 		if (!eng->tx[i].stream || !eng->tx[i].link->wire)

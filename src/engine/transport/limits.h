@@ -8,7 +8,15 @@
 
 #include <stdint.h>
 
-#define SV_TX_BATCH 64 /* packets built before a sendmmsg */
+/* Packets built before a sendmmsg: two full UDP_SEGMENT sends at path
+ * MTU 1024 (62 packets each, link/udp.h), so that a full batch is not
+ * cut into a send of 62 and one of 2, each a trip through both stacks. */
+#define SV_TX_BATCH 128
+/* Packets posts keep back for a later send at most (engine.c hold_reqs):
+ * half a batch, so that a stream of small WRs (perftest's 128 posted)
+ * sends half its window while it posts the other half, and the ACK clock
+ * keeps going. */
+#define SV_TX_HOLD_MAX 64
 #define SV_RX_BATCH 64 /* datagrams per recvmmsg */
 /* Messages per recvmmsg on a socket with UDP_GRO: each may hold up to 64
  * datagrams, in a buffer of SV_UDP_GRO_BUF; the engine's receive memory
