@@ -103,8 +103,11 @@ static void run(struct sv_udp_sock *a, struct sv_udp_sock *b, struct got *g,
 	build(b->port, a->port);
 	sv_ipaddr_to_sin6(&src, b->port, 0, &dst);
 	for (int i = 0; i < NPKT; i++) {
-		tx[n++] = (struct sv_link_pkt){ pkts[i], len_of(i), &dst, &src,
-						i == alone };
+		tx[n++] = (struct sv_link_pkt){ .buf = pkts[i],
+						.len = len_of(i),
+						.dst = &dst,
+						.src = &src,
+						.alone = i == alone };
 		/* fault injection's duplicate: the same buffer twice */
 		if (dup && i == 3) {
 			tx[n] = tx[n - 1];
