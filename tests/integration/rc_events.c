@@ -662,6 +662,19 @@ static void stream_polled_b(int fd)
 #define ATOMIC_OPS 20000
 #define ATOMIC_DEPTH 64
 
+/* Atomic i swaps i for i + 1 in the peer's word, its result in slot i. */
+static void post_swap(struct hx_ep *ep, int i)
+{
+	uint64_t *res = (uint64_t *)ep->buf;
+
+	HX_CHECK_RC(hx_post_atomic(ep, IBV_WR_ATOMIC_CMP_AND_SWP,
+				   IBV_SEND_SIGNALED, (uint64_t)i,
+				   &res[i % ATOMIC_DEPTH], ep->mr->lkey,
+				   ep->peer.addr, ep->peer.rkey, (uint64_t)i,
+				   (uint64_t)i + 1),
+		    0);
+}
+
 /* A: the requester, as qperf's client (ib_client_atomic, rd_poll). */
 static void atomic_a(int fd)
 {
@@ -670,8 +683,7 @@ static void atomic_a(int fd)
 	static struct hx_ep ep;
 	struct hx_opts o = hx_opts_default();
 	unsigned long long sums[3];
-	uint64_t *res, raddr;
-	uint32_t rkey;
+	uint64_t *res;
 	int posted = 0, done = 0, bad = 0;
 	struct timespec t0, t1;
 	double secs;
@@ -689,18 +701,10 @@ static void atomic_a(int fd)
 	HX_CHECK_RC(ibv_req_notify_cq(ep.scq, 0), 0);
 	hx_ep_connect(&ep);
 	res = (uint64_t *)ep.buf;
-	raddr = ep.peer.addr;
-	rkey = ep.peer.rkey;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* Atomic i swaps i for i + 1: executed in order, each finds i. */
 	for (; posted < ATOMIC_DEPTH; posted++)
-		HX_CHECK_RC(hx_post_atomic(&ep, IBV_WR_ATOMIC_CMP_AND_SWP,
-					   IBV_SEND_SIGNALED, (uint64_t)posted,
-					   &res[posted % ATOMIC_DEPTH],
-					   ep.mr->lkey, raddr, rkey,
-					   (uint64_t)posted,
-					   (uint64_t)posted + 1),
-			    0);
+		post_swap(&ep, posted);
 	while (done < ATOMIC_OPS && !bad) {
 		struct ibv_wc wc[ATOMIC_DEPTH];
 		int n;
@@ -723,15 +727,7 @@ static void atomic_a(int fd)
 			}
 			if (posted == ATOMIC_OPS)
 				continue;
-			HX_CHECK_RC(hx_post_atomic(
-					    &ep, IBV_WR_ATOMIC_CMP_AND_SWP,
-					    IBV_SEND_SIGNALED, (uint64_t)posted,
-					    &res[posted % ATOMIC_DEPTH],
-					    ep.mr->lkey, raddr, rkey,
-					    (uint64_t)posted,
-					    (uint64_t)posted + 1),
-				    0);
-			posted++;
+			post_swap(&ep, posted++);
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
