@@ -26,26 +26,54 @@ static const char *hx_case_name = "";
 
 /* ---- logging and time ---------------------------------------------------- */
 
+/* One line "[role case] <what><message>\n" in a single write(2): both
+ * processes of a case share one stderr (a file or ctest's pipe), and a
+ * line written in pieces could be cut by the other's lines (the counters
+ * udp_gso.sh sums from the log came glued behind another line's head). */
+static void __attribute__((format(printf, 2, 0)))
+hx_vline(const char *what, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t len, off = 0;
+	int n;
+
+	n = snprintf(line, sizeof(line), "[%s %s] %s", hx_role, hx_case_name,
+		     what);
+	len = n < 0 ? 0 : (size_t)n;
+	if (len < sizeof(line) - 1) {
+		n = vsnprintf(line + len, sizeof(line) - 1 - len, fmt, ap);
+		len += n < 0 ? 0 : (size_t)n;
+	}
+	if (len > sizeof(line) - 2)
+		len = sizeof(line) - 2; /* cut, still one line */
+	line[len++] = '\n';
+	while (off < len) {
+		ssize_t w = write(2, line + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
 void hx_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "[%s %s] ", hx_role, hx_case_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	hx_vline("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void hx_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "[%s %s] FATAL: ", hx_role, hx_case_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	hx_vline("FATAL: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 

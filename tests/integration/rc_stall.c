@@ -13,10 +13,18 @@
  * for the probe timer, which resends that packet to get its ACK: one
  * probe_retransmit (SOFTVERBS_STATS) per round, and a stall of at least
  * 500 us each time.  Nothing is lost on that link, so a READ must not
- * depend on a retransmission: the requester's probe_retransmit stays
- * below one in 20 rounds (a probe may still fire when a loaded host
- * deschedules the peer for a while).  Over UDP (SOFTVERBS_FASTPATH=0)
- * every message asks for its ACK and the same bound holds.
+ * depend on a retransmission: on shm the requester's probe_retransmit is
+ * 0 (a probe there resends nothing while the peer has not taken its
+ * ring, comp.c).  Over UDP (SOFTVERBS_FASTPATH=0) every message asks for
+ * its ACK, but the probe cannot tell a late ACK from a lost packet: it
+ * resends whenever the peer's progress thread answers later than the
+ * probe's floor (1 ms, 2 ms while a READ is awaited), which a loaded
+ * host's scheduler decides, round by round, so their number has no
+ * bound of its own below ROUNDS.  A READ that depends on the probe waits
+ * for it in every round (the rounds are all alike): ROUNDS probes or
+ * more.  So over UDP fewer than half the rounds may probe: the
+ * dependence fails that every time, and a peer merely late would have to
+ * be late in half the rounds.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -110,14 +118,15 @@ static void stall_a(int fd, uint32_t send_len)
 	hx_log("%d rounds of %d unsignaled %u-byte SENDs + a signaled READ: probe_retransmit+fast_retransmit %llu, slowest READ %llu ms, %llu of 20 ms or more",
 	       ROUNDS, NSEND, send_len, probes, (unsigned long long)worst,
 	       (unsigned long long)slow);
-	if (probes > ROUNDS / 20)
+	if (on_shm() ? probes > 0 : probes >= ROUNDS / 2)
 		fprintf(stderr,
-			"[A] the READs waited for the probe timer: %llu probe_retransmit in %d rounds (at most %d)\n",
-			probes, ROUNDS, ROUNDS / 20);
+			"[A] the READs waited for the probe timer: %llu probe_retransmit in %d rounds (%s)\n",
+			probes, ROUNDS,
+			on_shm() ? "none on shm" : "under half over UDP");
 	if (on_shm())
 		CHECK_EQ(probes, 0);
 	else
-		CHECK(probes <= ROUNDS / 20);
+		CHECK(probes < ROUNDS / 2);
 }
 
 static void stall_b(int fd, uint32_t send_len)
