@@ -370,6 +370,22 @@ static bool ring_idle(struct sv_sock *s)
 	       __atomic_load_n(&s->ring.head, __ATOMIC_RELAXED);
 }
 
+/* Without the lock: has anything come that a pass would take?  Only
+ * when the last pass left a quiet socket (set_quiet: nothing queued, one
+ * shm ring and no UDP QP): a packet claimed in that ring, a kick, a
+ * change in the paths' watched words (path.h watch).  Timers it does not
+ * look at: its callers take a pass every so many looks (SV_HINT_EVERY,
+ * SV_WAIT_LOOKS). */
+static bool nothing_came(struct sv_engine *eng)
+{
+	struct sv_sock *q =
+		atomic_load_explicit(&eng->quiet, memory_order_relaxed);
+
+	return q &&
+	       !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
+	       ring_idle(q) && watched_idle(eng);
+}
+
 void sv_engine_pass(struct sv_engine *eng, bool rx)
 {
 	eng->now_ok = false;
@@ -883,7 +899,6 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 		     struct ibv_wc *wc, int max)
 {
 	struct sv_engine *eng = ctx->engine;
-	struct sv_sock *q;
 	unsigned int n;
 	uint64_t cqes;
 	bool more, timers, armed;
@@ -893,10 +908,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	/* The busy poller's usual case, nothing arrived: no lock, no
 	 * clock, no store another thread reads. */
 	n = atomic_load_explicit(&eng->busy_passes, memory_order_relaxed);
-	q = atomic_load_explicit(&eng->quiet, memory_order_relaxed);
-	if (q && n % SV_HINT_EVERY &&
-	    !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
-	    ring_idle(q) && watched_idle(eng)) {
+	if (n % SV_HINT_EVERY && nothing_came(eng)) {
 		atomic_store_explicit(&eng->busy_passes, n + 1,
 				      memory_order_relaxed);
 		return 0;
@@ -1000,8 +1012,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 	struct sv_engine *eng = ctx->engine;
 	bool napped = false, woken = false, awake = false;
 	bool looked = false; /* at the fd's flags */
-	uint64_t moves;
-	unsigned int passes = 0;
+	/* spinning: only the peer's engine's answer to wait for (below);
+	 * left: this wait ends so, the next one starts spinning. */
+	bool spinning, left = false;
+	uint64_t moves, passed = 0; /* the clock of our last pass */
+	unsigned int passes = 0, looks = 0;
 	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
@@ -1014,15 +1029,32 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 	 * progress_main: we count ourselves, then look). */
 	if (atomic_load(&eng->thread_socks))
 		bell_ring(eng);
+	spinning =
+		atomic_load_explicit(&eng->wait_spinning, memory_order_relaxed);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 				       { .fd = eng->wait_epfd,
 					 .events = POLLIN } };
 		uint64_t now, until, dl;
 		struct timespec ts;
-		bool nap = false;
+		bool nap = false, quick;
 		int n;
 
+		/* Spinning for what the peer's engine answers (an atomic's
+		 * result, a stream's next batch): look as a busy poll does
+		 * (poll_hint), without the lock, the clock or a pass, which
+		 * cost several times the look and delayed the pass that
+		 * takes the answer by as much.  A pass when something came,
+		 * and every SV_WAIT_LOOKS looks (timers, the spin's end);
+		 * a pass a look, as before, where no look can tell (no
+		 * quiet socket: UDP). */
+		quick = spinning && ++looks % SV_WAIT_LOOKS &&
+			atomic_load_explicit(&eng->quiet, memory_order_relaxed);
+		if (quick && nothing_came(eng) &&
+		    atomic_load_explicit(&ch->written, memory_order_relaxed) ==
+			    seen)
+			continue;
+		spinning = false;
 		/* The first look reads the wire sockets as a busy poll does
 		 * (those its QPs receive from); after a wake-up, which one
 		 * of them may have brought, all of them, as the thread. */
@@ -1040,11 +1072,23 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		eng->in_thread = woken;
 		woken = false;
 		sv_cq_grab_begin(ch);
-		/* A waiter spinning for its peer's answer runs a pass a
-		 * look: passes per wait say what its spin costs. */
+		/* Passes per wait: what a waiter's spin for its peer's
+		 * answer costs (about one where looks tell, above). */
 		eng->stats->app_waits += !passes++;
 		eng->stats->app_wait_passes++;
-		sv_engine_pass(eng, true);
+		if (quick) {
+			/* What a look saw come (the answer, most likely): a
+			 * busy poll's pass, the clock read after it if the
+			 * pass did not (what it sends in reply leaves that
+			 * much sooner). */
+			eng->now_ok = false;
+			pass(eng, true, false);
+			passed = eng->now_ok ? eng->now : sv_now_ns();
+			eng->now_ok = false;
+		} else {
+			sv_engine_pass(eng, true);
+			passed = eng->now; /* the pass's clock */
+		}
 		eng->in_thread = false;
 		/* Packets through the rings, atomics sent, since a waiter
 		 * last looked (the application's posts between two waits
@@ -1061,8 +1105,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		moves = wait_moves(eng);
 		if (moves != eng->wait_moved) {
 			eng->wait_moved = moves;
-			eng->wait_spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
+			eng->wait_spin_until = passed + SV_SERVE_SPIN_NS;
 		}
+		/* Still spinning: the caller's verbs until its next wait
+		 * (an arm, a poll, a post) take their own passes. */
+		left = list_empty(&eng->work) && passed < eng->wait_spin_until;
 		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
 			ret = 1; /* our event, straight from our pass */
@@ -1072,11 +1119,17 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			sv_mutex_unlock(&eng->lock);
 			break; /* an event (ours or someone's) is in the fd */
 		}
+		left = false;
 look_again:
-		now = sv_now_ns();
+		/* Right after our pass, its clock. */
+		now = napped || !passed ? sv_now_ns() : passed;
 		until = list_empty(&eng->work) && now >= eng->wait_spin_until ?
 				UINT64_MAX :
 				now;
+		/* Only the answer to wait for: the next looks without a
+		 * pass (above).  (The paths leave a wake-up due now as it
+		 * is, and the lock-free look sees what they watch.) */
+		spinning = until == now && list_empty(&eng->work);
 		if (until != now && !sv_links_sleep(eng))
 			until = now;
 		until = sv_paths_next_wake(eng, now, until, false, napped,
@@ -1091,8 +1144,11 @@ look_again:
 			until = dl;
 		if (until <= now) {
 			napped = false;
+			looks = 0;
 			continue;
 		}
+		spinning = false;
+		passed = 0; /* a sleep: the clock read afresh after it */
 		/* Made O_NONBLOCK since the caller's last look: the caller
 		 * reads (EAGAIN), the words cleared below. */
 		if (!looked) {
@@ -1107,6 +1163,9 @@ look_again:
 			}
 		}
 		if (until != UINT64_MAX) {
+			now = sv_now_ns(); /* the pass's may be old */
+			if (until < now)
+				until = now;
 			ts.tv_sec = (time_t)((until - now) / 1000000000);
 			ts.tv_nsec = (long)((until - now) % 1000000000);
 		}
@@ -1136,8 +1195,13 @@ look_again:
 		sv_links_wake(eng);
 		sv_mutex_unlock(&eng->lock);
 	}
+	atomic_store_explicit(&eng->wait_spinning, left && ret >= 0,
+			      memory_order_relaxed);
 	/* Handing back to the thread (a signal): at once. */
-	atomic_store_explicit(&eng->wait_seen, ret < 0 ? 0 : sv_now_ns(),
+	atomic_store_explicit(&eng->wait_seen,
+			      ret < 0 ? 0 :
+			      passed  ? passed :
+					sv_now_ns(),
 			      memory_order_relaxed);
 	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret < 0)
 		bell_ring(eng);

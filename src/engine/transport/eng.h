@@ -127,6 +127,9 @@ struct sv_engine {
 	 * saw ring packets or atomics move (engine.c wait_moves), and
 	 * those counts at their last pass. */
 	uint64_t wait_spin_until, wait_moved;
+	/* The last waiter left spinning (before wait_spin_until): the
+	 * next one looks without a pass until something comes (engine.c). */
+	atomic_bool wait_spinning;
 	/* Wire packets after which the peer's engine sends more within a
 	 * round trip, its application not involved: the first and middle
 	 * packets of a message received, requests sent behind others in

@@ -62,6 +62,11 @@
  * which on a virtual CPU is as long as taking the batch (engine.c). */
 #define SV_SPIN_PKTS 8
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
+/* An application thread waiting for an event, spinning for the peer's
+ * engine's answer, looks this many times without the lock between two
+ * passes (engine.c, sv_engine_wait_event): their timers a few
+ * microseconds late at most. */
+#define SV_WAIT_LOOKS 256
 /* While a stream of datagrams goes through the wire sockets (at least
  * SV_NAP_PKTS sent and received between two looks of the thread) and the
  * application busy-polls, its passes reading every wire socket, the
