@@ -168,9 +168,12 @@ static void watch_socks(struct sv_engine *eng, bool on)
 		return;
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
+					  .data.ptr = s };
 
-		/* A socket opened during the nap is in the set already. */
+		/* A socket opened during the nap is in the set already;
+		 * one added with datagrams waiting is reported at once,
+		 * edge-triggered or not. */
 		if (epoll_ctl(eng->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
 			      s->udp.fd, &ev) &&
 		    errno != (on ? EEXIST : ENOENT))
@@ -499,6 +502,54 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 
 /* ---- the progress thread ------------------------------------------------------ */
 
+/* The thread, woken by datagrams while an application's busy poll is
+ * inside its pass (app_rx_pass): waiting for the lock that pass holds
+ * cost a futex wait, the poller's futex wake when it unlocks and the
+ * thread preempting it on its core, four switches where the wake-up
+ * needs two.  It leaves the datagrams to that poll instead: it marks a
+ * hand-off and waits again, the socket reported once per arrival
+ * (EPOLLET), and the poll, leaving its pass, runs one more that reads
+ * every wire socket.  A Dekker pair, so no datagram waits for nobody
+ * (the application may spin on its memory as soon as its poll returns):
+ * we mark, then look whether the poll is still inside; it says it left,
+ * then looks for the mark.  A poll that left before our look is not
+ * counted on: the thread takes the lock and looks itself. */
+static bool rx_handoff(struct sv_engine *eng)
+{
+	atomic_store(&eng->rx_handoff, true);
+	return atomic_load(&eng->app_rx_pass);
+}
+
+/* The poll's side, under the lock, after its pass: one more pass (every
+ * wire socket, each until it holds no more) for each hand-off marked
+ * meanwhile.  A stream that keeps a socket full would keep the poll from
+ * returning: after SV_HANDOFF_PASSES the rest is the thread's, and true
+ * says to ring it (its look reads on, rx_full). */
+static bool rx_handoff_take(struct sv_engine *eng)
+{
+	unsigned int passes = 0;
+
+	for (;;) {
+		atomic_store(&eng->app_rx_pass, false);
+		if (!atomic_load(&eng->rx_handoff))
+			return false;
+		atomic_store_explicit(&eng->rx_handoff, false,
+				      memory_order_relaxed);
+		atomic_store_explicit(&eng->app_rx_pass, true,
+				      memory_order_relaxed);
+		eng->rx_every = true;
+		do {
+			eng->stats->handoff_passes++;
+			pass(eng, true, false);
+		} while (eng->rx_full && ++passes < SV_HANDOFF_PASSES);
+		eng->rx_every = false;
+		if (eng->rx_full) {
+			atomic_store(&eng->app_rx_pass, false);
+			return true;
+		}
+	}
+}
+
 /* epoll_wait until `until` (ns, UINT64_MAX: no end) to the timer's
  * precision, not to the millisecond: a nap of SV_ACK_HOLD_NS must not
  * become 1 ms. */
@@ -569,12 +620,16 @@ static void *progress_main(void *arg)
 	struct sv_engine *eng = arg;
 	_Atomic uint64_t *sleep_until = &eng->sleep_until;
 	struct epoll_event ev[8];
-	/* renap: the look after a nap was skipped (below); nap_len: how
-	 * long the last look let the thread nap; renaps: skipped in a row,
-	 * and not yet counted in the stats. */
-	bool renap = false;
+	/* renap: the look after a nap was skipped (below); handed: the
+	 * look after a wake-up was left to a busy poll (rx_handoff);
+	 * nap_len: how long the last look let the thread wait; renaps:
+	 * looks skipped in a row; uncounted, unhanded: not yet counted in
+	 * the stats; mcast: the multicast sockets' tag, as the last look
+	 * saw it (level-triggered: never handed off). */
+	bool renap = false, handed = false, was_handed = false;
 	uint64_t nap_len = 0;
-	unsigned int renaps = 0, uncounted = 0;
+	unsigned int renaps = 0, uncounted = 0, unhanded = 0;
+	void *mcast = NULL;
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns();
@@ -586,27 +641,32 @@ static void *progress_main(void *arg)
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		uint64_t wire, served;
-		bool nap, pnap = false, socks, spun;
+		bool nap, pnap = false, socks, spun, rx;
 		int timeout, n, i;
 
-		if (renap && busy && !waited) {
-			/* Nap again as the last look decided, without the lock:
-			 * the poll holding it does that look's work. */
-			nap = true;
+		if ((renap || handed) && busy && !waited) {
+			/* Nap or wait again as the last look decided, without
+			 * the lock: the poll holding it does that look's work. */
+			nap = renap;
 			until = now + nap_len;
 			goto wait;
 		}
-		renap = false;
+		renap = handed = false;
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		eng->stats->thread_renaps += uncounted;
-		uncounted = 0;
+		eng->stats->thread_handoffs += unhanded;
+		uncounted = unhanded = 0;
+		mcast = eng->mcast;
 		nap = busy && !waited && app_does_it(eng);
 		if (nap && until > now + eng->nap_ns)
 			until = now + eng->nap_ns;
 		if (nap)
 			eng->stats->thread_naps++;
 		watch_socks(eng, !nap);
-		if (!list_empty(&eng->work) || (!busy && now < eng->spin_until))
+		/* A socket the last pass took a whole budget from has
+		 * reported its datagrams (edge-triggered): read on. */
+		if (!list_empty(&eng->work) ||
+		    (!busy && now < eng->spin_until) || (!nap && eng->rx_full))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
@@ -667,9 +727,14 @@ wait:
 				       8, now, until);
 		atomic_store(&eng->thread_socks, false);
 		atomic_store(sleep_until, 0);
+		rx = n > 0;
 		for (i = 0; i < n; i++)
-			if (ev[i].data.ptr == NULL)
+			if (ev[i].data.ptr == NULL) {
 				bell_drain(eng);
+				rx = false;
+			} else if (ev[i].data.ptr == mcast) {
+				rx = false;
+			}
 		if (atomic_load(&eng->stop))
 			break;
 		eng->napped = pnap && n == 0;
@@ -692,9 +757,25 @@ wait:
 			uncounted++;
 			continue;
 		}
+		/* Woken by datagrams alone, while a busy poll is inside its
+		 * pass: it reads them (rx_handoff).  Not after a wait cut
+		 * short, and a look of our own at least every SV_RENAP_MAX
+		 * times, as for the naps. */
+		handed = rx && socks && timeout && busy && !waited &&
+			 renaps < SV_RENAP_MAX && rx_handoff(eng);
+		if (handed) {
+			renaps++;
+			unhanded++;
+			was_handed = true;
+			continue;
+		}
 		renaps = 0;
 		sv_paths_serve(eng, busy);
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
+		/* Our pass reads every socket: a hand-off of ours that no
+		 * poll took (it had left its pass) is done by it. */
+		atomic_store_explicit(&eng->rx_handoff, false,
+				      memory_order_relaxed);
 		/* Not the words of a waiter that came while we slept: it
 		 * sleeps on them now. */
 		if (!busy && !atomic_load(&eng->waiters))
@@ -732,8 +813,15 @@ wait:
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
-		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0)
+		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0) {
 			eng->stats->thread_late_rx += wire_rcvd(eng) - wire;
+			/* Since a hand-off, only such an instant: the poll
+			 * took what came before it. */
+			if (was_handed)
+				eng->stats->handoff_late_rx +=
+					wire_rcvd(eng) - wire;
+		}
+		was_handed = false;
 		sv_mutex_unlock(&eng->lock);
 	}
 	return NULL;
@@ -765,12 +853,14 @@ int sv_engine_start_thread(struct sv_engine *eng)
 	return 0;
 }
 
-int sv_engine_watch(struct sv_engine *eng, int fd, void *tag)
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag, bool edge)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event ev = { .events = EPOLLIN | (edge ? EPOLLET : 0),
+				  .data.ptr = tag };
+	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = tag };
 
 	if (epoll_ctl(eng->epfd, EPOLL_CTL_ADD, fd, &ev) ||
-	    epoll_ctl(eng->wait_epfd, EPOLL_CTL_ADD, fd, &ev))
+	    epoll_ctl(eng->wait_epfd, EPOLL_CTL_ADD, fd, &lev))
 		return errno;
 	return 0;
 }
@@ -901,7 +991,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	struct sv_engine *eng = ctx->engine;
 	unsigned int n;
 	uint64_t cqes;
-	bool more, timers, armed;
+	bool more, timers, armed, ring;
 
 	if (!eng)
 		return 0;
@@ -955,7 +1045,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	eng->armed_pass = armed;
 	atomic_store_explicit(&eng->app_rx_pass, true, memory_order_relaxed);
 	pass(eng, true, timers);
-	atomic_store_explicit(&eng->app_rx_pass, false, memory_order_relaxed);
+	ring = rx_handoff_take(eng);
 	eng->armed_pass = false;
 	if (eng->cqes != cqes)
 		eng->app_cqe_passes++; /* app_loops */
@@ -965,7 +1055,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	atomic_store_explicit(&eng->app_reads_all, !eng->rx_skipped,
 			      memory_order_relaxed);
 	eng->now_ok = false;
-	more = !list_empty(&eng->work);
+	more = ring || !list_empty(&eng->work);
 	n = (unsigned int)eng->sink.n;
 	eng->sink.cq = NULL;
 	eng->sink.n = 0;

@@ -84,6 +84,10 @@
  * each time it woke a busy poll's pass held the engine lock (engine.c,
  * progress_main): bounds the staleness of its last look's decisions. */
 #define SV_RENAP_MAX 8
+/* Passes a busy poll runs for the thread's hand-off (engine.c,
+ * rx_handoff_take) while they take whole budgets, before it leaves the
+ * rest to the thread. */
+#define SV_HANDOFF_PASSES 4
 /* ACKs held back for the application's answer (engine.c hold_acks) leave
  * at the latest this much later: well before a requester's probe
  * (SV_PROBE_MIN_NS), which would resend. */
