@@ -20,16 +20,6 @@
  *          sleeps only when the requester pauses.  A count of sleeps,
  *          not a rate, of a process no other one takes the CPU from:
  *          the host's load moves it little.
- *   paced  A writes 64 messages of 64 KiB one at a time and, after
- *          each completion, busy-waits PACE_US before posting the next
- *          (a requester whose turn, or whose core, takes that long);
- *          B as in write.  B's thread, which took each message in
- *          passes of many packets, looks for the next one past such a
- *          pause (SV_STREAM_SPIN_NS, from the end of its pass): B's
- *          threads went to sleep at most once per 4 messages.  Timed
- *          from the start of the pass, for SV_SERVE_SPIN_NS, the look
- *          ended before the requester had its ACK, and the thread
- *          slept, and was woken, once per message.
  */
 #include <dirent.h>
 #include <sched.h>
@@ -40,8 +30,6 @@
 #define MSG (1u << 20)
 #define N_MSGS 64
 #define OUTSTANDING 4
-#define PACED_MSG (64u << 10)
-#define PACE_US 150
 
 static bool on_udp(void)
 {
@@ -193,74 +181,8 @@ static void write_b(int fd)
 	CHECK_EQ(hx_ep_close(&ep), 0);
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static void paced_a(int fd)
-{
-	struct hx_ep ep;
-	int done;
-
-	(void)(own_cpu() && own_priority());
-	open_ep(&ep, fd);
-	hx_sync(fd); /* B counts from here */
-	for (done = 0; done < N_MSGS; done++) {
-		uint64_t until;
-
-		hx_fill(ep.buf, PACED_MSG, (uint64_t)done);
-		if (hx_post_send(&ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
-				 (uint64_t)done, ep.buf, PACED_MSG, ep.mr->lkey,
-				 ep.peer.addr, ep.peer.rkey, 0)) {
-			CHECK(!"ibv_post_send failed");
-			break;
-		}
-		if (!HX_EXPECT(ep.scq, NULL, (uint64_t)done, IBV_WC_SUCCESS,
-			       IBV_WC_RDMA_WRITE, PACED_MSG))
-			break;
-		/* Busy: a sleep would hand the CPU back late. */
-		until = now_us() + PACE_US;
-		while (now_us() < until)
-			;
-	}
-	hx_send_u64(fd, (uint64_t)done);
-	hx_sync(fd); /* B checked */
-	CHECK_EQ(hx_ep_close(&ep), 0);
-}
-
-static void paced_b(int fd)
-{
-	unsigned long long before, after;
-	struct hx_ep ep;
-	bool alone;
-	int n;
-
-	alone = own_cpu() && own_priority();
-	open_ep(&ep, fd);
-	hx_sync(fd);
-	before = voluntary_switches();
-	n = (int)hx_recv_u64(fd); /* no verb call until A is done */
-	after = voluntary_switches();
-	CHECK_EQ(n, N_MSGS);
-	HX_CHECK_PATTERN(ep.buf, PACED_MSG, (uint64_t)(N_MSGS - 1));
-	hx_log("%d messages of 64 KiB, %d us apart: %llu voluntary context "
-	       "switches",
-	       n, PACE_US, after - before);
-	if (on_udp() && alone)
-		CHECK(after - before <= N_MSGS / 4);
-	else if (on_udp())
-		hx_log("not counted: no CPU of our own at real-time priority");
-	hx_sync(fd);
-	CHECK_EQ(hx_ep_close(&ep), 0);
-}
-
 static const struct hx_case cases[] = {
 	HX_CASE(write, 60),
-	HX_CASE(paced, 60),
 	{ 0 },
 };
 

@@ -706,15 +706,11 @@ wait:
 		eng->in_spin = false;
 		/* A peer waits for our answer to what it sent through the
 		 * rings, or follows up a wire stream within a round trip
-		 * (serve_moves).  Each comes while we look again.  A stream
-		 * whose batches we take from the wire sockets (SV_SPIN_PKTS)
-		 * has its requester wait for the ACKs this pass sent, and
-		 * the next batch comes after that requester's turn: we look
-		 * for SV_STREAM_SPIN_NS from the end of the pass, not from
-		 * its start (a long pass took most of that time). */
-		if (!busy && wire_rcvd(eng) - wire >= SV_SPIN_PKTS)
-			eng->spin_until = sv_now_ns() + SV_STREAM_SPIN_NS;
-		else if (!busy && serve_moves(eng) != served)
+		 * (serve_moves); a stream of single-packet requests sends its
+		 * next batch as soon (SV_SPIN_PKTS).  Each comes while we
+		 * look again. */
+		if (!busy && (serve_moves(eng) != served ||
+			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
 			eng->spin_until =
 				(spun ? now : sv_now_ns()) + SV_SERVE_SPIN_NS;
 		/* Datagrams this pass found after a wait that timed out:

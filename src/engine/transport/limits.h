@@ -61,14 +61,6 @@
  * microseconds, and sleeping between batches cost a wake-up for each,
  * which on a virtual CPU is as long as taking the batch (engine.c). */
 #define SV_SPIN_PKTS 8
-/* How long the thread looks again after such a pass, from its end: the
- * requester's answer to our ACKs (its completions, its application's
- * next posts, a send of up to a window) takes tens of microseconds, more
- * when its core is shared, and a wake-up of ours then costs the whole
- * stream its window for 40-55 us on a virtual CPU, a scheduler's slice
- * on a busy core (engine.c).  Below the requester's first probe
- * (SV_PROBE_MIN_NS), whose wait is its own. */
-#define SV_STREAM_SPIN_NS (500ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 /* While a stream of datagrams goes through the wire sockets (at least
  * SV_NAP_PKTS sent and received between two looks of the thread) and the
