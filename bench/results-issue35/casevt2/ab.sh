@@ -5,8 +5,8 @@ for r in $(seq $1); do
   l="r$r $(cut -d' ' -f1 /proc/loadavg)"
   for b in main new; do
     B=/work/base-casevt2/build; [ $b = new ] && B=/work/wt/casevt2/build
-    ev=$(/tmp/casevt2/q.sh $B $T | awk '{print $3 $4}')
-    po=$(/tmp/casevt2/q.sh $B $T -cp1 | awk '{print $3 $4}')
+    ev=$("$(dirname "$0")"/../casevt/q.sh $B $T | awk '{print $3 $4}')
+    po=$("$(dirname "$0")"/../casevt/q.sh $B $T -cp1 | awk '{print $3 $4}')
     l="$l $b ev=$ev cp1=$po"
   done
   echo "$l"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bw1.sh BUILD TOOL [ARGS...]: one perftest bandwidth pair, 8 B, between the
-# namespaces of ns.sh (server l9a on core 0, client l9b on core 1), with
+# namespaces of lat9k/tools/ns.sh (server l9a on core 0, client l9b on core 1), with
 # SOFTVERBS_STATS=1; prints the client's result line and both sides' counters
 # named in $SHOW (a regex).
 BUILD=$1; TOOL=$2; shift 2

@@ -1,6 +1,6 @@
 #!/bin/bash
 # counts.sh BUILD N LABEL: one ib_write_lat 8 B pair between the namespaces
-# of ns.sh (server l9a on core 0, client l9b on core 1), each side under
+# of lat9k/tools/ns.sh (server l9a on core 0, client l9b on core 1), each side under
 # `perf stat`; prints each side's counts per round trip (N iterations).
 BUILD=$1; N=$2; L=$3
 SV=$BUILD/bin/softverbs; P=$((19000 + RANDOM % 1000)); D=/tmp/wlat-counts
