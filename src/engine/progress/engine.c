@@ -168,12 +168,9 @@ static void watch_socks(struct sv_engine *eng, bool on)
 		return;
 	for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next) {
 		struct sv_sock *s = list_entry(it, struct sv_sock, node);
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
-					  .data.ptr = s };
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
 
-		/* A socket opened during the nap is in the set already;
-		 * one added with datagrams waiting is reported at once,
-		 * edge-triggered or not. */
+		/* A socket opened during the nap is in the set already. */
 		if (epoll_ctl(eng->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
 			      s->udp.fd, &ev) &&
 		    errno != (on ? EEXIST : ENOENT))
@@ -373,22 +370,6 @@ static bool ring_idle(struct sv_sock *s)
 	       __atomic_load_n(&s->ring.head, __ATOMIC_RELAXED);
 }
 
-/* Without the lock: has anything come that a pass would take?  Only
- * when the last pass left a quiet socket (set_quiet: nothing queued, one
- * shm ring and no UDP QP): a packet claimed in that ring, a kick, a
- * change in the paths' watched words (path.h watch).  Timers it does not
- * look at: its callers take a pass every so many looks (SV_HINT_EVERY,
- * SV_WAIT_LOOKS). */
-static bool nothing_came(struct sv_engine *eng)
-{
-	struct sv_sock *q =
-		atomic_load_explicit(&eng->quiet, memory_order_relaxed);
-
-	return q &&
-	       !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
-	       ring_idle(q) && watched_idle(eng);
-}
-
 void sv_engine_pass(struct sv_engine *eng, bool rx)
 {
 	eng->now_ok = false;
@@ -502,54 +483,6 @@ static void pass(struct sv_engine *eng, bool rx, bool timers)
 
 /* ---- the progress thread ------------------------------------------------------ */
 
-/* The thread, woken by datagrams while an application's busy poll is
- * inside its pass (app_rx_pass): waiting for the lock that pass holds
- * cost a futex wait, the poller's futex wake when it unlocks and the
- * thread preempting it on its core, four switches where the wake-up
- * needs two.  It leaves the datagrams to that poll instead: it marks a
- * hand-off and waits again, the socket reported once per arrival
- * (EPOLLET), and the poll, leaving its pass, runs one more that reads
- * every wire socket.  A Dekker pair, so no datagram waits for nobody
- * (the application may spin on its memory as soon as its poll returns):
- * we mark, then look whether the poll is still inside; it says it left,
- * then looks for the mark.  A poll that left before our look is not
- * counted on: the thread takes the lock and looks itself. */
-static bool rx_handoff(struct sv_engine *eng)
-{
-	atomic_store(&eng->rx_handoff, true);
-	return atomic_load(&eng->app_rx_pass);
-}
-
-/* The poll's side, under the lock, after its pass: one more pass (every
- * wire socket, each until it holds no more) for each hand-off marked
- * meanwhile.  A stream that keeps a socket full would keep the poll from
- * returning: after SV_HANDOFF_PASSES the rest is the thread's, and true
- * says to ring it (its look reads on, rx_full). */
-static bool rx_handoff_take(struct sv_engine *eng)
-{
-	unsigned int passes = 0;
-
-	for (;;) {
-		atomic_store(&eng->app_rx_pass, false);
-		if (!atomic_load(&eng->rx_handoff))
-			return false;
-		atomic_store_explicit(&eng->rx_handoff, false,
-				      memory_order_relaxed);
-		atomic_store_explicit(&eng->app_rx_pass, true,
-				      memory_order_relaxed);
-		eng->rx_every = true;
-		do {
-			eng->stats->handoff_passes++;
-			pass(eng, true, false);
-		} while (eng->rx_full && ++passes < SV_HANDOFF_PASSES);
-		eng->rx_every = false;
-		if (eng->rx_full) {
-			atomic_store(&eng->app_rx_pass, false);
-			return true;
-		}
-	}
-}
-
 /* epoll_wait until `until` (ns, UINT64_MAX: no end) to the timer's
  * precision, not to the millisecond: a nap of SV_ACK_HOLD_NS must not
  * become 1 ms. */
@@ -620,16 +553,12 @@ static void *progress_main(void *arg)
 	struct sv_engine *eng = arg;
 	_Atomic uint64_t *sleep_until = &eng->sleep_until;
 	struct epoll_event ev[8];
-	/* renap: the look after a nap was skipped (below); handed: the
-	 * look after a wake-up was left to a busy poll (rx_handoff);
-	 * nap_len: how long the last look let the thread wait; renaps:
-	 * looks skipped in a row; uncounted, unhanded: not yet counted in
-	 * the stats; mcast: the multicast sockets' tag, as the last look
-	 * saw it (level-triggered: never handed off). */
-	bool renap = false, handed = false, was_handed = false;
+	/* renap: the look after a nap was skipped (below); nap_len: how
+	 * long the last look let the thread nap; renaps: skipped in a row,
+	 * and not yet counted in the stats. */
+	bool renap = false;
 	uint64_t nap_len = 0;
-	unsigned int renaps = 0, uncounted = 0, unhanded = 0;
-	void *mcast = NULL;
+	unsigned int renaps = 0, uncounted = 0;
 
 	while (!atomic_load(&eng->stop)) {
 		uint64_t now = sv_now_ns();
@@ -641,32 +570,27 @@ static void *progress_main(void *arg)
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		uint64_t wire, served;
-		bool nap, pnap = false, socks, spun, rx;
+		bool nap, pnap = false, socks, spun;
 		int timeout, n, i;
 
-		if ((renap || handed) && busy && !waited) {
-			/* Nap or wait again as the last look decided, without
-			 * the lock: the poll holding it does that look's work. */
-			nap = renap;
+		if (renap && busy && !waited) {
+			/* Nap again as the last look decided, without the lock:
+			 * the poll holding it does that look's work. */
+			nap = true;
 			until = now + nap_len;
 			goto wait;
 		}
-		renap = handed = false;
+		renap = false;
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
 		eng->stats->thread_renaps += uncounted;
-		eng->stats->thread_handoffs += unhanded;
-		uncounted = unhanded = 0;
-		mcast = eng->mcast;
+		uncounted = 0;
 		nap = busy && !waited && app_does_it(eng);
 		if (nap && until > now + eng->nap_ns)
 			until = now + eng->nap_ns;
 		if (nap)
 			eng->stats->thread_naps++;
 		watch_socks(eng, !nap);
-		/* A socket the last pass took a whole budget from has
-		 * reported its datagrams (edge-triggered): read on. */
-		if (!list_empty(&eng->work) ||
-		    (!busy && now < eng->spin_until) || (!nap && eng->rx_full))
+		if (!list_empty(&eng->work) || (!busy && now < eng->spin_until))
 			until = now;
 		/* Peers pushing into our rings ring the doorbell (a datagram
 		 * on the ring's socket) only while we say we sleep there. */
@@ -727,14 +651,9 @@ wait:
 				       8, now, until);
 		atomic_store(&eng->thread_socks, false);
 		atomic_store(sleep_until, 0);
-		rx = n > 0;
 		for (i = 0; i < n; i++)
-			if (ev[i].data.ptr == NULL) {
+			if (ev[i].data.ptr == NULL)
 				bell_drain(eng);
-				rx = false;
-			} else if (ev[i].data.ptr == mcast) {
-				rx = false;
-			}
 		if (atomic_load(&eng->stop))
 			break;
 		eng->napped = pnap && n == 0;
@@ -757,25 +676,9 @@ wait:
 			uncounted++;
 			continue;
 		}
-		/* Woken by datagrams alone, while a busy poll is inside its
-		 * pass: it reads them (rx_handoff).  Not after a wait cut
-		 * short, and a look of our own at least every SV_RENAP_MAX
-		 * times, as for the naps. */
-		handed = rx && socks && timeout && busy && !waited &&
-			 renaps < SV_RENAP_MAX && rx_handoff(eng);
-		if (handed) {
-			renaps++;
-			unhanded++;
-			was_handed = true;
-			continue;
-		}
 		renaps = 0;
 		sv_paths_serve(eng, busy);
 		sv_mutex_lock(&eng->lock, SV_LOCK_ENGINE);
-		/* Our pass reads every socket: a hand-off of ours that no
-		 * poll took (it had left its pass) is done by it. */
-		atomic_store_explicit(&eng->rx_handoff, false,
-				      memory_order_relaxed);
 		/* Not the words of a waiter that came while we slept: it
 		 * sleeps on them now. */
 		if (!busy && !atomic_load(&eng->waiters))
@@ -813,15 +716,8 @@ wait:
 		/* Datagrams this pass found after a wait that timed out:
 		 * they waited in a socket the thread did not watch (or
 		 * came in the instant since). */
-		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0) {
+		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0)
 			eng->stats->thread_late_rx += wire_rcvd(eng) - wire;
-			/* Since a hand-off, only such an instant: the poll
-			 * took what came before it. */
-			if (was_handed)
-				eng->stats->handoff_late_rx +=
-					wire_rcvd(eng) - wire;
-		}
-		was_handed = false;
 		sv_mutex_unlock(&eng->lock);
 	}
 	return NULL;
@@ -853,14 +749,12 @@ int sv_engine_start_thread(struct sv_engine *eng)
 	return 0;
 }
 
-int sv_engine_watch(struct sv_engine *eng, int fd, void *tag, bool edge)
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (edge ? EPOLLET : 0),
-				  .data.ptr = tag };
-	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
 
 	if (epoll_ctl(eng->epfd, EPOLL_CTL_ADD, fd, &ev) ||
-	    epoll_ctl(eng->wait_epfd, EPOLL_CTL_ADD, fd, &lev))
+	    epoll_ctl(eng->wait_epfd, EPOLL_CTL_ADD, fd, &ev))
 		return errno;
 	return 0;
 }
@@ -989,16 +883,20 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 		     struct ibv_wc *wc, int max)
 {
 	struct sv_engine *eng = ctx->engine;
+	struct sv_sock *q;
 	unsigned int n;
 	uint64_t cqes;
-	bool more, timers, armed, ring;
+	bool more, timers, armed;
 
 	if (!eng)
 		return 0;
 	/* The busy poller's usual case, nothing arrived: no lock, no
 	 * clock, no store another thread reads. */
 	n = atomic_load_explicit(&eng->busy_passes, memory_order_relaxed);
-	if (n % SV_HINT_EVERY && nothing_came(eng)) {
+	q = atomic_load_explicit(&eng->quiet, memory_order_relaxed);
+	if (q && n % SV_HINT_EVERY &&
+	    !atomic_load_explicit(&eng->kick_any, memory_order_relaxed) &&
+	    ring_idle(q) && watched_idle(eng)) {
 		atomic_store_explicit(&eng->busy_passes, n + 1,
 				      memory_order_relaxed);
 		return 0;
@@ -1045,7 +943,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	eng->armed_pass = armed;
 	atomic_store_explicit(&eng->app_rx_pass, true, memory_order_relaxed);
 	pass(eng, true, timers);
-	ring = rx_handoff_take(eng);
+	atomic_store_explicit(&eng->app_rx_pass, false, memory_order_relaxed);
 	eng->armed_pass = false;
 	if (eng->cqes != cqes)
 		eng->app_cqe_passes++; /* app_loops */
@@ -1055,7 +953,7 @@ static int poll_hint(struct sv_context *ctx, struct sv_cq *cq,
 	atomic_store_explicit(&eng->app_reads_all, !eng->rx_skipped,
 			      memory_order_relaxed);
 	eng->now_ok = false;
-	more = ring || !list_empty(&eng->work);
+	more = !list_empty(&eng->work);
 	n = (unsigned int)eng->sink.n;
 	eng->sink.cq = NULL;
 	eng->sink.n = 0;
@@ -1102,11 +1000,8 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 	struct sv_engine *eng = ctx->engine;
 	bool napped = false, woken = false, awake = false;
 	bool looked = false; /* at the fd's flags */
-	/* spinning: only the peer's engine's answer to wait for (below);
-	 * left: this wait ends so, the next one starts spinning. */
-	bool spinning, left = false;
-	uint64_t moves, passed = 0; /* the clock of our last pass */
-	unsigned int passes = 0, looks = 0;
+	uint64_t moves;
+	unsigned int passes = 0;
 	int fd = ch->ibv.fd, ret = 0;
 
 	if (!eng || !eng->thread_started)
@@ -1119,32 +1014,15 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 	 * progress_main: we count ourselves, then look). */
 	if (atomic_load(&eng->thread_socks))
 		bell_ring(eng);
-	spinning =
-		atomic_load_explicit(&eng->wait_spinning, memory_order_relaxed);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 				       { .fd = eng->wait_epfd,
 					 .events = POLLIN } };
 		uint64_t now, until, dl;
 		struct timespec ts;
-		bool nap = false, quick;
+		bool nap = false;
 		int n;
 
-		/* Spinning for what the peer's engine answers (an atomic's
-		 * result, a stream's next batch): look as a busy poll does
-		 * (poll_hint), without the lock, the clock or a pass, which
-		 * cost several times the look and delayed the pass that
-		 * takes the answer by as much.  A pass when something came,
-		 * and every SV_WAIT_LOOKS looks (timers, the spin's end);
-		 * a pass a look, as before, where no look can tell (no
-		 * quiet socket: UDP). */
-		quick = spinning && ++looks % SV_WAIT_LOOKS &&
-			atomic_load_explicit(&eng->quiet, memory_order_relaxed);
-		if (quick && nothing_came(eng) &&
-		    atomic_load_explicit(&ch->written, memory_order_relaxed) ==
-			    seen)
-			continue;
-		spinning = false;
 		/* The first look reads the wire sockets as a busy poll does
 		 * (those its QPs receive from); after a wake-up, which one
 		 * of them may have brought, all of them, as the thread. */
@@ -1162,23 +1040,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		eng->in_thread = woken;
 		woken = false;
 		sv_cq_grab_begin(ch);
-		/* Passes per wait: what a waiter's spin for its peer's
-		 * answer costs (about one where looks tell, above). */
+		/* A waiter spinning for its peer's answer runs a pass a
+		 * look: passes per wait say what its spin costs. */
 		eng->stats->app_waits += !passes++;
 		eng->stats->app_wait_passes++;
-		if (quick) {
-			/* What a look saw come (the answer, most likely): a
-			 * busy poll's pass, the clock read after it if the
-			 * pass did not (what it sends in reply leaves that
-			 * much sooner). */
-			eng->now_ok = false;
-			pass(eng, true, false);
-			passed = eng->now_ok ? eng->now : sv_now_ns();
-			eng->now_ok = false;
-		} else {
-			sv_engine_pass(eng, true);
-			passed = eng->now; /* the pass's clock */
-		}
+		sv_engine_pass(eng, true);
 		eng->in_thread = false;
 		/* Packets through the rings, atomics sent, since a waiter
 		 * last looked (the application's posts between two waits
@@ -1195,11 +1061,8 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 		moves = wait_moves(eng);
 		if (moves != eng->wait_moved) {
 			eng->wait_moved = moves;
-			eng->wait_spin_until = passed + SV_SERVE_SPIN_NS;
+			eng->wait_spin_until = sv_now_ns() + SV_SERVE_SPIN_NS;
 		}
-		/* Still spinning: the caller's verbs until its next wait
-		 * (an arm, a poll, a post) take their own passes. */
-		left = list_empty(&eng->work) && passed < eng->wait_spin_until;
 		if (sv_cq_grab_end(token)) {
 			sv_mutex_unlock(&eng->lock);
 			ret = 1; /* our event, straight from our pass */
@@ -1209,17 +1072,11 @@ int sv_engine_wait_event(struct sv_context *ctx, struct sv_comp_channel *ch,
 			sv_mutex_unlock(&eng->lock);
 			break; /* an event (ours or someone's) is in the fd */
 		}
-		left = false;
 look_again:
-		/* Right after our pass, its clock. */
-		now = napped || !passed ? sv_now_ns() : passed;
+		now = sv_now_ns();
 		until = list_empty(&eng->work) && now >= eng->wait_spin_until ?
 				UINT64_MAX :
 				now;
-		/* Only the answer to wait for: the next looks without a
-		 * pass (above).  (The paths leave a wake-up due now as it
-		 * is, and the lock-free look sees what they watch.) */
-		spinning = until == now && list_empty(&eng->work);
 		if (until != now && !sv_links_sleep(eng))
 			until = now;
 		until = sv_paths_next_wake(eng, now, until, false, napped,
@@ -1234,11 +1091,8 @@ look_again:
 			until = dl;
 		if (until <= now) {
 			napped = false;
-			looks = 0;
 			continue;
 		}
-		spinning = false;
-		passed = 0; /* a sleep: the clock read afresh after it */
 		/* Made O_NONBLOCK since the caller's last look: the caller
 		 * reads (EAGAIN), the words cleared below. */
 		if (!looked) {
@@ -1253,9 +1107,6 @@ look_again:
 			}
 		}
 		if (until != UINT64_MAX) {
-			now = sv_now_ns(); /* the pass's may be old */
-			if (until < now)
-				until = now;
 			ts.tv_sec = (time_t)((until - now) / 1000000000);
 			ts.tv_nsec = (long)((until - now) % 1000000000);
 		}
@@ -1285,13 +1136,8 @@ look_again:
 		sv_links_wake(eng);
 		sv_mutex_unlock(&eng->lock);
 	}
-	atomic_store_explicit(&eng->wait_spinning, left && ret >= 0,
-			      memory_order_relaxed);
 	/* Handing back to the thread (a signal): at once. */
-	atomic_store_explicit(&eng->wait_seen,
-			      ret < 0 ? 0 :
-			      passed  ? passed :
-					sv_now_ns(),
+	atomic_store_explicit(&eng->wait_seen, ret < 0 ? 0 : sv_now_ns(),
 			      memory_order_relaxed);
 	if (atomic_fetch_sub(&eng->waiters, 1) == 1 && ret < 0)
 		bell_ring(eng);

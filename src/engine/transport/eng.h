@@ -127,9 +127,6 @@ struct sv_engine {
 	 * saw ring packets or atomics move (engine.c wait_moves), and
 	 * those counts at their last pass. */
 	uint64_t wait_spin_until, wait_moved;
-	/* The last waiter left spinning (before wait_spin_until): the
-	 * next one looks without a pass until something comes (engine.c). */
-	atomic_bool wait_spinning;
 	/* Wire packets after which the peer's engine sends more within a
 	 * round trip, its application not involved: the first and middle
 	 * packets of a message received, requests sent behind others in
@@ -178,10 +175,6 @@ struct sv_engine {
 	 * sockets (poll_hint): the napping thread's look would wait for
 	 * the lock to do the same (progress_main, renap). */
 	atomic_bool app_rx_pass;
-	/* Set by the thread woken by a datagram while app_rx_pass is set:
-	 * that poll runs one more pass, reading every wire socket, before
-	 * it returns (engine.c, rx_handoff). */
-	atomic_bool rx_handoff;
 	/* Set after each pass when the only thing that can bring work to
 	 * a busy poller is a packet in this socket's ring (one socket,
 	 * shm only, no work queued): polls then look at the ring, the kick
@@ -248,11 +241,6 @@ struct sv_engine {
 	bool armed_pass;
 	bool posting; /* post_send runs this pass (sv_engine_kick) */
 	bool rx_skipped; /* this pass left a wire socket unread (links.c) */
-	bool rx_every; /* this pass reads every wire socket (links.c) */
-	/* This pass took a whole budget from a wire socket, which may hold
-	 * more: the thread's epoll set reports a socket once per arrival
-	 * (EPOLLET), so whoever took that report looks again. */
-	bool rx_full;
 	/* A path asked the thread to nap (path.h next_wake): if its wait
 	 * brings nothing, it looks again (napped) before it runs a pass. */
 	bool napped;
@@ -304,10 +292,7 @@ static inline void sv_app_copied(struct sv_engine *eng)
 void sv_timer_note(struct sv_engine *eng, uint64_t deadline);
 void sv_qp_timer_arm(struct sv_qp_engine *qe, uint64_t deadline);
 int sv_engine_start_thread(struct sv_engine *eng);
-/* edge: an engine socket (struct sv_sock), which the thread's epoll set
- * reports once per arrival (progress_main, rx_handoff); else reported
- * while readable. */
-int sv_engine_watch(struct sv_engine *eng, int fd, void *tag, bool edge);
+int sv_engine_watch(struct sv_engine *eng, int fd, void *tag);
 void sv_watch_word(struct sv_engine *eng, unsigned int *n,
 		   const _Atomic uint64_t *w, uint64_t v, bool eq);
 

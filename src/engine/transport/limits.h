@@ -62,11 +62,6 @@
  * which on a virtual CPU is as long as taking the batch (engine.c). */
 #define SV_SPIN_PKTS 8
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
-/* An application thread waiting for an event, spinning for the peer's
- * engine's answer, looks this many times without the lock between two
- * passes (engine.c, sv_engine_wait_event): their timers a few
- * microseconds late at most. */
-#define SV_WAIT_LOOKS 256
 /* While a stream of datagrams goes through the wire sockets (at least
  * SV_NAP_PKTS sent and received between two looks of the thread) and the
  * application busy-polls, its passes reading every wire socket, the
@@ -84,10 +79,6 @@
  * each time it woke a busy poll's pass held the engine lock (engine.c,
  * progress_main): bounds the staleness of its last look's decisions. */
 #define SV_RENAP_MAX 8
-/* Passes a busy poll runs for the thread's hand-off (engine.c,
- * rx_handoff_take) while they take whole budgets, before it leaves the
- * rest to the thread. */
-#define SV_HANDOFF_PASSES 4
 /* ACKs held back for the application's answer (engine.c hold_acks) leave
  * at the latest this much later: well before a requester's probe
  * (SV_PROBE_MIN_NS), which would resend. */

@@ -86,7 +86,7 @@ int sv_links_sock_open(struct sv_engine *eng, struct sv_sock *s)
 		s->udp.rx = eng->rx_gro;
 		s->udp.nrx = SV_RX_GRO_BATCH;
 	}
-	err = sv_engine_watch(eng, fd, s, true);
+	err = sv_engine_watch(eng, fd, s);
 	if (err) {
 		sv_link_udp.close(&s->udp);
 		return err;
@@ -195,7 +195,7 @@ static int roce_bind(struct sv_engine *eng, char *holder, size_t len,
 	s->roce = true;
 	err = sv_roce_open(&s->udp, &s->roce_lock, holder, len, ours);
 	if (!err) {
-		err = sv_engine_watch(eng, s->udp.fd, s, true);
+		err = sv_engine_watch(eng, s->udp.fd, s);
 		if (err)
 			sv_udp_close(&s->udp);
 	}
@@ -617,8 +617,7 @@ static void deliver(void *arg, uint8_t *buf, uint32_t len, bool truncated,
 /* Should this pass read a link that costs a system call (UDP)? */
 static bool rx_due(struct sv_engine *eng, struct sv_sock *s)
 {
-	if (!s->ring.hdr || s->udp_qps || eng->rx_every ||
-	    (eng->in_thread && !eng->in_spin))
+	if (!s->ring.hdr || s->udp_qps || (eng->in_thread && !eng->in_spin))
 		return true;
 	return !(++s->rx_skip % SV_UDP_EVERY);
 }
@@ -639,14 +638,8 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 			eng->rx_skipped = true;
 			continue;
 		}
-		/* A hand-off's pass (rx_every) reads as the thread would:
-		 * every datagram, not the one a dry socket's next look
-		 * asks for. */
-		if (ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now,
-				 !eng->in_thread && !eng->rx_every) >=
-			    SV_RX_BUDGET &&
-		    ops->wire)
-			eng->rx_full = true;
+		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now,
+			     !eng->in_thread);
 		link_counts(eng, ops, s->link[i].ep);
 	}
 }
@@ -662,16 +655,13 @@ void sv_links_rx(struct sv_engine *eng)
 	int n, i;
 
 	eng->rx_skipped = false;
-	eng->rx_full = false;
 	if (eng->nsocks <= SV_RX_SCAN_SOCKS) {
 		for (it = eng->socks.n.next; it != &eng->socks.n; it = it->next)
 			sock_rx(eng, list_entry(it, struct sv_sock, node),
 				true);
 		return;
 	}
-	/* The waiters' set: level-triggered, and it keeps the sockets
-	 * while the thread's naps take them out of its own. */
-	n = epoll_wait(eng->wait_epfd, ev, SV_RX_SCAN_EVENTS, 0);
+	n = epoll_wait(eng->epfd, ev, SV_RX_SCAN_EVENTS, 0);
 	for (i = 0; i < n; i++)
 		/* the doorbell (NULL) and multicast are not sockets here */
 		if (ev[i].data.ptr && ev[i].data.ptr != (void *)eng->mcast)

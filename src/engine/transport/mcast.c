@@ -151,7 +151,7 @@ static struct sv_mcast *mc_get(struct sv_engine *eng, int *err)
 		goto done; /* the groups have the sockets */
 	*err = mc_socket(&mc->udp, SV_MCAST_PORT, NULL);
 	if (!*err) {
-		*err = sv_engine_watch(eng, mc->udp.fd, mc, false);
+		*err = sv_engine_watch(eng, mc->udp.fd, mc);
 		if (*err)
 			sv_udp_close(&mc->udp);
 	}
@@ -294,7 +294,7 @@ static int group_socket(struct sv_engine *eng, struct sv_mgroup *g)
 		return 0;
 	err = mc_socket(&g->udp, SV_ROCE_PORT, &g->ip);
 	if (!err) {
-		err = sv_engine_watch(eng, g->udp.fd, eng->mcast, false);
+		err = sv_engine_watch(eng, g->udp.fd, eng->mcast);
 		if (err)
 			sv_udp_close(&g->udp);
 	}

@@ -137,10 +137,7 @@
 	X(app_waits, "waits of an app thread for an event that ran a pass") \
 	X(app_wait_passes, "passes those waits ran")                         \
 	X(req_held, "request packets a post kept for a later send")          \
-	X(thread_renaps, "thread naps begun again: a busy poll held the lock") \
-	X(thread_handoffs, "thread wake-ups left to a busy poll's pass")     \
-	X(handoff_passes, "passes a busy poll ran for the thread's hand-off") \
-	X(handoff_late_rx, "of thread_late_rx: after the thread's hand-off")
+	X(thread_renaps, "thread naps begun again: a busy poll held the lock")
 /* clang-format on */
 
 struct sv_stats {
