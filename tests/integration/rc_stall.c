@@ -26,6 +26,8 @@
  * dependence fails that every time, and a peer merely late would have to
  * be late in half the rounds.
  */
+#include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -261,20 +263,79 @@ static void unsig_pingpong_b(int fd)
 /* ---- held_ack: the receiver pauses after each receive ----------------
  * Over UDP a pass that completes a receive while the application
  * busy-polls holds its ACK back for the application's answer (engine.c,
- * hold_acks).  Here A busy-polls for B's signaled SEND, then pauses 20 ms
- * without a verb: the thread must send the held ACK within
- * SV_ACK_HOLD_NS.  Left for A's next verb, B's SEND would complete only
- * through its probe (at least 1 ms later, a resend): B's probe_retransmit
- * counts them.  B waits 3 ms before each SEND so that A polls (and the
- * thread naps short) when it comes; A's ack_held shows the holds. */
+ * hold_acks).  Here A busy-polls for B's signaled SEND, then makes no verb
+ * call until B's SEND has completed: the thread must send the held ACK
+ * within SV_ACK_HOLD_NS.  Left for another pass, the ACK leaves only when
+ * B's probe (at least 1 ms later, a resend) brings a duplicate: every
+ * held ACK then leaves late (A's ack_held_late, sent more than twice
+ * SV_ACK_HOLD_NS after it was held) and costs B a probe_retransmit.  B
+ * waits 3 ms before each SEND so that A polls (and the thread naps short)
+ * when it comes; A's ack_held shows the holds.
+ * A held ACK also leaves late when the scheduler runs the thread late (a
+ * loaded host), which no count of the engine's tells apart: so A counts
+ * the rounds in which its other threads waited for a CPU (run_delay,
+ * schedstat) SV_ACK_HOLD_NS or more between its receive and B's
+ * completion; beyond those rounds, fewer than half the held ACKs may be
+ * late (a virtual CPU's timers and the host's own scheduling delay some
+ * without the thread waiting: up to 15 of 26 at load 15), where the fault
+ * makes every one late.  A thread that sleeps instead waits for no CPU:
+ * quiet, the rounds it leaves its ACK in are not counted.  Loaded, its
+ * wake-up for the duplicate waits for a CPU too and hides the fault, so A
+ * runs at real-time priority where it may (root, RLIMIT_RTPRIO): no
+ * ordinary process then keeps its threads waiting, and the count measures
+ * the engine at any load (at load 12-16, 0-1 late of 16-29 held; with the
+ * thread leaving held ACKs, all 22 of 22). */
 #define HA_ROUNDS 40
+#define HA_HOLD_NS 200000ull /* SV_ACK_HOLD_NS */
+
+/* Nanoseconds the threads of this process other than the caller spent
+ * runnable but waiting for a CPU (/proc/PID/task/TID/schedstat, its
+ * second field); false where the kernel does not say. */
+static bool others_run_delay(unsigned long long *sum)
+{
+	char path[300];
+	struct dirent *e;
+	bool any = false;
+	DIR *d;
+
+	*sum = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)getpid());
+	d = opendir(path);
+	if (!d)
+		return false;
+	while ((e = readdir(d))) {
+		unsigned long long run, wait;
+		FILE *f;
+
+		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)gettid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat",
+			 (int)getpid(), e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+			*sum += wait;
+			any = true;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return any;
+}
 
 static void held_ack_a(int fd)
 {
+	static const char *const names[] = { "ack_held", "ack_held_late",
+					     NULL };
+	unsigned long long v[2], d0, d1, worst = 0;
+	struct sched_param sp = { .sched_priority = 1 };
 	struct hx_ep ep;
-	unsigned long long held;
-	int r;
+	bool measured = true, ok, rt;
+	int r, late = 0;
 
+	/* Before the engine's thread, which inherits it. */
+	rt = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
 	pp_open(&ep, fd);
 	for (r = 0; r < HA_ROUNDS; r++)
 		REQUIRE(hx_post_recv(&ep, r, ep.buf + RECV_OFF + r * 8192, 8192,
@@ -284,14 +345,28 @@ static void held_ack_a(int fd)
 		if (!HX_EXPECT(ep.rcq, NULL, r, IBV_WC_SUCCESS, IBV_WC_RECV,
 			       PP_LEN))
 			break;
+		ok = others_run_delay(&d0);
 		HX_CHECK_PATTERN(ep.buf + RECV_OFF + r * 8192, PP_LEN,
 				 7000 + r);
-		usleep(20000); /* the application does something else */
-		hx_sync(fd);
+		hx_sync(fd); /* B's SEND completed, no verb of ours meanwhile */
+		ok = others_run_delay(&d1) && ok;
+		measured = measured && ok;
+		if (!ok)
+			continue;
+		if (d1 - d0 > worst)
+			worst = d1 - d0;
+		if (d1 - d0 >= HA_HOLD_NS)
+			late++;
 	}
-	held = hx_ep_close_counter(&ep, "ack_held");
-	hx_log("%d SENDs received, 20 ms pause after each: ACKs held back %llu",
-	       HA_ROUNDS, held);
+	hx_ep_close_counters(&ep, names, v);
+	hx_log("%d SENDs received, no verb until each completed: ACKs held back %llu, sent late %llu; rounds the thread waited %llu us or more for a CPU %d (longest %llu us, %s)",
+	       HA_ROUNDS, v[0], v[1], HA_HOLD_NS / 1000, late, worst / 1000,
+	       rt ? "real-time priority" : "ordinary priority");
+	if (!measured && !rt) {
+		hx_log("not checked: no schedstat to tell a late thread");
+		return;
+	}
+	CHECK(v[1] <= (unsigned long long)late + v[0] / 2 + 2);
 }
 
 static void held_ack_b(int fd)
@@ -311,10 +386,11 @@ static void held_ack_b(int fd)
 		HX_EXPECT(ep.scq, NULL, r, IBV_WC_SUCCESS, IBV_WC_SEND, PP_LEN);
 		hx_sync(fd);
 	}
+	/* Each of A's late held ACKs cost one (see above); not bounded here:
+	 * A's lateness also makes them when nothing was held. */
 	probes = close_resends(&ep);
 	hx_log("%d signaled SENDs: probe_retransmit+fast_retransmit %llu",
 	       HA_ROUNDS, probes);
-	CHECK(probes <= HA_ROUNDS / 10);
 }
 
 /* ---- stopped_peer: the probe waits while the peer's ring holds ours ---
