@@ -188,7 +188,10 @@ struct sv_engine {
 	 * since this ns (0: none), reqs_held of them counted. */
 	uint64_t reqs_held_at;
 	unsigned int reqs_held;
-	unsigned int pass_recvs; /* receive completions of this pass */
+	/* Messages this pass completed whose arrival the application may
+	 * answer at once: receive completions, and WRITEs without immediate,
+	 * whose bytes it may be watching (engine.c, hold_acks). */
+	unsigned int pass_answerable;
 	uint8_t *rxmem;
 	/* The same memory cut two ways: for sockets without UDP_GRO (and
 	 * multicast), and for those with it. */
