@@ -84,7 +84,9 @@ static uint64_t wire_rcvd(const struct sv_engine *eng)
  * request came that changes its memory without a completion (an RDMA
  * WRITE without immediate, an atomic: recv.c counts them), which is what
  * an application spinning on memory waits for (ib_write_lat's target)
- * and only the thread can bring while it spins.  Everything else that
+ * and only the thread can bring while it spins, unless the request came
+ * with the ACK the application polls for (its peer held the ACK for its
+ * answer, hold_acks; recv.c does not count those).  Everything else that
  * comes (SENDs, ACKs, READ responses) completes something the
  * application polls for, and its polls receive it.  A thread watching
  * the sockets meanwhile only costs: every datagram runs the socket's

@@ -116,6 +116,10 @@ struct sv_engine {
 	 * the engine lock. */
 	uint64_t cqes;
 	unsigned int app_cqe_passes, mem_reqs;
+	/* One per receive call (links.c): a memory request followed in the
+	 * same batch by a response to its QP came with the ACK that the
+	 * application polls for (recv.c). */
+	uint64_t rx_batch;
 	bool loop_nap; /* thread only: its last look said "ping-pong" */
 	uint64_t nap_ns; /* thread only: its current nap, 0: it watches */
 	bool socks_out; /* thread only: socks taken out of epfd (a nap) */
