@@ -429,6 +429,100 @@ static void held_ack_b(int fd)
 	       HA_ROUNDS, probes);
 }
 
+/* ---- held_write_ack: WRITEs answered by WRITEs, as ib_write_lat ------
+ * A WRITE's target that watches its memory answers the WRITE as one woken
+ * by a receive answers a SEND, so over UDP a pass that places a WRITE
+ * while the application polls holds its ACK back for the answer (engine.c,
+ * hold_acks; resp.c counts the WRITE in pass_answerable).  B writes an
+ * 8-byte sequence number into A's buffer and polls for its completion,
+ * then spins on its own buffer; A spins on its buffer, answers with a
+ * WRITE of the same number and polls for that completion, as
+ * ib_write_lat's two sides do.  Every fourth round A pauses 20 ms without
+ * a verb before answering: the thread must send the held ACK within
+ * SV_ACK_HOLD_NS, or B's WRITE completes only through its probe (at least
+ * 1 ms later, a resend).  A late thread on a loaded host may let a probe
+ * fire in some rounds; an ACK left for the answer makes every pause round
+ * probe, so fewer than half of them may.  A's ack_held shows the holds:
+ * without them every ACK leaves alone, before A sees the bytes. */
+#define HW_ROUNDS 60
+#define HW_PAUSE_EVERY 4
+#define HW_SPIN_MS 5000
+
+/* Spin on an 8-byte word of the buffer (as ib_write_lat on its byte)
+ * until it holds v; false after HW_SPIN_MS. */
+static bool spin_for(volatile uint64_t *w, uint64_t v)
+{
+	uint64_t end = hx_now_ms() + HW_SPIN_MS;
+	unsigned int n = 0;
+
+	while (*w != v)
+		if (!(++n & 1023) && hx_now_ms() > end)
+			return false;
+	return true;
+}
+
+static void write_seq(struct hx_ep *ep, uint64_t seq)
+{
+	memcpy(ep->buf, &seq, sizeof(seq));
+	HX_CHECK_RC(hx_post_send(ep, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, seq,
+				 ep->buf, sizeof(seq), ep->mr->lkey,
+				 ep->peer.addr + 64, ep->peer.rkey, 0),
+		    0);
+	HX_EXPECT(ep->scq, NULL, seq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		  sizeof(seq));
+}
+
+static void held_write_ack_a(int fd)
+{
+	volatile uint64_t *in;
+	unsigned long long held;
+	struct hx_ep ep;
+	uint64_t r;
+
+	pp_open(&ep, fd);
+	in = (volatile uint64_t *)(ep.buf + 64);
+	*in = 0;
+	hx_sync(fd);
+	for (r = 1; r <= HW_ROUNDS; r++) {
+		if (!spin_for(in, r))
+			hx_die("round %llu: B's WRITE not seen in %d ms",
+			       (unsigned long long)r, HW_SPIN_MS);
+		if (!(r % HW_PAUSE_EVERY))
+			usleep(20000); /* the application does something else */
+		write_seq(&ep, r);
+	}
+	hx_sync(fd);
+	held = hx_ep_close_counter(&ep, "ack_held");
+	hx_log("%d WRITEs answered by WRITEs, every fourth after 20 ms: ACKs held back %llu",
+	       HW_ROUNDS, held);
+	if (!on_shm())
+		CHECK(held > 0);
+}
+
+static void held_write_ack_b(int fd)
+{
+	unsigned long long probes;
+	volatile uint64_t *in;
+	struct hx_ep ep;
+	uint64_t r;
+
+	pp_open(&ep, fd);
+	in = (volatile uint64_t *)(ep.buf + 64);
+	*in = 0;
+	hx_sync(fd);
+	for (r = 1; r <= HW_ROUNDS; r++) {
+		write_seq(&ep, r);
+		if (!spin_for(in, r))
+			hx_die("round %llu: A's answer not seen in %d ms",
+			       (unsigned long long)r, HW_SPIN_MS);
+	}
+	hx_sync(fd);
+	probes = close_resends(&ep);
+	hx_log("%d signaled WRITEs, a fourth answered after 20 ms: probe_retransmit+fast_retransmit %llu",
+	       HW_ROUNDS, probes);
+	CHECK(probes < HW_ROUNDS / HW_PAUSE_EVERY / 2);
+}
+
 /* ---- stopped_peer: the probe waits while the peer's ring holds ours ---
  * A SEND to a peer stopped (SIGSTOP) for 20 ms sits in the peer's ring,
  * unread.  Over UDP the probe resends it every time its timer fires (at
@@ -486,9 +580,13 @@ static void stopped_peer_b(int fd)
 }
 
 static const struct hx_case cases[] = {
-	HX_CASE(unsig_read, 60),     HX_CASE(unsig_small_read, 60),
-	HX_CASE(unsig_pingpong, 60), HX_CASE(stopped_peer, 60),
-	HX_CASE(held_ack, 60),	     { 0 },
+	HX_CASE(unsig_read, 60),
+	HX_CASE(unsig_small_read, 60),
+	HX_CASE(unsig_pingpong, 60),
+	HX_CASE(stopped_peer, 60),
+	HX_CASE(held_ack, 60),
+	HX_CASE(held_write_ack, 60),
+	{ 0 },
 };
 
 HX_MAIN(cases)

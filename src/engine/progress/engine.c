@@ -84,7 +84,9 @@ static uint64_t wire_rcvd(const struct sv_engine *eng)
  * request came that changes its memory without a completion (an RDMA
  * WRITE without immediate, an atomic: recv.c counts them), which is what
  * an application spinning on memory waits for (ib_write_lat's target)
- * and only the thread can bring while it spins.  Everything else that
+ * and only the thread can bring while it spins, unless the request came
+ * with the ACK the application polls for (its peer held the ACK for its
+ * answer, hold_acks; recv.c does not count those).  Everything else that
  * comes (SENDs, ACKs, READ responses) completes something the
  * application polls for, and its polls receive it.  A thread watching
  * the sockets meanwhile only costs: every datagram runs the socket's
@@ -378,8 +380,9 @@ void sv_engine_pass(struct sv_engine *eng, bool rx)
 	eng->now_ok = false; /* whoever takes the lock next reads afresh */
 }
 
-/* A pass that completed receives while the application busy-polls keeps
- * its ACKs back (xmit.c, sv_tx_hold_acks) for the next pass of anyone:
+/* A pass that completed receives or WRITEs (eng.h, pass_answerable) while
+ * the application busy-polls keeps its ACKs back (xmit.c,
+ * sv_tx_hold_acks) for the next pass of anyone:
  * the application's next verb, most likely (its answer), or the thread's,
  * which wakes for any datagram and at the latest SV_ACK_HOLD_NS later.
  * Only while the thread is awake or naps no longer than that (it does
@@ -394,9 +397,9 @@ static bool hold_acks(struct sv_engine *eng)
 
 	/* Only a batch of wire ACKs: the shm path pays nothing, not even
 	 * the clock read, nor the thread's short naps. */
-	if (!eng->pass_recvs)
+	if (!eng->pass_answerable)
 		return false;
-	eng->pass_recvs = 0;
+	eng->pass_answerable = 0;
 	if (!sv_tx_acks_only(eng))
 		return false;
 	now = sv_now_ns();
@@ -461,7 +464,7 @@ static bool hold_reqs(struct sv_engine *eng)
  * clock read, which costs more than the rest of an empty pass. */
 static void pass(struct sv_engine *eng, bool rx, bool timers)
 {
-	eng->pass_recvs = 0;
+	eng->pass_answerable = 0;
 	take_kicks(eng);
 	if (rx)
 		sv_links_rx(eng);
@@ -570,7 +573,7 @@ static void *progress_main(void *arg)
 		bool busy = waited || sv_app_polls(eng, now);
 		uint64_t until = busy ? now + SV_HINT_HOLD_NS : UINT64_MAX, dl;
 		uint64_t wire, served;
-		bool nap, pnap = false, socks, spun;
+		bool nap, pnap = false, socks, spun, watched;
 		int timeout, n, i;
 
 		if (renap && busy && !waited) {
@@ -633,6 +636,7 @@ wait:
 		 * we wait on the sockets, then look for one; it counts
 		 * itself, then looks at what we said. */
 		socks = !nap && !waited;
+		watched = socks && !eng->socks_out;
 		atomic_store(&eng->thread_socks, socks);
 		if (socks && atomic_load(&eng->waiters))
 			until = now;
@@ -713,10 +717,15 @@ wait:
 			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
 			eng->spin_until =
 				(spun ? now : sv_now_ns()) + SV_SERVE_SPIN_NS;
-		/* Datagrams this pass found after a wait that timed out:
-		 * they waited in a socket the thread did not watch (or
-		 * came in the instant since). */
-		if (n == 0 && !spun && (int64_t)(wire_rcvd(eng) - wire) > 0)
+		/* Datagrams this pass found after a wait that timed out
+		 * without the sockets: they waited in a socket the thread
+		 * did not watch.  After a watched wait they came in the
+		 * instant since it timed out, which a ping-pong whose ACKs
+		 * are held (hold_acks) meets often: its thread's waits end
+		 * every SV_ACK_HOLD_NS while its application's polls take
+		 * the datagrams. */
+		if (n == 0 && !spun && !watched &&
+		    (int64_t)(wire_rcvd(eng) - wire) > 0)
 			eng->stats->thread_late_rx += wire_rcvd(eng) - wire;
 		sv_mutex_unlock(&eng->lock);
 	}

@@ -70,7 +70,7 @@ int sv_push_recv_cqe(struct sv_qp_engine *qe, const struct ibv_wc *wc,
 	if (qe->qp->xrc_rwqe)
 		return sv_xrcfwd_complete(qe, wc, solicited);
 	err = sv_cq_push(qe->qp->rcq, wc, solicited);
-	qe->eng->pass_recvs++;
+	qe->eng->pass_answerable++;
 	qe->eng->cqes++;
 	if (err == ENOSPC)
 		cq_overrun(qe->eng, qe->qp->rcq);

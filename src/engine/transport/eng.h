@@ -116,6 +116,10 @@ struct sv_engine {
 	 * the engine lock. */
 	uint64_t cqes;
 	unsigned int app_cqe_passes, mem_reqs;
+	/* One per receive call (links.c): a memory request followed in the
+	 * same batch by a response to its QP came with the ACK that the
+	 * application polls for (recv.c). */
+	uint64_t rx_batch;
 	bool loop_nap; /* thread only: its last look said "ping-pong" */
 	uint64_t nap_ns; /* thread only: its current nap, 0: it watches */
 	bool socks_out; /* thread only: socks taken out of epfd (a nap) */
@@ -188,7 +192,10 @@ struct sv_engine {
 	 * since this ns (0: none), reqs_held of them counted. */
 	uint64_t reqs_held_at;
 	unsigned int reqs_held;
-	unsigned int pass_recvs; /* receive completions of this pass */
+	/* Messages this pass completed whose arrival the application may
+	 * answer at once: receive completions, and WRITEs without immediate,
+	 * whose bytes it may be watching (engine.c, hold_acks). */
+	unsigned int pass_answerable;
 	uint8_t *rxmem;
 	/* The same memory cut two ways: for sockets without UDP_GRO (and
 	 * multicast), and for those with it. */

@@ -638,6 +638,7 @@ static void sock_rx(struct sv_engine *eng, struct sv_sock *s, bool udp)
 			eng->rx_skipped = true;
 			continue;
 		}
+		eng->rx_batch++;
 		ops->receive(s->link[i].ep, deliver, &c, SV_RX_BUDGET, now,
 			     !eng->in_thread);
 		link_counts(eng, ops, s->link[i].ep);

@@ -97,6 +97,9 @@ struct sv_qp_engine {
 	 * pass around it (a pass costs more than a channel SEND). */
 	bool run_alone;
 	char path_why[64]; /* why UDP */
+	/* eng.rx_batch of the memory request it counted in eng.mem_reqs
+	 * last, 0: none not yet answered by a response (recv.c). */
+	uint64_t mem_req_batch;
 	/* Its counters (SV_QSTAT): its slot of the stats segment, or its
 	 * context's "others" slot (statslot NULL). */
 	struct sv_qp_stats *ctr;

@@ -223,9 +223,22 @@ found:
 		 * polling: the thread must watch for it (engine.c,
 		 * app_loops). */
 		if ((pkt.mask & (SV_M_WRITE | SV_M_ATOMIC)) &&
-		    !(pkt.mask & SV_M_IMMDT))
+		    !(pkt.mask & SV_M_IMMDT)) {
 			eng->mem_reqs++;
+			qe->mem_req_batch = eng->rx_batch;
+		}
 		sv_resp_rx(qe, &pkt, flow);
-	} else
+	} else {
+		/* After the request, in the same batch of datagrams: the
+		 * response (the peer's ACK, held for its answer: engine.c,
+		 * hold_acks) that the application polls for, whose poll
+		 * takes the request with it.  ib_write_lat's sides answer
+		 * so.  The shm link holds no ACK. */
+		if (!shm && qe->mem_req_batch == eng->rx_batch &&
+		    eng->mem_reqs) {
+			eng->mem_reqs--;
+			qe->mem_req_batch = 0;
+		}
 		sv_comp_rx(qe, &pkt);
+	}
 }

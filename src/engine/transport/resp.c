@@ -619,8 +619,12 @@ static enum resp_state complete(struct resp_ctx *c)
 	qe->resp.msn = (qe->resp.msn + 1) & SV_PSN_MASK;
 	if (p->mask & SV_M_SEND)
 		SV_STAT(qe->eng, rdma_sends);
-	if (!(p->mask & SV_M_RWR))
+	if (!(p->mask & SV_M_RWR)) {
+		/* A WRITE's bytes in place: an application watching them
+		 * (ib_write_lat) answers as one woken by a receive does. */
+		qe->eng->pass_answerable++;
 		return RESP_ACKNOWLEDGE;
+	}
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = qe->resp.wqe->wr_id;
 	wc.status = IBV_WC_SUCCESS;

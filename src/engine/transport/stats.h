@@ -95,7 +95,7 @@
 	X(shm_ring_holds, "requester runs held: the peer's ring half full") \
 	X(shm_wakeups, "doorbells sent to a sleeping peer")          \
 	X(shm_other_user, "peers of another user: UDP, no fast path")      \
-	X(thread_late_rx, "datagrams found after a timed-out thread wait")  \
+	X(thread_late_rx, "datagrams found after an unwatched thread wait") \
 	X(thread_naps, "thread naps without the sockets (the app polls do it)") \
 	X(thread_unwatch, "times the thread took the sockets out of its epoll set") \
 	X(gso_sends, "UDP sends of several packets (UDP_SEGMENT)")          \
