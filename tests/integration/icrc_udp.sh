@@ -6,7 +6,7 @@
 # so only towards a peer whose packets carried the mark.  Unmodified
 # Debian ibv_rc_pingpong (-c: the bytes checked; 4 KiB messages, four
 # packets each at MTU 1500), server in namespace A, client in B, each
-# through build/bin/softverbs run with SOFTVERBS_STATS=1, tshark on A's
+# through build/bin/softverbs run with SOFTVERBS_STATS=1, a capture on A's
 # veth end, which cuts segmented sends into their packets (ethtool: no
 # UDP segmentation offload) so that the capture holds wire packets:
 #   agreed   both ends default: each leaves ICRCs to the UDP checksum
@@ -38,14 +38,15 @@ source "$net/netns.sh"
 source "$net/port.sh"
 SV_RUN=("${run[@]}")
 source "$net/pingpong.sh"
+source "$net/capture.sh"
 sv_netns_usable || exit 77
 
 a="svicrc-$$-a" b="svicrc-$$-b"
 tmp=$(mktemp -d /tmp/sv-icrc.XXXXXX)
-srv_pid= ts_pid=
+srv_pid=
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
-	[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null
+	sv_cap_kill
 	rm -rf "$tmp"
 	sv_netns_cleanup
 }
@@ -65,13 +66,7 @@ pair() {
 	sgid=$(sv_pp_gid 10.231.8.1 "$a") cgid=$(sv_pp_gid 10.231.8.2 "$b")
 	[ -n "$sgid" ] && [ -n "$cgid" ] || { echo "FAIL: $name: no GIDs"; fail=1; return; }
 	port=$(sv_free_port ip netns exec "$a") || { fail=1; return; }
-	ip netns exec "$a" tshark -i sv0 -f udp -w "$tmp/$name.pcapng" >"$tmp/$name.tshark" 2>&1 &
-	ts_pid=$!
-	for _ in $(seq 200); do
-		grep -q "Capturing on" "$tmp/$name.tshark" && break
-		sleep 0.05
-	done
-	grep -q "Capturing on" "$tmp/$name.tshark" || { echo "FAIL: $name: tshark did not start"; cat "$tmp/$name.tshark"; fail=1; }
+	sv_cap_start "$tmp/$name.pcapng" sv0 udp 10.231.8.2 "$a" || { fail=1; return; }
 	ip netns exec "$a" timeout -k 5 60 env $senv "${run[@]}" "$pp" -c -s $size -g "$sgid" -p "$port" -n $iters \
 		>"$tmp/$name.server" 2>&1 &
 	srv_pid=$!
@@ -86,10 +81,7 @@ pair() {
 	wait "$srv_pid"
 	src=$?
 	srv_pid=
-	sleep 0.5
-	kill -INT "$ts_pid"
-	wait "$ts_pid"
-	ts_pid=
+	sv_cap_stop || fail=1
 	echo "--- $name: server ($senv; exit $src) ---"; cat "$tmp/$name.server"
 	echo "--- $name: client ($cenv; exit $crc) ---"; cat "$tmp/$name.client"
 	[ $src = 0 ] || { echo "FAIL: $name: server exit status $src"; fail=1; }

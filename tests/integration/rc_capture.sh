@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Capture test: the traffic of "rc_ops all_opcodes" (every RC opcode and
-# IBA 1.5's ATOMIC WRITE, two QPs on one host) is captured with tshark on
+# IBA 1.5's ATOMIC WRITE, two QPs on one host) is captured live on
 # lo, on exactly the UDP ports of its two QPs (QPN >> 8), and decoded
 # with tshark's InfiniBand dissector (-d udp.port==N,infiniband).  Every
 # posted opcode must appear under tshark's own name (ATOMIC WRITE, which
@@ -12,14 +12,17 @@
 # (RPC-over-RDMA, SMB Direct, iSER...); our test payloads are random bytes,
 # so those heuristics are disabled: they judge the payload, not our headers.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 bin=${SV_INTEG_BIN:-$PWD}
+net=${SV_NET:-$here/../net}
+source "$net/capture.sh"
 command -v tshark >/dev/null || { echo "tshark not installed"; exit 1; }
 
 tmp=$(mktemp -d /tmp/sv-rccap.XXXXXX)
-ops_pid= ts_pid=
+ops_pid=
 cleanup() {
 	[ -n "$ops_pid" ] && kill "$ops_pid" 2>/dev/null
-	[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null
+	sv_cap_kill
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -48,22 +51,13 @@ fi
 read -r p1 p2 <"$tmp/ports"
 echo "QP ports: $p1 $p2"
 
-tshark -i lo -f "udp port $p1 or udp port $p2" -w "$tmp/cap.pcapng" >"$tmp/tshark.log" 2>&1 &
-ts_pid=$!
-for _ in $(seq 200); do
-	grep -q "Capturing on" "$tmp/tshark.log" && break
-	sleep 0.05
-done
-grep -q "Capturing on" "$tmp/tshark.log" || { echo "FAIL: tshark did not start"; cat "$tmp/tshark.log"; exit 1; }
-sleep 0.3
+sv_cap_start "$tmp/cap.pcapng" lo "udp port $p1 or udp port $p2" 127.0.0.1 || exit 1
 touch "$tmp/go"
 wait "$ops_pid"
 ops_rc=$?
 ops_pid=
-sleep 0.5
-kill -INT "$ts_pid"
-wait "$ts_pid"
-ts_pid=
+sv_cap_stop
+cap_rc=$?
 cat "$tmp/ops.log"
 
 disable=()
@@ -80,7 +74,7 @@ decode=(tshark -r "$tmp/cap.pcapng" -d "udp.port==$p1,infiniband" -d "udp.port==
 echo "--- decoded ($(wc -l <"$tmp/decoded") packets) ---"
 cut -f3 "$tmp/decoded" | sed 's/ QP=.*//' | sort | uniq -c
 
-fail=0
+fail=$cap_rc
 [ $ops_rc = 0 ] || { echo "FAIL: rc_ops all_opcodes exit status $ops_rc"; fail=1; }
 for op in "Send Only" "Send Only Immediate" "RDMA Write First" "RDMA Write Middle" \
 	"RDMA Write Last" "RDMA Write Only Immediate" "RDMA Read Request" \

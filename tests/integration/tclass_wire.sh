@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The traffic class on the wire (issue #39): two network namespaces joined
-# by a veth pair, tshark capturing on the veth, and
+# by a veth pair, a capture on the veth read by tshark, and
 #   ud_ops tclass / tclass6  UD through AHs with grh.traffic_class 0xb8 and
 #                            0, answered with 0x48: each GRH area holds the
 #                            class its datagram carried (the program checks
@@ -19,13 +19,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${SV_INTEG_BIN:-$PWD}
 net=${SV_NET:-$here/../net}
 source "$net/netns.sh"
+source "$net/capture.sh"
 
 command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
 sv_netns_usable || exit 77
 tmp=$(mktemp -d /tmp/sv-tclass.XXXXXX)
-ts_pid=
 cleanup() {
-	[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null
+	sv_cap_kill
 	rm -rf "$tmp"
 	sv_netns_cleanup
 }
@@ -42,25 +42,12 @@ fail=0
 # run NAME PROG CASE: the case between the namespaces, captured on B's veth.
 run() {
 	local name=$1 prog=$2 case=$3 rc
-	ip netns exec "$b" tshark -i sv0 -f udp -w "$tmp/$name.pcapng" \
-		>"$tmp/$name.tshark" 2>&1 &
-	ts_pid=$!
-	for _ in $(seq 200); do
-		grep -q "Capturing on" "$tmp/$name.tshark" && break
-		sleep 0.05
-	done
-	grep -q "Capturing on" "$tmp/$name.tshark" ||
-		{ echo "FAIL: tshark did not start"; cat "$tmp/$name.tshark"; fail=1; }
-	# (dumpcap says so a moment before it captures: rc_capture.sh)
-	sleep 0.5
+	sv_cap_start "$tmp/$name.pcapng" sv0 udp 10.234.0.1 "$b" || { fail=1; return; }
 	env "${env[@]}" timeout -k 5 60 "$bin/$prog" "$case"
 	rc=$?
 	echo "$prog $case (netns): exit $rc"
 	[ $rc = 0 ] || fail=1
-	sleep 0.5
-	kill -INT "$ts_pid"
-	wait "$ts_pid"
-	ts_pid=
+	sv_cap_stop || fail=1
 }
 
 # count FILE FILTER: packets of the capture that match the display filter.

@@ -24,6 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${SV_INTEG_BIN:-$PWD}
 net=${SV_NET:-$here/../net}
 source "$net/netns.sh"
+source "$net/capture.sh"
 mode=${1:?usage: udp_gso.sh on|off|wire|wire_small}
 
 sv_netns_usable || exit 77
@@ -32,8 +33,7 @@ if [ "${mode%_small}" = wire ]; then
 	command -v tshark >/dev/null || { echo "tshark not installed"; exit 1; }
 fi
 log=$(mktemp) cap=$(mktemp -d)
-ts_pid=
-trap '[ -n "$ts_pid" ] && kill "$ts_pid" 2>/dev/null; sv_netns_cleanup; rm -rf "$log" "$cap"' EXIT
+trap 'sv_cap_kill; sv_netns_cleanup; rm -rf "$log" "$cap"' EXIT
 
 a="svgso-$$-a" b="svgso-$$-b"
 sv_netns_pair "$a" "$b" 10.232.0.1/24 10.232.0.2/24 || { echo "veth setup failed"; exit 1; }
@@ -43,13 +43,7 @@ if [ "${mode%_small}" = wire ]; then
 		ip netns exec "$ns" ethtool -K sv0 tx-udp-segmentation off ||
 			{ echo "ethtool -K failed"; exit 1; }
 	done
-	ip netns exec "$a" tshark -i sv0 -f udp -w "$cap/cap.pcapng" >"$cap/tshark.log" 2>&1 &
-	ts_pid=$!
-	for _ in $(seq 200); do
-		grep -q "Capturing on" "$cap/tshark.log" && break
-		sleep 0.05
-	done
-	grep -q "Capturing on" "$cap/tshark.log" || { echo "FAIL: tshark did not start"; cat "$cap/tshark.log"; exit 1; }
+	sv_cap_start "$cap/cap.pcapng" sv0 udp 10.232.0.2 "$a" || exit 1
 	HX_LOSS_MB=${HX_LOSS_MB:-4}
 	export SOFTVERBS_SKIP_ICRC=0
 fi
@@ -59,14 +53,12 @@ prog=rc_loss
 SOFTVERBS_STATS=1 HX_NETNS_A=$a HX_NETNS_B=$b HX_ADDR_A=10.232.0.1 \
 	HX_ADDR_B=10.232.0.2 HX_LOSS_MB=${HX_LOSS_MB:-64} \
 	timeout -k 5 120 "$bin/$prog" stream >"$log" 2>&1
-rc=$?
-if [ -n "$ts_pid" ]; then
-	sleep 0.5
-	kill -INT "$ts_pid"
-	wait "$ts_pid"
-	ts_pid=
+rc=$? cap_rc=0
+if [ "${mode%_small}" = wire ]; then
+	sv_cap_stop || cap_rc=1
 fi
 cat "$log"
+[ $cap_rc = 0 ] || exit 1
 [ $rc = 124 ] && echo "$prog: timed out"
 [ $rc = 0 ] || { echo "FAIL: $prog exited $rc"; exit 1; }
 
