@@ -8,11 +8,11 @@ set xlabel 'message size (bytes)'
 set ylabel 'latency, one-way (usec)'
 set xtics ('8' 8, '64' 64, '256' 256, '1K' 1024, '4K' 4096, '16K' 16384, '64K' 65536, '256K' 262144, '1M' 1048576, '4M' 4194304)
 plot 'data/softverbs_ib_write_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 3 pt 7 ps 1.2 lc rgb '#1f77b4' title 'softverbs ib_write_lat', \
-     'data/softverbs_1d2a4bf_ib_write_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#1f77b4' title 'softverbs@1d2a4bf ib_write_lat', \
+     'data/softverbs_c50a205_ib_write_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#1f77b4' title 'softverbs@c50a205 ib_write_lat', \
      'data/softverbs_ib_send_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 3 pt 7 ps 1.2 lc rgb '#d62728' title 'softverbs ib_send_lat', \
-     'data/softverbs_1d2a4bf_ib_send_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#d62728' title 'softverbs@1d2a4bf ib_send_lat', \
+     'data/softverbs_c50a205_ib_send_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#d62728' title 'softverbs@c50a205 ib_send_lat', \
      'data/softverbs_ib_atomic_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 3 pt 7 ps 1.2 lc rgb '#2ca02c' title 'softverbs ib_atomic_lat', \
-     'data/softverbs_1d2a4bf_ib_atomic_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#2ca02c' title 'softverbs@1d2a4bf ib_atomic_lat', \
+     'data/softverbs_c50a205_ib_atomic_lat.lat.dat' using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 7 ps 0.8 lc rgb '#2ca02c' title 'softverbs@c50a205 ib_atomic_lat', \
      'data/ucx_ucp_put_lat_posix_self.lat.dat' using 1:2:3:4 with yerrorlines lw 1.5 dt 2 pt 6 lc rgb '#ff7f0e' title 'ucx ucp_put_lat (posix,self)', \
      'data/ucx_ucp_am_lat_posix_self.lat.dat' using 1:2:3:4 with yerrorlines lw 1.5 dt 2 pt 6 lc rgb '#9467bd' title 'ucx ucp_am_lat (posix,self)', \
      'data/ucx_ucp_put_lat_sm_self.lat.dat' using 1:2:3:4 with yerrorlines lw 1.5 dt 2 pt 6 lc rgb '#8c564b' title 'ucx ucp_put_lat (sm,self)', \
