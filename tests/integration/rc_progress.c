@@ -221,11 +221,12 @@ static bool pingpong_wait(struct hx_ep *ep, uint8_t v)
 	return true;
 }
 
-static void write_pingpong(int fd, bool first)
+/* TRIPS WRITEs each way, A first, each side spinning for the peer's
+ * before it answers; pause: every other answer 1 ms late.  Then the
+ * counters of names into c. */
+static void pingpong_trips(int fd, bool first, bool pause,
+			   const char *const *names, unsigned long long *c)
 {
-	static const char *const names[] = { "thread_late_rx",
-					     "thread_naps_loop", NULL };
-	unsigned long long c[2], late;
 	struct hx_ep ep;
 	int i;
 
@@ -236,22 +237,26 @@ static void write_pingpong(int fd, bool first)
 	for (i = 1; i <= TRIPS; i++) {
 		uint8_t v = (uint8_t)(i % 251 + 1);
 
-		if (first) {
-			if (i % 2)
-				usleep(1000);
-			pingpong_write(&ep, v);
-		}
-		if (!pingpong_wait(&ep, v))
+		if (!first && !pingpong_wait(&ep, v))
 			break;
-		if (!first) {
-			if (i % 2)
-				usleep(1000);
-			pingpong_write(&ep, v);
-		}
+		if (pause && i % 2)
+			usleep(1000);
+		pingpong_write(&ep, v);
+		if (first && !pingpong_wait(&ep, v))
+			break;
 	}
 	CHECK_EQ(i, TRIPS + 1);
 	hx_sync(fd);
 	hx_ep_close_counters(&ep, names, c);
+}
+
+static void write_pingpong(int fd, bool first)
+{
+	static const char *const names[] = { "thread_late_rx",
+					     "thread_naps_loop", NULL };
+	unsigned long long c[2], late;
+
+	pingpong_trips(fd, first, true, names, c);
 	late = c[0];
 	hx_log("%d trips: thread_late_rx %llu, thread_naps_loop %llu", TRIPS,
 	       late, c[1]);
@@ -289,26 +294,8 @@ static void held_pingpong(int fd, bool first)
 	static const char *const names[] = { "ack_held", "thread_naps_loop",
 					     "thread_late_rx", NULL };
 	unsigned long long c[3];
-	struct hx_ep ep;
-	int i;
 
-	setenv("SOFTVERBS_STATS", "1", 1);
-	target_prepare(&ep, fd);
-	ep.buf[SLOT] = 0;
-	hx_sync(fd);
-	for (i = 1; i <= TRIPS; i++) {
-		uint8_t v = (uint8_t)(i % 251 + 1);
-
-		if (first)
-			pingpong_write(&ep, v);
-		if (!pingpong_wait(&ep, v))
-			break;
-		if (!first)
-			pingpong_write(&ep, v);
-	}
-	CHECK_EQ(i, TRIPS + 1);
-	hx_sync(fd);
-	hx_ep_close_counters(&ep, names, c);
+	pingpong_trips(fd, first, false, names, c);
 	hx_log("%d trips: ack_held %llu, thread_naps_loop %llu, thread_late_rx %llu",
 	       TRIPS, c[0], c[1], c[2]);
 	if (!hx_fastpath_expected())

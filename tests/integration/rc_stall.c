@@ -472,6 +472,18 @@ static void write_seq(struct hx_ep *ep, uint64_t seq)
 		  sizeof(seq));
 }
 
+/* Connected, the peer ready: the word its WRITEs land in, 0. */
+static volatile uint64_t *hw_open(struct hx_ep *ep, int fd)
+{
+	volatile uint64_t *in;
+
+	pp_open(ep, fd);
+	in = (volatile uint64_t *)(ep->buf + 64);
+	*in = 0;
+	hx_sync(fd);
+	return in;
+}
+
 static void held_write_ack_a(int fd)
 {
 	volatile uint64_t *in;
@@ -479,10 +491,7 @@ static void held_write_ack_a(int fd)
 	struct hx_ep ep;
 	uint64_t r;
 
-	pp_open(&ep, fd);
-	in = (volatile uint64_t *)(ep.buf + 64);
-	*in = 0;
-	hx_sync(fd);
+	in = hw_open(&ep, fd);
 	for (r = 1; r <= HW_ROUNDS; r++) {
 		if (!spin_for(in, r))
 			hx_die("round %llu: B's WRITE not seen in %d ms",
@@ -506,10 +515,7 @@ static void held_write_ack_b(int fd)
 	struct hx_ep ep;
 	uint64_t r;
 
-	pp_open(&ep, fd);
-	in = (volatile uint64_t *)(ep.buf + 64);
-	*in = 0;
-	hx_sync(fd);
+	in = hw_open(&ep, fd);
 	for (r = 1; r <= HW_ROUNDS; r++) {
 		write_seq(&ep, r);
 		if (!spin_for(in, r))
