@@ -180,7 +180,10 @@ static void spinning_b(int fd)
  * its thread to take.  Nor may the
  * thread take these polls for a ping-pong they carry (engine.c
  * app_loops: a WRITE without immediate that comes without the ACK polled
- * for is what a spinning target waits for): thread_naps_loop stays 0. */
+ * for is what a spinning target waits for): thread_naps_loop stays near 0
+ * (0-1: the fast trips between two paused ones may carry a nap; 7-75 in
+ * 3 runs of 4 when app_loops ignores such WRITEs, whose naps end before
+ * the paused answers come, so thread_late_rx cannot tell). */
 #define TRIPS 300
 #define SLOT 64
 
@@ -260,7 +263,7 @@ static void write_pingpong(int fd, bool first)
 	late = c[0];
 	hx_log("%d trips: thread_late_rx %llu, thread_naps_loop %llu", TRIPS,
 	       late, c[1]);
-	CHECK_EQ(c[1], 0);
+	CHECK(c[1] <= TRIPS / 60);
 	if (late > TRIPS / 20)
 		fprintf(stderr,
 			"[%s] WRITEs waited in an unwatched socket: thread_late_rx %llu in %d trips (at most %d)\n",
