@@ -39,7 +39,7 @@ labels=${SV_DISTRO_LABELS:-unit|abi|distro|pyverbs_suite}
 pkgs="gcc make cmake pkg-config libc6-dev libibverbs-dev librdmacm-dev
 zlib1g-dev ibverbs-utils rdmacm-utils perftest python3-pyverbs ucx-utils
 libfabric-bin openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2 procps
-python3 binutils util-linux ca-certificates"
+python3 binutils util-linux ca-certificates man-db"
 
 # chroot_dir SUITE: where its chroot is.
 chroot_dir() {
