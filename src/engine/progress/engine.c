@@ -551,6 +551,38 @@ static bool app_waits(struct sv_engine *eng, uint64_t now)
 	       (seen && now - seen < SV_HINT_HOLD_NS);
 }
 
+/* How long the thread looks again after taking a batch of a wire stream
+ * at `at` (SV_STREAM_SPIN_MAX_NS): twice the widest gap between the
+ * stream's batches over the last one or two SV_STREAM_GAP_WINDOW_NS.  The
+ * widest, not the last: the batches of a burst come microseconds apart,
+ * and the gap between bursts is the one a shorter look sleeps through,
+ * each wake-up a stall of the requester's window. */
+static uint64_t stream_spin_ns(struct sv_engine *eng, uint64_t at)
+{
+	uint64_t gap = at - eng->batch_at, widest;
+
+	eng->batch_at = at;
+	if (gap > SV_STREAM_SPIN_MAX_NS) {
+		/* The requester paused: its cadence is to learn again. */
+		eng->batch_gap[0] = eng->batch_gap[1] = 0;
+		eng->batch_window_at = at;
+		return SV_SERVE_SPIN_NS;
+	}
+	if (at - eng->batch_window_at > SV_STREAM_GAP_WINDOW_NS) {
+		eng->batch_gap[1] = eng->batch_gap[0];
+		eng->batch_gap[0] = 0;
+		eng->batch_window_at = at;
+	}
+	if (gap > eng->batch_gap[0])
+		eng->batch_gap[0] = gap;
+	widest = eng->batch_gap[0] > eng->batch_gap[1] ? eng->batch_gap[0] :
+							 eng->batch_gap[1];
+	if (2 * widest < SV_SERVE_SPIN_NS)
+		return SV_SERVE_SPIN_NS;
+	return 2 * widest < SV_STREAM_SPIN_MAX_NS ? 2 * widest :
+						    SV_STREAM_SPIN_MAX_NS;
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_engine *eng = arg;
@@ -714,9 +746,17 @@ wait:
 		 * next batch as soon (SV_SPIN_PKTS).  Each comes while we
 		 * look again. */
 		if (!busy && (serve_moves(eng) != served ||
-			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS))
-			eng->spin_until =
-				(spun ? now : sv_now_ns()) + SV_SERVE_SPIN_NS;
+			      wire_rcvd(eng) - wire >= SV_SPIN_PKTS)) {
+			uint64_t at = spun ? now : sv_now_ns(), spin;
+
+			spin = wire_rcvd(eng) - wire >= SV_SPIN_PKTS ?
+				       stream_spin_ns(eng, at) :
+				       SV_SERVE_SPIN_NS;
+			/* A stream's last few packets must not cut short
+			 * the look its batch began. */
+			if (at + spin > eng->spin_until)
+				eng->spin_until = at + spin;
+		}
 		/* Datagrams this pass found after a wait that timed out
 		 * without the sockets: they waited in a socket the thread
 		 * did not watch.  After a watched wait they came in the

@@ -127,6 +127,11 @@ struct sv_engine {
 	_Atomic uint64_t sleep_until; /* the thread sleeps until (ns), 0 awake */
 	uint64_t hold_tried; /* ns a pass last wanted to hold ACKs (engine.c) */
 	uint64_t spin_until; /* thread only: no sleep before (SV_SERVE_SPIN_NS) */
+	/* Thread only: when it last took a wire stream's batch, and the
+	 * widest gap between batches in this window of
+	 * SV_STREAM_GAP_WINDOW_NS (begun at batch_window_at) and the last
+	 * (engine.c stream_spin_ns). */
+	uint64_t batch_at, batch_window_at, batch_gap[2];
 	/* Waiters (engine lock): no sleep before, after a pass of theirs
 	 * saw ring packets or atomics move (engine.c wait_moves), and
 	 * those counts at their last pass. */

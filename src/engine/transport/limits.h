@@ -61,6 +61,16 @@
  * microseconds, and sleeping between batches cost a wake-up for each,
  * which on a virtual CPU is as long as taking the batch (engine.c). */
 #define SV_SPIN_PKTS 8
+/* A stream's batches come as fast as its requester copies them out of its
+ * application's memory, in bursts: on this project's virtual CPUs a gap of
+ * 90-130 us about every 128 KiB, wider than SV_SERVE_SPIN_NS.  After such
+ * a batch the thread looks again for twice the widest gap between the
+ * stream's batches in the last SV_STREAM_GAP_WINDOW_NS or two, up to
+ * SV_STREAM_SPIN_MAX_NS; a gap longer than that is a pause of the
+ * requester, and the next look is SV_SERVE_SPIN_NS again (engine.c
+ * stream_spin_ns). */
+#define SV_STREAM_SPIN_MAX_NS (200ull * 1000)
+#define SV_STREAM_GAP_WINDOW_NS (1000ull * 1000)
 #define SV_HINT_EVERY 16 /* busy passes between clock reads */
 /* While a stream of datagrams goes through the wire sockets (at least
  * SV_NAP_PKTS sent and received between two looks of the thread) and the
