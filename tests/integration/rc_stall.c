@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -232,7 +233,12 @@ static bool real_time(void)
  * probe timer (a resend after at least 500 us) whenever its sender then
  * paused that long - here A pauses 2 ms after each answer: one
  * probe_retransmit a round.  The end of the last WQE posted now asks for
- * its ACK (req.c, ack_at_end).  Over UDP every message asks for its ACK,
+ * its ACK (req.c, ack_at_end).  On shm both sides make themselves
+ * non-dumpable once connected (pp_open), so that their SENDs go as
+ * packets, not as descriptors the receiver pulls; and each side writes
+ * its next message into the buffer of its last one, which SOFTVERBS_STRICT
+ * reports (buffer-reused) if that SEND is still outstanding: without the
+ * rule 3 runs of 3 failed so (and with no probe).  Over UDP every message asks for its ACK,
  * which B's pass holds back for B's answer (hold_acks): A's SEND is
  * acknowledged as soon as B answers, or by B's thread if B's application
  * is kept from its CPU meanwhile, and A probes only when B's threads are
@@ -246,6 +252,10 @@ static bool real_time(void)
 #define PP_LEN 4096u /* packets, not the message channel */
 #define PP_LATE_NS 500000ull /* half the probe's floor (SV_PROBE_MIN_NS) */
 
+/* Connected, and on shm made non-dumpable: SENDs longer than a channel
+ * message then go as packets through the ring, the path whose ACK rule
+ * this guards, not as descriptors the receiver pulls (paths/chan_rdv.c),
+ * whose completion waits for no ACK. */
 static void pp_open(struct hx_ep *ep, int fd)
 {
 	struct hx_opts o = hx_opts_default();
@@ -255,11 +265,32 @@ static void pp_open(struct hx_ep *ep, int fd)
 	setenv("SOFTVERBS_STATS", "1", 1);
 	hx_ep_open(ep, &o, fd);
 	hx_ep_connect(ep);
+	if (on_shm())
+		REQUIRE(prctl(PR_SET_DUMPABLE, 0) == 0);
+}
+
+/* Counters names[] (NULL-ended) at close; and on shm, that no SEND went
+ * as a descriptor (pp_open). */
+static void pp_close(struct hx_ep *ep, const char *const *names,
+		     unsigned long long *v)
+{
+	const char *all[4] = { "rdv_sends" };
+	unsigned long long got[4];
+	int i;
+
+	for (i = 0; names[i]; i++)
+		all[i + 1] = names[i];
+	all[i + 1] = NULL;
+	hx_ep_close_counters(ep, all, got);
+	CHECK_EQ(got[0], 0);
+	memcpy(v, got + 1, (size_t)i * sizeof(*v));
 }
 
 static void unsig_pingpong_a(int fd)
 {
-	unsigned long long probes;
+	static const char *const names[] = { "probe_retransmit",
+					     "fast_retransmit", NULL };
+	unsigned long long probes, v[2];
 	uint64_t late;
 	struct hx_ep ep;
 	int r;
@@ -283,7 +314,8 @@ static void unsig_pingpong_a(int fd)
 	}
 	late = hx_recv_u64(fd);
 	hx_sync(fd);
-	probes = close_resends(&ep);
+	pp_close(&ep, names, v);
+	probes = v[0] + v[1];
 	hx_log("%d ping-pongs of unsignaled %u-byte SENDs, 2 ms apart: probe_retransmit %llu, rounds the peer waited for a CPU %llu",
 	       PP_ROUNDS, PP_LEN, probes, (unsigned long long)late);
 	if (on_shm())
@@ -294,6 +326,7 @@ static void unsig_pingpong_a(int fd)
 
 static void unsig_pingpong_b(int fd)
 {
+	static const char *const names[] = { "duplicate_request", NULL };
 	unsigned long long dups, d0, d1;
 	struct hx_ep ep;
 	bool rt = real_time(), ok;
@@ -326,7 +359,7 @@ static void unsig_pingpong_b(int fd)
 	       rt ? "real-time priority" : "ordinary priority");
 	hx_send_u64(fd, late);
 	hx_sync(fd);
-	dups = hx_ep_close_counter(&ep, "duplicate_request");
+	pp_close(&ep, names, &dups);
 	hx_log("duplicate_request %llu", dups);
 	/* The READs' one-copy path used to ask for the SENDs' ACK by
 	 * resending their last packet, which B then got twice. */
