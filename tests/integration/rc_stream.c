@@ -21,7 +21,7 @@
  *          a gap of 90-130 us between them as A copies the next ones,
  *          wider on a slow host: a look of a fixed 50 us slept through
  *          2 of them per MiB, 7 in the machine's slower hours, where
- *          one as long as the stream's widest recent gap sleeps 2-12
+ *          one as long as the stream's widest recent gap sleeps 2-3
  *          times in all.  A's messages are all written before it starts:
  *          A filling one meanwhile paused the stream.  A count of sleeps,
  *          not a rate, of a process no other one takes the CPU from:
